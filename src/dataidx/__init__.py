@@ -1,0 +1,58 @@
+"""dataidx: a persistent SQLite index of LLM fine-tuning datasets, served as a torch Dataset."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: E402
+    ConfigError,
+    ConversionError,
+    DataidxError,
+    PluginError,
+    ReadOnlyError,
+    SourceError,
+    StaleStoreError,
+    StoreError,
+)
+
+if TYPE_CHECKING:
+    from .build import build
+    from .converters import register_converter
+    from .engine import DataEngine
+    from .reader import StoreReader
+
+__all__ = [
+    "ConfigError",
+    "ConversionError",
+    "DataEngine",
+    "DataidxError",
+    "PluginError",
+    "ReadOnlyError",
+    "SourceError",
+    "StaleStoreError",
+    "StoreError",
+    "StoreReader",
+    "__version__",
+    "build",
+    "register_converter",
+]
+
+# Resolved on first use so that `import dataidx` (and the CLI) never pays for torch or datasets.
+_LAZY = {
+    "DataEngine": ".engine",
+    "StoreReader": ".reader",
+    "build": ".build",
+    "register_converter": ".converters",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dataidx' has no attribute {name!r}")

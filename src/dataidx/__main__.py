@@ -1,0 +1,5 @@
+"""``python -m dataidx`` runs the CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,166 @@
+"""The ``dataidx`` command line: thin click wrappers over the library.
+
+Library errors (``DataidxError``) become one line on stderr and exit 1 at a single boundary;
+anything else is a bug and keeps its traceback. Results go to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import DataidxError
+from .sampling import DEFAULT_SEED, SAMPLING_MODES
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DataidxError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+def _echo_json(document: Any) -> None:
+    click.echo(json.dumps(document, ensure_ascii=False))
+
+
+def _table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="dataidx")
+def cli() -> None:
+    """Build a persistent SQLite index of fine-tuning datasets once; read it from torch.
+
+    \b
+    Example:
+        dataidx build data/demo_sft.yaml -o demo.db
+        dataidx info demo.db
+    """
+
+
+@cli.command()
+@click.argument("config")
+@click.option("-o", "--output", required=True, help="Store file to write (replaced only when the build succeeds).")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the default mixture.")
+@click.option("--sampling", type=click.Choice(SAMPLING_MODES), default="exact", show_default=True,
+              help="exact: distinct when shrinking, whole repeats when growing; replacement: v1's random.choices.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+def build(config: str, output: str, seed: int, sampling: str, quiet: bool) -> None:
+    """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
+
+    \b
+    Example:
+        dataidx build data/demo_sft.yaml -o demo.db --seed 7
+    """
+    from .build import build as run_build
+
+    progress = None if quiet else (lambda message: click.echo(message, err=True))
+    summary = run_build(config, output, seed=seed, sampling=sampling, progress=progress)
+    if quiet:
+        return
+    rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops) for d in summary.datasets]
+    click.echo(_table(["dataset", "rows", "entries", "in mixture", "dropped msgs"], rows), err=True)
+    click.echo(
+        f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
+        f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
+        err=True,
+    )
+
+
+@cli.command()
+@click.argument("store")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def info(store: str, as_json: bool) -> None:
+    """Show a store's datasets, entry counts, mixtures, seeds and where each source was.
+
+    \b
+    Example:
+        dataidx info demo.db --json
+    """
+    from .info import store_info
+
+    details = store_info(store)
+    if as_json:
+        _echo_json(details)
+        return
+    build = details["build"] or {}
+    click.echo(f"store {details['store']} (schema {details['schema_revision']}, dataidx {build.get('dataidx_version')})")
+    click.echo(f"built {build.get('created_at')} from {build.get('config')} in {build.get('seconds')} s\n")
+    click.echo(_table(
+        ["dataset", "converter", "rows", "entries", "source", "path"],
+        [(d["name"], d["converter"], d["rows"], d["entries"], d["source"], d["path"]) for d in details["datasets"]],
+    ))
+    for mixture in details["mixtures"]:
+        click.echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
+                   f"{mixture['sampling']} sampling")
+        click.echo(_table(
+            ["dataset", "size", "weight", "base entries", "entries", "seed"],
+            [(name, d["size"], d["weight"], d["base_entries"], d["entries"], d["seed"])
+             for name, d in mixture["datasets"].items()],
+        ))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("store")
+@click.argument("positions", nargs=-1, required=True, type=int)
+@click.option("--mixture", default="default", show_default=True, help="Mixture to read.")
+def show(store: str, positions: tuple[int, ...], mixture: str) -> None:
+    """Print entries at POSITIONS (negative counts from the end) as JSON lines.
+
+    Each line is exactly what DataEngine returns for that position.
+
+    \b
+    Example:
+        dataidx show demo.db 0 5 -1
+    """
+    from .reader import StoreReader
+
+    reader = StoreReader(store, mixture)
+    for position in positions:
+        try:
+            _echo_json(reader.get(position))
+        except IndexError as exc:
+            raise DataidxError(str(exc)) from None
+
+
+@cli.command()
+@click.argument("store")
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array of objects keyed by column.")
+def query(store: str, sql: str, as_json: bool) -> None:
+    """Run one read-only SQL statement against a store; writes are refused.
+
+    Views: entries(mixture, position, dataset, row, cut) and
+    composition(mixture, dataset, entries, distinct_rows, share).
+
+    \b
+    Example:
+        dataidx query demo.db "SELECT dataset, count(*) AS n FROM entries GROUP BY dataset" --json
+    """
+    from .query import run_query
+
+    columns, rows = run_query(store, sql)
+    if as_json:
+        _echo_json([dict(zip(columns, row)) for row in rows])
+    else:
+        click.echo(_table(columns, rows))
+
+
+def main() -> None:
+    cli(prog_name="dataidx")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

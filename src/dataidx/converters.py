@@ -1,0 +1,188 @@
+"""Converter plugins: one raw row in, one standard sample out, exactly as LLaMA-Factory v1.
+
+A converter must be a pure function of the row. Messages that v1 drops with a warning (unknown
+ShareGPT tags, function calls that are not JSON) are reported through :func:`drop`, so the build
+can count them instead of losing them silently.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .media import MediaSplitter, media_lists
+from .errors import ConversionError, DataidxError
+from .plugins import Registry
+
+Sample = dict[str, Any]
+Converter = Callable[[dict[str, Any]], Sample]
+
+converters: Registry[Converter] = Registry("converter")
+logger = logging.getLogger(__name__)
+_drops: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("dataidx_drops", default=None)
+
+
+def register_converter(name: str, *, version: str = "1") -> Callable[[Converter], Converter]:
+    """Register a user converter under ``name``; refer to it from YAML as ``converter: name``.
+
+    Example::
+
+        @register_converter("qa", version="1")
+        def qa(row):
+            return {"messages": [
+                {"role": "user", "content": [{"type": "text", "value": row["q"]}], "loss_weight": 0.0},
+                {"role": "assistant", "content": [{"type": "text", "value": row["a"]}], "loss_weight": 1.0},
+            ]}
+    """
+    return converters.register(name, version=version)
+
+
+def drop(reason: str) -> None:
+    """Record that a converter left part of a row out (v1 only logs a warning)."""
+    collected = _drops.get()
+    if collected is None:
+        logger.warning(reason)
+    else:
+        collected.append(reason)
+
+
+@contextmanager
+def collecting_drops() -> Iterator[list[str]]:
+    """Collect :func:`drop` reasons instead of logging them, for a build summary."""
+    collected: list[str] = []
+    token = _drops.set(collected)
+    try:
+        yield collected
+    finally:
+        _drops.reset(token)
+
+
+def present(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without null columns: a column the loader filled with null counts as absent."""
+    return {key: value for key, value in row.items() if value is not None}
+
+
+def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> Sample:
+    """Run a converter on one row; any failure becomes a ConversionError naming all three."""
+    try:
+        sample = func(raw)
+    except DataidxError:
+        raise
+    except KeyError as exc:
+        raise ConversionError(dataset, row, converter, f"missing key {exc.args[0]!r}") from exc
+    except Exception as exc:
+        raise ConversionError(dataset, row, converter, f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(sample, dict):
+        raise ConversionError(dataset, row, converter, f"returned {type(sample).__name__}, expected a dict")
+    return sample
+
+
+
+def _message(role: str, blocks: list[dict[str, str]], loss_weight: float) -> dict[str, Any]:
+    return {"role": role, "content": blocks, "loss_weight": loss_weight}
+
+
+def _tool_call_blocks(value: str) -> list[dict[str, str]] | None:
+    """JSON tool call(s) as ``tool_call`` blocks; None when the value is not valid JSON."""
+    try:
+        calls = json.loads(value)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(calls, list):
+        calls = [calls]
+    return [{"type": "tool_call", "value": json.dumps(call)} for call in calls]
+
+
+@converters.register("alpaca", version="1")
+def alpaca(raw: dict[str, Any]) -> Sample:
+    """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages."""
+    row = present(raw)
+    media = MediaSplitter(media_lists(row))
+    messages = []
+    if "system" in row:
+        messages.append(_message("system", media.blocks(row["system"]), 0.0))
+    if "instruction" in row or "input" in row:
+        # v1 concatenates with no separator; keep it identical.
+        messages.append(_message("user", media.blocks(row.get("instruction", "") + row.get("input", "")), 0.0))
+    if "output" in row:
+        messages.append(_message("assistant", media.blocks(row["output"]), 1.0))
+    media.finish()
+    return {"messages": messages}
+
+
+_SHAREGPT_ROLES = {
+    "system": "system",
+    "human": "user",
+    "gpt": "assistant",
+    "observation": "tool",
+    "function_call": "assistant",
+}
+
+
+@converters.register("sharegpt", version="1")
+def sharegpt(raw: dict[str, Any]) -> Sample:
+    """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
+    row = present(raw)
+    media = MediaSplitter(media_lists(row))
+    messages = []
+    for turn in row.get("conversations") or []:
+        tag = turn["from"]
+        if tag not in _SHAREGPT_ROLES:
+            drop(f"unsupported role tag '{tag}'")
+        elif tag == "function_call":
+            blocks = _tool_call_blocks(turn["value"])
+            if blocks is None:
+                drop("function_call value is not valid JSON")
+                continue
+            messages.append(_message("assistant", blocks, 1.0))
+        else:
+            messages.append(_message(_SHAREGPT_ROLES[tag], media.blocks(turn["value"]), 1.0 if tag == "gpt" else 0.0))
+    media.finish()
+    sample: Sample = {"messages": messages}
+    tools = row.get("tools")
+    if tools:
+        try:
+            parsed = json.loads(tools)
+        except (json.JSONDecodeError, TypeError):
+            drop("tools is not valid JSON")
+            parsed = None
+        if parsed:
+            sample["tools"] = json.dumps(parsed)
+    return sample
+
+
+def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter) -> list[dict[str, Any]]:
+    messages = []
+    for turn in turns:
+        role = turn["role"]
+        if role == "tool":
+            blocks = _tool_call_blocks(turn["content"])
+            if blocks is None:
+                drop("tool message content is not valid JSON")
+                continue
+        else:
+            blocks = media.blocks(turn["content"])
+        messages.append(_message(role, blocks, 1.0 if role == "assistant" else 0.0))
+    return messages
+
+
+@converters.register("pair", version="1")
+def pair(raw: dict[str, Any]) -> Sample:
+    """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
+    row = present(raw)
+    sides = {}
+    for key in ("chosen", "rejected"):
+        media = MediaSplitter(media_lists(row))
+        sides[f"{key}_messages"] = _openai_messages(row.get(key) or [], media)
+        media.finish()
+    return sides
+
+
+@converters.register("none", version="1")
+def passthrough(raw: dict[str, Any]) -> Sample:
+    """Rows already in the standard format pass unchanged, as v1 does without a converter."""
+    return dict(raw)

@@ -1,0 +1,52 @@
+"""One exception hierarchy for everything dataidx raises on purpose.
+
+Callers catch :class:`DataidxError` for any user-facing failure; subclasses also inherit the
+builtin a caller would naturally expect (``FileNotFoundError``, ``KeyError``...) so existing
+``except`` clauses keep working. The CLI turns these, and only these, into one line and exit 1.
+"""
+
+from __future__ import annotations
+
+
+class DataidxError(Exception):
+    """Base class of every error dataidx raises deliberately."""
+
+
+class ConfigError(DataidxError, ValueError):
+    """A dataset config is invalid; carries every problem found, not just the first."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        count = f"{len(self.problems)} problems" if len(self.problems) > 1 else "1 problem"
+        super().__init__(f"{source}: {count}: " + "; ".join(self.problems))
+
+
+class PluginError(DataidxError, LookupError):
+    """A plugin name is unknown in its family; the message lists the known names."""
+
+
+class SourceError(DataidxError, OSError):
+    """A dataset's source cannot be loaded (missing file, unknown extension, malformed data)."""
+
+
+class ConversionError(DataidxError, ValueError):
+    """A converter failed on one row; names dataset, row and converter."""
+
+    def __init__(self, dataset: str, row: int, converter: str, cause: str) -> None:
+        self.dataset = dataset
+        self.row = row
+        self.converter = converter
+        super().__init__(f"dataset '{dataset}', row {row}, converter '{converter}': {cause}")
+
+
+class StoreError(DataidxError):
+    """A store file is missing, not a dataidx store, corrupt, or of another schema revision."""
+
+
+class StaleStoreError(StoreError):
+    """A dataset's source or converter changed since the store was built."""
+
+
+class ReadOnlyError(DataidxError, PermissionError):
+    """A query tried to change the store through a read-only interface."""

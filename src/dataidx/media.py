@@ -1,0 +1,69 @@
+"""Split ``<image>``/``<video>``/``<audio>`` placeholders into typed content blocks.
+
+A row's ``images``/``videos``/``audios`` columns (a string or a list) are consumed in document
+order by the placeholders of its messages; any mismatch between placeholders and files is an
+error, because a silently dropped image misaligns every later one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MEDIA_COLUMNS = {"image": "images", "video": "videos", "audio": "audios"}
+_PLACEHOLDER = re.compile(r"<(image|video|audio)>")
+
+
+class MediaMismatch(ValueError):
+    """Placeholders and media files of a row do not pair up one to one."""
+
+
+def media_lists(row: dict[str, Any]) -> dict[str, list[str]]:
+    """The row's media files per kind, as lists (a bare string is one file)."""
+    found: dict[str, list[str]] = {}
+    for kind, column in MEDIA_COLUMNS.items():
+        value = row.get(column)
+        if value is None:
+            continue
+        found[kind] = [value] if isinstance(value, str) else list(value)
+    return found
+
+
+class MediaSplitter:
+    """Hands out a row's media files to placeholders, one text at a time, then checks the count."""
+
+    def __init__(self, media: dict[str, list[str]]) -> None:
+        self._media = media
+        self._used = {kind: 0 for kind in MEDIA_COLUMNS}
+
+    def blocks(self, text: str) -> list[dict[str, str]]:
+        """Content blocks for ``text``: text pieces and media blocks in document order."""
+        if not self._media and "<" not in text:
+            return [{"type": "text", "value": text}]
+        blocks: list[dict[str, str]] = []
+        last = 0
+        for match in _PLACEHOLDER.finditer(text):
+            kind = match.group(1)
+            files = self._media.get(kind, [])
+            index = self._used[kind]
+            if index >= len(files):
+                raise MediaMismatch(
+                    f"more <{kind}> placeholders than files in column '{MEDIA_COLUMNS[kind]}' ({len(files)})"
+                )
+            if match.start() > last:
+                blocks.append({"type": "text", "value": text[last : match.start()]})
+            blocks.append({"type": f"{kind}_url", "value": files[index]})
+            self._used[kind] = index + 1
+            last = match.end()
+        if last < len(text) or not blocks:
+            blocks.append({"type": "text", "value": text[last:]})
+        return blocks
+
+    def finish(self) -> None:
+        """Raise if some media files were never referenced by a placeholder."""
+        for kind, files in self._media.items():
+            if self._used[kind] < len(files):
+                raise MediaMismatch(
+                    f"{len(files)} files in column '{MEDIA_COLUMNS[kind]}' but only "
+                    f"{self._used[kind]} <{kind}> placeholders"
+                )

@@ -1,0 +1,67 @@
+"""One registry mechanism for every plugin family (sources, converters).
+
+Modelled on LLaMA-Factory v1's ``BasePlugin``, with two improvements: an unknown name lists the
+known ones, and each plugin carries a version that the store records, so an index built by
+another version of a converter is detected instead of served.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from .errors import PluginError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Plugin(Generic[F]):
+    """A registered function with the name and version the store records."""
+
+    name: str
+    version: str
+    func: F
+
+
+class Registry(Generic[F]):
+    """Plugins of one family, registered by decorator and resolved by name.
+
+    Example::
+
+        converters = Registry("converter")
+
+        @converters.register("upper", version="1")
+        def upper(row): ...
+
+        converters.get("upper").func(row)
+    """
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self._plugins: dict[str, Plugin[F]] = {}
+
+    def register(self, name: str, *, version: str = "1") -> Callable[[F], F]:
+        """Register the decorated function under ``name``; a taken name warns and is replaced."""
+
+        def decorator(func: F) -> F:
+            if name in self._plugins:
+                warnings.warn(f"{self.family} plugin '{name}' is registered again; replacing it", stacklevel=2)
+            self._plugins[name] = Plugin(name=name, version=str(version), func=func)
+            return func
+
+        return decorator
+
+    def get(self, name: str) -> Plugin[F]:
+        try:
+            return self._plugins[name]
+        except KeyError:
+            raise PluginError(f"unknown {self.family} '{name}' (known: {', '.join(self.names())})") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._plugins
+
+    def names(self) -> list[str]:
+        return sorted(self._plugins)

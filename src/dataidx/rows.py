@@ -1,0 +1,103 @@
+"""Read raw rows of a loaded dataset straight from its Arrow files, without ``load_dataset``.
+
+At build time we remember the memory-mapped Arrow cache files a ``datasets.Dataset`` reads from;
+opening a store maps those files again, which costs milliseconds instead of a reload. When a
+dataset is not a plain concatenation of such files (a sliced split, an in-memory dataset), the
+store records none and readers fall back to loading the source again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+
+class RowSource(Protocol):
+    """Random and sequential access to a dataset's raw rows as Python dicts."""
+
+    def __len__(self) -> int: ...
+
+    def row(self, index: int) -> dict[str, Any]: ...
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]: ...
+
+
+class ArrowRows:
+    """Rows of one or more Arrow stream files, memory-mapped; a row costs one batch slice."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        self._batches: list[pa.RecordBatch] = []
+        for path in self.paths:
+            with pa.memory_map(path, "r") as source:
+                self._batches.extend(b for b in pa.ipc.open_stream(source) if b.num_rows)
+        self._starts: list[int] = []
+        total = 0
+        for batch in self._batches:
+            self._starts.append(total)
+            total += batch.num_rows
+        self._length = total
+
+    def __len__(self) -> int:
+        return self._length
+
+    def row(self, index: int) -> dict[str, Any]:
+        chunk = bisect.bisect_right(self._starts, index) - 1
+        return self._batches[chunk].slice(index - self._starts[chunk], 1).to_pylist()[0]
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        for batch in self._batches:
+            yield from batch.to_pylist()
+
+
+class DatasetRows:
+    """Rows of a ``datasets.Dataset`` through its own indexing: the slow, general fallback."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def row(self, index: int) -> dict[str, Any]:
+        return self.dataset[index]
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        for batch in self.dataset.iter(batch_size=1000):
+            columns = list(batch)
+            for values in zip(*(batch[c] for c in columns)):
+                yield dict(zip(columns, values))
+
+
+def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:
+    """The Arrow files that hold exactly ``dataset``'s rows in order, or None if there are none."""
+    if getattr(dataset, "_indices", None) is not None:
+        return None
+    paths = [entry["filename"] for entry in dataset.cache_files]
+    if not paths:
+        return None
+    files = []
+    for path in paths:
+        rows = len(ArrowRows([path]))
+        files.append({"path": path, "size": os.path.getsize(path), "rows": rows})
+    if sum(f["rows"] for f in files) != len(dataset):
+        return None
+    return files
+
+
+def arrow_files_intact(files: Sequence[dict[str, Any]]) -> bool:
+    """Cheap check that recorded Arrow files still exist with their recorded sizes."""
+    for entry in files:
+        try:
+            if os.path.getsize(entry["path"]) != entry["size"]:
+                return False
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,115 @@
+"""The store's schema: SQLAlchemy 2.0 models, the documented views, and the revision they match.
+
+Alembic migrations in ``migrations/`` create and upgrade this schema; these models are the
+single description the code reads and writes through (a test checks the two agree).
+Positions of a mixture are rowids of ``mixture_entries`` (``rowid - mixtures.start``), so
+reading position ``i`` is one primary-key lookup whatever the mixture size.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Float, ForeignKey, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: Alembic revision of the newest schema this code reads and writes.
+SCHEMA_REVISION = "0001"
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Build(Base):
+    """Provenance of the build that made the store: config text and hash, version, timing."""
+
+    __tablename__ = "builds"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[str] = mapped_column(String, nullable=False)
+    config_origin: Mapped[str] = mapped_column(Text, nullable=False)
+    config_text: Mapped[str] = mapped_column(Text, nullable=False)
+    config_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
+    seconds: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class Dataset(Base):
+    """One dataset of the config: its source, converter, counts, and what fetching needs."""
+
+    __tablename__ = "datasets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    path: Mapped[str] = mapped_column(Text, nullable=False)
+    source: Mapped[str] = mapped_column(String, nullable=False)
+    loader_version: Mapped[str] = mapped_column(String, nullable=False)
+    split: Mapped[str] = mapped_column(String, nullable=False)
+    converter: Mapped[str] = mapped_column(String, nullable=False)
+    converter_version: Mapped[str] = mapped_column(String, nullable=False)
+    info: Mapped[dict] = mapped_column(JSON, nullable=False)
+    rows: Mapped[int] = mapped_column(Integer, nullable=False)
+    entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    first_entry: Mapped[int] = mapped_column(Integer, nullable=False)
+    drops: Mapped[int] = mapped_column(Integer, nullable=False)
+    files: Mapped[list] = mapped_column(JSON, nullable=False)
+    arrow_files: Mapped[list | None] = mapped_column(JSON, nullable=True)
+
+
+class BaseEntry(Base):
+    """The base index: one row per (dataset, row, cut), in dataset then row order."""
+
+    __tablename__ = "base_entries"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), nullable=False)
+    row: Mapped[int] = mapped_column(Integer, nullable=False)
+    cut: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class Mixture(Base):
+    """A named, seeded resampling of the base index; its positions start at rowid ``start``."""
+
+    __tablename__ = "mixtures"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
+    seed: Mapped[int] = mapped_column(Integer, nullable=False)
+    sampling: Mapped[str] = mapped_column(String, nullable=False)
+    start: Mapped[int] = mapped_column(Integer, nullable=False)
+    entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    config_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
+    created_at: Mapped[str] = mapped_column(String, nullable=False)
+
+
+class MixtureDataset(Base):
+    """One dataset's draw in a mixture: the derived seed, what was asked and what came out."""
+
+    __tablename__ = "mixture_datasets"
+    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), primary_key=True)
+    seed: Mapped[int] = mapped_column(Integer, nullable=False)
+    size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    weight: Mapped[float | None] = mapped_column(Float, nullable=True)
+    base_entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    entries: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class MixtureEntry(Base):
+    """Position ``id - mixtures.start`` of a mixture points at one base entry."""
+
+    __tablename__ = "mixture_entries"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), nullable=False)
+    entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), nullable=False)
+
+
+#: The views users may rely on, created by the migrations; their columns are an interface.
+VIEW_COLUMNS = {
+    "entries": ("mixture", "position", "dataset", "row", "cut"),
+    "composition": ("mixture", "dataset", "entries", "distinct_rows", "share"),
+}

@@ -1,0 +1,132 @@
+"""Source plugins: load one dataset of a config into a ``datasets.Dataset``.
+
+Loading is delegated to ``datasets.load_dataset`` as in LLaMA-Factory v1. Each loader also
+returns the files the dataset was read from, so the store can notice later that they changed.
+``datasets`` is imported inside the loaders: commands that only read a store never pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import SourceError
+from .plugins import Registry
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from .config import DatasetSpec
+
+#: File extension -> ``datasets`` builder, as v1's local loader maps them.
+BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet", "arrow": "arrow", "txt": "text"}
+
+
+@dataclass
+class Loaded:
+    """A loaded dataset and the source files it came from (empty for a remote hub dataset)."""
+
+    dataset: Dataset
+    files: list[str]
+
+
+Loader = Callable[["DatasetSpec"], Loaded]
+sources: Registry[Loader] = Registry("source")
+
+
+def load(spec: DatasetSpec) -> Loaded:
+    """Load ``spec`` through its source plugin; any failure names the dataset and the path."""
+    loader = sources.get(spec.source)
+    try:
+        with _quiet_datasets():
+            return loader.func(spec)
+    except SourceError:
+        raise
+    except Exception as exc:  # datasets raises many types; the user needs the root cause
+        raise SourceError(f"dataset '{spec.name}': cannot load {spec.path}: {_root_cause(exc)}") from exc
+
+
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """Silence ``datasets``' own progress bars for one load; dataidx reports progress itself."""
+    from datasets.utils import tqdm as hf_tqdm
+
+    was_enabled = hf_tqdm.are_progress_bars_disabled() is False
+    hf_tqdm.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_tqdm.enable_progress_bars()
+
+
+def _root_cause(exc: BaseException) -> str:
+    messages = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = " ".join(str(seen).split())
+        if text and text not in messages:
+            messages.append(text)
+        seen = seen.__cause__ or seen.__context__
+    return " <- ".join(reversed(messages[-2:])) if messages else type(exc).__name__
+
+
+def builder_for(spec: DatasetSpec, filename: str) -> str:
+    extension = os.path.splitext(filename)[1].lstrip(".").lower()
+    if extension not in BUILDERS:
+        known = ", ".join(f".{ext}" for ext in BUILDERS)
+        raise SourceError(
+            f"dataset '{spec.name}': unknown file extension of {filename!s} (known: {known})"
+        )
+    return BUILDERS[extension]
+
+
+def data_files_in(folder: str) -> list[str]:
+    """Visible files directly inside ``folder``, sorted, as v1's local loader sees them."""
+    return sorted(
+        os.path.join(folder, name)
+        for name in os.listdir(folder)
+        if not name.startswith(".") and os.path.isfile(os.path.join(folder, name))
+    )
+
+
+@sources.register("local", version="1")
+def load_local(spec: DatasetSpec) -> Loaded:
+    """A local file or a folder of files of one type (json, jsonl, csv, parquet, arrow, txt)."""
+    from datasets import load_dataset
+
+    kwargs: dict[str, Any]
+    if os.path.isfile(spec.path):
+        files = [spec.path]
+        kwargs = {"data_files": spec.path}
+    elif os.path.isdir(spec.path):
+        files = data_files_in(spec.path)
+        if not files:
+            raise SourceError(f"dataset '{spec.name}': folder {spec.path} holds no data files")
+        kwargs = {"data_dir": spec.path}
+    else:
+        raise SourceError(f"dataset '{spec.name}': file not found: {spec.path}")
+    builders = {builder_for(spec, name) for name in files}
+    if len(builders) > 1:
+        raise SourceError(
+            f"dataset '{spec.name}': folder {spec.path} mixes file types ({', '.join(sorted(builders))})"
+        )
+    dataset = load_dataset(builders.pop(), split=spec.split, **kwargs)
+    return Loaded(dataset=dataset, files=files)
+
+
+@sources.register("hf_hub", version="1")
+def load_hub(spec: DatasetSpec) -> Loaded:
+    """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
+    from datasets import load_dataset
+
+    files: list[str] = []
+    if os.path.isdir(spec.path):
+        for root, dirs, names in os.walk(spec.path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+    dataset = load_dataset(spec.path, split=spec.split)
+    return Loaded(dataset=dataset, files=files)

@@ -1,0 +1,92 @@
+"""Create, open and check store files: the only place that knows how a store is laid on disk.
+
+A store is a SQLite file whose schema Alembic created. Opening never runs Alembic (it is slow
+to import); it reads ``alembic_version`` and compares it with :data:`SCHEMA_REVISION`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+
+from .errors import StoreError
+from .schema import SCHEMA_REVISION
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def migrations_dir() -> str:
+    """The Alembic script folder, wherever the package is installed (shipped in the wheel)."""
+    return str(resources.files("dataidx._migrations"))
+
+
+def alembic_config(engine_connection) -> "alembic.config.Config":  # noqa: F821
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", migrations_dir())
+    config.attributes["connection"] = engine_connection
+    return config
+
+
+def create_store(path: str | os.PathLike[str]) -> Engine:
+    """A new store at ``path`` (which must not exist), its schema created by the migrations."""
+    from alembic import command
+
+    engine = create_engine(f"sqlite:///{os.fspath(path)}")
+    _set_build_pragmas(engine)
+    with engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "head")
+    return engine
+
+
+def _set_build_pragmas(engine: Engine) -> None:
+    # The file is temporary until renamed into place, so durability per statement buys nothing.
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA synchronous=OFF")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+
+def connect_readonly(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """A read-only DBAPI connection to a checked store; raises StoreError naming the problem."""
+    path = Path(path)
+    check_store_file(path)
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if "no such table" in str(exc):
+            raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
+        raise StoreError(f"{path}: cannot read store: {exc}") from None
+    revision = row[0] if row else None
+    if revision != SCHEMA_REVISION:
+        connection.close()
+        raise StoreError(
+            f"{path}: store schema revision {revision!r} is not the one this dataidx reads "
+            f"({SCHEMA_REVISION!r}); rebuild it or use a matching dataidx version"
+        )
+    return connection
+
+
+def readonly_engine(path: str | os.PathLike[str]) -> Engine:
+    """A SQLAlchemy engine over read-only connections to the store at ``path``."""
+    connect_readonly(path).close()  # fail now, with a clear message, not at first query
+    return create_engine("sqlite://", creator=lambda: connect_readonly(path))
+
+
+def check_store_file(path: Path) -> None:
+    if not path.exists():
+        raise StoreError(f"{path}: store not found")
+    if path.is_dir():
+        raise StoreError(f"{path}: is a folder, not a store file")
+    with path.open("rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if header != SQLITE_HEADER:
+        raise StoreError(f"{path}: not a dataidx store (not a SQLite file)")
