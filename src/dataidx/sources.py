@@ -52,7 +52,7 @@ def load(spec: DatasetSpec) -> Loaded:
 @contextmanager
 def _quiet_datasets() -> Iterator[None]:
     """Silence ``datasets``' own progress bars for one load; dataidx reports progress itself."""
-    from datasets.utils import tqdm as hf_tqdm
+    import datasets as hf_tqdm
 
     was_enabled = hf_tqdm.are_progress_bars_disabled() is False
     hf_tqdm.disable_progress_bars()
