@@ -145,13 +145,11 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
     sample: Sample = {"messages": messages}
     tools = row.get("tools")
     if tools:
+        # v1 keeps any valid JSON, "[]" included, re-serialised; an invalid string is left out.
         try:
-            parsed = json.loads(tools)
+            sample["tools"] = json.dumps(json.loads(tools))
         except (json.JSONDecodeError, TypeError):
             drop("tools is not valid JSON")
-            parsed = None
-        if parsed:
-            sample["tools"] = json.dumps(parsed)
     return sample
 
 

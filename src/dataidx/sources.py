@@ -52,15 +52,15 @@ def load(spec: DatasetSpec) -> Loaded:
 @contextmanager
 def _quiet_datasets() -> Iterator[None]:
     """Silence ``datasets``' own progress bars for one load; dataidx reports progress itself."""
-    import datasets as hf_tqdm
+    import datasets
 
-    was_enabled = hf_tqdm.are_progress_bars_disabled() is False
-    hf_tqdm.disable_progress_bars()
+    was_enabled = datasets.are_progress_bars_disabled() is False
+    datasets.disable_progress_bars()
     try:
         yield
     finally:
         if was_enabled:
-            hf_tqdm.enable_progress_bars()
+            datasets.enable_progress_bars()
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -1,0 +1,101 @@
+"""Config validation: v1 YAML unchanged, every problem reported at once with dataset and key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dataidx.config import VALID_KEYS, load_config
+from dataidx.errors import ConfigError
+
+from .conftest import write_yaml
+
+
+def test_v1_keys_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = load_config(write_yaml(tmp_path / "c.yaml", """
+a:
+  path: data/a.json
+  source: local
+  converter: alpaca
+  size: 10
+  weight: 0.5
+  split: train
+  streaming: false
+b:
+  path: org/dataset
+"""))
+    a, b = config.datasets
+    assert (a.name, a.path, a.source, a.converter, a.size, a.weight) == (
+        "a", str(tmp_path / "data" / "a.json"), "local", "alpaca", 10, 0.5)
+    assert (b.path, b.source, b.split, b.converter, b.size, b.weight) == ("org/dataset", "hf_hub", "train", None, None, None)
+    assert config.text.startswith("\na:")
+    assert len(config.sha256) == 64
+
+
+def test_every_problem_is_reported_together(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "bad.yaml", """
+one:
+  path: x.json
+  source: local
+  sise: 3
+two:
+  source: local
+  converter: alpacca
+three:
+  path: y.json
+  source: ftp
+  size: -1
+  weight: heavy
+  streaming: "yes"
+""")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    problems = caught.value.problems
+    assert problems == [
+        f"dataset 'one': unknown key 'sise' (valid: {', '.join(VALID_KEYS)})",
+        "dataset 'two': missing required key 'path'",
+        "dataset 'two': key 'converter': unknown converter 'alpacca' (known: alpaca, none, pair, sharegpt)",
+        "dataset 'three': key 'source': unknown source 'ftp' (known: hf_hub, local)",
+        "dataset 'three': key 'size' must be an integer >= 0, got -1",
+        "dataset 'three': key 'weight' must be a number >= 0, got 'heavy'",
+        "dataset 'three': key 'streaming' must be true or false, got 'yes'",
+    ]
+    message = str(caught.value)
+    assert message.startswith(f"{path}: 7 problems: dataset 'one'")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("- a\n- b\n", "expected a mapping of dataset name"),
+        ("a: [1, 2]\n", "dataset 'a': expected a mapping of keys"),
+        ("a: {path: [x]}\n", "dataset 'a': key 'path' must be a non-empty string"),
+        ("a: {path: x, size: true}\n", "dataset 'a': key 'size' must be an integer >= 0, got True"),
+        ("a: {path: x\n", "not valid YAML"),
+        ("", "expected a mapping of dataset name"),
+    ],
+)
+def test_malformed_configs(tmp_path: Path, text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_config(write_yaml(tmp_path / "c.yaml", text))
+
+
+def test_missing_yaml_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_bare_file_or_folder_is_one_local_dataset_named_default(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("{}\n")
+    (spec,) = load_config(data).datasets
+    assert (spec.name, spec.path, spec.source) == ("default", str(data), "local")
+    (spec,) = load_config(tmp_path).datasets
+    assert (spec.name, spec.source) == ("default", "local")
+    (spec,) = load_config("some-org/some-dataset").datasets
+    assert (spec.name, spec.path, spec.source) == ("default", "some-org/some-dataset", "hf_hub")
+    assert not os.path.isabs(spec.path)

@@ -1,0 +1,158 @@
+"""DataEngine: v1's dicts by rowid, index types, DataLoader workers, staleness, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from dataidx import DataEngine
+from dataidx.errors import StaleStoreError, StoreError
+from dataidx.info import store_info
+from dataidx.reader import StoreReader
+
+from .conftest import alpaca_rows, chat_rows, write_jsonl
+
+
+@pytest.fixture
+def chat_store(tmp_path: Path, make_store) -> Path:
+    data = write_jsonl(tmp_path / "chat.jsonl", chat_rows([2, 1, 3, 1]))
+    return make_store(f"chat:\n  path: {data}\n  source: local\n  converter: sharegpt\n")
+
+
+def user_texts(samples: list[dict]) -> list[str]:
+    return [s["messages"][-1]["content"][0]["value"] for s in samples]
+
+
+def test_int_negative_slice_list_and_errors(chat_store: Path) -> None:
+    engine = DataEngine(chat_store)
+    assert len(engine) == 7
+    first = engine[0]
+    assert first == {
+        "_dataset_name": "chat",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "value": "q0.0"}], "loss_weight": 0.0},
+            {"role": "assistant", "content": [{"type": "text", "value": "a0.0"}], "loss_weight": 1.0},
+        ],
+    }
+    assert len(engine[1]["messages"]) == 4
+    assert engine[-1] == engine[6]
+    assert user_texts(engine[2:6:2]) == ["a1.0", "a2.1"]
+    assert user_texts(engine[[6, 0, 6]]) == ["a3.0", "a0.0", "a3.0"]
+    assert engine[[]] == []
+    with pytest.raises(IndexError, match="position 7 out of range"):
+        engine[7]
+    with pytest.raises(IndexError):
+        engine[-8]
+    with pytest.raises(IndexError):
+        engine[[0, 99]]
+    for bad in ("0", 1.0, (0, 1), True, [0, "1"]):
+        with pytest.raises(TypeError):
+            engine[bad]
+
+
+def test_getitems_matches_getitem(chat_store: Path) -> None:
+    engine = DataEngine(chat_store)
+    order = [5, 3, 3, -1, 0]
+    assert engine.__getitems__(order) == [engine[i] for i in order]
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_dataloader_with_two_workers(chat_store: Path, context: str) -> None:
+    engine = DataEngine(chat_store)
+    loader = DataLoader(engine, batch_size=3, num_workers=2, collate_fn=list, multiprocessing_context=context)
+    fetched = [sample for batch in loader for sample in batch]
+    assert fetched == [engine[i] for i in range(len(engine))]
+
+
+def test_pickles_without_open_handles(chat_store: Path) -> None:
+    engine = DataEngine(chat_store)
+    engine[0]
+    clone = pickle.loads(pickle.dumps(engine))
+    assert clone[3] == engine[3]
+    assert len(clone) == len(engine)
+
+
+def test_changed_source_is_refused_naming_the_dataset(tmp_path: Path, make_store) -> None:
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(4))
+    store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    write_jsonl(data, alpaca_rows(5))
+    with pytest.raises(StaleStoreError, match=r"dataset 'alp' changed since the build: .*a.jsonl changed size"):
+        DataEngine(store)
+    assert len(DataEngine(store, verify=False)) == 4
+
+
+def test_touched_or_missing_source_is_refused(tmp_path: Path, make_store) -> None:
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(4))
+    store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    later = time.time() + 10
+    os.utime(data, (later, later))
+    with pytest.raises(StaleStoreError, match="was modified after the build"):
+        DataEngine(store)
+    data.unlink()
+    with pytest.raises(StaleStoreError, match="a.jsonl is missing"):
+        DataEngine(store)
+
+
+def test_changed_converter_version_is_refused(tmp_path: Path, make_store) -> None:
+    from dataidx.converters import converters, register_converter
+
+    @register_converter("test_versioned", version="1")
+    def first(row: dict) -> dict:
+        return {"messages": [{"role": "assistant", "content": [{"type": "text", "value": row["output"]}]}]}
+
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(2))
+    store = make_store(f"v:\n  path: {data}\n  source: local\n  converter: test_versioned\n")
+    assert DataEngine(store)[1]["messages"][0]["content"][0]["value"] == "answer 1"
+    with pytest.warns(UserWarning):
+        register_converter("test_versioned", version="2")(first)
+    try:
+        with pytest.raises(StaleStoreError, match="converter 'test_versioned' is version 2, the store was built with version 1"):
+            DataEngine(store)
+    finally:
+        converters._plugins.pop("test_versioned")
+
+
+def test_missing_arrow_cache_reloads_the_source(tmp_path: Path, make_store) -> None:
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(6))
+    store = make_store(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    expected = DataEngine(store)[:]
+    for path in store_info(store)["datasets"][0]["arrow_files"]:
+        shutil.rmtree(Path(path).parent)
+    assert DataEngine(store)[:] == expected
+
+
+def test_unknown_mixture_lists_the_mixtures(chat_store: Path) -> None:
+    with pytest.raises(StoreError, match=r"no mixture 'other' \(mixtures: default\)"):
+        DataEngine(chat_store, mixture="other")
+
+
+def test_open_and_fetch_never_import_datasets(chat_store: Path) -> None:
+    """Opening maps the recorded Arrow files; it must not call load_dataset (or import datasets)."""
+    script = (
+        "import sys, time, json; t = time.perf_counter()\n"
+        "from dataidx.reader import StoreReader\n"
+        f"r = StoreReader({str(chat_store)!r}); s = r.get(0); r.get_many([1, 2])\n"
+        "print(json.dumps({'datasets': 'datasets' in sys.modules, 'torch': 'torch' in sys.modules}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                            env={**os.environ})
+    assert json.loads(result.stdout) == {"datasets": False, "torch": False}
+
+
+def test_reader_matches_engine(chat_store: Path) -> None:
+    reader = StoreReader(chat_store)
+    engine = DataEngine(chat_store)
+    assert [reader.get(i) for i in range(len(reader))] == engine[:]
+    assert reader.entry(2) == ("chat", 1, 2)
+    assert reader.entry(-1) == ("chat", 3, 2)
+    assert isinstance(engine, torch.utils.data.Dataset)

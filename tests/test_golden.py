@@ -1,0 +1,74 @@
+"""Conformance with LLaMA-Factory v1: converted samples and index expansion of its demo data."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from dataidx import DataEngine
+from dataidx.build import build
+from dataidx.query import run_query
+
+from .conftest import GOLDEN, SHARED, SHARED_DATA, requires_shared
+
+pytestmark = requires_shared
+
+# golden name -> (source file, converter); None means rows are already standard.
+GOLDEN_SOURCES = {
+    "alpaca_en_demo": ("alpaca_en_demo.json", "alpaca"),
+    "identity": ("identity.json", "alpaca"),
+    "glaive_toolcall_en_demo": ("glaive_toolcall_en_demo.json", "sharegpt"),
+    "pair_demo": ("pair_demo.jsonl", "pair"),
+    "v1_sft_demo": ("v1_sft_demo.jsonl", None),
+    "v1_dpo_demo": ("v1_dpo_demo.jsonl", None),
+    "v1_multimodal_demo": ("v1_multimodal_demo.jsonl", None),
+}
+
+
+def _read_jsonl(path: Path) -> list:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_every_golden_file_is_covered() -> None:
+    names = {p.name.split(".")[0] for p in GOLDEN.glob("*.index.jsonl")}
+    assert names == set(GOLDEN_SOURCES)
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_SOURCES))
+def test_index_and_samples_match_llamafactory(name: str, tmp_path: Path) -> None:
+    filename, converter = GOLDEN_SOURCES[name]
+    lines = [f"{name}:", f"  path: {SHARED_DATA / filename}", "  source: local"]
+    if converter:
+        lines.append(f"  converter: {converter}")
+    config = tmp_path / "config.yaml"
+    config.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "store.db"
+    build(config, store)
+
+    golden_index = [tuple(pair) for pair in _read_jsonl(GOLDEN / f"{name}.index.jsonl")]
+    _, rows = run_query(store, "SELECT row, cut FROM entries WHERE mixture = 'default' ORDER BY position")
+    assert [tuple(r) for r in rows] == golden_index
+
+    samples = _read_jsonl(GOLDEN / f"{name}.samples.jsonl")
+    engine = DataEngine(store)
+    assert len(engine) == len(golden_index)
+    for position, (row, cut) in enumerate(golden_index):
+        expected = dict(samples[row])
+        if cut is not None:
+            expected["messages"] = expected["messages"][:cut]
+        assert engine[position] == {"_dataset_name": name, **expected}, (name, position)
+
+
+def test_llamafactory_v1_sft_demo_yaml_builds_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SHARED)
+    store = tmp_path / "v1.db"
+    build("data/v1_sft_demo.yaml", store)
+    engine = DataEngine(store)
+    assert len(engine) == 91 + 500
+    _, rows = run_query(store, "SELECT dataset, entries, distinct_rows FROM composition ORDER BY dataset")
+    assert rows == [("alpaca_en_demo", 500, 500, ), ("identity", 91, 91)]
+    _, paths = run_query(store, "SELECT path FROM datasets ORDER BY position")
+    assert paths == [(os.path.join(str(SHARED), "data", "identity.json"),), (os.path.join(str(SHARED), "data", "alpaca_en_demo.json"),)]
