@@ -1,0 +1,98 @@
+"""Store files: schema from Alembic matches the models, version checks, bad files, the wheel."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
+
+from dataidx import DataEngine
+from dataidx.errors import StoreError
+from dataidx.query import run_query
+from dataidx.schema import SCHEMA_REVISION, VIEW_COLUMNS, Base
+from dataidx.store import alembic_config, create_store, migrations_dir
+
+from .conftest import REPO
+
+
+def test_migrations_create_exactly_the_models(tmp_path: Path) -> None:
+    engine = create_store(tmp_path / "s.db")
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"render_as_batch": True})
+        assert compare_metadata(context, Base.metadata) == []
+    engine.dispose()
+
+
+def test_code_revision_is_the_migrations_head(tmp_path: Path) -> None:
+    engine = create_engine("sqlite://")
+    with engine.connect() as connection:
+        script = ScriptDirectory.from_config(alembic_config(connection))
+        assert script.get_current_head() == SCHEMA_REVISION
+
+
+def test_views_have_their_documented_columns(tmp_path: Path) -> None:
+    create_store(tmp_path / "s.db").dispose()
+    for view, columns in VIEW_COLUMNS.items():
+        found, _ = run_query(tmp_path / "s.db", f"SELECT * FROM {view}")
+        assert tuple(found) == columns
+
+
+def test_store_opens_in_stock_sqlite3(tmp_path: Path, make_store) -> None:
+    store = make_store(REPO / "data" / "demo_sft.yaml")
+    connection = sqlite3.connect(store)
+    assert connection.execute("SELECT sum(entries) FROM composition").fetchone() == (37,)
+    assert connection.execute("SELECT count(*) FROM entries WHERE mixture = 'default'").fetchone() == (37,)
+    connection.close()
+
+
+def test_bad_store_files_get_one_clear_error(tmp_path: Path, make_store) -> None:
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(StoreError, match="not a dataidx store \\(no schema version\\)"):
+        DataEngine(plain)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"SQLite format 3\x00" + os.urandom(2000))
+    with pytest.raises(StoreError, match="cannot read store"):
+        DataEngine(garbage)
+    with pytest.raises(StoreError, match="is a folder"):
+        DataEngine(tmp_path)
+    newer = make_store(REPO / "data" / "demo_dpo.yaml")
+    connection = sqlite3.connect(newer)
+    connection.execute("UPDATE alembic_version SET version_num = '9999'")
+    connection.commit()
+    connection.close()
+    with pytest.raises(StoreError, match="store schema revision '9999' is not the one this dataidx reads"):
+        DataEngine(newer)
+
+
+def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("dataidx-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "dataidx/_migrations/env.py" in names
+    assert "dataidx/_migrations/versions/0001_initial.py" in names
+    unpacked = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(unpacked)
+    script = (
+        "import dataidx.store as s; e = s.create_store('made.db'); e.dispose();"
+        "import sqlite3; print(sqlite3.connect('made.db').execute('SELECT version_num FROM alembic_version').fetchone()[0]);"
+        "print(s.migrations_dir())"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(unpacked)})
+    revision, location = result.stdout.split()
+    assert revision == SCHEMA_REVISION
+    assert location == str(unpacked / "dataidx" / "_migrations")
+    assert migrations_dir() == str(REPO / "migrations")
