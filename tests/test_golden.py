@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -71,4 +70,5 @@ def test_llamafactory_v1_sft_demo_yaml_builds_unchanged(tmp_path: Path, monkeypa
     _, rows = run_query(store, "SELECT dataset, entries, distinct_rows FROM composition ORDER BY dataset")
     assert rows == [("alpaca_en_demo", 500, 500, ), ("identity", 91, 91)]
     _, paths = run_query(store, "SELECT path FROM datasets ORDER BY position")
-    assert paths == [(os.path.join(str(SHARED), "data", "identity.json"),), (os.path.join(str(SHARED), "data", "alpaca_en_demo.json"),)]
+    data = SHARED.resolve() / "data"
+    assert paths == [(str(data / "identity.json"),), (str(data / "alpaca_en_demo.json"),)]
