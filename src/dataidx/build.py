@@ -25,10 +25,10 @@ from .expansion import cuts
 from .fingerprints import stat_files
 from .mixing import MixtureSummary, write_mixture
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_of
-from .sampling import DEFAULT_SEED, SAMPLING_MODES
+from .sampling import DEFAULT_SEED, check_sampling
 from .schema import BaseEntry, Build, Dataset
 from .sources import load, sources
-from .store import create_store
+from .store import create_store, remove_temporary
 
 INSERT_BATCH = 50_000
 Progress = Callable[[str], None]
@@ -67,15 +67,14 @@ def build(
         summary = build("data/demo_sft.yaml", "demo.db", seed=7)
         DataEngine("demo.db")[0]
     """
-    if sampling not in SAMPLING_MODES:
-        raise DataidxError(f"unknown sampling '{sampling}' (known: {', '.join(SAMPLING_MODES)})")
+    check_sampling(sampling)
     started = time.perf_counter()
     config = config if isinstance(config, Config) else load_config(config)
     output = Path(output)
     if output.is_dir():
         raise DataidxError(f"{output}: is a folder; give the store's file name")
     temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    _remove(temporary)
+    remove_temporary(temporary)
     say = progress or (lambda _message: None)
     try:
         engine = create_store(temporary)
@@ -106,7 +105,7 @@ def build(
             engine.dispose()
         os.replace(temporary, output)
     except BaseException:
-        _remove(temporary)
+        remove_temporary(temporary)
         raise
     return summary
 
@@ -156,11 +155,3 @@ def _index_dataset(connection, spec: DatasetSpec, position: int, first_entry: in
         update(Dataset).where(Dataset.id == dataset_id).values(entries=entry_id - first_entry, drops=len(drops))
     )
     return DatasetSummary(name=spec.name, rows=len(rows), entries=entry_id - first_entry, drops=len(drops))
-
-
-def _remove(path: Path) -> None:
-    for candidate in (path, path.with_name(path.name + "-journal")):
-        try:
-            candidate.unlink()
-        except FileNotFoundError:
-            pass

@@ -6,15 +6,20 @@ anything else is a bug and keeps its traceback. Results go to stdout, progress t
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from . import __version__
 from .errors import DataidxError
 from .sampling import DEFAULT_SEED, SAMPLING_MODES
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Group(click.Group):
@@ -38,6 +43,19 @@ def _table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
+def json_option(help_text: str = "Print one JSON document.") -> Callable[[F], F]:
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def mixture_options(func: F) -> F:
+    """--seed and --sampling, shared by build and mix."""
+    func = click.option(
+        "--sampling", type=click.Choice(SAMPLING_MODES), default="exact", show_default=True,
+        help="exact: distinct when shrinking, whole repeats when growing; replacement: v1's random.choices.",
+    )(func)
+    return click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the mixture.")(func)
+
+
 @click.group(cls=_Group)
 @click.version_option(__version__, prog_name="dataidx")
 def cli() -> None:
@@ -53,9 +71,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("config")
 @click.option("-o", "--output", required=True, help="Store file to write (replaced only when the build succeeds).")
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the default mixture.")
-@click.option("--sampling", type=click.Choice(SAMPLING_MODES), default="exact", show_default=True,
-              help="exact: distinct when shrinking, whole repeats when growing; replacement: v1's random.choices.")
+@mixture_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 def build(config: str, output: str, seed: int, sampling: str, quiet: bool) -> None:
     """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
@@ -81,7 +97,7 @@ def build(config: str, output: str, seed: int, sampling: str, quiet: bool) -> No
 
 @cli.command()
 @click.argument("store")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option()
 def info(store: str, as_json: bool) -> None:
     """Show a store's datasets, entry counts, mixtures, seeds and where each source was.
 
@@ -104,10 +120,11 @@ def info(store: str, as_json: bool) -> None:
     ))
     for mixture in details["mixtures"]:
         click.echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
-                   f"{mixture['sampling']} sampling")
+                   f"{mixture['sampling']} sampling, config sha256 {mixture['config_sha256'][:12]}, "
+                   f"dataidx {mixture['dataidx_version']}, {mixture['created_at']}")
         click.echo(_table(
-            ["dataset", "size", "weight", "base entries", "entries", "seed"],
-            [(name, d["size"], d["weight"], d["base_entries"], d["entries"], d["seed"])
+            ["dataset", "size", "weight", "base entries", "requested", "entries", "seed"],
+            [(name, d["size"], d["weight"], d["base_entries"], d["requested"], d["entries"], d["seed"])
              for name, d in mixture["datasets"].items()],
         ))
 
@@ -138,8 +155,9 @@ def show(store: str, positions: tuple[int, ...], mixture: str) -> None:
 @cli.command()
 @click.argument("store")
 @click.argument("sql")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON array of objects keyed by column.")
-def query(store: str, sql: str, as_json: bool) -> None:
+@json_option("Print one JSON array of objects keyed by column.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
+def query(store: str, sql: str, as_json: bool, as_csv: bool) -> None:
     """Run one read-only SQL statement against a store; writes are refused.
 
     Views: entries(mixture, position, dataset, row, cut) and
@@ -151,11 +169,95 @@ def query(store: str, sql: str, as_json: bool) -> None:
     """
     from .query import run_query
 
+    if as_json and as_csv:
+        raise click.UsageError("choose one of --json and --csv")
     columns, rows = run_query(store, sql)
     if as_json:
         _echo_json([dict(zip(columns, row)) for row in rows])
+    elif as_csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+        click.echo(buffer.getvalue(), nl=False)
     else:
         click.echo(_table(columns, rows))
+
+
+@cli.command()
+@click.argument("store")
+@click.argument("config")
+@click.option("--name", required=True, help="Name of the new mixture.")
+@mixture_options
+def mix(store: str, config: str, name: str, seed: int, sampling: str) -> None:
+    """Add a named mixture to STORE from CONFIG's size/weight, using the stored index alone.
+
+    The sources are not read (they may be gone) and other mixtures are not touched. CONFIG is
+    the same YAML; its dataset names must exist in the store.
+
+    \b
+    Example:
+        dataidx mix demo.db data/demo_sft.yaml --name seed7 --seed 7
+        dataidx show demo.db 0 --mixture seed7
+    """
+    from .mixing import add_mixture
+
+    summary = add_mixture(store, config, name, seed=seed, sampling=sampling)
+    click.echo(f"added mixture '{name}' of {summary.entries} entries (seed {seed}, {sampling}) to {store}", err=True)
+
+
+@cli.command("remove-mixture")
+@click.argument("store")
+@click.argument("name")
+def remove_mixture(store: str, name: str) -> None:
+    """Remove mixture NAME (its positions and provenance) from STORE.
+
+    \b
+    Example:
+        dataidx remove-mixture demo.db seed7
+    """
+    from .mixing import remove_mixture as remove
+
+    entries = remove(store, name)
+    click.echo(f"removed mixture '{name}' ({entries} entries) from {store}", err=True)
+
+
+@cli.command()
+@click.argument("store")
+@click.option("--mixture", default="default", show_default=True, help="Mixture to describe.")
+@json_option("Print one JSON array of objects, one per dataset.")
+def compose(store: str, mixture: str, as_json: bool) -> None:
+    """Print what a mixture is made of: entries, share, distinct rows and repeats per dataset.
+
+    \b
+    Example:
+        dataidx compose demo.db --mixture default --json
+    """
+    from .compose import COLUMNS, composition
+
+    rows = composition(store, mixture)
+    if as_json:
+        _echo_json(rows)
+    else:
+        click.echo(_table(list(COLUMNS), [tuple(row[c] for c in COLUMNS) for row in rows]))
+
+
+@cli.command()
+@click.argument("store")
+def migrate(store: str) -> None:
+    """Upgrade STORE to the newest schema, on a copy renamed into place.
+
+    \b
+    Example:
+        dataidx migrate old.db
+    """
+    from .store import migrate_store
+
+    before, after = migrate_store(store)
+    if before == after:
+        click.echo(f"{store} is already at schema revision {after}", err=True)
+    else:
+        click.echo(f"migrated {store} from schema revision {before} to {after}", err=True)
 
 
 def main() -> None:

@@ -32,6 +32,8 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                         "sampling": mixture.sampling,
                         "entries": mixture.entries,
                         "config_sha256": mixture.config_sha256,
+                        "config_text": mixture.config_text,
+                        "dataidx_version": mixture.dataidx_version,
                         "created_at": mixture.created_at,
                         "datasets": {
                             names[d.dataset_id]: {
@@ -39,6 +41,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                                 "size": d.size,
                                 "weight": d.weight,
                                 "base_entries": d.base_entries,
+                                "requested": d.requested,
                                 "entries": d.entries,
                             }
                             for d in draws
@@ -54,6 +57,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                     "created_at": build.created_at,
                     "config": build.config_origin,
                     "config_sha256": build.config_sha256,
+                    "config_text": build.config_text,
                     "dataidx_version": build.dataidx_version,
                     "seconds": round(build.seconds, 3),
                 },

@@ -6,16 +6,18 @@ so a mixture can be drawn again or added later with the source files gone.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from . import __version__
-from .config import Config
+from .config import Config, load_config
 from .errors import DataidxError
-from .sampling import derive_seed, resample
+from .sampling import DEFAULT_SEED, check_sampling, derive_seed, requested_count, resample
 from .schema import Dataset, Mixture, MixtureDataset, MixtureEntry
+from .store import rewriting
 
 INSERT_BATCH = 50_000
 
@@ -31,10 +33,16 @@ class MixtureSummary:
 
 def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> MixtureSummary:
     """Draw mixture ``name`` from the config's size/weight and append it to the store."""
-    stored = {row.name: row for row in connection.execute(select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries))}
+    query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries).order_by(Dataset.position)
+    stored = {row.name: row for row in connection.execute(query)}
     missing = [spec.name for spec in config.datasets if spec.name not in stored]
     if missing:
-        raise DataidxError(f"mixture '{name}': datasets not in the store: {', '.join(missing)}")
+        raise DataidxError(
+            f"{config.origin}: mixture '{name}': datasets not in the store: {', '.join(missing)} "
+            f"(the store has: {', '.join(stored)})"
+        )
+    if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
+        raise DataidxError(f"mixture '{name}' already exists; remove it first or choose another --name")
     start = (connection.execute(select(func.max(MixtureEntry.id))).scalar() or 0) + 1
     mixture_id = connection.execute(
         insert(Mixture).values(
@@ -44,6 +52,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
             start=start,
             entries=0,
             config_sha256=config.sha256,
+            config_text=config.text,
             dataidx_version=__version__,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
@@ -72,6 +81,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
                 size=spec.size,
                 weight=spec.weight,
                 base_entries=dataset.entries,
+                requested=requested_count(dataset.entries, spec.size, spec.weight),
                 entries=len(chosen),
             )
         )
@@ -79,3 +89,39 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
     summary.entries = position - start
     connection.execute(update(Mixture).where(Mixture.id == mixture_id).values(entries=summary.entries))
     return summary
+
+
+def add_mixture(
+    store: str | os.PathLike[str], config: str | os.PathLike[str] | Config, name: str, *,
+    seed: int = DEFAULT_SEED, sampling: str = "exact",
+) -> MixtureSummary:
+    """Add mixture ``name`` to an existing store from its base index alone (sources may be gone).
+
+    Only the config's dataset names, ``size`` and ``weight`` are used; other mixtures are never
+    touched. The store is rewritten on a copy and renamed into place.
+
+    Example::
+
+        add_mixture("demo.db", "data/demo_sft.yaml", "seed7", seed=7)
+        DataEngine("demo.db", mixture="seed7")
+    """
+    check_sampling(sampling)
+    config = config if isinstance(config, Config) else load_config(config)
+    with rewriting(store) as connection:
+        return write_mixture(connection, config, name, seed=seed, sampling=sampling)
+
+
+def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
+    """Delete mixture ``name`` and its positions; returns how many entries it had."""
+    with rewriting(store) as connection:
+        found = connection.execute(select(Mixture.id, Mixture.start, Mixture.entries).where(Mixture.name == name)).first()
+        if found is None:
+            names = connection.execute(select(Mixture.name).order_by(Mixture.id)).scalars().all()
+            raise DataidxError(f"{store}: no mixture '{name}' (mixtures: {', '.join(names) or 'none'})")
+        # Positions are a rowid range, so the delete is a range scan, not a table scan.
+        connection.execute(
+            delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
+        )
+        connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
+        connection.execute(delete(Mixture).where(Mixture.id == found.id))
+        return found.entries

@@ -20,7 +20,9 @@ def _authorize(action: int, *_args: Any) -> int:
     return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
 
 
-def run_query(path: str | os.PathLike[str], sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+def run_query(
+    path: str | os.PathLike[str], sql: str, parameters: dict[str, Any] | None = None
+) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Column names and rows of one read-only statement against the store at ``path``.
 
     Example::
@@ -32,7 +34,7 @@ def run_query(path: str | os.PathLike[str], sql: str) -> tuple[list[str], list[t
         connection.execute("PRAGMA query_only = ON")
         connection.set_authorizer(_authorize)
         try:
-            cursor = connection.execute(sql)
+            cursor = connection.execute(sql, parameters or {})
             rows = cursor.fetchall()
         except sqlite3.ProgrammingError as exc:
             raise DataidxError(f"query refused: {exc}") from None

@@ -13,9 +13,16 @@ import hashlib
 import random
 from collections.abc import Callable, Sequence
 
+from .errors import DataidxError
+
 SAMPLING_MODES = ("exact", "replacement")
 #: The mixture seed when none is given, so two builds of one config agree.
 DEFAULT_SEED = 42
+
+
+def check_sampling(sampling: str) -> None:
+    if sampling not in SAMPLING_MODES:
+        raise DataidxError(f"unknown sampling '{sampling}' (known: {', '.join(SAMPLING_MODES)})")
 
 
 def derive_seed(mixture_seed: int, dataset: str) -> int:
@@ -43,6 +50,12 @@ DRAWS: dict[str, Callable[[int, int, random.Random], list[int]]] = {
     "exact": exact_draw,
     "replacement": replacement_draw,
 }
+
+
+def requested_count(n: int, size: int | None, weight: float | None) -> int:
+    """How many entries ``size`` then ``weight`` ask for out of ``n``."""
+    k = n if size is None else size
+    return k if weight is None else int(k * weight)
 
 
 def resample(entries: Sequence[int], size: int | None, weight: float | None, sampling: str, seed: int) -> list[int]:

@@ -12,7 +12,9 @@ from sqlalchemy import JSON, Float, ForeignKey, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: Alembic revision of the newest schema this code reads and writes.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
+#: Every revision a store may carry, oldest first; older ones are upgraded by `dataidx migrate`.
+REVISIONS = ("0001", "0002")
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -84,6 +86,7 @@ class Mixture(Base):
     config_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
+    config_text: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
 
 
 class MixtureDataset(Base):
@@ -97,6 +100,7 @@ class MixtureDataset(Base):
     weight: Mapped[float | None] = mapped_column(Float, nullable=True)
     base_entries: Mapped[int] = mapped_column(Integer, nullable=False)
     entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    requested: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class MixtureEntry(Base):
@@ -112,4 +116,6 @@ class MixtureEntry(Base):
 VIEW_COLUMNS = {
     "entries": ("mixture", "position", "dataset", "row", "cut"),
     "composition": ("mixture", "dataset", "entries", "distinct_rows", "share"),
+    "turns": ("dataset", "row", "entries", "last_cut"),
+    "repeats": ("mixture", "dataset", "row", "cut", "repeats"),
 }

@@ -7,14 +7,17 @@ to import); it reads ``alembic_version`` and compares it with :data:`SCHEMA_REVI
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 
 from .errors import StoreError
-from .schema import SCHEMA_REVISION
+from .schema import REVISIONS, SCHEMA_REVISION
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -31,6 +34,79 @@ def alembic_config(engine_connection) -> "alembic.config.Config":  # noqa: F821
     config.set_main_option("script_location", migrations_dir())
     config.attributes["connection"] = engine_connection
     return config
+
+
+def store_revision(path: str | os.PathLike[str]) -> str | None:
+    """The schema revision recorded in a store file, after checking it is a SQLite file."""
+    path = Path(path)
+    check_store_file(path)
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        if "no such table" in str(exc):
+            raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
+        raise StoreError(f"{path}: cannot read store: {exc}") from None
+    return row[0] if row else None
+
+
+@contextmanager
+def rewriting(path: str | os.PathLike[str]) -> Iterator[Connection]:
+    """A transaction on a copy of a current store, renamed over it only if the block succeeds.
+
+    Readers that already have the store open keep reading the old file; new opens see the new
+    one; an error or a kill mid-way leaves the store as it was.
+    """
+    connect_readonly(path).close()
+    with _on_copy(Path(path)) as connection:
+        yield connection
+
+
+def migrate_store(path: str | os.PathLike[str]) -> tuple[str | None, str]:
+    """Upgrade a store to the newest schema on a copy, then rename it into place.
+
+    Returns the revisions before and after; a store already current is left untouched.
+    """
+    from alembic import command
+
+    before = store_revision(path)
+    if before == SCHEMA_REVISION:
+        return before, before
+    if before not in REVISIONS:
+        raise StoreError(f"{path}: store schema revision {before!r} is unknown to this dataidx; upgrade dataidx")
+    with _on_copy(Path(path)) as connection:
+        command.upgrade(alembic_config(connection), "head")
+    return before, SCHEMA_REVISION
+
+
+@contextmanager
+def _on_copy(path: Path) -> Iterator[Connection]:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    shutil.copyfile(path, temporary)
+    try:
+        engine = create_engine(f"sqlite:///{temporary}")
+        _set_build_pragmas(engine)
+        try:
+            with engine.begin() as connection:
+                yield connection
+        finally:
+            engine.dispose()
+        os.replace(temporary, path)
+    except BaseException:
+        remove_temporary(temporary)
+        raise
+
+
+def remove_temporary(path: Path) -> None:
+    """Remove a temporary store file and its rollback journal, if they exist."""
+    for candidate in (path, path.with_name(path.name + "-journal")):
+        try:
+            candidate.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def create_store(path: str | os.PathLike[str]) -> Engine:
@@ -68,9 +144,14 @@ def connect_readonly(path: str | os.PathLike[str]) -> sqlite3.Connection:
     revision = row[0] if row else None
     if revision != SCHEMA_REVISION:
         connection.close()
+        if revision in REVISIONS:
+            raise StoreError(
+                f"{path}: store schema revision {revision!r} is older than {SCHEMA_REVISION!r}; "
+                f"upgrade it with: dataidx migrate {path}"
+            )
         raise StoreError(
-            f"{path}: store schema revision {revision!r} is not the one this dataidx reads "
-            f"({SCHEMA_REVISION!r}); rebuild it or use a matching dataidx version"
+            f"{path}: store schema revision {revision!r} is unknown to this dataidx (newest {SCHEMA_REVISION!r}); "
+            "it was made by a newer dataidx: upgrade dataidx"
         )
     return connection
 

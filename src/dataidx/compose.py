@@ -1,0 +1,45 @@
+"""What a mixture is made of, per dataset: entries, share, distinct rows and repeats."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import StoreError
+from .query import run_query
+
+COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows", "max_repeats")
+
+_SQL = """
+WITH m AS (SELECT id, entries FROM mixtures WHERE name = :mixture),
+per_entry AS (
+    SELECT me.entry_id, count(*) AS n FROM mixture_entries AS me, m WHERE me.mixture_id = m.id GROUP BY me.entry_id
+)
+SELECT d.name AS dataset, sum(p.n) AS entries, round(CAST(sum(p.n) AS REAL) / m.entries, 6) AS share,
+       md.base_entries AS base_entries, count(*) AS distinct_entries, count(DISTINCT b.row) AS distinct_rows,
+       max(p.n) AS max_repeats
+FROM per_entry AS p
+JOIN base_entries AS b ON b.id = p.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id
+JOIN m
+JOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id
+GROUP BY d.id
+ORDER BY d.position
+"""
+
+
+def composition(store: str | os.PathLike[str], mixture: str = "default") -> list[dict[str, Any]]:
+    """One dict per dataset of ``mixture`` with the keys of :data:`COLUMNS`.
+
+    Example::
+
+        for row in composition("demo.db"):
+            print(row["dataset"], row["share"])
+    """
+    _, found = run_query(store, "SELECT count(*) FROM mixtures WHERE name = :mixture", {"mixture": mixture})
+    if not found[0][0]:
+        _, names = run_query(store, "SELECT name FROM mixtures ORDER BY id")
+        raise StoreError(f"{store}: no mixture '{mixture}' (mixtures: {', '.join(n for (n,) in names) or 'none'})")
+    columns, rows = run_query(store, _SQL, {"mixture": mixture})
+    return [dict(zip(columns, row)) for row in rows]
+
