@@ -15,22 +15,25 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy import insert, update
+from itertools import repeat
+
+import numpy as np
+from sqlalchemy import Connection, insert, update
 
 from . import __version__
 from .config import Config, DatasetSpec, load_config
-from .converters import collecting_drops, convert_row, converters
+from .arrow_cuts import NO_CUT, TableCuts
+from .converters import collecting_drops, converters, row_cuts
 from .errors import DataidxError
-from .expansion import cuts
 from .fingerprints import stat_files
-from .mixing import MixtureSummary, write_mixture
+from .mixing import MixtureSummary, insert_many, write_mixture
+from .plugins import Plugin
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_of
 from .sampling import DEFAULT_SEED, check_sampling
 from .schema import BaseEntry, Build, Dataset
 from .sources import load, sources
 from .store import create_store, remove_temporary
 
-INSERT_BATCH = 50_000
 Progress = Callable[[str], None]
 
 
@@ -110,7 +113,7 @@ def build(
     return summary
 
 
-def _index_dataset(connection, spec: DatasetSpec, position: int, first_entry: int) -> DatasetSummary:
+def _index_dataset(connection: Connection, spec: DatasetSpec, position: int, first_entry: int) -> DatasetSummary:
     loaded = load(spec)
     arrow_files = arrow_files_of(loaded.dataset)
     rows: RowSource = ArrowRows([f["path"] for f in arrow_files]) if arrow_files else DatasetRows(loaded.dataset)
@@ -138,20 +141,28 @@ def _index_dataset(connection, spec: DatasetSpec, position: int, first_entry: in
             "arrow_files": arrow_files,
         },
     )
-    entry_id = first_entry
-    batch: list[dict] = []
+    table = rows.table() if converter.fast is not None else None
+    found = converter.fast(table) if table is not None else None
+    if found is None:
+        found = _row_path(rows, converter, spec.name)
+    cuts = [None if cut == NO_CUT else cut for cut in found.cuts.tolist()]
+    insert_many(connection, BaseEntry, zip(
+        range(first_entry, first_entry + len(cuts)), repeat(dataset_id), found.rows.tolist(), cuts
+    ))
+    connection.execute(
+        update(Dataset).where(Dataset.id == dataset_id).values(entries=len(cuts), drops=found.drops)
+    )
+    return DatasetSummary(name=spec.name, rows=len(rows), entries=len(cuts), drops=found.drops)
+
+
+def _row_path(rows: RowSource, converter: Plugin, dataset: str) -> TableCuts:
+    """Convert every row with the converter itself: any converter, errors named by row."""
+    row_numbers: list[int] = []
+    cut_values: list[int] = []
     with collecting_drops() as drops:
         for row_number, raw in enumerate(rows.iter_rows()):
-            sample = convert_row(converter.func, raw, spec.name, row_number, converter.name)
-            for cut in cuts(sample):
-                batch.append({"id": entry_id, "dataset_id": dataset_id, "row": row_number, "cut": cut})
-                entry_id += 1
-            if len(batch) >= INSERT_BATCH:
-                connection.execute(insert(BaseEntry), batch)
-                batch = []
-    if batch:
-        connection.execute(insert(BaseEntry), batch)
-    connection.execute(
-        update(Dataset).where(Dataset.id == dataset_id).values(entries=entry_id - first_entry, drops=len(drops))
-    )
-    return DatasetSummary(name=spec.name, rows=len(rows), entries=entry_id - first_entry, drops=len(drops))
+            for cut in row_cuts(converter.func, raw, dataset, row_number, converter.name):
+                row_numbers.append(row_number)
+                cut_values.append(NO_CUT if cut is None else cut)
+    return TableCuts(rows=np.array(row_numbers, dtype=np.int64), cuts=np.array(cut_values, dtype=np.int64),
+                     drops=len(drops))

@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from .media import MediaSplitter, media_lists
+from . import arrow_cuts
 from .errors import ConversionError, DataidxError
+from .expansion import cuts
 from .plugins import Registry
 
 Sample = dict[str, Any]
@@ -81,6 +83,15 @@ def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, co
     return sample
 
 
+def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> list[int | None]:
+    """The cuts of one converted row; a sample that cannot be expanded fails like a conversion."""
+    sample = convert_row(func, raw, dataset, row, converter)
+    try:
+        return cuts(sample)
+    except Exception as exc:
+        raise ConversionError(dataset, row, converter, f"sample cannot be expanded: {type(exc).__name__}: {exc}") from exc
+
+
 
 def _message(role: str, blocks: list[dict[str, str]], loss_weight: float) -> dict[str, Any]:
     return {"role": role, "content": blocks, "loss_weight": loss_weight}
@@ -97,7 +108,7 @@ def _tool_call_blocks(value: str) -> list[dict[str, str]] | None:
     return [{"type": "tool_call", "value": json.dumps(call)} for call in calls]
 
 
-@converters.register("alpaca", version="1")
+@converters.register("alpaca", version="1", fast=arrow_cuts.alpaca_cuts)
 def alpaca(raw: dict[str, Any]) -> Sample:
     """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages."""
     row = present(raw)
@@ -123,7 +134,7 @@ _SHAREGPT_ROLES = {
 }
 
 
-@converters.register("sharegpt", version="1")
+@converters.register("sharegpt", version="1", fast=arrow_cuts.sharegpt_cuts)
 def sharegpt(raw: dict[str, Any]) -> Sample:
     """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
     row = present(raw)
@@ -168,7 +179,7 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter) -> list[
     return messages
 
 
-@converters.register("pair", version="1")
+@converters.register("pair", version="1", fast=arrow_cuts.pair_cuts)
 def pair(raw: dict[str, Any]) -> Sample:
     """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
     row = present(raw)
@@ -180,7 +191,7 @@ def pair(raw: dict[str, Any]) -> Sample:
     return sides
 
 
-@converters.register("none", version="1")
+@converters.register("none", version="1", fast=arrow_cuts.none_cuts)
 def passthrough(raw: dict[str, Any]) -> Sample:
     """Rows already in the standard format pass unchanged, as v1 does without a converter."""
     return dict(raw)

@@ -28,6 +28,8 @@ class RowSource(Protocol):
 
     def iter_rows(self) -> Iterator[dict[str, Any]]: ...
 
+    def table(self) -> pa.Table | None: ...
+
 
 class ArrowRows:
     """Rows of one or more Arrow stream files, memory-mapped; a row costs one batch slice."""
@@ -35,9 +37,12 @@ class ArrowRows:
     def __init__(self, paths: Sequence[str]) -> None:
         self.paths = list(paths)
         self._batches: list[pa.RecordBatch] = []
+        self.schema: pa.Schema | None = None
         for path in self.paths:
             with pa.memory_map(path, "r") as source:
-                self._batches.extend(b for b in pa.ipc.open_stream(source) if b.num_rows)
+                reader = pa.ipc.open_stream(source)
+                self.schema = self.schema or reader.schema
+                self._batches.extend(b for b in reader if b.num_rows)
         self._starts: list[int] = []
         total = 0
         for batch in self._batches:
@@ -56,6 +61,10 @@ class ArrowRows:
         for batch in self._batches:
             yield from batch.to_pylist()
 
+    def table(self) -> pa.Table | None:
+        """All rows as one zero-copy Arrow table, for vectorised passes."""
+        return pa.Table.from_batches(self._batches, schema=self.schema) if self.schema is not None else None
+
 
 class DatasetRows:
     """Rows of a ``datasets.Dataset`` through its own indexing: the slow, general fallback."""
@@ -68,6 +77,9 @@ class DatasetRows:
 
     def row(self, index: int) -> dict[str, Any]:
         return self.dataset[index]
+
+    def table(self) -> pa.Table | None:
+        return None  # rows go through an indices mapping: only the row path is exact
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
         for batch in self.dataset.iter(batch_size=1000):
