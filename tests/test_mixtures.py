@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from dataidx import DataEngine
-from dataidx.build import build
 from dataidx.cli import cli
 from dataidx.compose import composition
 from dataidx.errors import DataidxError, StoreError

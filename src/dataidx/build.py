@@ -13,16 +13,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
-
 from itertools import repeat
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import Connection, insert, update
 
 from . import __version__
-from .config import Config, DatasetSpec, load_config
 from .arrow_cuts import NO_CUT, TableCuts
+from .config import Config, DatasetSpec, load_config
 from .converters import collecting_drops, converters, row_cuts
 from .errors import DataidxError
 from .fingerprints import stat_files

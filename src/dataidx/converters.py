@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .media import MediaSplitter, media_lists
 from . import arrow_cuts
 from .errors import ConversionError, DataidxError
 from .expansion import cuts
+from .media import MediaSplitter, media_lists
 from .plugins import Registry
 
 Sample = dict[str, Any]

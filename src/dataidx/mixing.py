@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import islice, repeat
 from datetime import datetime, timezone
+from itertools import islice, repeat
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 

@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from .errors import DataidxError, ReadOnlyError
-from .store import connect_readonly
+from .storefile import connect_readonly
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 

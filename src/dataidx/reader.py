@@ -20,7 +20,7 @@ from .errors import StaleStoreError, StoreError
 from .expansion import truncate
 from .fingerprints import changed_files
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_intact
-from .store import connect_readonly
+from .storefile import connect_readonly
 
 _FETCH_ONE = (
     "SELECT b.dataset_id, b.row, b.cut FROM mixture_entries AS me "

@@ -1,4 +1,4 @@
-"""The store's schema: SQLAlchemy 2.0 models, the documented views, and the revision they match.
+"""The store's schema: SQLAlchemy 2.0 models and the documented views (revision: storefile).
 
 Alembic migrations in ``migrations/`` create and upgrade this schema; these models are the
 single description the code reads and writes through (a test checks the two agree).
@@ -10,11 +10,6 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Float, ForeignKey, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-
-#: Alembic revision of the newest schema this code reads and writes.
-SCHEMA_REVISION = "0002"
-#: Every revision a store may carry, oldest first; older ones are upgraded by `dataidx migrate`.
-REVISIONS = ("0001", "0002")
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",

@@ -1,14 +1,13 @@
-"""Create, open and check store files: the only place that knows how a store is laid on disk.
+"""Create, rewrite and migrate store files through SQLAlchemy and Alembic.
 
-A store is a SQLite file whose schema Alembic created. Opening never runs Alembic (it is slow
-to import); it reads ``alembic_version`` and compares it with :data:`SCHEMA_REVISION`.
+Reading a store needs none of this (see :mod:`dataidx.storefile`); writing always happens on a
+temporary file renamed into place when complete.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -17,9 +16,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, create_engine, event
 
 from .errors import StoreError
-from .schema import REVISIONS, SCHEMA_REVISION
-
-SQLITE_HEADER = b"SQLite format 3\x00"
+from .storefile import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
 
 
 def migrations_dir() -> str:
@@ -34,23 +31,6 @@ def alembic_config(engine_connection) -> "alembic.config.Config":  # noqa: F821
     config.set_main_option("script_location", migrations_dir())
     config.attributes["connection"] = engine_connection
     return config
-
-
-def store_revision(path: str | os.PathLike[str]) -> str | None:
-    """The schema revision recorded in a store file, after checking it is a SQLite file."""
-    path = Path(path)
-    check_store_file(path)
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError as exc:
-        if "no such table" in str(exc):
-            raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
-        raise StoreError(f"{path}: cannot read store: {exc}") from None
-    return row[0] if row else None
 
 
 @contextmanager
@@ -130,44 +110,9 @@ def _set_build_pragmas(engine: Engine) -> None:
         cursor.close()
 
 
-def connect_readonly(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """A read-only DBAPI connection to a checked store; raises StoreError naming the problem."""
-    path = Path(path)
-    check_store_file(path)
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
-    except sqlite3.DatabaseError as exc:
-        if "no such table" in str(exc):
-            raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
-        raise StoreError(f"{path}: cannot read store: {exc}") from None
-    revision = row[0] if row else None
-    if revision != SCHEMA_REVISION:
-        connection.close()
-        if revision in REVISIONS:
-            raise StoreError(
-                f"{path}: store schema revision {revision!r} is older than {SCHEMA_REVISION!r}; "
-                f"upgrade it with: dataidx migrate {path}"
-            )
-        raise StoreError(
-            f"{path}: store schema revision {revision!r} is unknown to this dataidx (newest {SCHEMA_REVISION!r}); "
-            "it was made by a newer dataidx: upgrade dataidx"
-        )
-    return connection
-
-
 def readonly_engine(path: str | os.PathLike[str]) -> Engine:
     """A SQLAlchemy engine over read-only connections to the store at ``path``."""
     connect_readonly(path).close()  # fail now, with a clear message, not at first query
     return create_engine("sqlite://", creator=lambda: connect_readonly(path))
 
 
-def check_store_file(path: Path) -> None:
-    if not path.exists():
-        raise StoreError(f"{path}: store not found")
-    if path.is_dir():
-        raise StoreError(f"{path}: is a folder, not a store file")
-    with path.open("rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
-    if header != SQLITE_HEADER:
-        raise StoreError(f"{path}: not a dataidx store (not a SQLite file)")

@@ -1,0 +1,67 @@
+"""Open and check store files without SQLAlchemy: what every read path starts with.
+
+A store is a SQLite file whose schema Alembic created. Opening never imports Alembic or
+SQLAlchemy (together a third of a second); it reads ``alembic_version`` and compares it with
+:data:`SCHEMA_REVISION`, so ``dataidx info`` and a DataLoader worker start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from .errors import StoreError
+
+#: Alembic revision of the newest schema this code reads and writes.
+SCHEMA_REVISION = "0002"
+#: Every revision a store may carry, oldest first; older ones are upgraded by `dataidx migrate`.
+REVISIONS = ("0001", "0002")
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_store_file(path: Path) -> None:
+    if not path.exists():
+        raise StoreError(f"{path}: store not found")
+    if path.is_dir():
+        raise StoreError(f"{path}: is a folder, not a store file")
+    with path.open("rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if header != SQLITE_HEADER:
+        raise StoreError(f"{path}: not a dataidx store (not a SQLite file)")
+
+
+def connect_readonly(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """A read-only DBAPI connection to a current store; raises StoreError naming the problem."""
+    connection, revision = _open(Path(path))
+    if revision != SCHEMA_REVISION:
+        connection.close()
+        if revision in REVISIONS:
+            raise StoreError(
+                f"{path}: store schema revision {revision!r} is older than {SCHEMA_REVISION!r}; "
+                f"upgrade it with: dataidx migrate {path}"
+            )
+        raise StoreError(
+            f"{path}: store schema revision {revision!r} is unknown to this dataidx (newest {SCHEMA_REVISION!r}); "
+            "it was made by a newer dataidx: upgrade dataidx"
+        )
+    return connection
+
+
+def store_revision(path: str | os.PathLike[str]) -> str | None:
+    """The schema revision recorded in a store file, whichever it is."""
+    connection, revision = _open(Path(path))
+    connection.close()
+    return revision
+
+
+def _open(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    check_store_file(path)
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if "no such table" in str(exc):
+            raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
+        raise StoreError(f"{path}: cannot read store: {exc}") from None
+    return connection, (row[0] if row else None)
