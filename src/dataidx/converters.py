@@ -17,7 +17,7 @@ from typing import Any
 from . import arrow_cuts
 from .errors import ConversionError, DataidxError
 from .expansion import cuts
-from .media import MediaSplitter, media_lists
+from .media import MediaSplitter, text_blocks
 from .plugins import Registry
 
 Sample = dict[str, Any]
@@ -93,10 +93,6 @@ def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, conve
 
 
 
-def _message(role: str, blocks: list[dict[str, str]], loss_weight: float) -> dict[str, Any]:
-    return {"role": role, "content": blocks, "loss_weight": loss_weight}
-
-
 def _tool_call_blocks(value: str) -> list[dict[str, str]] | None:
     """JSON tool call(s) as ``tool_call`` blocks; None when the value is not valid JSON."""
     try:
@@ -112,16 +108,18 @@ def _tool_call_blocks(value: str) -> list[dict[str, str]] | None:
 def alpaca(raw: dict[str, Any]) -> Sample:
     """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages."""
     row = present(raw)
-    media = MediaSplitter(media_lists(row))
+    media = MediaSplitter.for_row(row)
     messages = []
     if "system" in row:
-        messages.append(_message("system", media.blocks(row["system"]), 0.0))
+        messages.append({"role": "system", "content": text_blocks(media, row["system"]), "loss_weight": 0.0})
     if "instruction" in row or "input" in row:
         # v1 concatenates with no separator; keep it identical.
-        messages.append(_message("user", media.blocks(row.get("instruction", "") + row.get("input", "")), 0.0))
+        text = row.get("instruction", "") + row.get("input", "")
+        messages.append({"role": "user", "content": text_blocks(media, text), "loss_weight": 0.0})
     if "output" in row:
-        messages.append(_message("assistant", media.blocks(row["output"]), 1.0))
-    media.finish()
+        messages.append({"role": "assistant", "content": text_blocks(media, row["output"]), "loss_weight": 1.0})
+    if media is not None:
+        media.finish()
     return {"messages": messages}
 
 
@@ -138,21 +136,26 @@ _SHAREGPT_ROLES = {
 def sharegpt(raw: dict[str, Any]) -> Sample:
     """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
     row = present(raw)
-    media = MediaSplitter(media_lists(row))
+    media = MediaSplitter.for_row(row)
     messages = []
     for turn in row.get("conversations") or []:
         tag = turn["from"]
-        if tag not in _SHAREGPT_ROLES:
-            drop(f"unsupported role tag '{tag}'")
-        elif tag == "function_call":
+        if tag == "function_call":
             blocks = _tool_call_blocks(turn["value"])
             if blocks is None:
                 drop("function_call value is not valid JSON")
                 continue
-            messages.append(_message("assistant", blocks, 1.0))
+            messages.append({"role": "assistant", "content": blocks, "loss_weight": 1.0})
+        elif tag in _SHAREGPT_ROLES:
+            messages.append({
+                "role": _SHAREGPT_ROLES[tag],
+                "content": text_blocks(media, turn["value"]),
+                "loss_weight": 1.0 if tag == "gpt" else 0.0,
+            })
         else:
-            messages.append(_message(_SHAREGPT_ROLES[tag], media.blocks(turn["value"]), 1.0 if tag == "gpt" else 0.0))
-    media.finish()
+            drop(f"unsupported role tag '{tag}'")
+    if media is not None:
+        media.finish()
     sample: Sample = {"messages": messages}
     tools = row.get("tools")
     if tools:
@@ -164,7 +167,7 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
     return sample
 
 
-def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter) -> list[dict[str, Any]]:
+def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -> list[dict[str, Any]]:
     messages = []
     for turn in turns:
         role = turn["role"]
@@ -174,8 +177,8 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter) -> list[
                 drop("tool message content is not valid JSON")
                 continue
         else:
-            blocks = media.blocks(turn["content"])
-        messages.append(_message(role, blocks, 1.0 if role == "assistant" else 0.0))
+            blocks = text_blocks(media, turn["content"])
+        messages.append({"role": role, "content": blocks, "loss_weight": 1.0 if role == "assistant" else 0.0})
     return messages
 
 
@@ -185,9 +188,10 @@ def pair(raw: dict[str, Any]) -> Sample:
     row = present(raw)
     sides = {}
     for key in ("chosen", "rejected"):
-        media = MediaSplitter(media_lists(row))
+        media = MediaSplitter.for_row(row)
         sides[f"{key}_messages"] = _openai_messages(row.get(key) or [], media)
-        media.finish()
+        if media is not None:
+            media.finish()
     return sides
 
 

@@ -18,6 +18,13 @@ class MediaMismatch(ValueError):
     """Placeholders and media files of a row do not pair up one to one."""
 
 
+def text_blocks(media: MediaSplitter | None, text: str) -> list[dict[str, str]]:
+    """Content blocks of one message's text; plain text skips the splitter (the hot path)."""
+    if media is None and "<" not in text:
+        return [{"type": "text", "value": text}]
+    return (media or MediaSplitter({})).blocks(text)
+
+
 def media_lists(row: dict[str, Any]) -> dict[str, list[str]]:
     """The row's media files per kind, as lists (a bare string is one file)."""
     found: dict[str, list[str]] = {}
@@ -36,10 +43,14 @@ class MediaSplitter:
         self._media = media
         self._used = {kind: 0 for kind in MEDIA_COLUMNS}
 
+    @classmethod
+    def for_row(cls, row: dict[str, Any]) -> MediaSplitter | None:
+        """A splitter for a row with media columns; None for the common row without any."""
+        media = media_lists(row)
+        return cls(media) if media else None
+
     def blocks(self, text: str) -> list[dict[str, str]]:
         """Content blocks for ``text``: text pieces and media blocks in document order."""
-        if not self._media and "<" not in text:
-            return [{"type": "text", "value": text}]
         blocks: list[dict[str, str]] = []
         last = 0
         for match in _PLACEHOLDER.finditer(text):

@@ -9,9 +9,9 @@ reader can be pickled into DataLoader workers (fork or spawn).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,8 @@ from .fingerprints import changed_files
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_intact
 from .storefile import connect_readonly
 
+MMAP_BYTES = 1 << 40
+CACHE_KIB = 256
 _FETCH_ONE = (
     "SELECT b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = ?"
@@ -74,9 +76,7 @@ class StoreReader:
         if verify:
             for dataset in self.datasets.values():
                 self._verify(dataset)
-        self._pid: int | None = None
-        self._connection: sqlite3.Connection | None = None
-        self._rows: dict[int, RowSource] = {}
+        self._local: _ProcessState | None = None
 
     def _verify(self, dataset: StoredDataset) -> None:
         changes = changed_files(dataset.files)
@@ -96,16 +96,13 @@ class StoreReader:
 
     def __getstate__(self) -> dict[str, Any]:
         # Connections and memory maps belong to one process; workers reopen their own.
-        state = self.__dict__.copy()
-        state.update(_pid=None, _connection=None, _rows={})
-        return state
+        return {**self.__dict__, "_local": None}
 
-    def _db(self) -> sqlite3.Connection:
-        if self._pid != os.getpid():
-            self._connection = connect_readonly(self.path)
-            self._rows = {}
-            self._pid = os.getpid()
-        return self._connection  # type: ignore[return-value]
+    def _process(self) -> _ProcessState:
+        local = self._local
+        if local is None or local.pid != os.getpid():
+            local = self._local = _ProcessState(self.path)
+        return local
 
     def position(self, index: int) -> int:
         """``index`` as a position in ``range(len(self))``; negative counts from the end."""
@@ -115,34 +112,65 @@ class StoreReader:
 
     def get(self, index: int) -> dict[str, Any]:
         """The sample at position ``index`` of the mixture."""
-        position = self.position(index)
-        dataset_id, row, cut = self._db().execute(_FETCH_ONE, (self.start + position,)).fetchone()
-        return self._sample(dataset_id, row, cut)
+        local = self._process()
+        dataset_id, row, cut = local.connection.execute(_FETCH_ONE, (self.start + self.position(index),)).fetchone()
+        return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Samples at many positions with one SQL query, in the order asked."""
+        local = self._process()
         rowids = [self.start + self.position(i) for i in indices]
-        found = {r[0]: r[1:] for r in self._db().execute(_FETCH_MANY, (json.dumps(rowids),))}
-        return [self._sample(*found[rowid]) for rowid in rowids]
+        found = {r[0]: r[1:] for r in local.connection.execute(_FETCH_MANY, (json.dumps(rowids),))}
+        samples = []
+        # A batch only allocates acyclic objects: a collection in the middle of it is pure cost.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for rowid in rowids:
+                dataset_id, row, cut = found[rowid]
+                samples.append(local.fetcher(self.datasets[dataset_id]).sample(row, cut))
+        finally:
+            if collecting:
+                gc.enable()
+        return samples
 
     def entry(self, index: int) -> tuple[str, int, int | None]:
         """The ``(dataset, row, cut)`` triple at a position, without fetching the row."""
-        dataset_id, row, cut = self._db().execute(_FETCH_ONE, (self.start + self.position(index),)).fetchone()
+        local = self._process()
+        dataset_id, row, cut = local.connection.execute(_FETCH_ONE, (self.start + self.position(index),)).fetchone()
         return self.datasets[dataset_id].name, row, cut
 
-    def _sample(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
-        dataset = self.datasets[dataset_id]
-        raw = self._row_source(dataset).row(row)
-        plugin = converters.get(dataset.converter)
-        sample = convert_row(plugin.func, raw, dataset.name, row, plugin.name)
-        return {"_dataset_name": dataset.name, **truncate(sample, cut)}
 
-    def _row_source(self, dataset: StoredDataset) -> RowSource:
-        self._db()
-        source = self._rows.get(dataset.id)
-        if source is None:
-            source = self._rows[dataset.id] = open_rows(dataset)
-        return source
+class _ProcessState:
+    """What one process opens for a reader: its connection and, lazily, one fetcher per dataset."""
+
+    def __init__(self, path: str) -> None:
+        self.pid = os.getpid()
+        self.connection = connect_readonly(path)
+        # Pages come through a shared memory map; a small private cache keeps workers lean.
+        self.connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        self.connection.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        self.fetchers: dict[int, _Fetcher] = {}
+
+    def fetcher(self, dataset: StoredDataset) -> _Fetcher:
+        found = self.fetchers.get(dataset.id)
+        if found is None:
+            found = self.fetchers[dataset.id] = _Fetcher(dataset)
+        return found
+
+
+class _Fetcher:
+    """Rows of one dataset turned into samples: read the raw row, convert it, cut it."""
+
+    def __init__(self, dataset: StoredDataset) -> None:
+        self.name = dataset.name
+        self.rows = open_rows(dataset)
+        plugin = converters.get(dataset.converter)
+        self.convert, self.converter = plugin.func, plugin.name
+
+    def sample(self, row: int, cut: int | None) -> dict[str, Any]:
+        sample = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
+        return {"_dataset_name": self.name, **truncate(sample, cut)}
 
 
 def open_rows(dataset: StoredDataset) -> RowSource:

@@ -49,13 +49,16 @@ class ArrowRows:
             self._starts.append(total)
             total += batch.num_rows
         self._length = total
+        # Per batch, not per row: a scalar per column is faster than slicing a one-row batch.
+        self._columns = [list(zip(b.schema.names, b.columns)) for b in self._batches]
 
     def __len__(self) -> int:
         return self._length
 
     def row(self, index: int) -> dict[str, Any]:
         chunk = bisect.bisect_right(self._starts, index) - 1
-        return self._batches[chunk].slice(index - self._starts[chunk], 1).to_pylist()[0]
+        local = index - self._starts[chunk]
+        return {name: column[local].as_py() for name, column in self._columns[chunk]}
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
         for batch in self._batches:
