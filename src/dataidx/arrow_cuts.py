@@ -22,6 +22,7 @@ from .expansion import SUPERVISED_EPSILON
 from .media import MEDIA_COLUMNS
 
 NO_CUT = -1
+_PLACEHOLDER = "<(" + "|".join(MEDIA_COLUMNS) + ")>"
 
 
 @dataclass
@@ -43,7 +44,10 @@ def _is_text(type_: pa.DataType) -> bool:
 def _has_placeholder(column: pa.ChunkedArray | pa.Array) -> bool:
     if pa.types.is_null(column.type) or len(column) == 0:
         return False
-    return any(pc.any(pc.match_substring(column, f"<{kind}>")).as_py() for kind in MEDIA_COLUMNS)
+    # A plain substring scan is far cheaper than a regex, and most text holds no "<" at all.
+    if not pc.any(pc.match_substring(column, "<")).as_py():
+        return False
+    return bool(pc.any(pc.match_substring_regex(column, _PLACEHOLDER)).as_py())
 
 
 def _has_media(table: pa.Table) -> bool:

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +20,18 @@ from sqlalchemy import Connection, insert, update
 
 from . import __version__
 from .arrow_cuts import NO_CUT, TableCuts
+from .bulk import insert_base_entries
 from .config import Config, DatasetSpec, load_config
 from .converters import collecting_drops, converters, row_cuts
 from .errors import DataidxError
 from .fingerprints import stat_files
-from .mixing import MixtureSummary, insert_many, write_mixture
+from .mixing import MixtureSummary, write_mixture
 from .plugins import Plugin
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_of
 from .sampling import DEFAULT_SEED, check_sampling
-from .schema import BaseEntry, Build, Dataset
+from .schema import Build, Dataset
 from .sources import load, sources
-from .store import create_store, remove_temporary
+from .store import create_store, publish, remove_temporary
 
 Progress = Callable[[str], None]
 
@@ -105,7 +105,7 @@ def build(
                 )
         finally:
             engine.dispose()
-        os.replace(temporary, output)
+        publish(temporary, output)
     except BaseException:
         remove_temporary(temporary)
         raise
@@ -144,14 +144,10 @@ def _index_dataset(connection: Connection, spec: DatasetSpec, position: int, fir
     found = converter.fast(table) if table is not None else None
     if found is None:
         found = _row_path(rows, converter, spec.name)
-    cuts = [None if cut == NO_CUT else cut for cut in found.cuts.tolist()]
-    insert_many(connection, BaseEntry, zip(
-        range(first_entry, first_entry + len(cuts)), repeat(dataset_id), found.rows.tolist(), cuts
-    ))
-    connection.execute(
-        update(Dataset).where(Dataset.id == dataset_id).values(entries=len(cuts), drops=found.drops)
-    )
-    return DatasetSummary(name=spec.name, rows=len(rows), entries=len(cuts), drops=found.drops)
+    entries = len(found.rows)
+    insert_base_entries(connection, dataset_id, first_entry, found.rows, found.cuts)
+    connection.execute(update(Dataset).where(Dataset.id == dataset_id).values(entries=entries, drops=found.drops))
+    return DatasetSummary(name=spec.name, rows=len(rows), entries=entries, drops=found.drops)
 
 
 def _row_path(rows: RowSource, converter: Plugin, dataset: str) -> TableCuts:

@@ -7,21 +7,18 @@ so a mixture can be drawn again or added later with the source files gone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import islice, repeat
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from . import __version__
+from .bulk import insert_mixture_entries
 from .config import Config, load_config
 from .errors import DataidxError
 from .sampling import DEFAULT_SEED, check_sampling, derive_seed, requested_count, resample
 from .schema import Dataset, Mixture, MixtureDataset, MixtureEntry
 from .store import rewriting
-
-INSERT_BATCH = 100_000
 
 
 @dataclass
@@ -31,16 +28,6 @@ class MixtureSummary:
     sampling: str
     entries: int
     datasets: dict[str, int] = field(default_factory=dict)
-
-
-def insert_many(connection: Connection, model: type, rows: Iterable[tuple]) -> None:
-    """Bulk insert tuples in the model's column order: Core builds the statement once, the
-    driver's executemany runs it (dicts per row would cost more than the insert itself)."""
-    table = model.__table__
-    statement = str(insert(table).compile(dialect=connection.dialect))
-    iterator = iter(rows)
-    while chunk := list(islice(iterator, INSERT_BATCH)):
-        connection.exec_driver_sql(statement, chunk)
 
 
 def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> MixtureSummary:
@@ -76,7 +63,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
         dataset_seed = derive_seed(seed, spec.name)
         base = range(dataset.first_entry, dataset.first_entry + dataset.entries)
         chosen = resample(base, spec.size, spec.weight, sampling, dataset_seed)
-        insert_many(connection, MixtureEntry, zip(range(position, position + len(chosen)), repeat(mixture_id), chosen))
+        insert_mixture_entries(connection, mixture_id, position, chosen)
         position += len(chosen)
         connection.execute(
             insert(MixtureDataset).values(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 

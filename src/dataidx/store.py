@@ -74,7 +74,7 @@ def _on_copy(path: Path) -> Iterator[Connection]:
                 yield connection
         finally:
             engine.dispose()
-        os.replace(temporary, path)
+        publish(temporary, path)
     except BaseException:
         remove_temporary(temporary)
         raise
@@ -101,18 +101,20 @@ def create_store(path: str | os.PathLike[str]) -> Engine:
 
 
 def _set_build_pragmas(engine: Engine) -> None:
-    # The file is temporary until renamed into place, so durability per statement buys nothing.
+    # The file is temporary until it is synced and renamed into place, so per-statement
+    # durability and an on-disk journal buy nothing; the writer checks its own references.
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection, _record) -> None:
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA synchronous=OFF")
-        cursor.execute("PRAGMA foreign_keys=ON")
+        for pragma in ("synchronous = OFF", "journal_mode = MEMORY", "cache_size = -65536", "temp_store = MEMORY"):
+            cursor.execute(f"PRAGMA {pragma}")
         cursor.close()
 
 
-def readonly_engine(path: str | os.PathLike[str]) -> Engine:
-    """A SQLAlchemy engine over read-only connections to the store at ``path``."""
-    connect_readonly(path).close()  # fail now, with a clear message, not at first query
-    return create_engine("sqlite://", creator=lambda: connect_readonly(path))
+def publish(temporary: Path, target: Path) -> None:
+    """Flush a finished temporary store to disk, then rename it over ``target`` atomically."""
+    with temporary.open("rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temporary, target)
 
 

