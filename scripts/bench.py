@@ -8,6 +8,10 @@ It uses dataidx's converters, which produce v1's samples exactly (tests/test_gol
     python scripts/bench.py                        # generated data: 100k alpaca + 25k sharegpt rows
     python scripts/bench.py --alpaca 1000000 --sharegpt 250000
     python scripts/bench.py --config data/demo_sft.yaml
+
+LLaMA-Factory's own engine runs too when installed (optional; its PyPI release predates v1's
+per-turn expansion, so its start-up skips the conversion pass):
+    pip install --no-deps llamafactory omegaconf antlr4-python3-runtime==4.9.3
 """
 
 from __future__ import annotations
@@ -99,15 +103,47 @@ def rate(engine: Any, indices: list, batch: int) -> float:
     return len(indices) / (time.perf_counter() - started)
 
 
-def loader_rate(engine: Any, count: int) -> float:
-    from torch.utils.data import DataLoader, Subset
+def private_dirty_mib(pid: int) -> float:
+    """Private dirty memory of a process: its heap plus pages copied on write since the fork."""
+    with open(f"/proc/{pid}/smaps_rollup") as handle:
+        for line in handle:
+            if line.startswith("Private_Dirty:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no Private_Dirty in smaps_rollup")
 
-    subset = Subset(engine, list(range(min(count, len(engine)))))
-    loader = DataLoader(subset, batch_size=32, shuffle=True, num_workers=2, collate_fn=list,
-                        generator=__import__("torch").Generator().manual_seed(0))
+
+def loader_run(engine: Any, count: int) -> tuple[float, float]:
+    """Samples/s through DataLoader(2 workers, batch 32, random order) and the largest growth of
+    a worker's private memory between its first batches and the end of the pass (MiB)."""
+    import torch
+    from torch.utils.data import DataLoader, RandomSampler
+
+    sampler = RandomSampler(engine, num_samples=min(count, len(engine)), generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(engine, batch_size=32, sampler=sampler, num_workers=2, collate_fn=list,
+                        persistent_workers=True)
+    iterator = iter(loader)
     started = time.perf_counter()
-    fetched = sum(len(batch) for batch in loader)
-    return fetched / (time.perf_counter() - started)
+    fetched = 0
+    baseline: dict[int, float] = {}
+    for number, batch in enumerate(iterator):
+        fetched += len(batch)
+        if number == 20:
+            baseline = {w.pid: private_dirty_mib(w.pid) for w in iterator._workers}
+    seconds = time.perf_counter() - started
+    growth = max(private_dirty_mib(pid) - before for pid, before in baseline.items())
+    iterator._shutdown_workers()
+    return fetched / seconds, growth
+
+
+def llamafactory_engine(config: str) -> tuple[Any, float] | None:
+    """LLaMA-Factory's own v1 DataEngine from the PyPI package, when it is installed."""
+    try:
+        from llamafactory.v1.core.data_engine import DataEngine as LlamaFactoryEngine
+    except ImportError:
+        return None
+    started = time.perf_counter()
+    engine = LlamaFactoryEngine(config)
+    return engine, time.perf_counter() - started
 
 
 def fresh_open(store: Path) -> float:
@@ -139,11 +175,12 @@ def main() -> None:
     from dataidx import DataEngine
     from dataidx.build import build
     from dataidx.config import load_config
+    from dataidx.mixing import add_mixture
     from dataidx.sources import load
 
     work = Path(tempfile.mkdtemp(prefix="dataidx-bench-"))
     config = args.config or str(generate(work, args.alpaca, args.sharegpt))
-    for spec in load_config(config).datasets:  # warm the HF cache: both sides then load warm
+    for spec in load_config(config).datasets:  # warm the HF cache: every engine then loads warm
         load(spec)
 
     store = work / "bench.db"
@@ -153,29 +190,60 @@ def main() -> None:
     started = time.perf_counter()
     v1 = V1StyleEngine(config)
     v1_s = time.perf_counter() - started
+    lf = llamafactory_engine(config)
 
     engine = DataEngine(store)
     rng = random.Random(1)
     indices = [rng.randrange(len(engine)) for _ in range(min(args.fetches, 10 * len(engine)))]
-    rows = [
-        ("entries", f"{len(engine):,}", f"{len(v1):,}", ""),
-        ("start-up: build once vs v1 init every run (s)", f"{build_s:.2f}", f"{v1_s:.2f}", f"{v1_s / build_s:.1f}x"),
-    ]
-    open_s = fresh_open(store)
-    rows.append(("open -> first sample, fresh process (s)", f"{open_s:.4f}", f"{v1_s:.2f}", f"{v1_s / open_s:.0f}x"))
-    for label, batch in (("engine[i], random (samples/s)", 1), ("engine[list of 256] (samples/s)", 256)):
-        ours, theirs = rate(engine, indices, batch), rate(v1, indices, batch)
-        rows.append((label, f"{ours:,.0f}", f"{theirs:,.0f}", f"{ours / theirs:.2f}x"))
-    ours, theirs = loader_rate(engine, args.loader), loader_rate(v1, args.loader)
-    rows.append(("DataLoader, 2 workers, batch 32 (samples/s)", f"{ours:,.0f}", f"{theirs:,.0f}", f"{ours / theirs:.2f}x"))
-    rows.append(("store size (bytes/entry)", f"{store.stat().st_size / len(engine):.1f}", "-", ""))
-    info_s = wall(str(Path(sys.executable).with_name("dataidx")), "info", str(store))
-    rows.append(("`dataidx info` wall (s)", f"{info_s:.2f}", "-", ""))
+    lf_indices = [i % len(lf[0]) for i in indices] if lf else []
+    table: list[tuple[str, ...]] = []
 
-    print(f"data: {config}  ({os.cpu_count()} cores)")
-    widths = [max(len(r[i]) for r in rows + [("figure", "dataidx", "v1-style", "ratio")]) for i in range(4)]
-    for row in [("figure", "dataidx", "v1-style", "ratio")] + rows:
-        print("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    def row(label: str, ours: float, v1_figure: float | None, lf_figure: float | None, fmt: str,
+            higher_is_better: bool) -> None:
+        def ratio(other: float | None) -> str:
+            if other is None or not ours or not other:
+                return ""
+            return f"{(ours / other if higher_is_better else other / ours):.2f}x"
+        table.append((label, format(ours, fmt), "-" if v1_figure is None else format(v1_figure, fmt), ratio(v1_figure),
+                      "-" if lf_figure is None else format(lf_figure, fmt), ratio(lf_figure)))
+
+    lf_s = lf[1] if lf else None
+    row("entries", len(engine), len(v1), len(lf[0]) if lf else None, ",", True)
+    row("start-up (s): build once / init every run", build_s, v1_s, lf_s, ".2f", False)
+    row("open -> first sample, fresh process (s)", fresh_open(store), v1_s, lf_s, ".4f", False)
+    for label, batch in (("engine[i], random (samples/s)", 1), ("engine[list of 256] (samples/s)", 256)):
+        row(label, rate(engine, indices, batch), rate(v1, indices, batch),
+            rate(lf[0], lf_indices, batch) if lf else None, ",.0f", True)
+    ours_rate, ours_growth = loader_run(engine, args.loader)
+    v1_rate, v1_growth = loader_run(v1, args.loader)
+    lf_rate, lf_growth = loader_run(lf[0], args.loader) if lf else (None, None)
+    row("DataLoader, 2 workers, batch 32 (samples/s)", ours_rate, v1_rate, lf_rate, ",.0f", True)
+    row("private memory growth per worker (MiB)", ours_growth, v1_growth, lf_growth, ".1f", False)
+    row("store size (bytes/entry)", store.stat().st_size / len(engine), None, None, ".1f", False)
+    row("`dataidx info` wall (s)", wall(str(Path(sys.executable).with_name("dataidx")), "info", str(store)),
+        None, None, ".2f", False)
+    weighted = work / "weighted.yaml"
+    weighted.write_text(Path(config).read_text().replace("converter: alpaca", "converter: alpaca\n  weight: 0.5"))
+    started = time.perf_counter()
+    add_mixture(store, weighted, "weighted", seed=1)
+    row("`dataidx mix` a new mixture (s)", time.perf_counter() - started, v1_s, lf_s, ".2f", False)
+
+    print(f"data: {config}  ({os.cpu_count()} cores, python {sys.version.split()[0]})")
+    print("v1-style: LLaMA-Factory v1 (ff6d4d12) data path in this script; "
+          f"LF: llamafactory {_llamafactory_version()} from PyPI (no per-turn expansion)")
+    header = ("figure", "dataidx", "v1-style", "ratio", "LF", "ratio")
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header))]
+    for line in [header] + table:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+
+
+def _llamafactory_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("llamafactory")
+    except Exception:
+        return "(not installed)"
 
 
 if __name__ == "__main__":

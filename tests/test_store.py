@@ -19,8 +19,8 @@ from dataidx import DataEngine
 from dataidx.errors import StoreError
 from dataidx.query import run_query
 from dataidx.schema import VIEW_COLUMNS, Base
-from dataidx.storefile import SCHEMA_REVISION
 from dataidx.store import alembic_config, create_store, migrations_dir
+from dataidx.storefile import SCHEMA_REVISION
 
 from .conftest import REPO
 
