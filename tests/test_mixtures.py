@@ -22,7 +22,8 @@ from dataidx.info import store_info
 from dataidx.mixing import add_mixture, remove_mixture
 from dataidx.query import run_query
 from dataidx.sampling import derive_seed
-from dataidx.store import alembic_config, migrate_store, store_revision
+from dataidx.store import alembic_config, migrate_store
+from dataidx.storefile import SCHEMA_REVISION, store_revision
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
@@ -186,12 +187,12 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
         command.downgrade(alembic_config(connection), "0001")
     engine.dispose()
     assert store_revision(store) == "0001"
-    with pytest.raises(StoreError, match=f"older than '0002'; upgrade it with: dataidx migrate {store}"):
+    with pytest.raises(StoreError, match=f"older than '{SCHEMA_REVISION}'; upgrade it with: dataidx migrate {store}"):
         DataEngine(store)
     result = CliRunner().invoke(cli, ["migrate", str(store)])
-    assert result.exit_code == 0 and "from schema revision 0001 to 0002" in result.stderr
-    assert store_revision(store) == "0002"
+    assert result.exit_code == 0 and f"from schema revision 0001 to {SCHEMA_REVISION}" in result.stderr
+    assert store_revision(store) == SCHEMA_REVISION
     assert entries(store) == before
     assert len(DataEngine(store)) == len(before)
-    assert migrate_store(store) == ("0002", "0002")
+    assert migrate_store(store) == (SCHEMA_REVISION, SCHEMA_REVISION)
     assert sorted(p.name for p in store.parent.iterdir() if p.name.startswith(".")) == []

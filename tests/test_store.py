@@ -71,7 +71,7 @@ def test_bad_store_files_get_one_clear_error(tmp_path: Path, make_store) -> None
     connection.execute("UPDATE alembic_version SET version_num = '9999'")
     connection.commit()
     connection.close()
-    with pytest.raises(StoreError, match="store schema revision '9999' is unknown to this dataidx .newest '0002'.; it was made by a newer dataidx"):
+    with pytest.raises(StoreError, match=f"store schema revision '9999' is unknown to this dataidx .newest '{SCHEMA_REVISION}'.; it was made by a newer dataidx"):
         DataEngine(newer)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -27,11 +27,13 @@ _PLACEHOLDER = "<(" + "|".join(MEDIA_COLUMNS) + ")>"
 
 @dataclass
 class TableCuts:
-    """Entries of a table: parallel arrays of row numbers and cuts (``NO_CUT`` for None)."""
+    """Entries of a table: parallel arrays of row numbers and cuts (``NO_CUT`` for None), the
+    messages the converter dropped, and rows rejected under ``on_error: skip`` with reasons."""
 
     rows: np.ndarray
     cuts: np.ndarray
     drops: int = 0
+    rejects: list[tuple[int, str]] = field(default_factory=list)
 
 
 ArrowCuts = Callable[[pa.Table], "TableCuts | None"]

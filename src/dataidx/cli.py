@@ -86,8 +86,9 @@ def build(config: str, output: str, seed: int, sampling: str, quiet: bool) -> No
     summary = run_build(config, output, seed=seed, sampling=sampling, progress=progress)
     if quiet:
         return
-    rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops) for d in summary.datasets]
-    click.echo(_table(["dataset", "rows", "entries", "in mixture", "dropped msgs"], rows), err=True)
+    rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected)
+            for d in summary.datasets]
+    click.echo(_table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows"], rows), err=True)
     click.echo(
         f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
         f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
@@ -133,7 +134,8 @@ def info(store: str, as_json: bool) -> None:
 @click.argument("store")
 @click.argument("positions", nargs=-1, required=True, type=int)
 @click.option("--mixture", default="default", show_default=True, help="Mixture to read.")
-def show(store: str, positions: tuple[int, ...], mixture: str) -> None:
+@click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
+def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool) -> None:
     """Print entries at POSITIONS (negative counts from the end) as JSON lines.
 
     Each line is exactly what DataEngine returns for that position.
@@ -144,7 +146,7 @@ def show(store: str, positions: tuple[int, ...], mixture: str) -> None:
     """
     from .reader import StoreReader
 
-    reader = StoreReader(store, mixture)
+    reader = StoreReader(store, mixture, verify=not no_verify)
     for position in positions:
         try:
             _echo_json(reader.get(position))
@@ -258,6 +260,33 @@ def migrate(store: str) -> None:
         click.echo(f"{store} is already at schema revision {after}", err=True)
     else:
         click.echo(f"migrated {store} from schema revision {before} to {after}", err=True)
+
+
+@cli.command()
+@click.argument("store")
+@json_option()
+def verify(store: str, as_json: bool) -> None:
+    """Check deeply that STORE still matches its sources; exit 1 on any change.
+
+    Rehashes every source file (a byte changed in place is found even with its size and mtime
+    put back), checks converter and loader versions, the Arrow data and SQLite's integrity.
+
+    \b
+    Example:
+        dataidx verify demo.db --json
+    """
+    from .verify import verify_store
+
+    report = verify_store(store)
+    if as_json:
+        _echo_json(report)
+    else:
+        for line in report["integrity"]:
+            click.echo(line)
+        for name, problems in report["datasets"].items():
+            click.echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
+    if not report["ok"]:
+        raise click.exceptions.Exit(1)
 
 
 def main() -> None:

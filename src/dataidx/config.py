@@ -18,8 +18,9 @@ from .converters import converters
 from .errors import ConfigError
 from .sources import sources
 
-#: Keys of a v1 ``DatasetInfo``; dataidx adds none yet, so anything else is a typo.
-VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming")
+#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error``; anything else is a typo.
+VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error")
+ERROR_POLICIES = ("raise", "skip")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -35,10 +36,11 @@ class DatasetSpec:
     size: int | None = None
     weight: float | None = None
     streaming: bool = False
+    on_error: str = "raise"
 
     def info(self) -> dict[str, Any]:
         """The spec as the JSON-able mapping the store records."""
-        return {k: getattr(self, k) for k in ("path", "source", "split", "converter", "size", "weight", "streaming")}
+        return {key: getattr(self, key) for key in VALID_KEYS}
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,9 @@ def _check_dataset(name: str, info: Any) -> list[str]:
     streaming = info.get("streaming")
     if streaming is not None and not isinstance(streaming, bool):
         problems.append(f"{where}: key 'streaming' must be true or false, got {streaming!r}")
+    on_error = info.get("on_error", "raise")
+    if on_error not in ERROR_POLICIES:
+        problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {on_error!r}")
     return problems
 
 
@@ -151,4 +156,5 @@ def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
         size=info.get("size"),
         weight=float(weight) if weight is not None else None,
         streaming=bool(info.get("streaming", False)),
+        on_error=info.get("on_error", "raise"),
     )

@@ -37,6 +37,7 @@ class ConversionError(DataidxError, ValueError):
         self.dataset = dataset
         self.row = row
         self.converter = converter
+        self.cause = cause
         super().__init__(f"dataset '{dataset}', row {row}, converter '{converter}': {cause}")
 
 

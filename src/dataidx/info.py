@@ -64,7 +64,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         "datasets": [
             {
                 **{key: d[key] for key in ("name", "path", "source", "split", "converter", "converter_version",
-                                           "rows", "entries", "drops")},
+                                           "rows", "entries", "drops", "rejected", "on_error")},
                 "files": json.loads(d["files"]),
                 "arrow_files": [f["path"] for f in json.loads(d["arrow_files"] or "null") or []],
             }

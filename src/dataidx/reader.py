@@ -19,7 +19,6 @@ from typing import Any
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
-from .fingerprints import changed_files
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_intact
 from .storefile import connect_readonly
 
@@ -46,6 +45,7 @@ class StoredDataset:
     split: str
     converter: str
     converter_version: str
+    loader_version: str
     info: dict[str, Any]
     rows: int
     files: list[dict[str, Any]]
@@ -66,7 +66,7 @@ class StoreReader:
         self.mixture = mixture
         connection = connect_readonly(self.path)
         try:
-            self.datasets = _read_datasets(connection)
+            self.datasets = read_datasets(connection)
             row = connection.execute("SELECT start, entries FROM mixtures WHERE name = ?", (mixture,)).fetchone()
             if row is None:
                 names = [r[0] for r in connection.execute("SELECT name FROM mixtures ORDER BY id")]
@@ -80,16 +80,13 @@ class StoreReader:
         self._local: _ProcessState | None = None
 
     def _verify(self, dataset: StoredDataset) -> None:
-        changes = changed_files(dataset.files)
-        if changes:
+        from .verify import dataset_problems
+
+        problems = dataset_problems(dataset)
+        if problems:
             raise StaleStoreError(
-                f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(changes)}; rebuild the store"
-            )
-        plugin = converters.get(dataset.converter)
-        if plugin.version != dataset.converter_version:
-            raise StaleStoreError(
-                f"{self.path}: dataset '{dataset.name}': converter '{dataset.converter}' is version "
-                f"{plugin.version}, the store was built with version {dataset.converter_version}; rebuild the store"
+                f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(problems)}; "
+                "rebuild the store (or open it with verify=False / --no-verify to read it anyway)"
             )
 
     def __len__(self) -> int:
@@ -114,14 +111,16 @@ class StoreReader:
     def get(self, index: int) -> dict[str, Any]:
         """The sample at position ``index`` of the mixture."""
         local = self._process()
-        dataset_id, row, cut = local.connection.execute(_FETCH_ONE, (self.start + self.position(index),)).fetchone()
+        dataset_id, row, cut = self._lookup(local, _FETCH_ONE, self.start + self.position(index))[0]
         return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Samples at many positions with one SQL query, in the order asked."""
         local = self._process()
         rowids = [self.start + self.position(i) for i in indices]
-        found = {r[0]: r[1:] for r in local.connection.execute(_FETCH_MANY, (json.dumps(rowids),))}
+        found = {r[0]: r[1:] for r in self._lookup(local, _FETCH_MANY, json.dumps(rowids))}
+        if len(found) != len(set(rowids)):
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
         samples = []
         # A batch only allocates acyclic objects: a collection in the middle of it is pure cost.
         collecting = gc.isenabled()
@@ -137,9 +136,17 @@ class StoreReader:
 
     def entry(self, index: int) -> tuple[str, int, int | None]:
         """The ``(dataset, row, cut)`` triple at a position, without fetching the row."""
-        local = self._process()
-        dataset_id, row, cut = local.connection.execute(_FETCH_ONE, (self.start + self.position(index),)).fetchone()
+        dataset_id, row, cut = self._lookup(self._process(), _FETCH_ONE, self.start + self.position(index))[0]
         return self.datasets[dataset_id].name, row, cut
+
+    def _lookup(self, local: _ProcessState, sql: str, parameter: Any) -> list[tuple]:
+        try:
+            found = local.connection.execute(sql, (parameter,)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read store: {exc}") from None
+        if not found and sql is _FETCH_ONE:
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' has no entry at rowid {parameter}; the store is damaged")
+        return found
 
 
 class _ProcessState:
@@ -177,7 +184,13 @@ class _Fetcher:
 def open_rows(dataset: StoredDataset) -> RowSource:
     """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
     if dataset.arrow_files and arrow_files_intact(dataset.arrow_files):
-        return ArrowRows([f["path"] for f in dataset.arrow_files])
+        rows = ArrowRows([f["path"] for f in dataset.arrow_files])
+        if len(rows) != dataset.rows:
+            raise StaleStoreError(
+                f"dataset '{dataset.name}': its Arrow data holds {len(rows)} rows, the store indexed {dataset.rows}; "
+                "rebuild the store"
+            )
+        return rows
     from .config import DatasetSpec
     from .sources import load
 
@@ -191,16 +204,14 @@ def open_rows(dataset: StoredDataset) -> RowSource:
     return DatasetRows(loaded.dataset)
 
 
-def _read_datasets(connection: sqlite3.Connection) -> dict[int, StoredDataset]:
+def read_datasets(connection: sqlite3.Connection) -> dict[int, StoredDataset]:
+    """The stored datasets by id, in config order."""
     query = (
-        "SELECT id, name, path, source, split, converter, converter_version, info, rows, files, arrow_files "
-        "FROM datasets ORDER BY position"
+        "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
+        "arrow_files FROM datasets ORDER BY position"
     )
     datasets = {}
     for row in connection.execute(query):
-        info, files, arrow_files = (json.loads(v) if v is not None else None for v in row[7:8] + row[9:11])
-        datasets[row[0]] = StoredDataset(
-            id=row[0], name=row[1], path=row[2], source=row[3], split=row[4], converter=row[5],
-            converter_version=row[6], info=info, rows=row[8], files=files, arrow_files=arrow_files,
-        )
+        info, files, arrow_files = (json.loads(v) if v is not None else None for v in (row[8], row[10], row[11]))
+        datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files)
     return datasets

@@ -11,12 +11,20 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 if TYPE_CHECKING:
     from datasets import Dataset
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """Stands in for a row whose bytes cannot be decoded (invalid UTF-8), with the reason."""
+
+    reason: str
 
 
 class RowSource(Protocol):
@@ -26,7 +34,7 @@ class RowSource(Protocol):
 
     def row(self, index: int) -> dict[str, Any]: ...
 
-    def iter_rows(self) -> Iterator[dict[str, Any]]: ...
+    def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]: ...
 
     def table(self) -> pa.Table | None: ...
 
@@ -60,9 +68,12 @@ class ArrowRows:
         local = index - self._starts[chunk]
         return {name: column[local].as_py() for name, column in self._columns[chunk]}
 
-    def iter_rows(self) -> Iterator[dict[str, Any]]:
+    def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
         for batch in self._batches:
-            yield from batch.to_pylist()
+            try:
+                yield from batch.to_pylist()
+            except UnicodeDecodeError:
+                yield from (_decoded(batch.slice(j, 1)) for j in range(batch.num_rows))
 
     def table(self) -> pa.Table | None:
         """All rows as one zero-copy Arrow table, for vectorised passes."""
@@ -84,11 +95,39 @@ class DatasetRows:
     def table(self) -> pa.Table | None:
         return None  # rows go through an indices mapping: only the row path is exact
 
-    def iter_rows(self) -> Iterator[dict[str, Any]]:
-        for batch in self.dataset.iter(batch_size=1000):
+    def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
+        for start in range(0, len(self.dataset), 1000):
+            try:
+                batch = self.dataset[start : start + 1000]
+            except UnicodeDecodeError:
+                yield from (_decoded_row(self.dataset, i) for i in range(start, min(start + 1000, len(self.dataset))))
+                continue
             columns = list(batch)
             for values in zip(*(batch[c] for c in columns)):
                 yield dict(zip(columns, values))
+
+
+def _decoded(one_row: pa.RecordBatch) -> dict[str, Any] | BadRow:
+    try:
+        return one_row.to_pylist()[0]
+    except UnicodeDecodeError as exc:
+        columns = [name for name, column in zip(one_row.schema.names, one_row.columns) if not _decodes(column)]
+        return BadRow(f"column {', '.join(repr(c) for c in columns) or '?'} is not valid UTF-8 ({exc.reason})")
+
+
+def _decoded_row(dataset: Dataset, index: int) -> dict[str, Any] | BadRow:
+    try:
+        return dataset[index]
+    except UnicodeDecodeError as exc:
+        return BadRow(f"a column is not valid UTF-8 ({exc.reason})")
+
+
+def _decodes(column: pa.Array) -> bool:
+    try:
+        column.to_pylist()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:

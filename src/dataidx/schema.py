@@ -56,6 +56,18 @@ class Dataset(Base):
     drops: Mapped[int] = mapped_column(Integer, nullable=False)
     files: Mapped[list] = mapped_column(JSON, nullable=False)
     arrow_files: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    rejected: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    on_error: Mapped[str] = mapped_column(String, nullable=False, server_default="raise")
+
+
+class RejectedRow(Base):
+    """A source row the build left out under ``on_error: skip``, and why."""
+
+    __tablename__ = "rejected_rows"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), nullable=False)
+    row: Mapped[int] = mapped_column(Integer, nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 class BaseEntry(Base):
@@ -113,4 +125,5 @@ VIEW_COLUMNS = {
     "composition": ("mixture", "dataset", "entries", "distinct_rows", "share"),
     "turns": ("dataset", "row", "entries", "last_cut"),
     "repeats": ("mixture", "dataset", "row", "cut", "repeats"),
+    "rejects": ("dataset", "row", "reason"),
 }

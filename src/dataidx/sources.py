@@ -93,6 +93,25 @@ def data_files_in(folder: str) -> list[str]:
     )
 
 
+def source_files(spec: DatasetSpec) -> list[str]:
+    """The local files a dataset is read from, listed as its loader lists them (none for a hub id).
+
+    Opening a store compares this listing with the recorded one, so a file added to a dataset
+    folder is noticed as surely as a changed one.
+    """
+    if os.path.isfile(spec.path):
+        return [spec.path]
+    if not os.path.isdir(spec.path):
+        return []
+    if spec.source == "local":
+        return data_files_in(spec.path)
+    files: list[str] = []
+    for root, dirs, names in os.walk(spec.path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+    return files
+
+
 @sources.register("local", version="1")
 def load_local(spec: DatasetSpec) -> Loaded:
     """A local file or a folder of files of one type (json, jsonl, csv, parquet, arrow, txt)."""
@@ -100,15 +119,14 @@ def load_local(spec: DatasetSpec) -> Loaded:
 
     kwargs: dict[str, Any]
     if os.path.isfile(spec.path):
-        files = [spec.path]
         kwargs = {"data_files": spec.path}
     elif os.path.isdir(spec.path):
-        files = data_files_in(spec.path)
-        if not files:
+        if not data_files_in(spec.path):
             raise SourceError(f"dataset '{spec.name}': folder {spec.path} holds no data files")
         kwargs = {"data_dir": spec.path}
     else:
         raise SourceError(f"dataset '{spec.name}': file not found: {spec.path}")
+    files = source_files(spec)
     builders = {builder_for(spec, name) for name in files}
     if len(builders) > 1:
         raise SourceError(
@@ -123,10 +141,5 @@ def load_hub(spec: DatasetSpec) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
     from datasets import load_dataset
 
-    files: list[str] = []
-    if os.path.isdir(spec.path):
-        for root, dirs, names in os.walk(spec.path):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
     dataset = load_dataset(spec.path, split=spec.split)
-    return Loaded(dataset=dataset, files=files)
+    return Loaded(dataset=dataset, files=source_files(spec))

@@ -64,6 +64,7 @@ def migrate_store(path: str | os.PathLike[str]) -> tuple[str | None, str]:
 
 @contextmanager
 def _on_copy(path: Path) -> Iterator[Connection]:
+    remove_stale_temporaries(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     shutil.copyfile(path, temporary)
     try:
@@ -78,6 +79,24 @@ def _on_copy(path: Path) -> Iterator[Connection]:
     except BaseException:
         remove_temporary(temporary)
         raise
+
+
+def remove_stale_temporaries(target: Path) -> None:
+    """Remove temporary files that killed writers left beside ``target`` (their pid is gone)."""
+    for candidate in target.parent.glob(f".{target.name}.*.tmp"):
+        pid = candidate.name[len(target.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and not _alive(int(pid)):
+            remove_temporary(candidate)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_temporary(path: Path) -> None:

@@ -1,0 +1,55 @@
+"""Is a store still true to its sources? Cheap checks on every open, deep ones on demand.
+
+Opening compares each source file's size and mtime, the listing of dataset folders, and the
+recorded converter and loader versions. ``dataidx verify`` adds content hashes of every
+source file, the recorded Arrow data and SQLite's own integrity check.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .config import DatasetSpec
+from .converters import converters
+from .errors import PluginError
+from .fingerprints import added_files, changed_files
+from .rows import arrow_files_intact
+from .sources import source_files, sources
+from .storefile import connect_readonly
+
+
+def dataset_problems(dataset: Any, *, deep: bool = False) -> list[str]:
+    """What changed for one stored dataset since the build; empty when it is unchanged."""
+    problems = changed_files(dataset.files, deep=deep)
+    problems += added_files(dataset.files, source_files(DatasetSpec(name=dataset.name, **dataset.info)))
+    for family, registry, name, version in (
+        ("converter", converters, dataset.converter, dataset.converter_version),
+        ("loader", sources, dataset.source, dataset.loader_version),
+    ):
+        try:
+            current = registry.get(name).version
+        except PluginError:
+            problems.append(f"{family} '{name}' is not registered in this process (import the module that registers it)")
+            continue
+        if current != version:
+            problems.append(f"{family} '{name}' is version {current}, the store was built with version {version}")
+    if deep and dataset.arrow_files and not arrow_files_intact(dataset.arrow_files):
+        problems.append("the Arrow data recorded at build time is gone (reads will load the source again)")
+    return problems
+
+
+def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
+    from .reader import read_datasets
+
+    connection = connect_readonly(path)
+    try:
+        datasets = read_datasets(connection)
+        integrity = [row[0] for row in connection.execute("PRAGMA integrity_check")]
+    finally:
+        connection.close()
+    report = {d.name: dataset_problems(d, deep=True) for d in datasets.values()}
+    store = [] if integrity == ["ok"] else [f"SQLite integrity check: {line}" for line in integrity]
+    ok = not store and not any(problems for problems in report.values())
+    return {"store": os.fspath(path), "ok": ok, "datasets": report, "integrity": store}
