@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dataidx.config import VALID_KEYS, load_config
+from dataidx.converters import converters
 from dataidx.errors import ConfigError
 
 from .conftest import write_yaml
@@ -57,12 +58,13 @@ three:
     assert problems == [
         f"dataset 'one': unknown key 'sise' (valid: {', '.join(VALID_KEYS)})",
         "dataset 'two': missing required key 'path'",
-        "dataset 'two': key 'converter': unknown converter 'alpacca' (known: alpaca, none, pair, sharegpt)",
+        f"dataset 'two': key 'converter': unknown converter 'alpacca' (known: {', '.join(converters.names())})",
         "dataset 'three': key 'source': unknown source 'ftp' (known: hf_hub, local)",
         "dataset 'three': key 'size' must be an integer >= 0, got -1",
         "dataset 'three': key 'weight' must be a number >= 0, got 'heavy'",
         "dataset 'three': key 'streaming' must be true or false, got 'yes'",
     ]
+    assert {"alpaca", "none", "pair", "sharegpt"} <= set(converters.names())
     message = str(caught.value)
     assert message.startswith(f"{path}: 7 problems: dataset 'one'")
     assert "\n" not in message

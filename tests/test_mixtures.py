@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from alembic import command
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import create_engine
 
 from dataidx import DataEngine
@@ -196,3 +198,35 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     assert len(DataEngine(store)) == len(before)
     assert migrate_store(store) == (SCHEMA_REVISION, SCHEMA_REVISION)
     assert sorted(p.name for p in store.parent.iterdir() if p.name.startswith(".")) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.one_of(st.tuples(st.just("run"), st.integers(1, 30), st.integers(0, 12)),
+                                 st.tuples(st.just("ids"), st.lists(st.integers(1, 40), max_size=8))), max_size=6))
+def test_bulk_mixture_inserts_store_exactly_the_ids(pieces: list) -> None:
+    """Long runs are copied inside SQLite, the rest sent as JSON: the stored positions must match."""
+    from sqlalchemy import create_engine, text
+
+    from dataidx import bulk
+
+    ids: list[int] = []
+    for kind, *value in pieces:
+        if kind == "run":
+            start, length = value
+            ids += list(range(start, start + length))
+        else:
+            ids += value[0]
+    engine = create_engine("sqlite://")
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE base_entries (id INTEGER PRIMARY KEY)"))
+        connection.execute(text("CREATE TABLE mixture_entries (id INTEGER PRIMARY KEY, mixture_id INT, entry_id INT)"))
+        connection.execute(text("INSERT INTO base_entries SELECT value FROM json_each(:ids)"),
+                           {"ids": json.dumps(list(range(1, 60)))})
+        original = bulk.MIN_RUN
+        bulk.MIN_RUN = 4
+        try:
+            bulk.insert_mixture_entries(connection, 7, 100, ids)
+        finally:
+            bulk.MIN_RUN = original
+        stored = connection.execute(text("SELECT id, mixture_id, entry_id FROM mixture_entries ORDER BY id")).all()
+    assert stored == [(100 + i, 7, entry) for i, entry in enumerate(ids)]

@@ -22,6 +22,12 @@ _BASE = text(
 _MIXTURE = text(
     "INSERT INTO mixture_entries (id, mixture_id, entry_id) SELECT :first + key, :mixture, value FROM json_each(:ids)"
 )
+_MIXTURE_RUN = text(
+    "INSERT INTO mixture_entries (id, mixture_id, entry_id) "
+    "SELECT :first + id - :low, :mixture, id FROM base_entries WHERE id BETWEEN :low AND :high"
+)
+#: Runs of consecutive entries at least this long are copied inside SQLite instead of sent.
+MIN_RUN = 10_000
 
 
 def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, rows: np.ndarray,
@@ -41,7 +47,27 @@ def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, 
 
 
 def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: int, entry_ids: Sequence[int]) -> None:
-    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries."""
-    for offset in range(0, len(entry_ids), CHUNK):
-        chunk = list(entry_ids[offset : offset + CHUNK])
+    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries.
+
+    A whole dataset, or a whole repeat of one, is a run of consecutive entry ids: SQLite copies
+    those from ``base_entries`` itself, which is twice as fast as sending them.
+    """
+    ids = np.asarray(entry_ids, dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(ids)]])
+    pending = 0  # start of the ids not yet written
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        if end - start < MIN_RUN:
+            continue
+        _send(connection, mixture_id, first_id + pending, ids[pending:start])
+        connection.execute(_MIXTURE_RUN, {"first": first_id + start, "mixture": mixture_id,
+                                          "low": int(ids[start]), "high": int(ids[end - 1])})
+        pending = end
+    _send(connection, mixture_id, first_id + pending, ids[pending:])
+
+
+def _send(connection: Connection, mixture_id: int, first_id: int, ids: np.ndarray) -> None:
+    for offset in range(0, len(ids), CHUNK):
+        chunk = ids[offset : offset + CHUNK].tolist()
         connection.execute(_MIXTURE, {"first": first_id + offset, "mixture": mixture_id, "ids": json.dumps(chunk)})

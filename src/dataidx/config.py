@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .converters import converters
 from .errors import ConfigError
 from .sources import sources
@@ -67,6 +65,8 @@ def load_config(target: str | os.PathLike[str]) -> Config:
         config = load_config("data/demo_sft.yaml")
         [d.name for d in config.datasets]
     """
+    import yaml  # here, not at import: readers need DatasetSpec, not a YAML parser
+
     target = str(target)
     if target.endswith(YAML_SUFFIXES):
         path = Path(target)

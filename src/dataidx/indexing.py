@@ -43,7 +43,7 @@ def index_dataset(connection: Connection, spec: DatasetSpec, position: int, firs
     loaded = load(spec)
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
     arrow_files = arrow_files_of(loaded.dataset)
-    rows: RowSource = ArrowRows([f["path"] for f in arrow_files]) if arrow_files else DatasetRows(loaded.dataset)
+    rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
     converter = converters.get(spec.converter or "none")
     dataset_id = position + 1
     # The dataset row goes first so the base entries' foreign key holds; counts follow below.

@@ -21,6 +21,7 @@ from .errors import StaleStoreError, StoreError
 from .expansion import truncate
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_intact
 from .storefile import connect_readonly
+from .verify import dataset_problems
 
 MMAP_BYTES = 1 << 40
 CACHE_KIB = 256
@@ -80,8 +81,6 @@ class StoreReader:
         self._local: _ProcessState | None = None
 
     def _verify(self, dataset: StoredDataset) -> None:
-        from .verify import dataset_problems
-
         problems = dataset_problems(dataset)
         if problems:
             raise StaleStoreError(
@@ -184,7 +183,7 @@ class _Fetcher:
 def open_rows(dataset: StoredDataset) -> RowSource:
     """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
     if dataset.arrow_files and arrow_files_intact(dataset.arrow_files):
-        rows = ArrowRows([f["path"] for f in dataset.arrow_files])
+        rows = ArrowRows(dataset.arrow_files)
         if len(rows) != dataset.rows:
             raise StaleStoreError(
                 f"dataset '{dataset.name}': its Arrow data holds {len(rows)} rows, the store indexed {dataset.rows}; "

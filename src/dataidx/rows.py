@@ -40,36 +40,57 @@ class RowSource(Protocol):
 
 
 class ArrowRows:
-    """Rows of one or more Arrow stream files, memory-mapped; a row costs one batch slice."""
+    """Rows of Arrow stream files, memory-mapped and decoded one record batch at a time.
 
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.paths = list(paths)
-        self._batches: list[pa.RecordBatch] = []
-        self.schema: pa.Schema | None = None
-        for path in self.paths:
-            with pa.memory_map(path, "r") as source:
-                reader = pa.ipc.open_stream(source)
-                self.schema = self.schema or reader.schema
-                self._batches.extend(b for b in reader if b.num_rows)
+    ``files`` are the records :func:`arrow_files_of` made at build time: each lists where its
+    record batches start (byte offset, row count), so opening maps the files and reads nothing
+    else, whatever their size; a batch is decoded, zero-copy, the first time a row needs it.
+    """
+
+    def __init__(self, files: Sequence[dict[str, Any]]) -> None:
+        self.files = list(files)
+        self._maps = [pa.memory_map(f["path"], "r") for f in self.files]
+        self._layout: list[tuple[int, int]] = []  # (file index, byte offset) per batch
         self._starts: list[int] = []
         total = 0
-        for batch in self._batches:
-            self._starts.append(total)
-            total += batch.num_rows
+        for number, entry in enumerate(self.files):
+            for offset, rows in entry.get("batches") or batch_layout(entry["path"]):
+                self._layout.append((number, offset))
+                self._starts.append(total)
+                total += rows
         self._length = total
+        self._schemas: dict[int, pa.Schema] = {}
         # Per batch, not per row: a scalar per column is faster than slicing a one-row batch.
-        self._columns = [list(zip(b.schema.names, b.columns)) for b in self._batches]
+        self._columns: dict[int, list[tuple[str, pa.Array]]] = {}
 
     def __len__(self) -> int:
         return self._length
 
+    def _batch(self, number: int) -> pa.RecordBatch:
+        file_number, offset = self._layout[number]
+        source = self._maps[file_number]
+        schema = self._schemas.get(file_number)
+        if schema is None:
+            source.seek(0)
+            schema = self._schemas[file_number] = pa.ipc.read_schema(pa.ipc.read_message(source))
+        source.seek(offset)
+        return pa.ipc.read_record_batch(pa.ipc.read_message(source), schema)
+
     def row(self, index: int) -> dict[str, Any]:
-        chunk = bisect.bisect_right(self._starts, index) - 1
-        local = index - self._starts[chunk]
-        return {name: column[local].as_py() for name, column in self._columns[chunk]}
+        number = bisect.bisect_right(self._starts, index) - 1
+        columns = self._columns.get(number)
+        if columns is None:
+            batch = self._batch(number)
+            columns = self._columns[number] = list(zip(batch.schema.names, batch.columns))
+        local = index - self._starts[number]
+        return {name: column[local].as_py() for name, column in columns}
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        for number in range(len(self._layout)):
+            yield self._batch(number)
 
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
-        for batch in self._batches:
+        for batch in self.batches():
             try:
                 yield from batch.to_pylist()
             except UnicodeDecodeError:
@@ -77,7 +98,36 @@ class ArrowRows:
 
     def table(self) -> pa.Table | None:
         """All rows as one zero-copy Arrow table, for vectorised passes."""
-        return pa.Table.from_batches(self._batches, schema=self.schema) if self.schema is not None else None
+        if not self._maps:
+            return None
+        self._maps[0].seek(0)
+        schema = pa.ipc.read_schema(pa.ipc.read_message(self._maps[0]))
+        return pa.Table.from_batches(list(self.batches()), schema=schema)
+
+
+def batch_layout(path: str) -> list[tuple[int, int]]:
+    """``(byte offset, rows)`` of every non-empty record batch of an Arrow stream file."""
+    layout = []
+    with pa.memory_map(path, "r") as source:
+        reader = pa.ipc.MessageReader.open_stream(source)
+        schema = None
+        while True:
+            offset = source.tell()
+            try:
+                message = reader.read_next_message()
+            except StopIteration:
+                break
+            if message is None:
+                break
+            if message.type == "schema":
+                schema = pa.ipc.read_schema(message)
+            elif message.type == "record batch":
+                rows = pa.ipc.read_record_batch(message, schema).num_rows
+                if rows:
+                    layout.append((offset, rows))
+            else:
+                raise ValueError(f"{path}: unexpected Arrow message '{message.type}'")
+    return layout
 
 
 class DatasetRows:
@@ -131,7 +181,8 @@ def _decodes(column: pa.Array) -> bool:
 
 
 def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:
-    """The Arrow files that hold exactly ``dataset``'s rows in order, or None if there are none."""
+    """The Arrow files that hold exactly ``dataset``'s rows in order, with their batch layout,
+    or None if there are none (then readers load the source again)."""
     if getattr(dataset, "_indices", None) is not None:
         return None
     paths = [entry["filename"] for entry in dataset.cache_files]
@@ -139,8 +190,9 @@ def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:
         return None
     files = []
     for path in paths:
-        rows = len(ArrowRows([path]))
-        files.append({"path": path, "size": os.path.getsize(path), "rows": rows})
+        layout = batch_layout(path)
+        files.append({"path": path, "size": os.path.getsize(path), "rows": sum(r for _, r in layout),
+                      "batches": layout})
     if sum(f["rows"] for f in files) != len(dataset):
         return None
     return files

@@ -41,7 +41,7 @@ def dataset_problems(dataset: Any, *, deep: bool = False) -> list[str]:
 
 def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
-    from .reader import read_datasets
+    from .reader import read_datasets  # reader imports this module
 
     connection = connect_readonly(path)
     try:
