@@ -50,6 +50,16 @@ def _has_placeholder(column: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pc.any(pc.match_substring_regex(column, _PLACEHOLDER)).as_py())
 
 
+def _mask(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean Arrow result as a NumPy mask, null counting as False."""
+    return pc.fill_null(values, False).to_numpy(zero_copy_only=False)
+
+
+def _placeholders(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per value: does it hold a media placeholder? (Masks beat filtering: no copy of the text.)"""
+    return _mask(pc.match_substring_regex(values, _PLACEHOLDER))
+
+
 def _has_media(table: pa.Table) -> bool:
     return any(column in table.column_names for column in MEDIA_COLUMNS.values())
 
@@ -93,15 +103,17 @@ def _no_messages(column: pa.ChunkedArray) -> bool:
     return False
 
 
-def _flatten(column: pa.ChunkedArray) -> tuple[pa.StructArray, np.ndarray]:
-    """The messages of a list column and each row's message offsets (null lists hold none)."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+def _flatten(column: pa.ChunkedArray) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """The messages of a list column and each row's message offsets (null lists hold none).
+
+    Chunk by chunk: combining the chunks first would copy the whole column.
+    """
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return pc.list_flatten(array), offsets
+    return pc.list_flatten(column), offsets
 
 
-def _field(messages: pa.StructArray, name: str) -> pa.Array:
+def _field(messages: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
     """A text field of the messages; an all-null field becomes a string array of nulls."""
     field = pc.struct_field(messages, name)
     return field.cast(pa.string()) if pa.types.is_null(field.type) else field
@@ -147,7 +159,7 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
         return None
     tool_drops = 0
     if has_tools:
-        tools = table["tools"].combine_chunks()
+        tools = table["tools"]
         present = pc.and_(pc.is_valid(tools), pc.not_equal(pc.fill_null(tools, ""), ""))
         tool_drops = _json_invalid(tools.filter(present).to_pylist())
     if _no_messages(table["conversations"]):
@@ -159,8 +171,7 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
     known = pc.fill_null(pc.is_in(tags, value_set=_SHAREGPT_TAGS.cast(tags.type)), False).to_numpy(zero_copy_only=False)
     call = pc.fill_null(pc.equal(tags, "function_call"), False).to_numpy(zero_copy_only=False)
     text = known & ~call
-    text_values = values.filter(pa.array(text))
-    if pc.any(pc.is_null(text_values)).as_py() or _has_placeholder(text_values):
+    if (text & _mask(pc.is_null(values))).any() or (text & _placeholders(values)).any():
         return None  # the row path raises for these, naming the row
     kept = known.copy()
     call_at = np.flatnonzero(call)
@@ -210,9 +221,8 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
         roles, contents = _field(messages, "role"), _field(messages, "content")
         if pc.any(pc.is_null(roles)).as_py():
             return None
-        tool = pc.fill_null(pc.equal(roles, "tool"), False)
-        text_contents = contents.filter(pc.invert(tool))
-        if pc.any(pc.is_null(text_contents)).as_py() or _has_placeholder(text_contents):
+        tool = _mask(pc.equal(roles, "tool"))
+        if (~tool & (_mask(pc.is_null(contents)) | _placeholders(contents))).any():
             return None
-        drops += _json_invalid(contents.filter(tool).to_pylist())
+        drops += _json_invalid(contents.take(pa.array(np.flatnonzero(tool))).to_pylist())
     return _one_per_row(np.full(table.num_rows, NO_CUT), drops)

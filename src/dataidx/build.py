@@ -21,9 +21,9 @@ from sqlalchemy import insert
 from . import __version__
 from .config import Config, load_config
 from .errors import DataidxError
-from .indexing import DatasetSummary, index_dataset
-from .mixing import MixtureSummary, write_mixture
-from .sampling import DEFAULT_SEED, check_sampling
+from .indexing import DatasetSummary, prepare_dataset, write_dataset
+from .mixing import MixtureSummary, MixtureWriter
+from .sampling import DEFAULT_SEED
 from .schema import Build
 from .store import create_store, publish, remove_stale_temporaries, remove_temporary
 
@@ -55,7 +55,6 @@ def build(
         summary = build("data/demo_sft.yaml", "demo.db", seed=7)
         DataEngine("demo.db")[0]
     """
-    check_sampling(sampling)
     started = time.perf_counter()
     config = config if isinstance(config, Config) else load_config(config)
     output = Path(output)
@@ -69,15 +68,23 @@ def build(
         engine = create_store(temporary)
         try:
             summary = BuildSummary(store=str(output))
-            with engine.begin() as connection, ThreadPoolExecutor(1, thread_name_prefix="dataidx-hash") as hashing:
+            with (
+                engine.begin() as connection,
+                ThreadPoolExecutor(1, thread_name_prefix="dataidx-hash") as hashing,
+                ThreadPoolExecutor(1, thread_name_prefix="dataidx-write") as writer,
+            ):
+                # SQLite's inserts release the GIL: dataset k is written, and drawn into the default
+                # mixture, while dataset k + 1 is prepared.
+                mixture = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling)
                 first_entry = 1
+                written = []
                 for position, spec in enumerate(config.datasets):
                     say(f"loading dataset '{spec.name}' from {spec.path}")
-                    ds_summary = index_dataset(connection, spec, position, first_entry, hashing)
-                    first_entry += ds_summary.entries
-                    summary.datasets.append(ds_summary)
-                say(f"drawing mixture 'default' (seed {seed}, {sampling})")
-                summary.mixture = write_mixture(connection, config, "default", seed=seed, sampling=sampling)
+                    prepared = prepare_dataset(spec, position, first_entry, hashing)
+                    first_entry += prepared.record["entries"]
+                    written.append(writer.submit(write_dataset, connection, prepared, mixture))
+                summary.datasets = [future.result() for future in written]
+                summary.mixture = mixture.finish()
                 summary.seconds = time.perf_counter() - started
                 connection.execute(
                     insert(Build),

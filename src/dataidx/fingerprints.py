@@ -6,18 +6,20 @@ serving rows that no longer match the index.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-HASH = "blake2b"
-_CHUNK = 1 << 20
+import xxhash
+
+HASH = "xxh3_128"
+_CHUNK = 1 << 22
 
 
 def content_hash(path: str) -> str:
-    """A file's blake2b digest: fast, and releases the GIL while it reads, so it runs beside the build."""
-    digest = hashlib.blake2b(digest_size=20)
+    """A file's XXH3-128 digest: a change detector, not a signature, so speed wins (over 10 GB/s,
+    against blake2b's 0.7 GB/s that cost a second of CPU per 500 MB of sources)."""
+    digest = xxhash.xxh3_128()
     with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
@@ -25,7 +27,7 @@ def content_hash(path: str) -> str:
 
 
 def fingerprint_files(paths: Iterable[str]) -> list[dict[str, Any]]:
-    """``{path, size, mtime_ns, blake2b}`` of each file, as the store records them."""
+    """``{path, size, mtime_ns, xxh3_128}`` of each file, as the store records them."""
     found = []
     for path in paths:
         stat = os.stat(path)

@@ -4,17 +4,20 @@ The vectorised path (a converter's ``fast`` function over the whole Arrow table)
 table is valid UTF-8 and the converter offers one; otherwise every row goes through the
 converter itself, where a failing row either stops the build (``on_error: raise``) with the
 dataset, row, converter and cause, or is recorded as a reject with its reason (``skip``).
-Content hashes of the source files are computed on another thread meanwhile.
+Preparing a dataset (load, expand) touches no database, so the build writes one dataset on a
+writer thread while it prepares the next; content hashes of the source files are computed on
+another thread meanwhile.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from sqlalchemy import Connection, insert, update
+from sqlalchemy import Connection, insert
 
 from .arrow_cuts import NO_CUT, TableCuts
 from .bulk import insert_base_entries
@@ -22,6 +25,7 @@ from .config import DatasetSpec
 from .converters import collecting_drops, converters, row_cuts
 from .errors import ConversionError, SourceError
 from .fingerprints import fingerprint_files
+from .mixing import MixtureWriter
 from .plugins import Plugin
 from .rows import ArrowRows, BadRow, DatasetRows, RowSource, arrow_files_of
 from .schema import Dataset, RejectedRow
@@ -37,37 +41,49 @@ class DatasetSummary:
     rejected: int = 0
 
 
-def index_dataset(connection: Connection, spec: DatasetSpec, position: int, first_entry: int,
-                  hashing: Executor) -> DatasetSummary:
-    """Write dataset ``spec`` (the ``position``-th of the config) and its base entries."""
+@dataclass
+class PreparedDataset:
+    """One dataset loaded and expanded in memory, ready to be written by :func:`write_dataset`."""
+
+    spec: DatasetSpec
+    record: dict[str, Any]
+    found: TableCuts
+    fingerprints: Future[list[dict[str, Any]]]
+
+
+def prepare_dataset(spec: DatasetSpec, position: int, first_entry: int, hashing: Executor) -> PreparedDataset:
+    """Load dataset ``spec`` and compute its entries; touches no database, so it can run while
+    the previous dataset is being written."""
     loaded = load(spec)
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
     arrow_files = arrow_files_of(loaded.dataset)
     rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
     converter = converters.get(spec.converter or "none")
-    dataset_id = position + 1
-    # The dataset row goes first so the base entries' foreign key holds; counts follow below.
-    connection.execute(insert(Dataset), {
-        "id": dataset_id, "name": spec.name, "position": position, "path": spec.path, "source": spec.source,
-        "loader_version": sources.get(spec.source).version, "split": spec.split, "converter": converter.name,
-        "converter_version": converter.version, "info": spec.info(), "rows": len(rows), "entries": 0,
-        "first_entry": first_entry, "drops": 0, "files": [], "arrow_files": arrow_files, "rejected": 0,
-        "on_error": spec.on_error,
-    })
     table = rows.table() if converter.fast is not None else None
     found = converter.fast(table) if table is not None and _valid_utf8(table) else None
     if found is None:
         found = _row_path(rows, converter, spec)
-    insert_base_entries(connection, dataset_id, first_entry, found.rows, found.cuts)
+    record = {
+        "id": position + 1, "name": spec.name, "position": position, "path": spec.path, "source": spec.source,
+        "loader_version": sources.get(spec.source).version, "split": spec.split, "converter": converter.name,
+        "converter_version": converter.version, "info": spec.info(), "rows": len(rows), "entries": len(found.rows),
+        "first_entry": first_entry, "drops": found.drops, "arrow_files": arrow_files,
+        "rejected": len(found.rejects), "on_error": spec.on_error,
+    }
+    return PreparedDataset(spec, record, found, fingerprints)
+
+
+def write_dataset(connection: Connection, prepared: PreparedDataset, mixture: MixtureWriter) -> DatasetSummary:
+    """Insert a prepared dataset: its record, base entries and rejected rows, then its draw."""
+    record, found = prepared.record, prepared.found
+    connection.execute(insert(Dataset), {**record, "files": prepared.fingerprints.result()})
+    insert_base_entries(connection, record["id"], record["first_entry"], found.rows, found.cuts)
     if found.rejects:
         connection.execute(insert(RejectedRow), [
-            {"dataset_id": dataset_id, "row": row, "reason": reason} for row, reason in found.rejects
+            {"dataset_id": record["id"], "row": row, "reason": reason} for row, reason in found.rejects
         ])
-    summary = DatasetSummary(spec.name, len(rows), len(found.rows), found.drops, len(found.rejects))
-    connection.execute(update(Dataset).where(Dataset.id == dataset_id).values(
-        entries=summary.entries, drops=summary.drops, rejected=summary.rejected, files=fingerprints.result(),
-    ))
-    return summary
+    mixture.add(record["id"], record["name"], record["first_entry"], record["entries"])
+    return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"])
 
 
 def _valid_utf8(table: pa.Table) -> bool:

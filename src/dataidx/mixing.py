@@ -30,8 +30,51 @@ class MixtureSummary:
     datasets: dict[str, int] = field(default_factory=dict)
 
 
+class MixtureWriter:
+    """Appends one mixture to a store, dataset by dataset, positions in config order.
+
+    A dataset's draw needs only its id, first entry and entry count, so the build can draw each
+    dataset as soon as it is written, while it prepares the next one.
+    """
+
+    def __init__(self, connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> None:
+        check_sampling(sampling)
+        if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
+            raise DataidxError(f"mixture '{name}' already exists; remove it first or choose another --name")
+        self.connection, self.config, self.specs = connection, config, {spec.name: spec for spec in config.datasets}
+        self.start = self.position = (connection.execute(select(func.max(MixtureEntry.id))).scalar() or 0) + 1
+        self.summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0)
+        self.mixture_id = connection.execute(insert(Mixture).values(
+            name=name, seed=seed, sampling=sampling, start=self.start, entries=0, config_sha256=config.sha256,
+            config_text=config.text, dataidx_version=__version__,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )).inserted_primary_key[0]
+
+    def add(self, dataset_id: int, name: str, first_entry: int, entries: int) -> None:
+        """Draw dataset ``name`` (entries ``first_entry ...``) by its spec's size and weight."""
+        spec, summary = self.specs[name], self.summary
+        dataset_seed = derive_seed(summary.seed, name)
+        chosen = resample(range(first_entry, first_entry + entries), spec.size, spec.weight, summary.sampling,
+                          dataset_seed)
+        insert_mixture_entries(self.connection, self.mixture_id, self.position, chosen)
+        self.position += len(chosen)
+        self.connection.execute(insert(MixtureDataset).values(
+            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=dataset_seed, size=spec.size,
+            weight=spec.weight, base_entries=entries, requested=requested_count(entries, spec.size, spec.weight),
+            entries=len(chosen),
+        ))
+        summary.datasets[name] = len(chosen)
+
+    def finish(self) -> MixtureSummary:
+        self.summary.entries = self.position - self.start
+        self.connection.execute(
+            update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)
+        )
+        return self.summary
+
+
 def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> MixtureSummary:
-    """Draw mixture ``name`` from the config's size/weight and append it to the store."""
+    """Draw mixture ``name`` from the config's size/weight over a store's stored datasets."""
     query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries).order_by(Dataset.position)
     stored = {row.name: row for row in connection.execute(query)}
     missing = [spec.name for spec in config.datasets if spec.name not in stored]
@@ -40,47 +83,11 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
             f"{config.origin}: mixture '{name}': datasets not in the store: {', '.join(missing)} "
             f"(the store has: {', '.join(stored)})"
         )
-    if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
-        raise DataidxError(f"mixture '{name}' already exists; remove it first or choose another --name")
-    start = (connection.execute(select(func.max(MixtureEntry.id))).scalar() or 0) + 1
-    mixture_id = connection.execute(
-        insert(Mixture).values(
-            name=name,
-            seed=seed,
-            sampling=sampling,
-            start=start,
-            entries=0,
-            config_sha256=config.sha256,
-            config_text=config.text,
-            dataidx_version=__version__,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        )
-    ).inserted_primary_key[0]
-    summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0)
-    position = start
+    writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling)
     for spec in config.datasets:
         dataset = stored[spec.name]
-        dataset_seed = derive_seed(seed, spec.name)
-        base = range(dataset.first_entry, dataset.first_entry + dataset.entries)
-        chosen = resample(base, spec.size, spec.weight, sampling, dataset_seed)
-        insert_mixture_entries(connection, mixture_id, position, chosen)
-        position += len(chosen)
-        connection.execute(
-            insert(MixtureDataset).values(
-                mixture_id=mixture_id,
-                dataset_id=dataset.id,
-                seed=dataset_seed,
-                size=spec.size,
-                weight=spec.weight,
-                base_entries=dataset.entries,
-                requested=requested_count(dataset.entries, spec.size, spec.weight),
-                entries=len(chosen),
-            )
-        )
-        summary.datasets[spec.name] = len(chosen)
-    summary.entries = position - start
-    connection.execute(update(Mixture).where(Mixture.id == mixture_id).values(entries=summary.entries))
-    return summary
+        writer.add(dataset.id, dataset.name, dataset.first_entry, dataset.entries)
+    return writer.finish()
 
 
 def add_mixture(
@@ -97,7 +104,6 @@ def add_mixture(
         add_mixture("demo.db", "data/demo_sft.yaml", "seed7", seed=7)
         DataEngine("demo.db", mixture="seed7")
     """
-    check_sampling(sampling)
     config = config if isinstance(config, Config) else load_config(config)
     with rewriting(store) as connection:
         return write_mixture(connection, config, name, seed=seed, sampling=sampling)

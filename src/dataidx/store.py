@@ -112,7 +112,8 @@ def create_store(path: str | os.PathLike[str]) -> Engine:
     """A new store at ``path`` (which must not exist), its schema created by the migrations."""
     from alembic import command
 
-    engine = create_engine(f"sqlite:///{os.fspath(path)}")
+    # The build writes from a worker thread while the main thread prepares the next dataset.
+    engine = create_engine(f"sqlite:///{os.fspath(path)}", connect_args={"check_same_thread": False})
     _set_build_pragmas(engine)
     with engine.begin() as connection:
         command.upgrade(alembic_config(connection), "head")
