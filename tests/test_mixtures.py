@@ -200,14 +200,18 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     assert sorted(p.name for p in store.parent.iterdir() if p.name.startswith(".")) == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(pieces=st.lists(st.one_of(st.tuples(st.just("run"), st.integers(1, 30), st.integers(0, 12)),
                                  st.tuples(st.just("ids"), st.lists(st.integers(1, 40), max_size=8))), max_size=6))
-def test_bulk_mixture_inserts_store_exactly_the_ids(pieces: list) -> None:
-    """Long runs are copied inside SQLite, the rest sent as JSON: the stored positions must match."""
-    from sqlalchemy import create_engine, text
+def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None:
+    """Long runs become mixture_runs rows, the rest mixture_entries rows; mixture_positions must
+    give back exactly the positions asked for, in a store made by the migrations."""
+    import tempfile
+
+    from sqlalchemy import text
 
     from dataidx import bulk
+    from dataidx.store import create_store
 
     ids: list[int] = []
     for kind, *value in pieces:
@@ -216,11 +220,9 @@ def test_bulk_mixture_inserts_store_exactly_the_ids(pieces: list) -> None:
             ids += list(range(start, start + length))
         else:
             ids += value[0]
-    engine = create_engine("sqlite://")
+    engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
     with engine.begin() as connection:
-        connection.execute(text("CREATE TABLE base_entries (id INTEGER PRIMARY KEY)"))
-        connection.execute(text("CREATE TABLE mixture_entries (id INTEGER PRIMARY KEY, mixture_id INT, entry_id INT)"))
-        connection.execute(text("INSERT INTO base_entries SELECT value FROM json_each(:ids)"),
+        connection.execute(text("INSERT INTO base_entries (id, dataset_id, row) SELECT value, 1, value FROM json_each(:ids)"),
                            {"ids": json.dumps(list(range(1, 60)))})
         original = bulk.MIN_RUN
         bulk.MIN_RUN = 4
@@ -228,5 +230,13 @@ def test_bulk_mixture_inserts_store_exactly_the_ids(pieces: list) -> None:
             bulk.insert_mixture_entries(connection, 7, 100, ids)
         finally:
             bulk.MIN_RUN = original
-        stored = connection.execute(text("SELECT id, mixture_id, entry_id FROM mixture_entries ORDER BY id")).all()
+        stored = connection.execute(text("SELECT id, mixture_id, entry_id FROM mixture_positions ORDER BY id")).all()
+        runs = connection.execute(text("SELECT count(*) FROM mixture_runs")).scalar()
+    engine.dispose()
     assert stored == [(100 + i, 7, entry) for i, entry in enumerate(ids)]
+    stretches, length = [], 0
+    for i, entry in enumerate(ids):
+        length = length + 1 if i and entry == ids[i - 1] + 1 else 1
+        if i + 1 == len(ids) or ids[i + 1] != entry + 1:
+            stretches.append(length)
+    assert runs == sum(1 for n in stretches if n >= 4)

@@ -23,11 +23,10 @@ _MIXTURE = text(
     "INSERT INTO mixture_entries (id, mixture_id, entry_id) SELECT :first + key, :mixture, value FROM json_each(:ids)"
 )
 _MIXTURE_RUN = text(
-    "INSERT INTO mixture_entries (id, mixture_id, entry_id) "
-    "SELECT :first + id - :low, :mixture, id FROM base_entries WHERE id BETWEEN :low AND :high"
+    "INSERT INTO mixture_runs (mixture_id, start, first_entry, length) VALUES (:mixture, :start, :first, :length)"
 )
-#: Runs of consecutive entries at least this long are copied inside SQLite instead of sent.
-MIN_RUN = 10_000
+#: Runs of consecutive entries at least this long are stored as one mixture_runs row.
+MIN_RUN = 64
 
 
 def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, rows: np.ndarray,
@@ -49,8 +48,8 @@ def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, 
 def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: int, entry_ids: Sequence[int]) -> None:
     """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries.
 
-    A whole dataset, or a whole repeat of one, is a run of consecutive entry ids: SQLite copies
-    those from ``base_entries`` itself, which is twice as fast as sending them.
+    A whole dataset, or a whole repeat of one, is a run of consecutive entry ids: it is stored as
+    one ``mixture_runs`` row; the scattered rest as one ``mixture_entries`` row per position.
     """
     ids = np.asarray(entry_ids, dtype=np.int64)
     breaks = np.flatnonzero(np.diff(ids) != 1) + 1
@@ -61,8 +60,8 @@ def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: in
         if end - start < MIN_RUN:
             continue
         _send(connection, mixture_id, first_id + pending, ids[pending:start])
-        connection.execute(_MIXTURE_RUN, {"first": first_id + start, "mixture": mixture_id,
-                                          "low": int(ids[start]), "high": int(ids[end - 1])})
+        connection.execute(_MIXTURE_RUN, {"mixture": mixture_id, "start": first_id + start,
+                                          "first": int(ids[start]), "length": end - start})
         pending = end
     _send(connection, mixture_id, first_id + pending, ids[pending:])
 

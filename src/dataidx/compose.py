@@ -13,7 +13,7 @@ COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "d
 _SQL = """
 WITH m AS (SELECT id, entries FROM mixtures WHERE name = :mixture),
 per_entry AS (
-    SELECT me.entry_id, count(*) AS n FROM mixture_entries AS me, m WHERE me.mixture_id = m.id GROUP BY me.entry_id
+    SELECT p.entry_id, count(*) AS n FROM mixture_positions AS p, m WHERE p.mixture_id = m.id GROUP BY p.entry_id
 )
 SELECT d.name AS dataset, sum(p.n) AS entries, round(CAST(sum(p.n) AS REAL) / m.entries, 6) AS share,
        md.base_entries AS base_entries, count(*) AS distinct_entries, count(DISTINCT b.row) AS distinct_rows,

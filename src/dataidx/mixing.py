@@ -17,7 +17,7 @@ from .bulk import insert_mixture_entries
 from .config import Config, load_config
 from .errors import DataidxError
 from .sampling import DEFAULT_SEED, check_sampling, derive_seed, requested_count, resample
-from .schema import Dataset, Mixture, MixtureDataset, MixtureEntry
+from .schema import Dataset, Mixture, MixtureDataset, MixtureEntry, MixtureRun
 from .store import rewriting
 
 
@@ -42,7 +42,9 @@ class MixtureWriter:
         if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
             raise DataidxError(f"mixture '{name}' already exists; remove it first or choose another --name")
         self.connection, self.config, self.specs = connection, config, {spec.name: spec for spec in config.datasets}
-        self.start = self.position = (connection.execute(select(func.max(MixtureEntry.id))).scalar() or 0) + 1
+        # Position space is shared: each mixture takes the stretch after the last one.
+        end = connection.execute(select(func.max(Mixture.start + Mixture.entries))).scalar()
+        self.start = self.position = end or 1
         self.summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0)
         self.mixture_id = connection.execute(insert(Mixture).values(
             name=name, seed=seed, sampling=sampling, start=self.start, entries=0, config_sha256=config.sha256,
@@ -120,6 +122,7 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
         connection.execute(
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
         )
+        connection.execute(delete(MixtureRun).where(MixtureRun.mixture_id == found.id))
         connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
         connection.execute(delete(Mixture).where(Mixture.id == found.id))
         return found.entries

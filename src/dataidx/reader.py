@@ -9,6 +9,7 @@ reader can be pickled into DataLoader workers (fork or spawn).
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import os
@@ -25,11 +26,14 @@ from .verify import dataset_problems
 
 MMAP_BYTES = 1 << 40
 CACHE_KIB = 256
-_FETCH_ONE = (
-    "SELECT b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
+# A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid.
+_ENTRY_ONE = "SELECT id, dataset_id, row, cut FROM base_entries WHERE id = ?"
+_ENTRY_MANY = "SELECT id, dataset_id, row, cut FROM base_entries WHERE id IN (SELECT value FROM json_each(?))"
+_POSITION_ONE = (
+    "SELECT me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = ?"
 )
-_FETCH_MANY = (
+_POSITION_MANY = (
     "SELECT me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN (SELECT value FROM json_each(?))"
 )
@@ -68,11 +72,16 @@ class StoreReader:
         connection = connect_readonly(self.path)
         try:
             self.datasets = read_datasets(connection)
-            row = connection.execute("SELECT start, entries FROM mixtures WHERE name = ?", (mixture,)).fetchone()
+            row = connection.execute("SELECT id, start, entries FROM mixtures WHERE name = ?", (mixture,)).fetchone()
             if row is None:
                 names = [r[0] for r in connection.execute("SELECT name FROM mixtures ORDER BY id")]
                 raise StoreError(f"{self.path}: no mixture '{mixture}' (mixtures: {', '.join(names) or 'none'})")
-            self.start, self.length = row
+            mixture_id, self.start, self.length = row
+            # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
+            self._runs = connection.execute(
+                "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = ? ORDER BY start",
+                (mixture_id,),
+            ).fetchall()
         finally:
             connection.close()
         if verify:
@@ -107,26 +116,53 @@ class StoreReader:
             raise IndexError(f"position {index} out of range for mixture '{self.mixture}' of {self.length} entries")
         return index % self.length
 
+    def _key(self, index: int) -> tuple[bool, int]:
+        """``(True, entry id)`` for a position inside a run, else ``(False, mixture_entries rowid)``."""
+        position = self.start + self.position(index)
+        runs = self._runs
+        if runs:
+            run = bisect.bisect_right(runs, (position, float("inf"))) - 1
+            if run >= 0:
+                start, first_entry, length = runs[run]
+                if position < start + length:
+                    return True, first_entry + position - start
+        return False, position
+
+    def _triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
+        """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""
+        keys = [self._key(i) for i in indices]
+        local = self._process()
+        found: dict[tuple[bool, int], tuple] = {}
+        for in_run, one, many in ((True, _ENTRY_ONE, _ENTRY_MANY), (False, _POSITION_ONE, _POSITION_MANY)):
+            wanted = [value for kind, value in keys if kind is in_run]
+            if not wanted:
+                continue
+            sql, parameter = (one, wanted[0]) if len(wanted) == 1 else (many, json.dumps(wanted))
+            try:
+                rows = local.connection.execute(sql, (parameter,)).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: cannot read store: {exc}") from None
+            found.update(((in_run, r[0]), r[1:]) for r in rows)
+        try:
+            return [found[key] for key in keys]
+        except KeyError:
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged") from None
+
     def get(self, index: int) -> dict[str, Any]:
         """The sample at position ``index`` of the mixture."""
-        local = self._process()
-        dataset_id, row, cut = self._lookup(local, _FETCH_ONE, self.start + self.position(index))[0]
-        return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
+        (dataset_id, row, cut), = self._triples([index])
+        return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
-        """Samples at many positions with one SQL query, in the order asked."""
+        """Samples at many positions with at most two SQL queries, in the order asked."""
+        triples = self._triples(indices)
         local = self._process()
-        rowids = [self.start + self.position(i) for i in indices]
-        found = {r[0]: r[1:] for r in self._lookup(local, _FETCH_MANY, json.dumps(rowids))}
-        if len(found) != len(set(rowids)):
-            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
         samples = []
         # A batch only allocates acyclic objects: a collection in the middle of it is pure cost.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for rowid in rowids:
-                dataset_id, row, cut = found[rowid]
+            for dataset_id, row, cut in triples:
                 samples.append(local.fetcher(self.datasets[dataset_id]).sample(row, cut))
         finally:
             if collecting:
@@ -135,17 +171,8 @@ class StoreReader:
 
     def entry(self, index: int) -> tuple[str, int, int | None]:
         """The ``(dataset, row, cut)`` triple at a position, without fetching the row."""
-        dataset_id, row, cut = self._lookup(self._process(), _FETCH_ONE, self.start + self.position(index))[0]
+        (dataset_id, row, cut), = self._triples([index])
         return self.datasets[dataset_id].name, row, cut
-
-    def _lookup(self, local: _ProcessState, sql: str, parameter: Any) -> list[tuple]:
-        try:
-            found = local.connection.execute(sql, (parameter,)).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: cannot read store: {exc}") from None
-        if not found and sql is _FETCH_ONE:
-            raise StoreError(f"{self.path}: mixture '{self.mixture}' has no entry at rowid {parameter}; the store is damaged")
-        return found
 
 
 class _ProcessState:

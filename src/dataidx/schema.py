@@ -2,8 +2,9 @@
 
 Alembic migrations in ``migrations/`` create and upgrade this schema; these models are the
 single description the code reads and writes through (a test checks the two agree).
-Positions of a mixture are rowids of ``mixture_entries`` (``rowid - mixtures.start``), so
-reading position ``i`` is one primary-key lookup whatever the mixture size.
+A mixture's position ``i`` is global position ``mixtures.start + i``: either inside one of its
+``mixture_runs`` (consecutive base entries, stored as one row) or the rowid of a
+``mixture_entries`` row. Either way reading it is one primary-key lookup.
 """
 
 from __future__ import annotations
@@ -108,6 +109,17 @@ class MixtureDataset(Base):
     base_entries: Mapped[int] = mapped_column(Integer, nullable=False)
     entries: Mapped[int] = mapped_column(Integer, nullable=False)
     requested: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class MixtureRun(Base):
+    """Positions ``start .. start + length - 1`` hold entries ``first_entry ..`` in order."""
+
+    __tablename__ = "mixture_runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), nullable=False)
+    start: Mapped[int] = mapped_column(Integer, nullable=False)
+    first_entry: Mapped[int] = mapped_column(Integer, nullable=False)
+    length: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 class MixtureEntry(Base):

@@ -14,9 +14,9 @@ from pathlib import Path
 from .errors import StoreError
 
 #: Alembic revision of the newest schema this code reads and writes.
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 #: Every revision a store may carry, oldest first; older ones are upgraded by `dataidx migrate`.
-REVISIONS = ("0001", "0002", "0003")
+REVISIONS = ("0001", "0002", "0003", "0004")
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
