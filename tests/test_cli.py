@@ -106,6 +106,8 @@ def test_user_mistakes_are_one_line_and_exit_1(tmp_path: Path) -> None:
         (["build", str(tmp_path / "absent.yaml"), "-o", str(tmp_path / "x.db")], "config file not found"),
         (["query", str(tmp_path / "absent.db"), "SELECT 1"], "store not found"),
     ]
+    cases.append((["build", str(REPO / "data" / "demo_sft.yaml"), "-o", str(tmp_path / "no" / "x.db")],
+                  f"folder {tmp_path / 'no'} does not exist"))
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(2))
     bad = write_yaml(tmp_path / "bad.yaml", f"a:\n  path: {data}\n  converter: nope\n  size: -1\n")
     cases.append((["build", str(bad), "-o", str(tmp_path / "x.db")],

@@ -60,6 +60,10 @@ def build(
     output = Path(output)
     if output.is_dir():
         raise DataidxError(f"{output}: is a folder; give the store's file name")
+    if not output.parent.is_dir():
+        raise DataidxError(f"{output}: folder {output.parent} does not exist")
+    if not os.access(output.parent, os.W_OK):
+        raise DataidxError(f"{output}: folder {output.parent} is not writable")
     remove_stale_temporaries(output)
     temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     remove_temporary(temporary)
