@@ -82,6 +82,7 @@ class StoreReader:
                 "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = ? ORDER BY start",
                 (mixture_id,),
             ).fetchall()
+            self._run_starts = [run[0] for run in self._runs]
         finally:
             connection.close()
         if verify:
@@ -119,13 +120,11 @@ class StoreReader:
     def _key(self, index: int) -> tuple[bool, int]:
         """``(True, entry id)`` for a position inside a run, else ``(False, mixture_entries rowid)``."""
         position = self.start + self.position(index)
-        runs = self._runs
-        if runs:
-            run = bisect.bisect_right(runs, (position, float("inf"))) - 1
-            if run >= 0:
-                start, first_entry, length = runs[run]
-                if position < start + length:
-                    return True, first_entry + position - start
+        run = bisect.bisect_right(self._run_starts, position) - 1
+        if run >= 0:
+            start, first_entry, length = self._runs[run]
+            if position < start + length:
+                return True, first_entry + position - start
         return False, position
 
     def _triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
@@ -149,9 +148,16 @@ class StoreReader:
             raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged") from None
 
     def get(self, index: int) -> dict[str, Any]:
-        """The sample at position ``index`` of the mixture."""
-        (dataset_id, row, cut), = self._triples([index])
-        return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)
+        """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
+        in_run, key = self._key(index)
+        local = self._process()
+        try:
+            found = local.connection.execute(_ENTRY_ONE if in_run else _POSITION_ONE, (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read store: {exc}") from None
+        if found is None:
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
+        return local.fetcher(self.datasets[found[1]]).sample(found[2], found[3])
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
