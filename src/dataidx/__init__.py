@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .build import build
     from .converters import register_converter
     from .engine import DataEngine
+    from .packing import plan_packs
     from .reader import StoreReader
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "StoreReader",
     "__version__",
     "build",
+    "plan_packs",
     "register_converter",
 ]
 
@@ -44,6 +46,7 @@ _LAZY = {
     "DataEngine": ".engine",
     "StoreReader": ".reader",
     "build": ".build",
+    "plan_packs": ".packing",
     "register_converter": ".converters",
 }
 

@@ -1,0 +1,64 @@
+"""Packing plans: exactly best-fit-decreasing, every item once, nothing over capacity, seeded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataidx.packing import best_fit_decreasing, plan_packs
+
+
+def reference_bfd(lengths: list[int], capacity: int) -> list[list[int]]:
+    """Best-fit-decreasing the obvious O(n^2) way, item by item, same tie rules."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    bins: list[list[int]] = []
+    room: list[int] = []
+    opened_at: list[int] = []  # among equally tight bins, the one that reached that room last wins
+    clock = 0
+    for item in order:
+        fitting = [b for b in range(len(bins)) if room[b] >= lengths[item]]
+        if fitting:
+            target = min(fitting, key=lambda b: (room[b], -opened_at[b]))
+        else:
+            target = len(bins)
+            bins.append([])
+            room.append(capacity)
+            opened_at.append(0)
+        bins[target].append(item)
+        room[target] -= lengths[item]
+        clock += 1
+        opened_at[target] = clock
+    return bins
+
+
+@settings(max_examples=300, deadline=None)
+@given(capacity=st.integers(1, 40), data=st.data())
+def test_equals_item_by_item_best_fit_decreasing(capacity: int, data: st.DataObject) -> None:
+    lengths = data.draw(st.lists(st.integers(1, capacity), max_size=40))
+    packs = best_fit_decreasing(lengths, capacity)
+    assert sorted(i for pack in packs for i in pack) == list(range(len(lengths)))
+    assert all(sum(lengths[i] for i in pack) <= capacity for pack in packs)
+    assert len(packs) == len(reference_bfd(lengths, capacity))
+    assert sorted(map(sorted, packs)) == sorted(map(sorted, reference_bfd(lengths, capacity)))
+
+
+def test_fill_on_realistic_lengths_and_same_seed_same_plan() -> None:
+    rng = np.random.default_rng(0)
+    lengths = np.clip(rng.lognormal(6.2, 0.9, 50_000).astype(int), 16, 4096)
+    plan = plan_packs(lengths, 4096, seed=3)
+    assert plan.fill >= 0.995
+    assert sorted(i for pack in plan.packs for i in pack) == list(range(len(lengths)))
+    assert max(int(lengths[pack].sum()) for pack in plan.packs) <= 4096
+    assert plan_packs(lengths, 4096, seed=3).packs == plan.packs
+    assert plan_packs(lengths, 4096, seed=4).packs != plan.packs
+    assert sorted(map(tuple, plan_packs(lengths, 4096, seed=4).packs)) == sorted(map(tuple, plan.packs))
+
+
+def test_bad_lengths_are_refused() -> None:
+    with pytest.raises(ValueError, match="item length 9 does not fit a pack of capacity 8"):
+        best_fit_decreasing([3, 9], 8)
+    with pytest.raises(ValueError, match="item length 0"):
+        best_fit_decreasing([0, 3], 8)
+    assert best_fit_decreasing([], 8) == []
