@@ -27,9 +27,11 @@ def table_of(rows: list[dict]) -> pa.Table | None:
     """The rows as datasets' json builder reads them (pyarrow's JSON reader), or None if it can't."""
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     try:
-        return pa_json.read_json(io.BytesIO(data))
+        table = pa_json.read_json(io.BytesIO(data))
+        table.validate(full=True)  # null structs inside lists come back inconsistent
     except pa.ArrowInvalid:
         return None
+    return table
 
 
 def row_path(name: str, table: pa.Table) -> tuple[list, int] | None:
@@ -67,7 +69,8 @@ sharegpt_turn = st.fixed_dictionaries(
     optional={"value": RARELY_NONE(st.one_of(TEXT, JSONISH))},
 )
 sharegpt_row = st.fixed_dictionaries(
-    {"conversations": RARELY_NONE(st.lists(sharegpt_turn, max_size=7))}, optional={"tools": MAYBE(JSONISH)}
+    {"conversations": RARELY_NONE(st.lists(RARELY_NONE(sharegpt_turn), max_size=7))},
+    optional={"tools": MAYBE(JSONISH)},
 )
 message = st.fixed_dictionaries(
     {"role": MAYBE(st.sampled_from(["user", "assistant", "system", "tool"])),

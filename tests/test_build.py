@@ -178,7 +178,7 @@ def test_bad_input_names_the_culprit_and_leaves_the_store_untouched(tmp_path: Pa
         build(config, store)
     assert message.format(tmp=tmp_path) in str(caught.value)
     assert digest(store) == before
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
 
 
 def test_a_store_never_appears_when_the_first_build_fails(tmp_path: Path) -> None:

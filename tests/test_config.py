@@ -61,7 +61,7 @@ three:
         f"dataset 'two': key 'converter': unknown converter 'alpacca' (known: {', '.join(converters.names())})",
         "dataset 'three': key 'source': unknown source 'ftp' (known: hf_hub, local)",
         "dataset 'three': key 'size' must be an integer >= 0, got -1",
-        "dataset 'three': key 'weight' must be a number >= 0, got 'heavy'",
+        "dataset 'three': key 'weight' must be a finite number >= 0, got 'heavy'",
         "dataset 'three': key 'streaming' must be true or false, got 'yes'",
     ]
     assert {"alpaca", "none", "pair", "sharegpt"} <= set(converters.names())

@@ -197,7 +197,7 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     assert entries(store) == before
     assert len(DataEngine(store)) == len(before)
     assert migrate_store(store) == (SCHEMA_REVISION, SCHEMA_REVISION)
-    assert sorted(p.name for p in store.parent.iterdir() if p.name.startswith(".")) == []
+    assert sorted(p.name for p in store.parent.iterdir() if p.name.endswith(".tmp")) == []
 
 
 @settings(max_examples=40, deadline=None)

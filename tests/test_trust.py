@@ -156,6 +156,21 @@ def test_invalid_utf8_is_found_at_build_time(tmp_path: Path) -> None:
     assert len(DataEngine(tmp_path / "s.db")) == 1
 
 
+def test_a_null_turn_is_never_indexed_quietly(tmp_path: Path) -> None:
+    """A null turn fails the converter at fetch time, so the build must refuse or reject the row."""
+    data = write_jsonl(tmp_path / "chat.jsonl", [
+        {"conversations": [{"from": "human", "value": "q0"}, {"from": "gpt", "value": "a0"}]},
+        {"conversations": [None, {"from": "human", "value": "q1"}, {"from": "gpt", "value": "a1"}]},
+    ])
+    text = f"chat:\n  path: {data}\n  source: local\n  converter: sharegpt\n"
+    with pytest.raises((SourceError, ConversionError), match="row 1"):
+        build(write_yaml(tmp_path / "c.yaml", text), tmp_path / "s.db")
+    build(write_yaml(tmp_path / "skip.yaml", text + "  on_error: skip\n"), tmp_path / "s.db")
+    _, rejects = run_query(tmp_path / "s.db", "SELECT row FROM rejects")
+    assert rejects == [(1,)]
+    assert [s["messages"][-1]["content"][0]["value"] for s in DataEngine(tmp_path / "s.db")[:]] == ["a0"]
+
+
 def test_a_broken_json_line_names_the_file_and_row(tmp_path: Path) -> None:
     data = tmp_path / "broken.jsonl"
     data.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c", "output": }\n')

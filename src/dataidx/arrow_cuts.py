@@ -113,6 +113,11 @@ def _flatten(column: pa.ChunkedArray) -> tuple[pa.ChunkedArray, np.ndarray]:
     return pc.list_flatten(column), offsets
 
 
+def _has_null_messages(messages: pa.ChunkedArray, offsets: np.ndarray) -> bool:
+    """Null messages inside lists: flattening may drop them, so compare counts as well."""
+    return bool(messages.null_count) or len(messages) != int(offsets[-1])
+
+
 def _field(messages: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
     """A text field of the messages; an all-null field becomes a string array of nulls."""
     field = pc.struct_field(messages, name)
@@ -167,6 +172,8 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
     if not _list_of_struct(table["conversations"].type, ("from", "value")):
         return None
     messages, offsets = _flatten(table["conversations"])
+    if _has_null_messages(messages, offsets):
+        return None  # a null turn fails the converter: the row path names the row
     tags, values = _field(messages, "from"), _field(messages, "value")
     known = pc.fill_null(pc.is_in(tags, value_set=_SHAREGPT_TAGS.cast(tags.type)), False).to_numpy(zero_copy_only=False)
     call = pc.fill_null(pc.equal(tags, "function_call"), False).to_numpy(zero_copy_only=False)
@@ -195,6 +202,8 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
     if not _list_of_struct(type_, ("role",)):
         return None
     messages, offsets = _flatten(table["messages"])
+    if _has_null_messages(messages, offsets):
+        return None
     assistant = pc.fill_null(pc.equal(_field(messages, "role"), "assistant"), False).to_numpy(zero_copy_only=False)
     if type_.value_type.get_field_index("loss_weight") >= 0:
         weights = _field(messages, "loss_weight")
@@ -217,7 +226,9 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
             continue
         if not _list_of_struct(table[side].type, ("role", "content")):
             return None
-        messages, _ = _flatten(table[side])
+        messages, offsets = _flatten(table[side])
+        if _has_null_messages(messages, offsets):
+            return None
         roles, contents = _field(messages, "role"), _field(messages, "content")
         if pc.any(pc.is_null(roles)).as_py():
             return None

@@ -25,7 +25,15 @@ from .indexing import DatasetSummary, prepare_dataset, write_dataset
 from .mixing import MixtureSummary, MixtureWriter
 from .sampling import DEFAULT_SEED
 from .schema import Build
-from .store import create_store, publish, remove_stale_temporaries, remove_temporary
+from .store import (
+    create_store,
+    publish,
+    refuse_to_overwrite,
+    remove_stale_temporaries,
+    remove_temporary,
+    stamp,
+    writer_lock,
+)
 
 Progress = Callable[[str], None]
 
@@ -64,6 +72,13 @@ def build(
         raise DataidxError(f"{output}: folder {output.parent} does not exist")
     if not os.access(output.parent, os.W_OK):
         raise DataidxError(f"{output}: folder {output.parent} is not writable")
+    refuse_to_overwrite(output)
+    with writer_lock(output):
+        return _build(config, output, seed, sampling, progress, started)
+
+
+def _build(config: Config, output: Path, seed: int, sampling: str, progress: Progress | None,
+           started: float) -> BuildSummary:
     remove_stale_temporaries(output)
     temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     remove_temporary(temporary)
@@ -90,6 +105,7 @@ def build(
                 summary.datasets = [future.result() for future in written]
                 summary.mixture = mixture.finish()
                 summary.seconds = time.perf_counter() - started
+                stamp(connection)
                 connection.execute(
                     insert(Build),
                     {

@@ -7,6 +7,7 @@ dataset and the key, so a user fixes a config in one pass rather than one error 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ class Config:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-def load_config(target: str | os.PathLike[str]) -> Config:
+def load_config(target: str | os.PathLike[str], *, plugins: bool = True) -> Config:
     """Load a YAML config, or treat a bare data file/folder as one dataset named ``default``.
 
     As in LLaMA-Factory v1: an existing non-YAML path is a local dataset, anything else that is
@@ -72,12 +73,17 @@ def load_config(target: str | os.PathLike[str]) -> Config:
         path = Path(target)
         if not path.is_file():
             raise ConfigError(target, ["config file not found"])
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(target, [f"not UTF-8 text (byte {exc.start})"]) from None
+        except OSError as exc:
+            raise ConfigError(target, [f"cannot read: {exc.strerror or exc}"]) from None
         try:
             mapping = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(target, [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
-        return Config(origin=str(path.resolve()), text=text, datasets=parse_datasets(mapping, target))
+        return Config(origin=str(path.resolve()), text=text, datasets=parse_datasets(mapping, target, plugins=plugins))
     if os.path.exists(target):
         mapping = {"default": {"path": target, "source": "local"}}
     else:
@@ -86,14 +92,21 @@ def load_config(target: str | os.PathLike[str]) -> Config:
     return Config(origin=target, text=text, datasets=parse_datasets(mapping, target))
 
 
-def parse_datasets(mapping: Any, origin: str) -> list[DatasetSpec]:
-    """Validate a ``name -> DatasetInfo`` mapping; raise one ConfigError listing every problem."""
+def parse_datasets(mapping: Any, origin: str, *, plugins: bool = True) -> list[DatasetSpec]:
+    """Validate a ``name -> DatasetInfo`` mapping; raise one ConfigError listing every problem.
+
+    ``plugins=False`` skips checking converter and source names, for callers that never run them
+    (``dataidx mix`` reads only names, sizes and weights).
+    """
     if not isinstance(mapping, dict) or not mapping:
         raise ConfigError(origin, ["expected a mapping of dataset name -> {path, source, ...}"])
     problems: list[str] = []
     specs: list[DatasetSpec] = []
+    names = [str(name) for name in mapping]
+    problems += [f"dataset '{name}': the name appears more than once" for name in sorted(set(names))
+                 if names.count(name) > 1]
     for name, info in mapping.items():
-        found = _check_dataset(str(name), info)
+        found = _check_dataset(str(name), info, plugins)
         if found:
             problems.extend(found)
         else:
@@ -103,7 +116,7 @@ def parse_datasets(mapping: Any, origin: str) -> list[DatasetSpec]:
     return specs
 
 
-def _check_dataset(name: str, info: Any) -> list[str]:
+def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
     where = f"dataset '{name}'"
     if not isinstance(info, dict):
         return [f"{where}: expected a mapping of keys ({', '.join(VALID_KEYS)}), got {type(info).__name__}"]
@@ -118,10 +131,10 @@ def _check_dataset(name: str, info: Any) -> list[str]:
         if key in info and info[key] is not None and not isinstance(info[key], str):
             problems.append(f"{where}: key '{key}' must be a string, got {info[key]!r}")
     source = info.get("source", "hf_hub")
-    if isinstance(source, str) and source not in sources:
+    if plugins and isinstance(source, str) and source not in sources:
         problems.append(f"{where}: key 'source': unknown source '{source}' (known: {', '.join(sources.names())})")
     converter = info.get("converter")
-    if isinstance(converter, str) and converter not in converters:
+    if plugins and isinstance(converter, str) and converter not in converters:
         problems.append(
             f"{where}: key 'converter': unknown converter '{converter}' (known: {', '.join(converters.names())})"
         )
@@ -129,8 +142,10 @@ def _check_dataset(name: str, info: Any) -> list[str]:
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         problems.append(f"{where}: key 'size' must be an integer >= 0, got {size!r}")
     weight = info.get("weight")
-    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0):
-        problems.append(f"{where}: key 'weight' must be a number >= 0, got {weight!r}")
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0
+    ):
+        problems.append(f"{where}: key 'weight' must be a finite number >= 0, got {weight!r}")
     streaming = info.get("streaming")
     if streaming is not None and not isinstance(streaming, bool):
         problems.append(f"{where}: key 'streaming' must be true or false, got {streaming!r}")

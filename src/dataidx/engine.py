@@ -7,12 +7,23 @@ opens instantly, holds no per-entry Python objects, and batches its reads for a 
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
 from torch.utils.data import Dataset
 
 from .reader import StoreReader
+
+
+def _position(index: Any) -> int:
+    """An integer position (NumPy and torch integers too); anything else is a TypeError."""
+    if isinstance(index, bool):
+        raise TypeError("DataEngine indices must be int, slice or list of int, not bool")
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise TypeError(f"DataEngine indices must be int, slice or list of int, not {type(index).__name__}") from None
 
 
 class DataEngine(Dataset):
@@ -36,19 +47,15 @@ class DataEngine(Dataset):
         return len(self.reader)
 
     def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(index, bool):
-            raise TypeError("DataEngine indices must be int, slice or list of int, not bool")
-        if isinstance(index, int):
-            return self.reader.get(index)
         if isinstance(index, slice):
             return self.reader.get_many(list(range(*index.indices(len(self)))))
-        if isinstance(index, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in index):
-            return self.reader.get_many(index)
-        raise TypeError(f"DataEngine indices must be int, slice or list of int, not {type(index).__name__}")
+        if isinstance(index, list):
+            return self.reader.get_many([_position(i) for i in index])
+        return self.reader.get(_position(index))
 
     def __getitems__(self, indices: list[int]) -> list[dict[str, Any]]:
         """Batched fetch used by ``DataLoader``: one SQL query for the whole batch."""
-        return self.reader.get_many(list(indices))
+        return self.reader.get_many([_position(i) for i in indices])
 
     def __repr__(self) -> str:
         return f"DataEngine({self.reader.path!r}, mixture={self.mixture!r}, entries={len(self)})"

@@ -52,8 +52,14 @@ def changed_files(recorded: Sequence[dict[str, Any]], *, deep: bool = False) -> 
             changes.append(f"{entry['path']} changed size ({entry['size']} -> {stat.st_size} bytes)")
         elif stat.st_mtime_ns != entry["mtime_ns"]:
             changes.append(f"{entry['path']} was modified after the build")
-        elif deep and HASH in entry and content_hash(entry["path"]) != entry[HASH]:
-            changes.append(f"{entry['path']} has different content (same size and mtime)")
+        elif deep and HASH in entry:
+            try:
+                same = content_hash(entry["path"]) == entry[HASH]
+            except OSError as exc:
+                changes.append(f"{entry['path']} cannot be read ({exc.strerror or exc})")
+                continue
+            if not same:
+                changes.append(f"{entry['path']} has different content (same size and mtime)")
     return changes
 
 

@@ -39,6 +39,8 @@ class MixtureWriter:
 
     def __init__(self, connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> None:
         check_sampling(sampling)
+        if not -(2**63) <= seed < 2**63:
+            raise DataidxError(f"seed {seed} does not fit in 64 bits")
         if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
             raise DataidxError(f"mixture '{name}' already exists; remove it first or choose another --name")
         self.connection, self.config, self.specs = connection, config, {spec.name: spec for spec in config.datasets}
@@ -106,7 +108,7 @@ def add_mixture(
         add_mixture("demo.db", "data/demo_sft.yaml", "seed7", seed=7)
         DataEngine("demo.db", mixture="seed7")
     """
-    config = config if isinstance(config, Config) else load_config(config)
+    config = config if isinstance(config, Config) else load_config(config, plugins=False)
     with rewriting(store) as connection:
         return write_mixture(connection, config, name, seed=seed, sampling=sampling)
 

@@ -71,6 +71,7 @@ class StoreReader:
         self.mixture = mixture
         connection = connect_readonly(self.path)
         try:
+            self.stamp = connection.execute("PRAGMA user_version").fetchone()[0]
             self.datasets = read_datasets(connection)
             row = connection.execute("SELECT id, start, entries FROM mixtures WHERE name = ?", (mixture,)).fetchone()
             if row is None:
@@ -83,12 +84,15 @@ class StoreReader:
                 (mixture_id,),
             ).fetchall()
             self._run_starts = [run[0] for run in self._runs]
-        finally:
+            if verify:
+                for dataset in self.datasets.values():
+                    self._verify(dataset)
+        except BaseException:
             connection.close()
-        if verify:
-            for dataset in self.datasets.values():
-                self._verify(dataset)
-        self._local: _ProcessState | None = None
+            raise
+        # This process keeps reading the file it just described, even if it is replaced later;
+        # other processes (DataLoader workers) reconnect and check it is still the same store.
+        self._local: _ProcessState | None = _ProcessState(self.path, self.stamp, connection)
 
     def _verify(self, dataset: StoredDataset) -> None:
         problems = dataset_problems(dataset)
@@ -108,7 +112,7 @@ class StoreReader:
     def _process(self) -> _ProcessState:
         local = self._local
         if local is None or local.pid != os.getpid():
-            local = self._local = _ProcessState(self.path)
+            local = self._local = _ProcessState(self.path, self.stamp)
         return local
 
     def position(self, index: int) -> int:
@@ -184,9 +188,15 @@ class StoreReader:
 class _ProcessState:
     """What one process opens for a reader: its connection and, lazily, one fetcher per dataset."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stamp: int, connection: sqlite3.Connection | None = None) -> None:
         self.pid = os.getpid()
-        self.connection = connect_readonly(path)
+        self.connection = connection or connect_readonly(path)
+        if self.connection.execute("PRAGMA user_version").fetchone()[0] != stamp:
+            self.connection.close()
+            raise StaleStoreError(
+                f"{path}: the store was replaced (rebuilt, or changed by mix, remove-mixture or migrate) "
+                "after this reader opened it; open it again"
+            )
         # Pages come through a shared memory map; a small private cache keeps workers lean.
         self.connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         self.connection.execute(f"PRAGMA cache_size = -{CACHE_KIB}")

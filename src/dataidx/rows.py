@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
 
+#: What reading a damaged row raises: invalid UTF-8, or arrays pyarrow's JSON reader built
+#: inconsistently (seen for null structs inside lists).
+UNREADABLE = (UnicodeDecodeError, SystemError, pa.ArrowException)
+
+
 @dataclass(frozen=True)
 class BadRow:
     """Stands in for a row whose bytes cannot be decoded (invalid UTF-8), with the reason."""
@@ -93,7 +98,7 @@ class ArrowRows:
         for batch in self.batches():
             try:
                 yield from batch.to_pylist()
-            except UnicodeDecodeError:
+            except UNREADABLE:
                 yield from (_decoded(batch.slice(j, 1)) for j in range(batch.num_rows))
 
     def table(self) -> pa.Table | None:
@@ -149,7 +154,7 @@ class DatasetRows:
         for start in range(0, len(self.dataset), 1000):
             try:
                 batch = self.dataset[start : start + 1000]
-            except UnicodeDecodeError:
+            except UNREADABLE:
                 yield from (_decoded_row(self.dataset, i) for i in range(start, min(start + 1000, len(self.dataset))))
                 continue
             columns = list(batch)
@@ -163,19 +168,21 @@ def _decoded(one_row: pa.RecordBatch) -> dict[str, Any] | BadRow:
     except UnicodeDecodeError as exc:
         columns = [name for name, column in zip(one_row.schema.names, one_row.columns) if not _decodes(column)]
         return BadRow(f"column {', '.join(repr(c) for c in columns) or '?'} is not valid UTF-8 ({exc.reason})")
+    except UNREADABLE as exc:
+        return BadRow(f"the row cannot be read back from its Arrow data ({type(exc).__name__}: {exc})")
 
 
 def _decoded_row(dataset: Dataset, index: int) -> dict[str, Any] | BadRow:
     try:
         return dataset[index]
-    except UnicodeDecodeError as exc:
-        return BadRow(f"a column is not valid UTF-8 ({exc.reason})")
+    except UNREADABLE as exc:
+        return BadRow(f"the row cannot be read ({type(exc).__name__}: {exc})")
 
 
 def _decodes(column: pa.Array) -> bool:
     try:
         column.to_pylist()
-    except UnicodeDecodeError:
+    except UNREADABLE:
         return False
     return True
 

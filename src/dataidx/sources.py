@@ -85,12 +85,13 @@ def builder_for(spec: DatasetSpec, filename: str) -> str:
 
 
 def data_files_in(folder: str) -> list[str]:
-    """Visible files directly inside ``folder``, sorted, as v1's local loader sees them."""
-    return sorted(
-        os.path.join(folder, name)
-        for name in os.listdir(folder)
-        if not name.startswith(".") and os.path.isfile(os.path.join(folder, name))
-    )
+    """Visible files under ``folder``, subfolders included (``load_dataset(data_dir=...)`` reads
+    them too), in a stable order."""
+    files: list[str] = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+    return files
 
 
 def source_files(spec: DatasetSpec) -> list[str]:
@@ -103,13 +104,7 @@ def source_files(spec: DatasetSpec) -> list[str]:
         return [spec.path]
     if not os.path.isdir(spec.path):
         return []
-    if spec.source == "local":
-        return data_files_in(spec.path)
-    files: list[str] = []
-    for root, dirs, names in os.walk(spec.path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
-    return files
+    return data_files_in(spec.path)
 
 
 @sources.register("local", version="1")

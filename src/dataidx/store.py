@@ -6,7 +6,9 @@ temporary file renamed into place when complete.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import secrets
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,7 +37,8 @@ def alembic_config(engine_connection) -> "alembic.config.Config":  # noqa: F821
 
 @contextmanager
 def rewriting(path: str | os.PathLike[str]) -> Iterator[Connection]:
-    """A transaction on a copy of a current store, renamed over it only if the block succeeds.
+    """A transaction on a copy of a current store, renamed over it only if the block succeeds;
+    one writer at a time.
 
     Readers that already have the store open keep reading the old file; new opens see the new
     one; an error or a kill mid-way leaves the store as it was.
@@ -64,21 +67,38 @@ def migrate_store(path: str | os.PathLike[str]) -> tuple[str | None, str]:
 
 @contextmanager
 def _on_copy(path: Path) -> Iterator[Connection]:
-    remove_stale_temporaries(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    shutil.copyfile(path, temporary)
-    try:
-        engine = create_engine(f"sqlite:///{temporary}")
-        _set_build_pragmas(engine)
+    if not os.access(path.parent, os.W_OK):
+        raise StoreError(f"{path}: folder {path.parent} is not writable")
+    with writer_lock(path):
+        remove_stale_temporaries(path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with engine.begin() as connection:
-                yield connection
-        finally:
-            engine.dispose()
-        publish(temporary, path)
-    except BaseException:
-        remove_temporary(temporary)
-        raise
+            shutil.copyfile(path, temporary)
+            engine = create_engine(f"sqlite:///{temporary}")
+            _set_build_pragmas(engine)
+            try:
+                with engine.begin() as connection:
+                    yield connection
+                    stamp(connection)
+            finally:
+                engine.dispose()
+            publish(temporary, path)
+        except OSError as exc:
+            remove_temporary(temporary)
+            raise StoreError(f"{path}: cannot write: {exc}") from None
+        except BaseException:
+            remove_temporary(temporary)
+            raise
+
+
+def refuse_to_overwrite(target: Path) -> None:
+    """A build replaces an existing store, never another kind of file (``-o data.json``)."""
+    if not target.exists():
+        return
+    try:
+        store_revision(target)
+    except StoreError:
+        raise StoreError(f"{target} exists and is not a dataidx store; refusing to overwrite it") from None
 
 
 def remove_stale_temporaries(target: Path) -> None:
@@ -129,6 +149,29 @@ def _set_build_pragmas(engine: Engine) -> None:
         for pragma in ("synchronous = OFF", "journal_mode = MEMORY", "cache_size = -65536", "temp_store = MEMORY"):
             cursor.execute(f"PRAGMA {pragma}")
         cursor.close()
+
+
+def stamp(connection: Connection) -> None:
+    """Give the store being written a new identity (SQLite's ``user_version`` header field).
+
+    Readers remember it when they open a store and check it whenever a process reconnects, so a
+    DataLoader worker never applies an old layout to a store replaced in the meantime.
+    """
+    connection.exec_driver_sql(f"PRAGMA user_version = {secrets.randbelow(2**31 - 1) + 1}")
+
+
+@contextmanager
+def writer_lock(target: Path) -> Iterator[None]:
+    """One writer at a time: mix, remove-mixture, migrate and build read, change and replace a
+    whole file, so two at once would silently lose one's change. The lock is on the store's
+    folder (no lock file is left behind; writers of other stores there wait their turn) and the
+    OS releases it even when the holder is killed."""
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # closing releases the lock
 
 
 def publish(temporary: Path, target: Path) -> None:

@@ -25,8 +25,11 @@ def check_store_file(path: Path) -> None:
         raise StoreError(f"{path}: store not found")
     if path.is_dir():
         raise StoreError(f"{path}: is a folder, not a store file")
-    with path.open("rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read store: {exc.strerror or exc}") from None
     if header != SQLITE_HEADER:
         raise StoreError(f"{path}: not a dataidx store (not a SQLite file)")
 
@@ -57,10 +60,11 @@ def store_revision(path: str | os.PathLike[str]) -> str | None:
 
 def _open(path: Path) -> tuple[sqlite3.Connection, str | None]:
     check_store_file(path)
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.DatabaseError as exc:
+        connection.close()
         if "no such table" in str(exc):
             raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
         raise StoreError(f"{path}: cannot read store: {exc}") from None
