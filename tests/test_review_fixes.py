@@ -127,3 +127,13 @@ def test_files_in_subfolders_count_as_sources(tmp_path: Path, make_store) -> Non
     with pytest.raises(StaleStoreError, match="p1.jsonl changed size"):
         DataEngine(built)
     assert json.loads(CliRunner().invoke(cli, ["verify", str(built), "--json"]).output)["ok"] is False
+
+
+def test_threads_reading_one_engine_get_the_right_rows(store: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = DataEngine(store)
+    positions = list(range(0, 3000, 7))
+    expected = [DataEngine(store)[p] for p in positions]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(engine.reader.get, positions)) == expected

@@ -54,7 +54,8 @@ class ArrowRows:
 
     def __init__(self, files: Sequence[dict[str, Any]]) -> None:
         self.files = list(files)
-        self._maps = [pa.memory_map(f["path"], "r") for f in self.files]
+        # Whole-file zero-copy buffers: reading a batch slices one, no shared file position to race on.
+        self._buffers = [_mapped_buffer(f["path"]) for f in self.files]
         self._layout: list[tuple[int, int]] = []  # (file index, byte offset) per batch
         self._starts: list[int] = []
         total = 0
@@ -71,15 +72,16 @@ class ArrowRows:
     def __len__(self) -> int:
         return self._length
 
-    def _batch(self, number: int) -> pa.RecordBatch:
-        file_number, offset = self._layout[number]
-        source = self._maps[file_number]
+    def _schema(self, file_number: int) -> pa.Schema:
         schema = self._schemas.get(file_number)
         if schema is None:
-            source.seek(0)
-            schema = self._schemas[file_number] = pa.ipc.read_schema(pa.ipc.read_message(source))
-        source.seek(offset)
-        return pa.ipc.read_record_batch(pa.ipc.read_message(source), schema)
+            schema = self._schemas[file_number] = pa.ipc.read_schema(pa.ipc.read_message(self._buffers[file_number]))
+        return schema
+
+    def _batch(self, number: int) -> pa.RecordBatch:
+        file_number, offset = self._layout[number]
+        message = pa.ipc.read_message(self._buffers[file_number].slice(offset))
+        return pa.ipc.read_record_batch(message, self._schema(file_number))
 
     def row(self, index: int) -> dict[str, Any]:
         number = bisect.bisect_right(self._starts, index) - 1
@@ -103,11 +105,14 @@ class ArrowRows:
 
     def table(self) -> pa.Table | None:
         """All rows as one zero-copy Arrow table, for vectorised passes."""
-        if not self._maps:
+        if not self._buffers:
             return None
-        self._maps[0].seek(0)
-        schema = pa.ipc.read_schema(pa.ipc.read_message(self._maps[0]))
-        return pa.Table.from_batches(list(self.batches()), schema=schema)
+        return pa.Table.from_batches(list(self.batches()), schema=self._schema(0))
+
+
+def _mapped_buffer(path: str) -> pa.Buffer:
+    with pa.memory_map(path, "r") as source:
+        return source.read_buffer()  # stays valid (and mapped) after the file object closes
 
 
 def batch_layout(path: str) -> list[tuple[int, int]]:
