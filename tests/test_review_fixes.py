@@ -137,3 +137,20 @@ def test_threads_reading_one_engine_get_the_right_rows(store: Path) -> None:
     expected = [DataEngine(store)[p] for p in positions]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(engine.reader.get, positions)) == expected
+
+
+def test_a_source_rewritten_with_its_mtime_put_back_is_loaded_again(tmp_path: Path) -> None:
+    """datasets caches local files by path and mtime; dataidx notices the change time moved."""
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
+    config = write_yaml(tmp_path / "c.yaml", f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    build(config, tmp_path / "s.db")
+    build(config, tmp_path / "old.db")
+    stat = data.stat()
+    data.write_bytes(data.read_bytes().replace(b"answer 1", b"answer 9"))
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    build(config, tmp_path / "s.db")
+    # The older store indexed the cache that has just been written anew: refused, not misread.
+    with pytest.raises(StaleStoreError, match="the Arrow data recorded at build time was written anew; rebuild the store"):
+        DataEngine(tmp_path / "old.db")
+    assert DataEngine(tmp_path / "s.db")[1]["messages"][1]["content"][0]["value"] == "answer 9"
+    assert json.loads(CliRunner().invoke(cli, ["verify", str(tmp_path / "s.db"), "--json"]).output)["ok"] is True

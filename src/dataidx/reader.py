@@ -20,7 +20,7 @@ from typing import Any
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
-from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_intact
+from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_state
 from .storefile import connect_readonly
 from .verify import dataset_problems
 
@@ -225,7 +225,12 @@ class _Fetcher:
 
 def open_rows(dataset: StoredDataset) -> RowSource:
     """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
-    if dataset.arrow_files and arrow_files_intact(dataset.arrow_files):
+    state = arrow_files_state(dataset.arrow_files) if dataset.arrow_files else "missing"
+    if state == "changed":
+        raise StaleStoreError(
+            f"dataset '{dataset.name}': its Arrow data was written anew since the build; rebuild the store"
+        )
+    if state == "intact":
         rows = ArrowRows(dataset.arrow_files)
         if len(rows) != dataset.rows:
             raise StaleStoreError(

@@ -203,19 +203,22 @@ def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:
     files = []
     for path in paths:
         layout = batch_layout(path)
-        files.append({"path": path, "size": os.path.getsize(path), "rows": sum(r for _, r in layout),
-                      "batches": layout})
+        stat = os.stat(path)
+        files.append({"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                      "rows": sum(r for _, r in layout), "batches": layout})
     if sum(f["rows"] for f in files) != len(dataset):
         return None
     return files
 
 
-def arrow_files_intact(files: Sequence[dict[str, Any]]) -> bool:
-    """Cheap check that recorded Arrow files still exist with their recorded sizes."""
+def arrow_files_state(files: Sequence[dict[str, Any]]) -> str:
+    """``"intact"``, ``"missing"`` (a cleaned cache: load the source again) or ``"changed"``
+    (the cache was written anew since the build: its rows may no longer match the index)."""
     for entry in files:
         try:
-            if os.path.getsize(entry["path"]) != entry["size"]:
-                return False
+            stat = os.stat(entry["path"])
         except OSError:
-            return False
-    return True
+            return "missing"
+        if stat.st_size != entry["size"] or stat.st_mtime_ns != entry.get("mtime_ns", stat.st_mtime_ns):
+            return "changed"
+    return "intact"

@@ -33,20 +33,38 @@ class Loaded:
     files: list[str]
 
 
-Loader = Callable[["DatasetSpec"], Loaded]
+#: ``loader(spec, *, refresh=False)``; ``refresh`` asks it to bypass any cache of the source.
+Loader = Callable[..., Loaded]
 sources: Registry[Loader] = Registry("source")
 
 
 def load(spec: DatasetSpec) -> Loaded:
-    """Load ``spec`` through its source plugin; any failure names the dataset and the path."""
+    """Load ``spec`` through its source plugin; any failure names the dataset and the path.
+
+    ``datasets`` keys its cache of local files by path and mtime, so a file rewritten with its
+    mtime put back (``cp -p``, ``rsync -a``) would be served from the old cache. The inode's
+    change time cannot be put back: a source changed after its cache was written is loaded
+    again, bypassing the cache.
+    """
     loader = sources.get(spec.source)
     try:
         with _quiet_datasets():
-            return loader.func(spec)
+            loaded = loader.func(spec)
+            if _cache_older_than_sources(loaded):
+                loaded = loader.func(spec, refresh=True)
+            return loaded
     except SourceError:
         raise
     except Exception as exc:  # datasets raises many types; the user needs the root cause
         raise SourceError(f"dataset '{spec.name}': cannot load {spec.path}: {_root_cause(exc)}") from exc
+
+
+def _cache_older_than_sources(loaded: Loaded) -> bool:
+    caches = [entry["filename"] for entry in loaded.dataset.cache_files]
+    if not caches or not loaded.files:
+        return False
+    written = min(os.stat(path).st_mtime_ns for path in caches)
+    return max(os.stat(path).st_ctime_ns for path in loaded.files) > written
 
 
 @contextmanager
@@ -107,8 +125,12 @@ def source_files(spec: DatasetSpec) -> list[str]:
     return data_files_in(spec.path)
 
 
+def _download_mode(refresh: bool) -> dict[str, str]:
+    return {"download_mode": "force_redownload"} if refresh else {}
+
+
 @sources.register("local", version="1")
-def load_local(spec: DatasetSpec) -> Loaded:
+def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """A local file or a folder of files of one type (json, jsonl, csv, parquet, arrow, txt)."""
     from datasets import load_dataset
 
@@ -127,14 +149,14 @@ def load_local(spec: DatasetSpec) -> Loaded:
         raise SourceError(
             f"dataset '{spec.name}': folder {spec.path} mixes file types ({', '.join(sorted(builders))})"
         )
-    dataset = load_dataset(builders.pop(), split=spec.split, **kwargs)
+    dataset = load_dataset(builders.pop(), split=spec.split, **kwargs, **_download_mode(refresh))
     return Loaded(dataset=dataset, files=files)
 
 
 @sources.register("hf_hub", version="1")
-def load_hub(spec: DatasetSpec) -> Loaded:
+def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
     from datasets import load_dataset
 
-    dataset = load_dataset(spec.path, split=spec.split)
+    dataset = load_dataset(spec.path, split=spec.split, **_download_mode(refresh))
     return Loaded(dataset=dataset, files=source_files(spec))

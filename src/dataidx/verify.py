@@ -14,7 +14,7 @@ from .config import DatasetSpec
 from .converters import converters
 from .errors import PluginError
 from .fingerprints import added_files, changed_files
-from .rows import arrow_files_intact
+from .rows import arrow_files_state
 from .sources import source_files, sources
 from .storefile import connect_readonly
 
@@ -34,8 +34,11 @@ def dataset_problems(dataset: Any, *, deep: bool = False) -> list[str]:
             continue
         if current != version:
             problems.append(f"{family} '{name}' is version {current}, the store was built with version {version}")
-    if deep and dataset.arrow_files and not arrow_files_intact(dataset.arrow_files):
+    state = arrow_files_state(dataset.arrow_files) if dataset.arrow_files else "intact"
+    if state == "missing" and deep:
         problems.append("the Arrow data recorded at build time is gone (reads will load the source again)")
+    elif state == "changed":
+        problems.append("the Arrow data recorded at build time was written anew")
     return problems
 
 
