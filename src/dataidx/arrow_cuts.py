@@ -175,8 +175,8 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
     if _has_null_messages(messages, offsets):
         return None  # a null turn fails the converter: the row path names the row
     tags, values = _field(messages, "from"), _field(messages, "value")
-    known = pc.fill_null(pc.is_in(tags, value_set=_SHAREGPT_TAGS.cast(tags.type)), False).to_numpy(zero_copy_only=False)
-    call = pc.fill_null(pc.equal(tags, "function_call"), False).to_numpy(zero_copy_only=False)
+    known = _mask(pc.is_in(tags, value_set=_SHAREGPT_TAGS.cast(tags.type)))
+    call = _mask(pc.equal(tags, "function_call"))
     text = known & ~call
     if (text & _mask(pc.is_null(values))).any() or (text & _placeholders(values)).any():
         return None  # the row path raises for these, naming the row
@@ -187,7 +187,7 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
             json.loads(value)
         except (json.JSONDecodeError, TypeError):
             kept[position] = False
-    gpt = pc.fill_null(pc.equal(tags, "gpt"), False).to_numpy(zero_copy_only=False)
+    gpt = _mask(pc.equal(tags, "gpt"))
     rows, cuts = _expand(kept, kept & (gpt | call), offsets)
     return TableCuts(rows=rows, cuts=cuts, drops=int((~kept).sum()) + tool_drops)
 
@@ -204,7 +204,7 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
     messages, offsets = _flatten(table["messages"])
     if _has_null_messages(messages, offsets):
         return None
-    assistant = pc.fill_null(pc.equal(_field(messages, "role"), "assistant"), False).to_numpy(zero_copy_only=False)
+    assistant = _mask(pc.equal(_field(messages, "role"), "assistant"))
     if type_.value_type.get_field_index("loss_weight") >= 0:
         weights = _field(messages, "loss_weight")
         if not (pa.types.is_floating(weights.type) or pa.types.is_integer(weights.type) or pa.types.is_null(weights.type)):
