@@ -131,6 +131,77 @@ class MixtureEntry(Base):
     entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), nullable=False)
 
 
+class RenderSpec(Base):
+    """How entries were rendered: tokenizer fingerprint, template text, cutoff and truncation.
+
+    ``fingerprint`` hashes all of them with the dataidx version, so lengths are reused only for
+    exactly the same rendering; ``kept`` counts entries whose status lets them train.
+    """
+
+    __tablename__ = "render_specs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
+    tokenizer: Mapped[str] = mapped_column(Text, nullable=False)
+    tokenizer_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    template: Mapped[str] = mapped_column(String, nullable=False)
+    template_text: Mapped[str] = mapped_column(Text, nullable=False)
+    cutoff: Mapped[int] = mapped_column(Integer, nullable=False)
+    truncation: Mapped[str] = mapped_column(String, nullable=False)
+    entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    kept: Mapped[int] = mapped_column(Integer, nullable=False)
+    dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
+    created_at: Mapped[str] = mapped_column(String, nullable=False)
+    seconds: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class EntryRender(Base):
+    """One base entry under one spec: token counts after truncation, before it, and a status."""
+
+    __tablename__ = "entry_renders"
+    __table_args__ = {"sqlite_with_rowid": False}
+    spec_id: Mapped[int] = mapped_column(ForeignKey("render_specs.id"), primary_key=True)
+    entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), primary_key=True)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    supervised_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    full_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    status: Mapped[str] = mapped_column(String, nullable=False)
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class PackingPlan(Base):
+    """Best-fit-decreasing packs of one mixture's kept positions under one spec, seeded order."""
+
+    __tablename__ = "packing_plans"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
+    spec_id: Mapped[int] = mapped_column(ForeignKey("render_specs.id"), nullable=False)
+    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), nullable=False)
+    capacity: Mapped[int] = mapped_column(Integer, nullable=False)
+    seed: Mapped[int] = mapped_column(Integer, nullable=False)
+    packs: Mapped[int] = mapped_column(Integer, nullable=False)
+    entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    fill: Mapped[float] = mapped_column(Float, nullable=False)
+    left_out: Mapped[int] = mapped_column(Integer, nullable=False)
+    dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
+    created_at: Mapped[str] = mapped_column(String, nullable=False)
+    seconds: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class PackedEntry(Base):
+    """Slot ``slot`` of pack ``pack``: a mixture position, its base entry and its token count."""
+
+    __tablename__ = "packed_entries"
+    __table_args__ = {"sqlite_with_rowid": False}
+    plan_id: Mapped[int] = mapped_column(ForeignKey("packing_plans.id"), primary_key=True)
+    pack: Mapped[int] = mapped_column(Integer, primary_key=True)
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), nullable=False)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
 #: The views users may rely on, created by the migrations; their columns are an interface.
 VIEW_COLUMNS = {
     "entries": ("mixture", "position", "dataset", "row", "cut"),
@@ -138,4 +209,7 @@ VIEW_COLUMNS = {
     "turns": ("dataset", "row", "entries", "last_cut"),
     "repeats": ("mixture", "dataset", "row", "cut", "repeats"),
     "rejects": ("dataset", "row", "reason"),
+    "entry_lengths": ("spec", "dataset", "row", "cut", "tokens", "supervised_tokens", "status", "full_tokens", "detail"),
+    "pack_plans": ("plan", "spec", "mixture", "capacity", "seed", "packs", "entries", "fill", "tokens", "left_out"),
+    "pack_members": ("plan", "pack", "slot", "position", "tokens"),
 }

@@ -14,9 +14,9 @@ from pathlib import Path
 from .errors import StoreError
 
 #: Alembic revision of the newest schema this code reads and writes.
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 #: Every revision a store may carry, oldest first; older ones are upgraded by `dataidx migrate`.
-REVISIONS = ("0001", "0002", "0003", "0004")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -69,3 +69,10 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str | None]:
             raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
         raise StoreError(f"{path}: cannot read store: {exc}") from None
     return connection, (row[0] if row else None)
+
+
+def not_found(connection: sqlite3.Connection, table: str, kind: str, name: str, path: str, hint: str = "") -> StoreError:
+    """The error for a missing mixture, spec or plan, listing the names the store does have."""
+    names = [row[0] for row in connection.execute(f"SELECT name FROM {table} ORDER BY id")]
+    listed = ", ".join(names) or f"none{hint}"
+    return StoreError(f"{path}: no {kind} '{name}' ({kind.split()[-1]}s: {listed})")
