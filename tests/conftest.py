@@ -68,3 +68,47 @@ def chat_rows(turns: list[int]) -> list[dict]:
             conversation += [{"from": "human", "value": f"q{r}.{t}"}, {"from": "gpt", "value": f"a{r}.{t}"}]
         rows.append({"conversations": conversation})
     return rows
+
+
+#: Control tokens of every built-in template, special in the test tokenizers.
+SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
+                  "<|end_header_id|>", "<|eot_id|>"]
+CORPUS = ["hello world, how are you today? I am fine, thanks.", "The answer is 42.", "question answer tool call",
+          "user assistant system: Be brief. helpful"]
+
+
+def train_tokenizer(folder: Path | None = None, *, add_bos: bool = False, vocab_size: int = 400,
+                    chat_template: str | None = None, corpus: list[str] | None = None):
+    """A tiny byte-level BPE trained here (nothing is downloaded), as a PreTrainedTokenizerFast.
+
+    ``add_bos`` gives it a post-processor that prepends BOS, like Llama tokenizers.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    backend.train_from_iterator((corpus or CORPUS) * 20, trainer)
+    if add_bos:
+        backend.post_processor = processors.TemplateProcessing(
+            single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", backend.token_to_id("<s>"))])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>",
+                                        pad_token="<pad>")
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    if folder is not None:
+        tokenizer.save_pretrained(folder)
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny tokenizer folder whose own chat template is the built-in ChatML."""
+    from dataidx.templates import CHATML
+
+    folder = tmp_path_factory.mktemp("tiny-tokenizer")
+    train_tokenizer(folder, chat_template=CHATML)
+    return folder

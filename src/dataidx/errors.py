@@ -51,3 +51,7 @@ class StaleStoreError(StoreError):
 
 class ReadOnlyError(DataidxError, PermissionError):
     """A query tried to change the store through a read-only interface."""
+
+
+class RenderError(DataidxError, ValueError):
+    """An entry cannot be rendered with a template or tokenizer, or a render spec is unusable."""
