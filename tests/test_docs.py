@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from dataidx.lengths import render_store
 from dataidx.mixing import add_mixture
+from dataidx.plans import pack_store
 from dataidx.query import run_query
 from dataidx.schema import VIEW_COLUMNS
 
-from .conftest import REPO
+from .conftest import REPO, train_tokenizer
 
 SQL_DOC = REPO / "docs" / "sql.md"
 
@@ -27,6 +29,10 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("docs") / "demo.db"
     build(REPO / "data" / "demo_sft.yaml", store)
     add_mixture(store, REPO / "data" / "demo_sft.yaml", "seed7", seed=7, sampling="replacement")
+    tokenizer = tmp_path_factory.mktemp("tokenizer")
+    train_tokenizer(tokenizer)
+    render_store(store, tokenizer, template="chatml", cutoff=96, truncation="drop")
+    pack_store(store, "default", capacity=256)
     return store
 
 

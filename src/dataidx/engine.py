@@ -1,6 +1,6 @@
 """``DataEngine``: a ``torch.utils.data.Dataset`` over one mixture of a store.
 
-The only module that imports torch. It returns the same dicts as LLaMA-Factory v1's
+With :mod:`dataidx.collate`, the only modules that import torch. It returns the same dicts as LLaMA-Factory v1's
 ``DataEngine`` (``{"_dataset_name": name, **sample}`` with ``messages`` cut to the entry), but
 opens instantly, holds no per-entry Python objects, and batches its reads for a DataLoader.
 """
@@ -14,6 +14,7 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from .reader import StoreReader
+from .rendered import PackedPlan, RenderedMixture
 
 
 def _position(index: Any) -> int:
@@ -29,19 +30,26 @@ def _position(index: Any) -> int:
 class DataEngine(Dataset):
     """Entries of mixture ``mixture`` of the store at ``path``, converted on fetch.
 
+    With ``render=SPEC`` (a spec stored by ``dataidx render``) it serves the entries that train
+    under that spec, rendered to ``input_ids``/``labels``/``loss_weights``/``attention_mask``;
+    ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same).
+
     Example::
 
         engine = DataEngine("demo.db")
         engine[0], engine[-1], engine[2:5], engine[[7, 3]]
         DataLoader(engine, batch_size=32, num_workers=2, collate_fn=list)
+        DataLoader(DataEngine("demo.db", render="default"), batch_size=8, collate_fn=Collator(pad_token_id=0))
     """
 
-    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True) -> None:
-        self.reader = StoreReader(path, mixture, verify=verify)
-
-    @property
-    def mixture(self) -> str:
-        return self.reader.mixture
+    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
+                 render: str | None = None, tokenizer: Any = None) -> None:
+        self.mixture = mixture
+        self.reader: StoreReader | RenderedMixture
+        if render is None:
+            self.reader = StoreReader(path, mixture, verify=verify)
+        else:
+            self.reader = RenderedMixture(path, mixture, spec=render, tokenizer=tokenizer, verify=verify)
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -58,4 +66,30 @@ class DataEngine(Dataset):
         return self.reader.get_many([_position(i) for i in indices])
 
     def __repr__(self) -> str:
-        return f"DataEngine({self.reader.path!r}, mixture={self.mixture!r}, entries={len(self)})"
+        path = self.reader.reader.path if isinstance(self.reader, RenderedMixture) else self.reader.path
+        return f"DataEngine({path!r}, mixture={self.mixture!r}, entries={len(self)})"
+
+
+class PackedDataset(Dataset):
+    """The packs of a plan stored by ``dataidx pack``: item ``i`` is the list of pack ``i``'s
+    rendered members. Batch it with :class:`dataidx.collate.Collator`, which lays each pack out
+    as one row with restarting ``position_ids`` and ``cu_seq_lens``.
+
+    Example::
+
+        packs = PackedDataset("demo.db", plan="default")
+        DataLoader(packs, batch_size=2, collate_fn=Collator(pad_token_id=0))
+    """
+
+    def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
+                 verify: bool = True) -> None:
+        self.packs = PackedPlan(path, plan, tokenizer=tokenizer, verify=verify)
+
+    def __len__(self) -> int:
+        return len(self.packs)
+
+    def __getitem__(self, index: int) -> list[dict[str, Any]]:
+        return self.packs.get(_position(index))
+
+    def __repr__(self) -> str:
+        return f"PackedDataset({self.packs.reader.path!r}, plan={self.packs.plan!r}, packs={len(self)})"

@@ -14,6 +14,8 @@ import gc
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_state
-from .storefile import connect_readonly
+from .storefile import connect_readonly, not_found
 from .verify import dataset_problems
 
 MMAP_BYTES = 1 << 40
@@ -57,33 +59,32 @@ class StoredDataset:
     arrow_files: list[dict[str, Any]] | None
 
 
-class StoreReader:
-    """Positions of one mixture of a store -> ``{"_dataset_name": ..., **sample}`` dicts.
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """A batch allocates only acyclic objects: a collection in the middle of it is pure cost."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
-    Example::
 
-        reader = StoreReader("demo.db")
-        reader.get(0), reader.get_many([3, 1, 2])
+class EntryReader:
+    """Base entries of a store by id -> samples; what every reader and the render pass share.
+
+    Opening checks the store's schema, that the sources did not change and that each converter
+    is the recorded version. Connections and mapped files are per process (see ``_process``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
         self.path = os.fspath(path)
-        self.mixture = mixture
         connection = connect_readonly(self.path)
         try:
             self.stamp = connection.execute("PRAGMA user_version").fetchone()[0]
             self.datasets = read_datasets(connection)
-            row = connection.execute("SELECT id, start, entries FROM mixtures WHERE name = ?", (mixture,)).fetchone()
-            if row is None:
-                names = [r[0] for r in connection.execute("SELECT name FROM mixtures ORDER BY id")]
-                raise StoreError(f"{self.path}: no mixture '{mixture}' (mixtures: {', '.join(names) or 'none'})")
-            mixture_id, self.start, self.length = row
-            # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
-            self._runs = connection.execute(
-                "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = ? ORDER BY start",
-                (mixture_id,),
-            ).fetchall()
-            self._run_starts = [run[0] for run in self._runs]
+            self._open(connection)
             if verify:
                 for dataset in self.datasets.values():
                     self._verify(dataset)
@@ -94,6 +95,9 @@ class StoreReader:
         # other processes (DataLoader workers) reconnect and check it is still the same store.
         self._local: _ProcessState | None = _ProcessState(self.path, self.stamp, connection)
 
+    def _open(self, connection: sqlite3.Connection) -> None:
+        """Read what a subclass needs while the store is being opened."""
+
     def _verify(self, dataset: StoredDataset) -> None:
         problems = dataset_problems(dataset)
         if problems:
@@ -101,9 +105,6 @@ class StoreReader:
                 f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(problems)}; "
                 "rebuild the store (or open it with verify=False / --no-verify to read it anyway)"
             )
-
-    def __len__(self) -> int:
-        return self.length
 
     def __getstate__(self) -> dict[str, Any]:
         # Connections and memory maps belong to one process; workers reopen their own.
@@ -114,6 +115,59 @@ class StoreReader:
         if local is None or local.pid != os.getpid():
             local = self._local = _ProcessState(self.path, self.stamp)
         return local
+
+    def _query(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            return self._process().connection.execute(sql, parameters).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read store: {exc}") from None
+
+    def entry_triples(self, first: int, last: int) -> list[tuple[int, int, int, int | None]]:
+        """``(entry id, dataset_id, row, cut)`` of base entries ``first..last``, in id order."""
+        return self._query("SELECT id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN ? AND ? ORDER BY id",
+                           (first, last))
+
+    def entries_by_id(self, entry_ids: list[int]) -> list[tuple[int, int, int | None]]:
+        """``(dataset_id, row, cut)`` per base entry id, in the order asked: one query."""
+        sql, parameter = (_ENTRY_ONE, entry_ids[0]) if len(entry_ids) == 1 else (_ENTRY_MANY, json.dumps(entry_ids))
+        found = {r[0]: r[1:] for r in self._query(sql, (parameter,))}
+        try:
+            return [found[i] for i in entry_ids]
+        except KeyError:
+            raise StoreError(f"{self.path}: base entries are missing; the store is damaged") from None
+
+    def sample(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
+        """The sample of one entry: a row read from the mapped Arrow data, converted and cut."""
+        return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)
+
+
+class StoreReader(EntryReader):
+    """Positions of one mixture of a store -> ``{"_dataset_name": ..., **sample}`` dicts.
+
+    Example::
+
+        reader = StoreReader("demo.db")
+        reader.get(0), reader.get_many([3, 1, 2])
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True) -> None:
+        self.mixture = mixture
+        super().__init__(path, verify=verify)
+
+    def _open(self, connection: sqlite3.Connection) -> None:
+        row = connection.execute("SELECT id, start, entries FROM mixtures WHERE name = ?", (self.mixture,)).fetchone()
+        if row is None:
+            raise not_found(connection, "mixtures", "mixture", self.mixture, self.path)
+        self.mixture_id, self.start, self.length = row
+        # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
+        self._runs = connection.execute(
+            "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = ? ORDER BY start",
+            (self.mixture_id,),
+        ).fetchall()
+        self._run_starts = [run[0] for run in self._runs]
+
+    def __len__(self) -> int:
+        return self.length
 
     def position(self, index: int) -> int:
         """``index`` as a position in ``range(len(self))``; negative counts from the end."""
@@ -131,21 +185,16 @@ class StoreReader:
                 return True, first_entry + position - start
         return False, position
 
-    def _triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
+    def triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
         """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""
         keys = [self._key(i) for i in indices]
-        local = self._process()
         found: dict[tuple[bool, int], tuple] = {}
         for in_run, one, many in ((True, _ENTRY_ONE, _ENTRY_MANY), (False, _POSITION_ONE, _POSITION_MANY)):
             wanted = [value for kind, value in keys if kind is in_run]
             if not wanted:
                 continue
             sql, parameter = (one, wanted[0]) if len(wanted) == 1 else (many, json.dumps(wanted))
-            try:
-                rows = local.connection.execute(sql, (parameter,)).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: cannot read store: {exc}") from None
-            found.update(((in_run, r[0]), r[1:]) for r in rows)
+            found.update(((in_run, r[0]), r[1:]) for r in self._query(sql, (parameter,)))
         try:
             return [found[key] for key in keys]
         except KeyError:
@@ -165,23 +214,14 @@ class StoreReader:
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
-        triples = self._triples(indices)
+        triples = self.triples(indices)
         local = self._process()
-        samples = []
-        # A batch only allocates acyclic objects: a collection in the middle of it is pure cost.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            for dataset_id, row, cut in triples:
-                samples.append(local.fetcher(self.datasets[dataset_id]).sample(row, cut))
-        finally:
-            if collecting:
-                gc.enable()
-        return samples
+        with paused_gc():
+            return [local.fetcher(self.datasets[dataset_id]).sample(row, cut) for dataset_id, row, cut in triples]
 
     def entry(self, index: int) -> tuple[str, int, int | None]:
         """The ``(dataset, row, cut)`` triple at a position, without fetching the row."""
-        (dataset_id, row, cut), = self._triples([index])
+        (dataset_id, row, cut), = self.triples([index])
         return self.datasets[dataset_id].name, row, cut
 
 

@@ -51,23 +51,33 @@ def info(store: str, as_json: bool) -> None:
 @click.argument("positions", nargs=-1, required=True, type=int)
 @click.option("--mixture", default="default", show_default=True, help="Mixture to read.")
 @click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
-def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool) -> None:
+@click.option("--render", "spec", metavar="SPEC", help="Render with this spec (from dataidx render) instead.")
+def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool, spec: str | None) -> None:
     """Print entries at POSITIONS (negative counts from the end) as JSON lines.
 
-    Each line is exactly what DataEngine returns for that position.
+    Each line is exactly what DataEngine returns for that position. With --render SPEC, the
+    entry rendered with that spec: input_ids, labels, loss_weights, attention_mask, and its
+    status (entries that do not train are shown too, with the reason).
 
     \b
     Example:
         dataidx show demo.db 0 5 -1
+        dataidx show demo.db 0 --render default
     """
-    from ..reader import StoreReader
+    try:
+        if spec is not None:
+            from ..rendered import rendered_position
 
-    reader = StoreReader(store, mixture, verify=not no_verify)
-    for position in positions:
-        try:
+            for document in rendered_position(store, mixture, spec, list(positions), verify=not no_verify):
+                echo_json(document)
+            return
+        from ..reader import StoreReader
+
+        reader = StoreReader(store, mixture, verify=not no_verify)
+        for position in positions:
             echo_json(reader.get(position))
-        except IndexError as exc:
-            raise DataidxError(str(exc)) from None
+    except IndexError as exc:
+        raise DataidxError(str(exc)) from None
 
 
 @cli.command()

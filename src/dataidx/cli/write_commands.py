@@ -1,10 +1,11 @@
-"""Commands that write a store: build, mix, remove-mixture, migrate. Each writes a copy and
+"""Commands that write a store: build, mix, remove-mixture, migrate, render, pack. Each writes a copy and
 renames it into place, so a failure leaves the store as it was."""
 
 from __future__ import annotations
 
 import click
 
+from ..sampling import DEFAULT_SEED
 from . import cli
 from .common import mixture_options, table
 
@@ -91,3 +92,72 @@ def migrate(store: str) -> None:
         click.echo(f"{store} is already at schema revision {after}", err=True)
     else:
         click.echo(f"migrated {store} from schema revision {before} to {after}", err=True)
+
+
+@cli.command()
+@click.argument("store")
+@click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a fast tokenizer.")
+@click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain) or a .jinja "
+              "file; default: the tokenizer's own chat_template.")
+@click.option("--cutoff", required=True, type=click.IntRange(min=1), help="Most tokens an entry may train on.")
+@click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
+              help="Entries over the cutoff: drop (status too_long), keep the start (right) or the end (left).")
+@click.option("--name", default="default", show_default=True, help="Name of the render spec.")
+@click.option("--jobs", type=click.IntRange(min=1), help="Processes to render with [default: all cores].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
+           jobs: int | None, quiet: bool) -> None:
+    """Render every base entry of STORE and record its token lengths and status under a spec.
+
+    Statuses: ok, truncated, too_long, no_supervision, render_error (with the message); only
+    ok and truncated entries train. The spec is fingerprinted (tokenizer, template, cutoff,
+    truncation, dataidx version): the same one again is a no-op, a changed one recomputes and
+    removes the packing plans made from the old lengths.
+
+    \b
+    Example:
+        dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
+        dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
+    """
+    from ..lengths import render_store
+
+    progress = None if quiet else (lambda message: click.echo(message, err=True))
+    summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
+                           jobs=jobs, progress=progress)
+    if quiet:
+        return
+    click.echo(table(["dataset", "status", "entries"], summary.counts), err=True)
+    if summary.reused:
+        click.echo(f"spec '{name}' is up to date in {store} ({summary.entries} entries, {summary.kept} train)", err=True)
+        return
+    removed = f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed else ""
+    click.echo(f"rendered {summary.entries} entries of {store} as spec '{name}' ({summary.kept} train) "
+               f"in {summary.seconds:.2f} s{removed}", err=True)
+
+
+@cli.command()
+@click.argument("store")
+@click.option("--spec", required=True, help="Render spec whose lengths to pack (from dataidx render).")
+@click.option("--mixture", default="default", show_default=True, help="Mixture whose positions to pack.")
+@click.option("--capacity", required=True, type=click.IntRange(min=1), help="Tokens per pack.")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the pack order.")
+@click.option("--name", default="default", show_default=True, help="Name of the plan (replaced if it exists).")
+def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str) -> None:
+    """Store a best-fit-decreasing packing plan of a mixture's training entries.
+
+    Every position whose entry trains under SPEC goes into exactly one pack of at most
+    CAPACITY tokens; the pack order is shuffled with SEED. Views: pack_plans, pack_members.
+
+    \b
+    Example:
+        dataidx pack demo.db --spec default --capacity 1024 --seed 0
+        dataidx query demo.db "SELECT * FROM pack_plans"
+    """
+    from ..plans import pack_store
+
+    summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
+    click.echo(
+        f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
+        f"tokens, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
+        f"in {summary.seconds:.2f} s", err=True,
+    )

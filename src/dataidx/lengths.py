@@ -1,0 +1,191 @@
+"""``dataidx render``: token lengths and statuses of every base entry under a spec, stored.
+
+Rendering is Python (template) plus Rust (tokenizer) per entry, so the pass splits the index into
+chunks rendered by one forked process per core; each returns plain arrays, and the parent writes
+them in one transaction on a copy of the store. A spec is stored under its name with its
+fingerprint: the same fingerprint again is a no-op, a different one replaces the lengths and
+the packing plans made from them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from multiprocessing import get_context
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from .errors import ConversionError, StaleStoreError
+from .reader import EntryReader
+from .render_spec import RenderSpec, load_tokenizer, make_spec
+from .rendering import TRAINS, Renderer
+from .schema import EntryRender, PackedEntry, PackingPlan
+from .schema import RenderSpec as RenderSpecRow
+from .store import rewriting
+from .storefile import connect_readonly
+
+CHUNK = 2_000
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RenderSummary:
+    """What a render pass did: per dataset and status, how many entries."""
+
+    spec: RenderSpec
+    entries: int
+    kept: int
+    counts: list[tuple[str, str, int]]
+    seconds: float
+    reused: bool = False
+    plans_removed: int = 0
+
+
+# The chunk worker's state: set in the parent just before forking, inherited by the workers.
+_WORKER: tuple[EntryReader, Renderer] | None = None
+
+
+def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, str, str | None]]]:
+    """``(first, rows)`` for base entries ``first..last``: tokens, supervised, full, status, detail."""
+    reader, renderer = _WORKER
+    rows = []
+    for entry_id, dataset_id, row, cut in reader.entry_triples(first, last):
+        try:
+            rendered = renderer.render(reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+        except ConversionError as exc:
+            rows.append((entry_id, 0, 0, 0, "render_error", str(exc)))
+            continue
+        rows.append((entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
+                     rendered.detail))
+    return first, rows
+
+
+def render_store(
+    store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
+    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: Progress | None = None,
+    tokenizer_object: Any = None,
+) -> RenderSummary:
+    """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
+
+    Example::
+
+        render_store("demo.db", "models/tiny", cutoff=4096, template="chatml", truncation="right")
+    """
+    global _WORKER
+    started = time.perf_counter()
+    tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
+    spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation)
+    reader = EntryReader(store)
+    first, last, stored = _index_range(store, name)
+    if stored is not None and stored == spec.fingerprint:
+        return RenderSummary(spec, last - first + 1, _kept(store, name), _counts_in(store, name),
+                             time.perf_counter() - started, reused=True)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
+    _WORKER = (reader, renderer)
+    try:
+        rows = list(_rendered(chunks, jobs, last - first + 1, progress))
+    finally:
+        _WORKER = None
+    return _write(store, reader.stamp, spec, rows, started)
+
+
+def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
+              ) -> Iterator[tuple[int, int, int, int, str, str | None]]:
+    done, started, reported = 0, time.perf_counter(), 0.0
+    if jobs == 1 or len(chunks) == 1:
+        results: Iterator[tuple[int, list]] = (render_chunk(*chunk) for chunk in chunks)
+        pool = None
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"))
+        results = pool.map(render_chunk, *zip(*chunks))
+    try:
+        for _, rows in results:
+            yield from rows
+            done += len(rows)
+            now = time.perf_counter()
+            if progress is not None and (now - reported > 2 or done == total):
+                reported = now
+                progress(f"rendered {done:,}/{total:,} entries ({done / max(now - started, 1e-9):,.0f}/s)")
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _index_range(store: str | os.PathLike[str], name: str) -> tuple[int, int, str | None]:
+    connection = connect_readonly(store)
+    try:
+        first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
+        found = connection.execute("SELECT fingerprint FROM render_specs WHERE name = ?", (name,)).fetchone()
+    finally:
+        connection.close()
+    if first is None:
+        first, last = 1, 0
+    return first, last, found[0] if found else None
+
+
+def _kept(store: str | os.PathLike[str], name: str) -> int:
+    connection = connect_readonly(store)
+    try:
+        return connection.execute("SELECT kept FROM render_specs WHERE name = ?", (name,)).fetchone()[0]
+    finally:
+        connection.close()
+
+
+_COUNTS = (
+    "SELECT d.name, r.status, count(*) FROM entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id "
+    "JOIN datasets AS d ON d.id = b.dataset_id JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = ? "
+    "GROUP BY d.id, r.status ORDER BY d.position, r.status"
+)
+
+
+def _counts_in(store: str | os.PathLike[str], name: str) -> list[tuple[str, str, int]]:
+    connection = connect_readonly(store)
+    try:
+        return [tuple(row) for row in connection.execute(_COUNTS, (name,))]
+    finally:
+        connection.close()
+
+
+def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec,
+           rows: list[tuple[int, int, int, int, str, str | None]], started: float) -> RenderSummary:
+    kept = sum(1 for row in rows if row[4] in TRAINS)
+    with rewriting(store) as connection:
+        if connection.exec_driver_sql("PRAGMA user_version").scalar() != stamp:
+            raise StaleStoreError(f"{store}: the store was replaced while rendering; run dataidx render again")
+        plans_removed = remove_spec(connection, spec.name)
+        spec_id = connection.execute(insert(RenderSpecRow).values(
+            name=spec.name, fingerprint=spec.fingerprint, tokenizer=spec.tokenizer_path,
+            tokenizer_sha256=spec.tokenizer_sha256, template=spec.template, template_text=spec.template_text,
+            cutoff=spec.cutoff, truncation=spec.truncation, entries=len(rows), kept=kept,
+            dataidx_version=spec.version, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            seconds=0.0,
+        )).inserted_primary_key[0]
+        connection.exec_driver_sql(
+            "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(spec_id, *row) for row in rows],
+        )
+        counts = [tuple(row) for row in connection.exec_driver_sql(_COUNTS, (spec.name,))]
+        seconds = time.perf_counter() - started
+        connection.execute(RenderSpecRow.__table__.update().where(RenderSpecRow.id == spec_id).values(seconds=seconds))
+    return RenderSummary(spec, len(rows), kept, counts, seconds, plans_removed=plans_removed)
+
+
+def remove_spec(connection: Connection, name: str) -> int:
+    """Delete spec ``name``, its lengths and the plans made from them; returns plans removed."""
+    spec_id = connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar()
+    if spec_id is None:
+        return 0
+    plans = connection.execute(select(PackingPlan.id).where(PackingPlan.spec_id == spec_id)).scalars().all()
+    if plans:
+        connection.execute(delete(PackedEntry).where(PackedEntry.plan_id.in_(plans)))
+        connection.execute(delete(PackingPlan).where(PackingPlan.id.in_(plans)))
+    connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
+    connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
+    return len(plans)

@@ -1,0 +1,85 @@
+"""A mixture's positions as one array of base entry ids, and a spec's lengths as arrays by entry.
+
+Packing and the rendered engine need, for every position, the entry behind it and that entry's
+token count and status. Runs expand by arithmetic and only explicit positions are read, so a
+1.9M-position mixture costs one small query plus one per spec, not a row object per position.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import StoreError
+from .rendering import TRAINS
+from .storefile import not_found
+
+
+@dataclass(frozen=True)
+class StoredMixture:
+    id: int
+    name: str
+    start: int
+    entries: int
+
+
+def read_mixture(connection: sqlite3.Connection, name: str, path: str) -> StoredMixture:
+    """The stored mixture ``name``, or a StoreError listing the mixtures there are."""
+    row = connection.execute("SELECT id, name, start, entries FROM mixtures WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise not_found(connection, "mixtures", "mixture", name, path)
+    return StoredMixture(*row)
+
+
+def position_entries(connection: sqlite3.Connection, mixture: StoredMixture) -> np.ndarray:
+    """Base entry id of every position of ``mixture``, in position order."""
+    entries = np.zeros(mixture.entries, dtype=np.int64)
+    filled = np.zeros(mixture.entries, dtype=bool)
+    runs = connection.execute(
+        "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = ?", (mixture.id,)
+    ).fetchall()
+    for start, first_entry, length in runs:
+        offset = start - mixture.start
+        entries[offset : offset + length] = np.arange(first_entry, first_entry + length)
+        filled[offset : offset + length] = True
+    explicit = connection.execute(
+        "SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN ? AND ?",
+        (mixture.start, mixture.start + mixture.entries - 1),
+    ).fetchall()
+    if explicit:
+        pairs = np.asarray(explicit, dtype=np.int64)
+        entries[pairs[:, 0] - mixture.start] = pairs[:, 1]
+        filled[pairs[:, 0] - mixture.start] = True
+    if not filled.all():
+        raise StoreError(f"mixture '{mixture.name}' is missing positions; the store is damaged")
+    return entries
+
+
+@dataclass(frozen=True)
+class SpecLengths:
+    """Token counts and "trains" flags of one spec, indexed by ``entry_id - first``."""
+
+    first: int
+    tokens: np.ndarray
+    trains: np.ndarray
+
+    def of(self, entry_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.tokens[entry_ids - self.first], self.trains[entry_ids - self.first]
+
+
+def spec_lengths(connection: sqlite3.Connection, spec_id: int) -> SpecLengths:
+    """Every base entry's tokens and trains flag under a spec (the spec covers every entry)."""
+    statuses = ",".join(f"'{status}'" for status in TRAINS)
+    rows = connection.execute(
+        f"SELECT entry_id, tokens, status IN ({statuses}) FROM entry_renders WHERE spec_id = ? ORDER BY entry_id",
+        (spec_id,),
+    ).fetchall()
+    if not rows:
+        return SpecLengths(1, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
+    table = np.asarray(rows, dtype=np.int64)
+    first = int(table[0, 0])
+    if table[-1, 0] - first + 1 != len(table):
+        raise StoreError("a render spec does not cover every base entry; the store is damaged")
+    return SpecLengths(first, table[:, 1], table[:, 2].astype(bool))

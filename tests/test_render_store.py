@@ -1,0 +1,224 @@
+"""Lengths and packing plans in the store: dataidx render, dataidx pack, the rendered engine,
+packed datasets and the collator, checked against the store's own views."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from dataidx import DataEngine
+from dataidx.cli import cli
+from dataidx.collate import Collator, block_causal_mask
+from dataidx.engine import PackedDataset
+from dataidx.errors import StaleStoreError, StoreError
+from dataidx.lengths import render_store
+from dataidx.mixing import add_mixture, remove_mixture
+from dataidx.plans import pack_store
+from dataidx.rendering import IGNORE
+
+from .conftest import train_tokenizer, write_jsonl
+
+pytest.importorskip("transformers")
+
+
+def rows(count: int) -> list[dict]:
+    """Alpaca rows of varied lengths; every seventh answer is long, so a small cutoff bites."""
+    return [{"instruction": f"question {i} " + "hello " * (i % 5), "input": "",
+             "output": ("The answer is 42. " * (20 if i % 7 == 0 else 1)).strip()} for i in range(count)]
+
+
+@pytest.fixture
+def store(tmp_path: Path, make_store) -> Path:
+    write_jsonl(tmp_path / "qa.jsonl", rows(60))
+    write_jsonl(tmp_path / "chat.jsonl", [{"conversations": [
+        {"from": "human", "value": f"hello {i}"}, {"from": "gpt", "value": "I am fine, thanks."},
+        {"from": "human", "value": "how are you?"}, {"from": "gpt", "value": "The answer is 42."}]}
+        for i in range(20)])
+    return make_store(
+        f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n"
+        f"chat:\n  path: {tmp_path / 'chat.jsonl'}\n  source: local\n  converter: sharegpt\n  weight: 2\n"
+    )
+
+
+def query(store: Path, sql: str, *parameters) -> list[tuple]:
+    with sqlite3.connect(store) as connection:
+        return connection.execute(sql, parameters).fetchall()
+
+
+def test_render_stores_a_status_for_every_entry_and_reuses_an_unchanged_spec(store: Path, tiny_tokenizer: Path) -> None:
+    summary = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=2)
+    base = query(store, "SELECT count(*) FROM base_entries")[0][0]
+    assert summary.entries == base == query(store, "SELECT count(*) FROM entry_lengths WHERE spec = 'default'")[0][0]
+    reasons = dict(query(store, "SELECT status, count(*) FROM entry_lengths GROUP BY status"))
+    assert reasons["too_long"] == 9 and reasons["ok"] == base - 9 == summary.kept
+    assert query(store, "SELECT detail FROM entry_lengths WHERE status = 'too_long' LIMIT 1")[0][0].endswith("cutoff 48")
+    # One process or two: the same lengths.
+    single = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=1, name="single")
+    assert not single.reused
+    assert query(store, "SELECT tokens, supervised_tokens, status FROM entry_lengths WHERE spec = 'default'") == \
+        query(store, "SELECT tokens, supervised_tokens, status FROM entry_lengths WHERE spec = 'single'")
+    again = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop")
+    assert again.reused and again.kept == summary.kept
+
+
+def test_a_changed_tokenizer_never_reuses_lengths(tmp_path: Path, store: Path) -> None:
+    from dataidx.templates import CHATML
+
+    folder = tmp_path / "tok"
+    train_tokenizer(folder, chat_template=CHATML)
+    render_store(store, folder, cutoff=4096)
+    DataEngine(store, render="default")[0]
+    train_tokenizer(folder, chat_template=CHATML, vocab_size=300)  # retrained in place: other ids
+    with pytest.raises(StaleStoreError, match="tokenizer .* changed"):
+        DataEngine(store, render="default")
+    fingerprint = query(store, "SELECT fingerprint FROM render_specs")[0][0]
+    assert not render_store(store, folder, cutoff=4096).reused
+    assert query(store, "SELECT fingerprint FROM render_specs")[0][0] != fingerprint
+    assert len(DataEngine(store, render="default")) > 0
+
+
+def test_the_rendered_engine_serves_training_entries_only(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=48, truncation="drop")
+    engine = DataEngine(store, render="default")
+    plain = DataEngine(store)
+    trains = query(store, "SELECT count(*) FROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset "
+                          "AND l.row = e.row AND l.cut IS e.cut WHERE l.status = 'ok' AND e.mixture = 'default'")[0][0]
+    assert len(engine) == trains < len(plain)
+    samples = engine[0:len(engine)]
+    assert all(len(s["input_ids"]) <= 48 and set(s) >= {"input_ids", "labels", "loss_weights", "attention_mask"}
+               for s in samples)
+    assert engine[-1] == samples[-1]
+    with pytest.raises(IndexError):
+        engine[len(engine)]
+
+
+def test_pack_plans_every_training_position_once_within_capacity(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
+    summary = pack_store(store, "default", capacity=128, seed=3)
+    members = query(store, "SELECT pack, slot, position, tokens FROM pack_members WHERE plan = 'default'")
+    positions = [m[2] for m in members]
+    training = query(store, "SELECT e.position, l.tokens FROM entries AS e JOIN entry_lengths AS l ON "
+                            "l.dataset = e.dataset AND l.row = e.row AND l.cut IS e.cut "
+                            "WHERE e.mixture = 'default' AND l.status IN ('ok', 'truncated')")
+    assert sorted(positions) == sorted(p for p, _ in training)  # every training position exactly once
+    assert dict((p, t) for _, _, p, t in members) == dict(training)
+    per_pack: dict[int, int] = {}
+    for pack, _, _, tokens in members:
+        per_pack[pack] = per_pack.get(pack, 0) + tokens
+    assert max(per_pack.values()) <= 128 and len(per_pack) == summary.packs
+    plan = query(store, "SELECT spec, mixture, capacity, seed, packs, entries, fill, left_out FROM pack_plans")[0]
+    left_out = query(store, "SELECT count(*) FROM entries WHERE mixture = 'default'")[0][0] - len(training)
+    assert plan == ("default", "default", 128, 3, summary.packs, len(training),
+                    pytest.approx(sum(per_pack.values()) / (128 * len(per_pack))), left_out)
+    # The same seed gives the same plan; another seed another order of the same packs.
+    pack_store(store, "default", capacity=128, seed=3, name="again")
+    pack_store(store, "default", capacity=128, seed=4, name="other")
+    plans = {name: query(store, "SELECT pack, slot, position FROM pack_members WHERE plan = ? ORDER BY 1, 2", name)
+             for name in ("default", "again", "other")}
+    assert plans["default"] == plans["again"] != plans["other"]
+    as_sets = {name: sorted(sorted(p for k, _, p in plan if k == pack) for pack in {k for k, _, _ in plan})
+               for name, plan in plans.items()}
+    assert as_sets["default"] == as_sets["other"]
+
+
+def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=4096)
+    longest = query(store, "SELECT max(tokens) FROM entry_lengths")[0][0]
+    with pytest.raises(StoreError, match=f"longer than capacity 64 \\(longest {longest} tokens\\)"):
+        pack_store(store, "default", capacity=64)
+    with pytest.raises(StoreError, match="no render spec 'nope'"):
+        pack_store(store, "nope", capacity=64)
+    assert query(store, "SELECT count(*) FROM packing_plans")[0][0] == 0
+
+
+def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=64, truncation="left")
+    pack_store(store, "default", capacity=160, seed=0)
+    packs = PackedDataset(store)
+    members = query(store, "SELECT pack, count(*), sum(tokens) FROM pack_members GROUP BY pack ORDER BY pack")
+    assert len(packs) == len(members)
+    collate = Collator(pad_token_id=2)  # the pad id is EOS's, which is supervised: padding must go by length
+    batch = collate([packs[0], packs[1]])
+    for row, (_, count, tokens) in enumerate(members[:2]):
+        pack = packs[row]
+        assert len(pack) == count and sum(len(s["input_ids"]) for s in pack) == tokens
+        starts = np.cumsum([0] + [len(s["input_ids"]) for s in pack])
+        positions = batch["position_ids"][row].tolist()
+        for number, (start, sample) in enumerate(zip(starts, pack)):
+            length = len(sample["input_ids"])
+            assert positions[start : start + length] == list(range(length))
+            assert batch["input_ids"][row, start : start + length].tolist() == sample["input_ids"]
+            expected = sample["labels"] if number == 0 else [IGNORE] + sample["labels"][1:]
+            assert batch["labels"][row, start : start + length].tolist() == expected
+        assert batch["labels"][row, tokens:].eq(IGNORE).all() and batch["attention_mask"][row, tokens:].eq(0).all()
+    lengths = [len(s["input_ids"]) for pack in (packs[0], packs[1]) for s in pack]
+    assert batch["cu_seq_lens"].tolist() == np.cumsum([0] + lengths).tolist()
+    assert batch["max_length"] == max(lengths)
+    mask = block_causal_mask(batch["sample_ids"])
+    ids = batch["sample_ids"]
+    for row in range(2):
+        for q in range(ids.shape[1]):
+            allowed = mask[row, 0, q].nonzero().flatten().tolist()
+            assert all(ids[row, k] == ids[row, q] > 0 and k <= q for k in allowed)  # never another sample
+    loader = torch.utils.data.DataLoader(packs, batch_size=2, num_workers=2, collate_fn=collate)
+    assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
+
+
+def test_padded_batches_pad_labels_by_length(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=4096)
+    engine = DataEngine(store, render="default")
+    samples = engine[[0, 1, 2]]
+    eos = 2
+    batch = Collator(pad_token_id=eos)(samples)
+    for row, sample in enumerate(samples):
+        n = len(sample["labels"])
+        assert batch["labels"][row, :n].tolist() == sample["labels"]
+        assert sample["labels"][-1] == IGNORE or batch["labels"][row, n - 1] != IGNORE
+        assert batch["labels"][row, n:].eq(IGNORE).all() and batch["loss_weights"][row, n:].eq(0).all()
+    assert batch["attention_mask"].sum(1).tolist() == [len(s["input_ids"]) for s in samples]
+
+
+def test_plans_go_with_their_mixture_and_spec(tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
+    config = tmp_path / "mix.yaml"
+    config.write_text(f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n  size: 10\n")
+    add_mixture(store, config, "small", seed=1)
+    render_store(store, tiny_tokenizer, cutoff=4096)
+    pack_store(store, "default", capacity=4096, mixture="small", name="small-plan")
+    pack_store(store, "default", capacity=4096, name="big-plan")
+    assert query(store, "SELECT mixture, entries FROM pack_plans ORDER BY plan") == [("default", 140), ("small", 10)]
+    remove_mixture(store, "small")
+    assert query(store, "SELECT plan FROM pack_plans") == [("big-plan",)]
+    summary = render_store(store, tiny_tokenizer, cutoff=512)  # new lengths: old plans are stale
+    assert summary.plans_removed == 1 and query(store, "SELECT count(*) FROM packed_entries")[0][0] == 0
+
+
+def test_cli_render_pack_show(store: Path, tiny_tokenizer: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["render", str(store), "--tokenizer", str(tiny_tokenizer), "--template", "llama3",
+                                 "--cutoff", "48", "--truncation", "right", "--name", "l3", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "rendered 100/100 entries" in result.stderr and "as spec 'l3'" in result.stderr
+    result = runner.invoke(cli, ["pack", str(store), "--spec", "l3", "--capacity", "96", "--seed", "5"])
+    assert result.exit_code == 0, result.output
+    assert "plan 'default'" in result.stderr and "% full" in result.stderr
+    result = runner.invoke(cli, ["show", str(store), "0", "-1", "--render", "l3"])
+    assert result.exit_code == 0, result.output
+    shown = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [s["_dataset_name"] for s in shown] == ["qa", "chat"]
+    assert set(shown[0]) >= {"status", "input_ids", "labels", "loss_weights", "attention_mask"}
+    for arguments, message in [
+        (["render", str(store), "--tokenizer", str(store.parent / "none"), "--cutoff", "8"], "tokenizer not found"),
+        (["render", str(store), "--tokenizer", str(tiny_tokenizer), "--template", "vicuna", "--cutoff", "8"],
+         "unknown template 'vicuna'"),
+        (["pack", str(store), "--spec", "l3", "--capacity", "8"], "longer than capacity 8"),
+        (["show", str(store), "0", "--render", "nope"], "no render spec 'nope' (specs: l3)"),
+        (["pack", str(store), "--spec", "l3", "--capacity", "96", "--mixture", "nope"], "no mixture 'nope'"),
+    ]:
+        result = runner.invoke(cli, arguments)
+        assert result.exit_code == 1 and message in result.output, (arguments, result.output)
