@@ -210,6 +210,68 @@ def packing_table(count: int, capacity: int = 4096) -> list[tuple[str, ...]]:
     return lines
 
 
+def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float, int]:
+    """``dataidx pack`` over every position of a big store, with lognormal lengths written as a
+    spec straight into a copy (rendering 1.9M entries here would take minutes): SQL in and out."""
+    import shutil
+    import sqlite3
+
+    import numpy as np
+
+    from dataidx.plans import pack_store
+
+    copy = store.with_name("packed.db")
+    shutil.copyfile(store, copy)
+    with sqlite3.connect(copy) as connection:
+        first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
+        lengths = np.clip(np.random.default_rng(0).lognormal(6.2, 0.9, last - first + 1).astype(int), 16, capacity)
+        connection.execute(
+            "INSERT INTO render_specs (id, name, fingerprint, tokenizer, tokenizer_sha256, template, template_text, "
+            "cutoff, truncation, entries, kept, dataidx_version, created_at, seconds) VALUES "
+            "(1, 'bench', '', '', '', 'chatml', '', ?, 'drop', ?, ?, '', '', 0)", (capacity, len(lengths), len(lengths)))
+        connection.executemany(
+            "INSERT INTO entry_renders VALUES (1, ?, ?, ?, ?, 'ok', NULL)",
+            ((first + i, int(n), int(n) // 2, int(n)) for i, n in enumerate(lengths)))
+    summary = pack_store(copy, "bench", capacity=capacity, seed=0)
+    return summary.seconds, summary.fill, summary.packs
+
+
+def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str]:
+    """Entries/s of ``dataidx render`` (all cores, one core) and of per-entry apply_chat_template."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from dataidx.build import build
+    from dataidx.chat_text import chat_messages
+    from dataidx.lengths import render_store
+    from dataidx.plans import pack_store
+    from dataidx.reader import EntryReader
+    from dataidx.templates import CHATML
+    from tests.conftest import train_tokenizer
+
+    folder = work / "render"
+    folder.mkdir()
+    config = generate(folder, rows, rows // 4)
+    corpus = [json.loads(line)["output"] for _, line in zip(range(5000), (folder / "alpaca.jsonl").open())]
+    tokenizer = train_tokenizer(folder / "tokenizer", vocab_size=8000, chat_template=CHATML, corpus=corpus)
+    store = folder / "render.db"
+    build(config, store)
+    lines = []
+    for label, jobs in ((f"dataidx render, {os.cpu_count()} processes", None), ("dataidx render, 1 process", 1)):
+        summary = render_store(store, folder / "tokenizer", cutoff=4096, jobs=jobs, name=f"jobs{jobs}")
+        lines.append((label, f"{summary.entries / summary.seconds:,.0f}", f"{summary.seconds:.2f}"))
+    reader = EntryReader(store)
+    sample = reader.entry_triples(1, 2000)
+    started = time.perf_counter()
+    for _, dataset_id, row, cut in sample:
+        messages = chat_messages(reader.sample(dataset_id, row, cut)["messages"])
+        tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    seconds = time.perf_counter() - started
+    lines.append(("HF apply_chat_template + assistant masks, 1 process", f"{len(sample) / seconds:,.0f}", "-"))
+    plan = pack_store(store, "jobsNone", capacity=4096)
+    packed = f"dataidx pack on those lengths: {plan.entries:,} entries -> {plan.packs:,} packs, {plan.fill:.2%} full, " \
+             f"{plan.seconds:.2f} s"
+    return summary.entries, lines, packed
+
+
 def llamafactory_engine(config: str) -> tuple[Any, float] | None:
     """LLaMA-Factory's own v1 DataEngine from the PyPI package, when it is installed."""
     try:
@@ -246,6 +308,8 @@ def main() -> None:
     parser.add_argument("--fetches", type=int, default=20_000, help="random fetches per access pattern")
     parser.add_argument("--loader", type=int, default=100_000, help="samples through the DataLoader")
     parser.add_argument("--pack", type=int, default=1_000_000, help="lengths for the packing comparison")
+    parser.add_argument("--render", type=int, default=40_000, help="alpaca rows (plus a quarter as many "
+                        "sharegpt conversations) for the rendering figures")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.startup:  # a child process timed by the parent: build one engine and exit
@@ -327,14 +391,23 @@ def main() -> None:
     print(f"data: {config}  ({os.cpu_count()} cores, python {sys.version.split()[0]})")
     print("v1-style: LLaMA-Factory v1 (ff6d4d12) data path in this script; "
           f"LF: llamafactory {_llamafactory_version()} from PyPI (no per-turn expansion)")
-    header = ("figure", "dataidx", "v1-style", "ratio", "LF", "ratio")
-    widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header))]
-    for line in [header] + table:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+    print_table(("figure", "dataidx", "v1-style", "ratio", "LF", "ratio"), table)
 
     print(f"\npacking plans: {args.pack:,} lognormal lengths (16-4096 tokens), capacity 4096")
     header = ("planner", "entries/s", "packs/s", "seconds", "fill")
-    lines = packing_table(args.pack)
+    print_table(header, packing_table(args.pack))
+    seconds, fill, packs = stored_plan_seconds(store)
+    print(f"dataidx pack, stored plan over all {len(engine):,} positions of the store above (read lengths, plan, "
+          f"write members): {seconds:.2f} s, {packs / seconds:,.0f} packs/s, {fill:.2%} full")
+
+    entries, lines, packed = render_table(work, args.render)
+    print(f"\nrendering: {entries:,} base entries (alpaca + multi-turn sharegpt), byte-level BPE of 8k trained here, "
+          "chatml, cutoff 4096")
+    print_table(("renderer", "entries/s", "seconds"), lines)
+    print(packed)
+
+
+def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in lines + [header]) for i in range(len(header))]
     for line in [header] + lines:
         print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))

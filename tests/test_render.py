@@ -4,6 +4,7 @@ supervised end-of-turn tokens, truncation with statuses. Tokenizers are trained 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -65,6 +66,21 @@ def test_ids_and_labels_equal_apply_chat_template_with_assistant_masks(tokenizer
     assert weights == {1.0, 0.5}
     assert all(w == 0.0 for w, s in zip(rendered.loss_weights, supervised(rendered)) if not s)
     assert rendered.as_dict()["attention_mask"] == [1] * len(rendered.input_ids)
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_TEMPLATES))
+@pytest.mark.parametrize("has_cut", [False, True])
+def test_generation_blocks_and_prefix_rendering_find_the_same_spans(tokenizer, name: str, has_cut: bool) -> None:
+    # Hub templates rarely have {% generation %}: without it, spans come from rendering prefixes.
+    template = BUILTIN_TEMPLATES[name]
+    bare = re.sub(r"\{% (end)?generation %\}", "", template)
+    assert bare != template
+    sample = {"messages": CONVERSATION, "tools": TOOLS}
+    tracked = Renderer(tokenizer, template, cutoff=4096).render(sample, has_cut=has_cut)
+    prefixed = Renderer(tokenizer, bare, cutoff=4096).render(sample, has_cut=has_cut)
+    assert (tracked.input_ids, tracked.labels, tracked.loss_weights) == \
+        (prefixed.input_ids, prefixed.labels, prefixed.loss_weights)
+    assert tracked.supervised_tokens > 0
 
 
 @pytest.mark.parametrize(("name", "terminator"), [("chatml", "<|im_end|>"), ("llama3", "<|eot_id|>"),

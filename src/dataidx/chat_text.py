@@ -2,10 +2,11 @@
 
 The Jinja environment is the one Hugging Face's ``apply_chat_template`` uses (sandboxed,
 ``trim_blocks``/``lstrip_blocks``, ``loopcontrols``, its ``tojson``, ``raise_exception`` and
-``strftime_now``; ``{% generation %}`` renders its body), so the text is identical. Where a
-message sits in the text is found by rendering prefixes of the conversation: message ``i`` of an
-assistant spans from the end of ``messages[:i]`` with the generation prompt to the end of
-``messages[:i + 1]``. This works for any template that renders a conversation as the rendering of
+``strftime_now``; ``{% generation %}``), so the text is identical. A template with one
+``{% generation %}`` block per assistant message says itself what each supervises: one render
+gives the text and the spans. Otherwise where a message sits in the text is found by rendering
+prefixes of the conversation: message ``i`` of an assistant spans from the end of
+``messages[:i]`` with the generation prompt to the end of ``messages[:i + 1]``. This works for any template that renders a conversation as the rendering of
 its prefixes, which is what chat models are trained to continue; a template that is not is
 reported, never guessed at.
 """
@@ -13,6 +14,8 @@ reported, never guessed at.
 from __future__ import annotations
 
 import json
+import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -35,6 +38,10 @@ class Span:
     weight: float
 
 
+_TRACKING: ContextVar[tuple[list[str], list[tuple[int, int]]] | None] = ContextVar("generation", default=None)
+_GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
 @lru_cache(maxsize=16)
 def compile_template(text: str) -> Any:
     """A compiled Jinja chat template, in Hugging Face's environment (cached per text)."""
@@ -43,7 +50,8 @@ def compile_template(text: str) -> Any:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Generation(Extension):
-        """``{% generation %}...{% endgeneration %}`` renders its body; spans come from prefixes."""
+        """``{% generation %}...{% endgeneration %}`` renders its body and, while tracking, records
+        where it lies in the text (as Hugging Face's AssistantTracker does)."""
 
         tags = {"generation"}
 
@@ -53,7 +61,13 @@ def compile_template(text: str) -> Any:
             return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
 
         def _body(self, caller: Any) -> str:
-            return caller()
+            body = caller()
+            tracking = _TRACKING.get()
+            if tracking is not None:  # the text so far has been yielded into ``pieces``
+                pieces, spans = tracking
+                start = sum(map(len, pieces))
+                spans.append((start, start + len(body)))
+            return body
 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
@@ -138,6 +152,26 @@ class ChatText:
     def __init__(self, template_text: str, special_tokens: dict[str, str]) -> None:
         self.template_text = template_text
         self.special_tokens = dict(special_tokens)
+        self.has_generation = bool(_GENERATION_TAG.search(template_text))
+
+    def tracked_text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+                     ) -> tuple[str, list[tuple[int, int]]]:
+        """The full text in one render, with the character span of every generation block."""
+        import jinja2
+
+        pieces: list[str] = []
+        spans: list[tuple[int, int]] = []
+        token = _TRACKING.set((pieces, spans))
+        try:
+            for piece in compile_template(self.template_text).generate(
+                messages=chat, tools=tools, add_generation_prompt=False, **self.special_tokens
+            ):
+                pieces.append(piece)
+        except jinja2.TemplateError as exc:
+            raise RenderError(f"chat template failed: {exc}") from None
+        finally:
+            _TRACKING.reset(token)
+        return "".join(pieces), spans
 
     def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> str:
         import jinja2
@@ -157,11 +191,25 @@ class ChatText:
         one, every message with a loss weight above v1's epsilon.
         """
         chat = chat_messages(messages)
-        full = self.text(chat, tools, generation_prompt=False)
         if has_cut:
             wanted = [len(messages) - 1] if messages else []
         else:
             wanted = [i for i, m in enumerate(messages) if message_weight(m) > SUPERVISED_EPSILON]
+        if self.has_generation:
+            full, blocks = self.tracked_text(chat, tools)
+            assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
+            # One block per assistant message, in order: the template says what each supervises.
+            if len(blocks) == len(assistants) and all(chat[i]["role"] == "assistant" for i in wanted):
+                by_message = dict(zip(assistants, blocks))
+                return full, [Span(*by_message[i], message_weight(messages[i])) for i in wanted
+                              if message_weight(messages[i]) > SUPERVISED_EPSILON and by_message[i][1] > by_message[i][0]]
+        else:
+            full = self.text(chat, tools, generation_prompt=False)
+        return full, self._prefix_spans(chat, messages, tools, full, wanted)
+
+    def _prefix_spans(self, chat: list[dict[str, Any]], messages: list[dict[str, Any]],
+                      tools: list[dict[str, Any]] | None, full: str, wanted: list[int]) -> list[Span]:
+        """Spans found by rendering prefixes, for any template that renders prefixes stably."""
         spans = []
         for i in wanted:
             weight = message_weight(messages[i])
@@ -178,4 +226,4 @@ class ChatText:
             end = len(through.rstrip())
             if end > len(before):
                 spans.append(Span(len(before), end, weight))
-        return full, spans
+        return spans

@@ -10,10 +10,9 @@ Truncation to the cutoff follows the policy, and every outcome gets a status.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from .chat_text import ChatText, Span, sample_tools
 from .errors import DataidxError, RenderError
@@ -47,7 +46,7 @@ class Rendered:
     def supervised_tokens(self) -> int:
         if self.sides is not None:
             return sum(side.supervised_tokens for side in self.sides.values())
-        return sum(1 for label in self.labels if label != IGNORE)
+        return len(self.labels) - self.labels.count(IGNORE)
 
     @property
     def trains(self) -> bool:
@@ -128,18 +127,19 @@ class Renderer:
 
 
 def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[Span]) -> tuple[list[int], list[float]]:
-    """Labels and loss weights: a token touching a supervised span takes its id and weight."""
-    labels = np.full(len(ids), IGNORE, dtype=np.int64)
-    weights = np.zeros(len(ids), dtype=np.float64)
+    """Labels and loss weights: a token with any character in a supervised span takes its id and
+    the span's weight. Offsets only grow along the sequence, so each span is one slice of tokens."""
+    labels = [IGNORE] * len(ids)
+    weights = [0.0] * len(ids)
     if ids and spans:
-        bounds = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
-        starts, ends = bounds[:, 0], bounds[:, 1]
-        token_ids = np.asarray(ids, dtype=np.int64)
+        starts = [start for start, _ in offsets]
+        ends = [end for _, end in offsets]
         for span in spans:
-            inside = (starts < span.end) & ((ends > span.start) | ((ends == starts) & (starts >= span.start)))
-            labels[inside] = token_ids[inside]
-            weights[inside] = span.weight
-    return labels.tolist(), weights.tolist()
+            first, stop = bisect_right(ends, span.start), bisect_left(starts, span.end)
+            if first < stop:
+                labels[first:stop] = ids[first:stop]
+                weights[first:stop] = [span.weight] * (stop - first)
+    return labels, weights
 
 
 def _adds_bos(tokenizer: Any) -> bool:
