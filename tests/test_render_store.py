@@ -222,3 +222,23 @@ def test_cli_render_pack_show(store: Path, tiny_tokenizer: Path) -> None:
     ]:
         result = runner.invoke(cli, arguments)
         assert result.exit_code == 1 and message in result.output, (arguments, result.output)
+
+
+def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make_store, tiny_tokenizer: Path) -> None:
+    def side(answer: str) -> list[dict]:
+        return [{"role": "user", "content": "hello world"}, {"role": "assistant", "content": answer}]
+
+    write_jsonl(tmp_path / "pairs.jsonl", [{"chosen": side("The answer is 42."), "rejected": side("no")}] * 4)
+    store = make_store(f"pairs:\n  path: {tmp_path / 'pairs.jsonl'}\n  source: local\n  converter: pair\n")
+    summary = render_store(store, tiny_tokenizer, cutoff=4096, jobs=1)
+    assert summary.counts == [("pairs", "ok", 4)]
+    engine = DataEngine(store, render="default")
+    first = engine[0]
+    assert set(first) == {"_dataset_name", "chosen", "rejected"}
+    assert query(store, "SELECT tokens FROM entry_lengths LIMIT 1")[0][0] == \
+        len(first["chosen"]["input_ids"]) + len(first["rejected"]["input_ids"])
+    batch = Collator(pad_token_id=0)(engine[[0, 1]])
+    assert batch["input_ids"].shape[0] == 4  # chosen, chosen, rejected, rejected
+    assert batch["labels"][0].tolist() != batch["labels"][2].tolist()
+    with pytest.raises(StoreError, match="preference data \\(pairs\\)"):
+        pack_store(store, "default", capacity=4096)

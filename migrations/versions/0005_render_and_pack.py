@@ -2,8 +2,10 @@
 
 ``render_specs`` records how entries were rendered (tokenizer fingerprint, template text, cutoff,
 truncation); ``entry_renders`` holds, per spec and base entry, the token counts and a status
-saying whether the entry trains and if not why. ``packing_plans`` and ``packed_entries`` store
-best-fit-decreasing packs of a mixture's positions. Views: entry_lengths, pack_plans,
+saying whether the entry trains and if not why. ``packing_plans`` holds best-fit-decreasing
+plans of a mixture's positions: each of its ``packs`` owns the consecutive rowids
+``first_member ..`` of ``packed_entries``, so writing a plan is a bulk append and reading a pack
+one rowid range, as with mixture positions. Views: entry_lengths, pack_plans,
 pack_members.
 
 Revision ID: 0005
@@ -40,9 +42,11 @@ JOIN mixtures AS m ON m.id = p.mixture_id
 
 PACK_MEMBERS_VIEW = """
 CREATE VIEW pack_members AS
-SELECT p.name AS plan, e.pack AS pack, e.slot AS slot, e.position AS position, e.tokens AS tokens
-FROM packed_entries AS e
-JOIN packing_plans AS p ON p.id = e.plan_id
+SELECT p.name AS plan, k.pack AS pack, e.id - k.first_member AS slot, e.position AS position, r.tokens AS tokens
+FROM packs AS k
+JOIN packing_plans AS p ON p.id = k.plan_id
+JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
+JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id
 """
 
 
@@ -102,17 +106,25 @@ def upgrade() -> None:
         sa.UniqueConstraint("name", name=op.f("uq_packing_plans_name")),
     )
     op.create_table(
-        "packed_entries",
+        "packs",
         sa.Column("plan_id", sa.Integer(), nullable=False),
         sa.Column("pack", sa.Integer(), nullable=False),
-        sa.Column("slot", sa.Integer(), nullable=False),
+        sa.Column("first_member", sa.Integer(), nullable=False),
+        sa.Column("members", sa.Integer(), nullable=False),
+        sa.Column("tokens", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(["plan_id"], ["packing_plans.id"], name=op.f("fk_packs_plan_id_packing_plans")),
+        sa.PrimaryKeyConstraint("plan_id", "pack", name=op.f("pk_packs")),
+        sqlite_with_rowid=False,
+    )
+    op.create_table(
+        "packed_entries",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("plan_id", sa.Integer(), nullable=False),
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("entry_id", sa.Integer(), nullable=False),
-        sa.Column("tokens", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(["plan_id"], ["packing_plans.id"], name=op.f("fk_packed_entries_plan_id_packing_plans")),
         sa.ForeignKeyConstraint(["entry_id"], ["base_entries.id"], name=op.f("fk_packed_entries_entry_id_base_entries")),
-        sa.PrimaryKeyConstraint("plan_id", "pack", "slot", name=op.f("pk_packed_entries")),
-        sqlite_with_rowid=False,
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_packed_entries")),
     )
     for statement in (ENTRY_LENGTHS_VIEW, PACK_PLANS_VIEW, PACK_MEMBERS_VIEW):
         op.execute(statement)
@@ -121,5 +133,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     for view in ("pack_members", "pack_plans", "entry_lengths"):
         op.execute(f"DROP VIEW {view}")
-    for table in ("packed_entries", "packing_plans", "entry_renders", "render_specs"):
+    for table in ("packed_entries", "packs", "packing_plans", "entry_renders", "render_specs"):
         op.drop_table(table)

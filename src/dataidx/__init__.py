@@ -12,6 +12,7 @@ from .errors import (  # noqa: E402
     DataidxError,
     PluginError,
     ReadOnlyError,
+    RenderError,
     SourceError,
     StaleStoreError,
     StoreError,
@@ -19,31 +20,43 @@ from .errors import (  # noqa: E402
 
 if TYPE_CHECKING:
     from .build import build
+    from .collate import Collator
     from .converters import register_converter
-    from .engine import DataEngine
+    from .engine import DataEngine, PackedDataset
+    from .lengths import render_store
     from .packing import plan_packs
+    from .plans import pack_store
     from .reader import StoreReader
 
 __all__ = [
+    "Collator",
     "ConfigError",
     "ConversionError",
     "DataEngine",
     "DataidxError",
+    "PackedDataset",
     "PluginError",
     "ReadOnlyError",
+    "RenderError",
     "SourceError",
     "StaleStoreError",
     "StoreError",
     "StoreReader",
     "__version__",
     "build",
+    "pack_store",
     "plan_packs",
     "register_converter",
+    "render_store",
 ]
 
 # Resolved on first use so that `import dataidx` (and the CLI) never pays for torch or datasets.
 _LAZY = {
+    "Collator": ".collate",
     "DataEngine": ".engine",
+    "PackedDataset": ".engine",
+    "pack_store": ".plans",
+    "render_store": ".lengths",
     "StoreReader": ".reader",
     "build": ".build",
     "plan_packs": ".packing",

@@ -53,6 +53,8 @@ class Collator:
             positions: list[int] = []
             owners: list[int] = []
             for number, sample in enumerate(pack, start=1):
+                if "input_ids" not in sample:
+                    raise ValueError("preference entries (chosen/rejected) cannot be packed; batch them padded")
                 length = len(sample["input_ids"])
                 sample_labels = list(sample["labels"])
                 sample_weights = list(sample["loss_weights"])

@@ -21,10 +21,11 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select
 
 from .errors import ConversionError, StaleStoreError
+from .plans import delete_plans
 from .reader import EntryReader
 from .render_spec import RenderSpec, load_tokenizer, make_spec
 from .rendering import TRAINS, Renderer
-from .schema import EntryRender, PackedEntry, PackingPlan
+from .schema import EntryRender, PackingPlan
 from .schema import RenderSpec as RenderSpecRow
 from .store import rewriting
 from .storefile import connect_readonly
@@ -166,11 +167,12 @@ def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec,
             dataidx_version=spec.version, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             seconds=0.0,
         )).inserted_primary_key[0]
-        connection.exec_driver_sql(
-            "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(spec_id, *row) for row in rows],
-        )
+        if rows:
+            connection.exec_driver_sql(
+                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(spec_id, *row) for row in rows],
+            )
         counts = [tuple(row) for row in connection.exec_driver_sql(_COUNTS, (spec.name,))]
         seconds = time.perf_counter() - started
         connection.execute(RenderSpecRow.__table__.update().where(RenderSpecRow.id == spec_id).values(seconds=seconds))
@@ -183,9 +185,7 @@ def remove_spec(connection: Connection, name: str) -> int:
     if spec_id is None:
         return 0
     plans = connection.execute(select(PackingPlan.id).where(PackingPlan.spec_id == spec_id)).scalars().all()
-    if plans:
-        connection.execute(delete(PackedEntry).where(PackedEntry.plan_id.in_(plans)))
-        connection.execute(delete(PackingPlan).where(PackingPlan.id.in_(plans)))
+    delete_plans(connection, plans)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)

@@ -17,7 +17,7 @@ from .bulk import insert_mixture_entries
 from .config import Config, load_config
 from .errors import DataidxError
 from .sampling import DEFAULT_SEED, check_sampling, derive_seed, requested_count, resample
-from .schema import Dataset, Mixture, MixtureDataset, MixtureEntry, MixtureRun, PackedEntry, PackingPlan
+from .schema import Dataset, Mixture, MixtureDataset, MixtureEntry, MixtureRun, PackingPlan
 from .store import rewriting
 
 
@@ -120,10 +120,11 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
         if found is None:
             names = connection.execute(select(Mixture.name).order_by(Mixture.id)).scalars().all()
             raise DataidxError(f"{store}: no mixture '{name}' (mixtures: {', '.join(names) or 'none'})")
-        plans = connection.execute(select(PackingPlan.id).where(PackingPlan.mixture_id == found.id)).scalars().all()
-        if plans:  # packing plans of the mixture go with it
-            connection.execute(delete(PackedEntry).where(PackedEntry.plan_id.in_(plans)))
-            connection.execute(delete(PackingPlan).where(PackingPlan.id.in_(plans)))
+        from .plans import delete_plans
+
+        # Packing plans of the mixture go with it.
+        delete_plans(connection, connection.execute(
+            select(PackingPlan.id).where(PackingPlan.mixture_id == found.id)).scalars().all())
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
         connection.execute(
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))

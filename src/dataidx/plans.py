@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
-from sqlalchemy import delete, insert, select, text
+from sqlalchemy import Connection, delete, func, insert, select, text
 
 from . import __version__
 from .errors import StaleStoreError, StoreError
@@ -24,15 +24,22 @@ from .packing import plan_packs
 from .positions import position_entries, read_mixture, spec_lengths
 from .render_spec import read_spec
 from .sampling import DEFAULT_SEED
-from .schema import PackedEntry, PackingPlan
+from .schema import Pack, PackedEntry, PackingPlan
 from .store import rewriting
 from .storefile import connect_readonly
 
+# Members travel as one integer each, position << 32 | entry_id, unpacked by SQLite in C.
 _MEMBERS = text(
-    "INSERT INTO packed_entries (plan_id, pack, slot, position, entry_id, tokens) "
-    "SELECT :plan, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(:rows)"
+    "INSERT INTO packed_entries (id, plan_id, position, entry_id) "
+    "SELECT :first + key, :plan, value >> 32, value & 4294967295 FROM json_each(:members)"
 )
-CHUNK = 200_000
+# Packs as members << 32 | tokens; each pack's first member is the running sum before it.
+_PACKS = text(
+    "INSERT INTO packs (plan_id, pack, first_member, members, tokens) "
+    "SELECT :plan, :pack + key, :first + sum(value >> 32) OVER (ORDER BY key) - (value >> 32), value >> 32, "
+    "value & 4294967295 FROM json_each(:packs)"
+)
+CHUNK = 1_000_000
 
 
 @dataclass
@@ -72,6 +79,13 @@ def pack_store(
         stamp = connection.execute("PRAGMA user_version").fetchone()[0]
         stored_spec = read_spec(connection, spec, os.fspath(store))
         stored_mixture = read_mixture(connection, mixture, os.fspath(store))
+        pairs = [name for (name,) in connection.execute(
+            "SELECT d.name FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
+            "WHERE md.mixture_id = ? AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position",
+            (stored_mixture.id,))]
+        if pairs:
+            raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
+                             "rejected sides train side by side, so it is batched padded, not packed")
         entries = position_entries(connection, stored_mixture)
         tokens, trains = spec_lengths(connection, stored_spec.id).of(entries)
     finally:
@@ -87,7 +101,9 @@ def pack_store(
     plan_started = time.perf_counter()
     plan = plan_packs(lengths, capacity, seed)
     plan_seconds = time.perf_counter() - plan_started
-    rows = _member_rows(plan.packs, positions, entries, lengths)
+    sizes = np.fromiter((len(p) for p in plan.packs), dtype=np.int64, count=len(plan.packs))
+    members = np.fromiter((i for p in plan.packs for i in p), dtype=np.int64, count=int(sizes.sum()))
+    pack_tokens = np.add.reduceat(lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
     summary = PackSummary(name, spec, mixture, capacity, seed, len(plan.packs), len(positions), plan.tokens,
                           plan.fill, int(len(entries) - len(positions)), 0.0, plan_seconds)
     with rewriting(store) as writer:
@@ -100,27 +116,36 @@ def pack_store(
             left_out=summary.left_out, dataidx_version=__version__,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
         )).inserted_primary_key[0]
-        for offset in range(0, len(rows), CHUNK):
-            writer.execute(_MEMBERS, {"plan": plan_id, "rows": json.dumps(rows[offset : offset + CHUNK].tolist())})
+        first = writer.execute(text("SELECT coalesce(max(id), 0) + 1 FROM packed_entries")).scalar()
+        packed = (positions[members] << 32) | entries[positions[members]]
+        for offset in range(0, len(packed), CHUNK):
+            writer.execute(_MEMBERS, {"first": first + offset, "plan": plan_id,
+                                      "members": json.dumps(packed[offset : offset + CHUNK].tolist())})
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        for offset in range(0, len(sizes), CHUNK):
+            chunk = (sizes[offset : offset + CHUNK] << 32) | pack_tokens[offset : offset + CHUNK]
+            writer.execute(_PACKS, {"plan": plan_id, "pack": offset, "first": first + int(starts[offset]),
+                                    "packs": json.dumps(chunk.tolist())})
         summary.seconds = time.perf_counter() - started
         writer.execute(PackingPlan.__table__.update().where(PackingPlan.id == plan_id).values(seconds=summary.seconds))
     return summary
 
 
-def _member_rows(packs: list[list[int]], positions: np.ndarray, entries: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """One ``(pack, slot, position, entry_id, tokens)`` row per member, as an integer array."""
-    sizes = np.fromiter((len(p) for p in packs), dtype=np.int64, count=len(packs))
-    members = np.fromiter((i for p in packs for i in p), dtype=np.int64, count=int(sizes.sum()))
-    pack_numbers = np.repeat(np.arange(len(packs), dtype=np.int64), sizes)
-    slots = np.arange(len(members), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    return np.column_stack([pack_numbers, slots, positions[members], entries[positions[members]], lengths[members]])
-
-
-def remove_plan(connection, name: str) -> bool:
-    """Delete plan ``name`` and its members, if it exists."""
+def remove_plan(connection: Connection, name: str) -> bool:
+    """Delete plan ``name`` and its packs and members, if it exists."""
     plan_id = connection.execute(select(PackingPlan.id).where(PackingPlan.name == name)).scalar()
-    if plan_id is None:
-        return False
-    connection.execute(delete(PackedEntry).where(PackedEntry.plan_id == plan_id))
-    connection.execute(delete(PackingPlan).where(PackingPlan.id == plan_id))
-    return True
+    delete_plans(connection, [] if plan_id is None else [plan_id])
+    return plan_id is not None
+
+
+def delete_plans(connection: Connection, plan_ids: list[int]) -> None:
+    """Delete plans with their packs and members (a rowid range each)."""
+    for plan_id in plan_ids:
+        span = connection.execute(
+            select(func.min(Pack.first_member), func.max(Pack.first_member + Pack.members - 1))
+            .where(Pack.plan_id == plan_id)
+        ).one()
+        if span[0] is not None:
+            connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
+        connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
+        connection.execute(delete(PackingPlan).where(PackingPlan.id == plan_id))

@@ -59,6 +59,20 @@ class StoredDataset:
     arrow_files: list[dict[str, Any]] | None
 
 
+_FROZEN_IN: int | None = None
+
+
+def _freeze_inherited_objects() -> None:
+    """In a forked worker, move every object inherited from the parent out of the collector's
+    reach, once. A collection writes to each object's header, so it would copy every parent page
+    it visits into the worker (pytorch#13246): measured 21 MiB of private memory per 60k random
+    fetches without this, 3.5 MiB with it. The parent's objects stay alive in the parent anyway."""
+    global _FROZEN_IN
+    if _FROZEN_IN != os.getpid():
+        _FROZEN_IN = os.getpid()
+        gc.freeze()
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """A batch allocates only acyclic objects: a collection in the middle of it is pure cost."""
@@ -113,6 +127,8 @@ class EntryReader:
     def _process(self) -> _ProcessState:
         local = self._local
         if local is None or local.pid != os.getpid():
+            if local is not None:  # forked from the process that opened the store
+                _freeze_inherited_objects()
             local = self._local = _ProcessState(self.path, self.stamp)
         return local
 

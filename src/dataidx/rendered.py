@@ -113,8 +113,11 @@ class PackedPlan:
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs")
         members = self.reader._query(
-            "SELECT entry_id, tokens FROM packed_entries WHERE plan_id = ? AND pack = ? ORDER BY slot",
-            (self.plan_id, index % self.packs),
+            "SELECT e.entry_id, r.tokens FROM packs AS k "
+            "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
+            "JOIN entry_renders AS r ON r.spec_id = ? AND r.entry_id = e.entry_id "
+            "WHERE k.plan_id = ? AND k.pack = ? ORDER BY e.id",
+            (self.spec.id, self.plan_id, index % self.packs),
         )
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []

@@ -189,17 +189,26 @@ class PackingPlan(Base):
     seconds: Mapped[float] = mapped_column(Float, nullable=False)
 
 
-class PackedEntry(Base):
-    """Slot ``slot`` of pack ``pack``: a mixture position, its base entry and its token count."""
+class Pack(Base):
+    """Pack ``pack`` of a plan: its members are ``packed_entries`` rowids ``first_member ..``."""
 
-    __tablename__ = "packed_entries"
+    __tablename__ = "packs"
     __table_args__ = {"sqlite_with_rowid": False}
     plan_id: Mapped[int] = mapped_column(ForeignKey("packing_plans.id"), primary_key=True)
     pack: Mapped[int] = mapped_column(Integer, primary_key=True)
-    slot: Mapped[int] = mapped_column(Integer, primary_key=True)
+    first_member: Mapped[int] = mapped_column(Integer, nullable=False)
+    members: Mapped[int] = mapped_column(Integer, nullable=False)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class PackedEntry(Base):
+    """One member of a pack, in slot order: a mixture position and its base entry."""
+
+    __tablename__ = "packed_entries"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    plan_id: Mapped[int] = mapped_column(ForeignKey("packing_plans.id"), nullable=False)
     position: Mapped[int] = mapped_column(Integer, nullable=False)
     entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), nullable=False)
-    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 #: The views users may rely on, created by the migrations; their columns are an interface.
