@@ -97,3 +97,12 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     assert revision == SCHEMA_REVISION
     assert location == str(unpacked / "dataidx" / "_migrations")
     assert migrations_dir() == str(REPO / "migrations")
+
+
+def test_schema_snapshot_is_exactly_what_the_migrations_create(tmp_path: Path) -> None:
+    from importlib import resources
+
+    from dataidx.store import migrated_schema
+
+    snapshot = resources.files("dataidx").joinpath("schema.sql").read_text()
+    assert snapshot == migrated_schema(tmp_path / "migrated.db"), "run python scripts/snapshot_schema.py"
