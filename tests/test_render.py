@@ -154,6 +154,16 @@ def test_truncation_policies_and_statuses(bos_tokenizer) -> None:
     assert gone.status == "no_supervision" and "truncation" in gone.detail
 
 
+@pytest.mark.parametrize("name", sorted(BUILTIN_TEMPLATES))
+def test_reasoning_blocks_render_before_the_answer_and_are_supervised(tokenizer, name: str) -> None:
+    answer = {"role": "assistant", "loss_weight": 1.0, "content": [
+        {"type": "reasoning", "value": "user asks"}, {"type": "text", "value": "The answer is 42."}]}
+    rendered = Renderer(tokenizer, BUILTIN_TEMPLATES[name], cutoff=4096).render(
+        {"messages": [CONVERSATION[1], answer]}, has_cut=True)
+    labelled = tokenizer.decode([label for label in rendered.labels if label != IGNORE])
+    assert "<think>\nuser asks\n</think>\n\nThe answer is 42." in labelled
+
+
 def test_preference_sides_render_separately(tokenizer) -> None:
     sample = {"chosen_messages": CONVERSATION[1:3], "rejected_messages": [CONVERSATION[1], text("assistant", "no", 1.0)]}
     rendered = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096).render(sample, has_cut=False)

@@ -91,11 +91,14 @@ def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     chat = []
     for number, message in enumerate(messages):
         texts: list[str] = []
+        reasoning: list[str] = []
         calls: list[dict[str, Any]] = []
         for block in message.get("content") or []:
             kind, value = block.get("type"), block.get("value")
             if kind == "text":
                 texts.append(value or "")
+            elif kind == "reasoning":
+                reasoning.append(value or "")
             elif kind == "tool_call":
                 calls.append(_tool_call(value, number))
             elif kind in _MEDIA_TEXT:
@@ -103,6 +106,8 @@ def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 raise RenderError(f"message {number}: content block type '{kind}' cannot be rendered as text")
         converted: dict[str, Any] = {"role": message.get("role"), "content": "".join(texts)}
+        if reasoning:  # the field chat templates read (Qwen3, DeepSeek-R1, the built-ins)
+            converted["reasoning_content"] = "".join(reasoning)
         if calls:
             converted["tool_calls"] = calls
         chat.append(converted)

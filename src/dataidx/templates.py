@@ -19,6 +19,8 @@ _SYSTEM_FIRST = "{%- if messages and messages[0].role == 'system' %}{% set syste
 _SYSTEM_LATE = "{{- raise_exception('a system message must come first') }}"
 _CALL_JSON = "{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}"
 _TOOLS_JSON = "{%- for tool in tools %}{{- (tool | tojson) + '\\n' }}{%- endfor %}"
+# Reasoning (v1's "reasoning" blocks, HF's reasoning_content) before the answer, supervised with it.
+_REASONING = "{%- if message.reasoning_content %}{{- '<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' }}{%- endif %}"
 
 CHATML = "".join([
     "{%- if tools %}",
@@ -36,7 +38,7 @@ CHATML = "".join([
     "{%- for message in messages %}",
     "{%- if message.role == 'system' %}{%- if not loop.first %}", _SYSTEM_LATE, "{%- endif %}",
     "{%- elif message.role == 'assistant' %}",
-    "{{- '<|im_start|>assistant\\n' }}{% generation %}{{- message.content or '' }}",
+    "{{- '<|im_start|>assistant\\n' }}{% generation %}", _REASONING, "{{- message.content or '' }}",
     "{%- for call in message.tool_calls or [] %}",
     "{{- ('\\n' if (message.content or not loop.first) else '') + '<tool_call>\\n' }}", _CALL_JSON,
     "{{- '\\n</tool_call>' }}{%- endfor %}",
@@ -63,7 +65,7 @@ LLAMA3 = "".join([
     "{%- endif %}",
     "{%- for message in rest %}",
     "{%- if message.role == 'assistant' %}",
-    "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% generation %}",
+    "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% generation %}", _REASONING,
     "{%- if message.tool_calls %}{%- for call in message.tool_calls %}",
     "{{- {'name': call.function.name, 'parameters': call.function.arguments} | tojson }}",
     "{%- endfor %}{%- else %}{{- (message.content or '') | trim }}{%- endif %}",
@@ -88,7 +90,7 @@ LLAMA2 = "".join([
     "{%- if loop.first and system %}{{- '<<SYS>>\\n' + (system | trim) + '\\n<</SYS>>\\n\\n' }}{%- endif %}",
     "{{- (message.content | trim) + ' [/INST]' }}",
     "{%- elif message.role == 'assistant' %}",
-    "{% generation %}{{- ' ' + ((message.content or '') | trim) }}",
+    "{% generation %}{{- ' ' }}", _REASONING, "{{- (message.content or '') | trim }}",
     "{%- for call in message.tool_calls or [] %}", _CALL_JSON, "{%- endfor %}",
     "{{- ' ' + (eos_token or '') }}{% endgeneration %}",
     "{%- else %}", _SYSTEM_LATE,
@@ -102,7 +104,7 @@ INTERNLM2 = "".join([
     "{%- if tools %}{{- '<|im_start|>system name=<|plugin|>\\n' + (tools | tojson) + '<|im_end|>\\n' }}{%- endif %}",
     "{%- for message in rest %}",
     "{%- if message.role == 'assistant' %}",
-    "{{- '<|im_start|>assistant\\n' }}{% generation %}{{- message.content or '' }}",
+    "{{- '<|im_start|>assistant\\n' }}{% generation %}", _REASONING, "{{- message.content or '' }}",
     "{%- for call in message.tool_calls or [] %}{{- '<|action_start|><|plugin|>\\n' }}", _CALL_JSON,
     "{{- '<|action_end|>' }}{%- endfor %}",
     "{{- '<|im_end|>' }}{% endgeneration %}{{- '\\n' }}",
@@ -122,7 +124,7 @@ PLAIN = "".join([
     "{%- if tools %}{{- 'Tools:\\n' }}", _TOOLS_JSON, "{{- '\\n' }}{%- endif %}",
     "{%- for message in rest %}",
     "{%- if message.role == 'assistant' %}",
-    "{{- 'Assistant: ' }}{% generation %}{{- message.content or '' }}",
+    "{{- 'Assistant: ' }}{% generation %}", _REASONING, "{{- message.content or '' }}",
     "{%- for call in message.tool_calls or [] %}", _CALL_JSON, "{%- endfor %}",
     "{{- eos_token or '' }}{% endgeneration %}{{- '\\n' }}",
     "{%- elif message.role == 'tool' %}{{- 'Tool: ' + message.content + '\\n' }}",
