@@ -17,8 +17,8 @@ from .converters import converters
 from .errors import ConfigError
 from .sources import sources
 
-#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error``; anything else is a typo.
-VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error")
+#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error`` and ``columns``; anything else is a typo.
+VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error", "columns")
 ERROR_POLICIES = ("raise", "skip")
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -36,6 +36,8 @@ class DatasetSpec:
     weight: float | None = None
     streaming: bool = False
     on_error: str = "raise"
+    #: converter's column name -> the source column holding it (LLaMA-Factory v0's ``columns``)
+    columns: dict[str, str] | None = None
 
     def info(self) -> dict[str, Any]:
         """The spec as the JSON-able mapping the store records."""
@@ -152,7 +154,20 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
     on_error = info.get("on_error", "raise")
     if on_error not in ERROR_POLICIES:
         problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {on_error!r}")
+    problems += _check_columns(where, info.get("columns"))
     return problems
+
+
+def _check_columns(where: str, columns: Any) -> list[str]:
+    if columns is None:
+        return []
+    if not isinstance(columns, dict) or not all(isinstance(k, str) and isinstance(v, str) and k and v
+                                                for k, v in columns.items()):
+        return [f"{where}: key 'columns' must map the converter's column names to source column names "
+                f"(e.g. {{instruction: question, output: answer}}), got {columns!r}"]
+    sources_used = list(columns.values())
+    return [f"{where}: key 'columns': source column '{name}' is given more than once"
+            for name in sorted(set(sources_used)) if sources_used.count(name) > 1]
 
 
 def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
@@ -172,4 +187,5 @@ def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
         weight=float(weight) if weight is not None else None,
         streaming=bool(info.get("streaming", False)),
         on_error=info.get("on_error", "raise"),
+        columns=dict(info["columns"]) if info.get("columns") else None,
     )

@@ -195,6 +195,48 @@ def pair(raw: dict[str, Any]) -> Sample:
     return sides
 
 
+@converters.register("openai", version="1")
+def openai(raw: dict[str, Any]) -> Sample:
+    """OpenAI-style ``messages`` of ``{role, content: str, tool_calls?}`` (LLaMA-Factory's
+    ``mllm_demo.json`` shape, media placeholders and ``images`` included) -> standard messages;
+    assistant messages are supervised, others not."""
+    row = present(raw)
+    media = MediaSplitter.for_row(row)
+    messages = []
+    for number, turn in enumerate(row.get("messages") or []):
+        if not isinstance(turn, dict) or turn.get("role") not in _OPENAI_ROLES:
+            raise ValueError(f"message {number}: role must be one of {', '.join(_OPENAI_ROLES)}")
+        content = turn.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ValueError(f"message {number}: content must be a string, got {type(content).__name__}")
+        blocks = text_blocks(media, content) if content else []
+        for call in turn.get("tool_calls") or []:
+            function = call.get("function", call) if isinstance(call, dict) else None
+            if not isinstance(function, dict) or "name" not in function:
+                raise ValueError(f"message {number}: a tool call needs a function name")
+            arguments = function.get("arguments", {})
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError:
+                    raise ValueError(f"message {number}: tool call arguments are not valid JSON") from None
+            blocks.append({"type": "tool_call", "value": json.dumps({"name": function["name"], "arguments": arguments})})
+        if not blocks:
+            blocks = [{"type": "text", "value": ""}]
+        role = turn["role"]
+        messages.append({"role": role, "content": blocks, "loss_weight": 1.0 if role == "assistant" else 0.0})
+    if media is not None:
+        media.finish()
+    sample: Sample = {"messages": messages}
+    if row.get("tools"):
+        tools = row["tools"]
+        sample["tools"] = tools if isinstance(tools, str) else json.dumps(tools)
+    return sample
+
+
+_OPENAI_ROLES = ("system", "user", "assistant", "tool")
+
+
 @converters.register("none", version="1", fast=arrow_cuts.none_cuts)
 def passthrough(raw: dict[str, Any]) -> Sample:
     """Rows already in the standard format pass unchanged, as v1 does without a converter."""

@@ -27,7 +27,7 @@ from .errors import ConversionError, SourceError
 from .fingerprints import fingerprint_files
 from .mixing import MixtureWriter
 from .plugins import Plugin
-from .rows import ArrowRows, BadRow, DatasetRows, RowSource, arrow_files_of
+from .rows import ArrowRows, BadRow, DatasetRows, RenamedRows, RowSource, arrow_files_of
 from .schema import Dataset, RejectedRow
 from .sources import load, sources
 
@@ -58,6 +58,8 @@ def prepare_dataset(spec: DatasetSpec, position: int, first_entry: int, hashing:
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
     arrow_files = arrow_files_of(loaded.dataset)
     rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
+    if spec.columns:
+        rows = RenamedRows(rows, spec.columns, spec.name)
     converter = converters.get(spec.converter or "none")
     table = rows.table() if converter.fast is not None else None
     found = converter.fast(table) if table is not None and _valid_utf8(table) else None

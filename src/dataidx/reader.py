@@ -22,7 +22,7 @@ from typing import Any
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
-from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_state
+from .rows import ArrowRows, DatasetRows, RenamedRows, RowSource, arrow_files_state
 from .storefile import connect_readonly, not_found
 from .verify import dataset_problems
 
@@ -280,6 +280,13 @@ class _Fetcher:
 
 
 def open_rows(dataset: StoredDataset) -> RowSource:
+    """The dataset's raw rows, under the names its converter expects (the ``columns`` map)."""
+    rows = _open_source_rows(dataset)
+    columns = dataset.info.get("columns")
+    return RenamedRows(rows, columns, dataset.name) if columns else rows
+
+
+def _open_source_rows(dataset: StoredDataset) -> RowSource:
     """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
     state = arrow_files_state(dataset.arrow_files) if dataset.arrow_files else "missing"
     if state == "changed":

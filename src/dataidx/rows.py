@@ -43,6 +43,9 @@ class RowSource(Protocol):
 
     def table(self) -> pa.Table | None: ...
 
+    @property
+    def column_names(self) -> list[str]: ...
+
 
 class ArrowRows:
     """Rows of Arrow stream files, memory-mapped and decoded one record batch at a time.
@@ -71,6 +74,10 @@ class ArrowRows:
 
     def __len__(self) -> int:
         return self._length
+
+    @property
+    def column_names(self) -> list[str]:
+        return self._schema(0).names if self._buffers else []
 
     def _schema(self, file_number: int) -> pa.Schema:
         schema = self._schemas.get(file_number)
@@ -152,6 +159,10 @@ class DatasetRows:
     def row(self, index: int) -> dict[str, Any]:
         return self.dataset[index]
 
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.dataset.column_names)
+
     def table(self) -> pa.Table | None:
         return None  # rows go through an indices mapping: only the row path is exact
 
@@ -222,3 +233,50 @@ def arrow_files_state(files: Sequence[dict[str, Any]]) -> str:
         if stat.st_size != entry["size"] or stat.st_mtime_ns != entry.get("mtime_ns", stat.st_mtime_ns):
             return "changed"
     return "intact"
+
+
+class RenamedRows:
+    """A row source seen through a dataset's ``columns`` map: source column names become the
+    names its converter expects, in rows and tables alike (so both cut paths agree)."""
+
+    def __init__(self, rows: RowSource, columns: dict[str, str], dataset: str) -> None:
+        self.rows = rows
+        self.rename = {source: target for target, source in columns.items()}
+        present = rows.column_names
+        missing = [source for source in self.rename if source not in present]
+        if missing:
+            from .errors import SourceError
+
+            raise SourceError(
+                f"dataset '{dataset}': key 'columns': source column(s) {', '.join(map(repr, missing))} not found "
+                f"(columns: {', '.join(present)})"
+            )
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _renamed(self, row: dict[str, Any]) -> dict[str, Any]:
+        renamed = {key: value for key, value in row.items() if key not in self.rename.values()}
+        renamed.update((self.rename[key], value) for key, value in row.items() if key in self.rename)
+        return renamed
+
+    def row(self, index: int) -> dict[str, Any]:
+        return self._renamed(self.rows.row(index))
+
+    def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
+        for row in self.rows.iter_rows():
+            yield row if isinstance(row, BadRow) else self._renamed(row)
+
+    def table(self) -> pa.Table | None:
+        table = self.rows.table()
+        if table is None:
+            return None
+        # A renamed column replaces any unrenamed one already holding the target name.
+        kept = [name for name in table.column_names if name not in self.rename.values() or name in self.rename]
+        table = table.select(kept)
+        return table.rename_columns([self.rename.get(name, name) for name in table.column_names])
+
+    @property
+    def column_names(self) -> list[str]:
+        names = [name for name in self.rows.column_names if name not in self.rename.values() or name in self.rename]
+        return [self.rename.get(name, name) for name in names]
