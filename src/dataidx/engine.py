@@ -13,8 +13,10 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from .cache import cached_store, is_config_path
 from .reader import StoreReader
 from .rendered import PackedPlan, RenderedMixture
+from .sampling import DEFAULT_SEED
 
 
 def _position(index: Any) -> int:
@@ -34,16 +36,24 @@ class DataEngine(Dataset):
     under that spec, rendered to ``input_ids``/``labels``/``loss_weights``/``attention_mask``;
     ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same).
 
+    ``path`` may also be a LLaMA-Factory v1 YAML: the store is built on first use into the
+    cache folder (``$DATAIDX_CACHE``, default ``~/.cache/dataidx``) with ``seed`` and
+    ``sampling``, and rebuilt, with a warning, when a source changes.
+
     Example::
 
         engine = DataEngine("demo.db")
         engine[0], engine[-1], engine[2:5], engine[[7, 3]]
+        DataEngine("data/demo_sft.yaml")   # drop-in for LLaMA-Factory v1's DataEngine(yaml)
         DataLoader(engine, batch_size=32, num_workers=2, collate_fn=list)
         DataLoader(DataEngine("demo.db", render="default"), batch_size=8, collate_fn=Collator(pad_token_id=0))
     """
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
-                 render: str | None = None, tokenizer: Any = None) -> None:
+                 render: str | None = None, tokenizer: Any = None, seed: int = DEFAULT_SEED,
+                 sampling: str = "exact") -> None:
+        if is_config_path(path):  # a v1 YAML: built into the cache once, opened from there after
+            path, _ = cached_store(path, seed=seed, sampling=sampling)
         self.mixture = mixture
         self.reader: StoreReader | RenderedMixture
         if render is None:

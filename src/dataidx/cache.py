@@ -1,0 +1,87 @@
+"""Stores built on first use from a YAML path, for ``DataEngine("data/v1_sft_demo.yaml")``.
+
+A LLaMA-Factory v1 user changes nothing but the import: the first run builds a store into a
+cache folder, keyed by the config text, the datasets as resolved (absolute paths), the seed
+and the sampling mode; later runs open it in milliseconds. Opening verifies the sources as any
+open does; a changed source rebuilds the store, saying so. Processes starting together build
+once: the first takes a lock file, the others wait for it and open what it built.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+from .config import YAML_SUFFIXES, load_config
+from .errors import StaleStoreError, StoreError
+from .reader import StoreReader
+from .sampling import DEFAULT_SEED
+from .storefile import SCHEMA_REVISION
+
+logger = logging.getLogger("dataidx")
+
+
+def is_config_path(path: str | os.PathLike[str]) -> bool:
+    """Whether ``DataEngine`` should treat ``path`` as a YAML config rather than a store."""
+    return os.fspath(path).endswith(YAML_SUFFIXES)
+
+
+def cache_dir() -> Path:
+    """``$DATAIDX_CACHE``, else ``$XDG_CACHE_HOME/dataidx``, else ``~/.cache/dataidx``."""
+    if os.environ.get("DATAIDX_CACHE"):
+        return Path(os.environ["DATAIDX_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dataidx"
+
+
+def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEED, sampling: str = "exact",
+                 folder: str | os.PathLike[str] | None = None) -> tuple[Path, bool]:
+    """``(store, built)``: the cached store of a YAML config, built now if missing or stale.
+
+    Example::
+
+        store, built = cached_store("data/demo_sft.yaml")
+    """
+    from .build import build
+
+    config = load_config(config_path)
+    key = hashlib.sha256(json.dumps(
+        [config.text, [spec.info() for spec in config.datasets], seed, sampling, SCHEMA_REVISION]
+    ).encode()).hexdigest()[:24]
+    folder = Path(folder) if folder is not None else cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    store = folder / f"{Path(config_path).stem}-{key}.db"
+    if _usable(store):
+        return store, False
+    with open(folder / f".{store.name}.lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when closed, or when the holder dies
+        problem = _problem(store)
+        if problem is None:  # another process built it while we waited
+            return store, False
+        if store.exists():
+            logger.warning("dataidx: rebuilding %s for %s: %s", store, config_path, problem)
+        else:
+            logger.warning("dataidx: building %s for %s (once; later runs open it)", store, config_path)
+        build(config, store, seed=seed, sampling=sampling)
+    return store, True
+
+
+def _usable(store: Path) -> bool:
+    return store.exists() and _problem(store) is None
+
+
+def _problem(store: Path) -> str | None:
+    """Why the cached store cannot be served as is, or None."""
+    if not store.exists():
+        return "not built yet"
+    try:
+        StoreReader(store)
+    except StaleStoreError as exc:
+        return str(exc)
+    except StoreError as exc:
+        return str(exc)
+    return None

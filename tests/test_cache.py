@@ -1,0 +1,66 @@
+"""DataEngine on a YAML path: built once into the cache, opened after, rebuilt when a source
+changes, and built once when processes start together."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+from dataidx import DataEngine
+from dataidx.cache import cached_store
+
+from .conftest import alpaca_rows, write_jsonl, write_yaml
+
+
+def config(tmp_path: Path, rows: int = 20) -> Path:
+    write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(rows))
+    return write_yaml(tmp_path / "sft.yaml", f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n")
+
+
+def test_a_yaml_path_builds_once_then_opens(tmp_path: Path, monkeypatch, caplog) -> None:
+    monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
+    yaml = config(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="dataidx"):
+        engine = DataEngine(yaml)
+    assert len(engine) == 20 and "building" in caplog.text
+    (store,) = (tmp_path / "cache").glob("sft-*.db")
+    built_at = store.stat().st_mtime_ns
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dataidx"):
+        assert DataEngine(yaml)[0] == engine[0]
+    assert caplog.text == "" and store.stat().st_mtime_ns == built_at
+    # Another seed is another store; the same YAML text in another place is another store too.
+    assert cached_store(yaml, seed=7)[0] != store
+
+
+def test_a_changed_source_rebuilds_saying_so(tmp_path: Path, monkeypatch, caplog) -> None:
+    monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
+    yaml = config(tmp_path)
+    assert len(DataEngine(yaml)) == 20
+    time.sleep(0.01)
+    write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(25))
+    with caplog.at_level(logging.WARNING, logger="dataidx"):
+        assert len(DataEngine(yaml)) == 25
+    assert "rebuilding" in caplog.text and "changed" in caplog.text
+
+
+def _open(yaml: str, folder: str, queue) -> None:
+    queue.put(cached_store(yaml, folder=folder)[1])
+
+
+def test_processes_starting_together_build_once(tmp_path: Path) -> None:
+    yaml = config(tmp_path, rows=2000)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    workers = [context.Process(target=_open, args=(str(yaml), str(tmp_path / "cache"), queue)) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    built = sorted(queue.get(timeout=120) for _ in workers)
+    for worker in workers:
+        worker.join(timeout=60)
+    assert built == [False, False, True]
+    assert len(list((tmp_path / "cache").glob("*.db"))) == 1
+    assert not [p for p in os.listdir(tmp_path / "cache") if p.endswith(".tmp")]
