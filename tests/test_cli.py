@@ -134,3 +134,15 @@ def test_python_dash_m_and_console_script(demo_store: Path) -> None:
     script = Path(sys.executable).with_name("dataidx")
     result = subprocess.run([str(script), "info", str(demo_store), "--json"], capture_output=True, text=True)
     assert result.returncode == 0 and json.loads(result.stdout)["mixtures"][0]["entries"] == 37
+
+
+def test_every_command_has_short_help_with_an_example() -> None:
+    from click.testing import CliRunner
+
+    from dataidx.cli import cli
+
+    runner = CliRunner()
+    for name in [None, *cli.commands]:
+        result = runner.invoke(cli, ([name] if name else []) + ["-h"])
+        assert result.exit_code == 0, (name, result.output)
+        assert "Example:" in result.output and "dataidx " in result.output.split("Example:")[1], name

@@ -75,6 +75,15 @@ class DataEngine(Dataset):
         """Batched fetch used by ``DataLoader``: one SQL query for the whole batch."""
         return self.reader.get_many([_position(i) for i in indices])
 
+    def to_hf(self) -> Any:
+        """The mixture's samples as a ``datasets.Dataset`` (standard schema, in mixture order),
+        for code that wants one; it is a copy written once to the HF cache."""
+        if isinstance(self.reader, RenderedMixture):
+            raise TypeError("to_hf() exports converted samples; open the DataEngine without render=")
+        from .export import to_hf
+
+        return to_hf(self.reader)
+
     def __repr__(self) -> str:
         path = self.reader.reader.path if isinstance(self.reader, RenderedMixture) else self.reader.path
         return f"DataEngine({path!r}, mixture={self.mixture!r}, entries={len(self)})"

@@ -16,7 +16,7 @@ from .. import __version__
 from .common import Group
 
 
-@click.group(cls=Group)
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dataidx")
 def cli() -> None:
     """Build a persistent SQLite index of fine-tuning datasets once; read it from torch.

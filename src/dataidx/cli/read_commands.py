@@ -1,4 +1,4 @@
-"""Commands that read a store: info, show, query, compose, verify. None of them can change it."""
+"""Commands that read a store: info, show, query, compose, verify, export. None of them can change it."""
 
 from __future__ import annotations
 
@@ -157,3 +157,34 @@ def verify(store: str, as_json: bool) -> None:
             click.echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
     if not report["ok"]:
         raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.argument("store")
+@click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete).")
+@click.option("--mixture", default="default", show_default=True, help="Mixture to export.")
+@click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) -> None:
+    """Write a mixture's converted samples, in mixture order, to JSON lines or Parquet.
+
+    Each sample is what DataEngine returns for its position; memory stays constant whatever
+    the mixture's size.
+
+    \b
+    Example:
+        dataidx export demo.db -o demo.jsonl
+        dataidx export demo.db --mixture seed7 -o seed7.parquet
+    """
+    from ..export import export_mixture
+
+    shown = [0]
+
+    def progress(done: int, total: int) -> None:
+        if not quiet and (done - shown[0] >= 100_000 or done == total):
+            shown[0] = done
+            click.echo(f"exported {done:,}/{total:,} samples", err=True)
+
+    written = export_mixture(store, output, mixture=mixture, verify=not no_verify, progress=progress)
+    if not quiet:
+        click.echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)

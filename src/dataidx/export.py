@@ -1,0 +1,105 @@
+"""``dataidx export``: a mixture's converted samples, in mixture order, to JSON lines or Parquet.
+
+Samples are fetched a chunk at a time and written as they come, so memory stays constant
+whatever the mixture's size; the output appears under its name only when complete. Parquet
+uses one fixed schema, the standard sample's, so every chunk (and ``datasets``) agrees on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .errors import DataidxError
+from .reader import StoreReader
+
+CHUNK = 1024
+FORMATS = (".jsonl", ".parquet")
+
+_BLOCK = pa.struct([("type", pa.string()), ("value", pa.string())])
+_MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.list_(_BLOCK)), ("loss_weight", pa.float64())]))
+#: The standard sample (SFT or preference) as Arrow: what ``.parquet`` and ``to_hf`` hold.
+SAMPLE_SCHEMA = pa.schema([
+    ("_dataset_name", pa.string()),
+    ("messages", _MESSAGES),
+    ("chosen_messages", _MESSAGES),
+    ("rejected_messages", _MESSAGES),
+    ("tools", pa.string()),
+])
+
+
+def samples(reader: StoreReader, chunk: int = CHUNK) -> Iterator[list[dict[str, Any]]]:
+    """The mixture's samples in position order, ``chunk`` at a time."""
+    for start in range(0, len(reader), chunk):
+        yield reader.get_many(list(range(start, min(start + chunk, len(reader)))))
+
+
+def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+    allowed = set(SAMPLE_SCHEMA.names)
+    for offset, sample in enumerate(batch):
+        extra = set(sample) - allowed
+        if extra:
+            raise DataidxError(
+                f"position {start + offset} has keys {', '.join(sorted(extra))} that the standard sample does not; "
+                "export to .jsonl to keep them"
+            )
+    return batch
+
+
+def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
+                   verify: bool = True, progress: Callable[[int, int], None] | None = None) -> int:
+    """Write mixture ``mixture`` of ``store`` to ``output`` (.jsonl or .parquet); returns samples.
+
+    Example::
+
+        export_mixture("demo.db", "demo.jsonl")
+    """
+    output = Path(output)
+    if output.suffix not in FORMATS:
+        raise DataidxError(f"{output}: unknown export format (by extension: {', '.join(FORMATS)})")
+    if not output.parent.is_dir():
+        raise DataidxError(f"{output}: folder {output.parent} does not exist")
+    reader = StoreReader(store, mixture, verify=verify)
+    temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    written = 0
+    try:
+        if output.suffix == ".jsonl":
+            with temporary.open("w", encoding="utf-8") as handle:
+                for batch in samples(reader):
+                    handle.writelines(json.dumps(sample, ensure_ascii=False) + "\n" for sample in batch)
+                    written += len(batch)
+                    if progress is not None:
+                        progress(written, len(reader))
+        else:
+            import pyarrow.parquet as pq
+
+            with pq.ParquetWriter(temporary, SAMPLE_SCHEMA) as writer:
+                for batch in samples(reader):
+                    writer.write_table(pa.Table.from_pylist(_checked(batch, written), schema=SAMPLE_SCHEMA))
+                    written += len(batch)
+                    if progress is not None:
+                        progress(written, len(reader))
+        os.replace(temporary, output)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def to_hf(reader: StoreReader) -> Any:
+    """The mixture as a ``datasets.Dataset`` (written once to the HF cache, standard schema)."""
+    import datasets
+
+    def generate() -> Iterator[dict[str, Any]]:
+        start = 0
+        for batch in samples(reader):
+            for sample in _checked(batch, start):
+                yield {name: sample.get(name) for name in SAMPLE_SCHEMA.names}
+            start += len(batch)
+
+    return datasets.Dataset.from_generator(generate, features=datasets.Features.from_arrow_schema(SAMPLE_SCHEMA))
