@@ -1,5 +1,6 @@
-"""Commands that write a store: build, mix, remove-mixture, migrate, render, pack. Each writes a copy and
-renames it into place, so a failure leaves the store as it was."""
+"""Commands that write a store (build, mix, remove-mixture, migrate, render, pack) or a config
+(import-v0). Store writers write a copy and rename it into place, so a failure leaves the store
+as it was."""
 
 from __future__ import annotations
 
@@ -161,3 +162,30 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
         f"tokens, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
         f"in {summary.seconds:.2f} s", err=True,
     )
+
+
+@cli.command("import-v0")
+@click.argument("dataset_info")
+@click.option("-o", "--output", required=True, help="v1 YAML to write.")
+@click.option("--dataset-dir", help="Folder the file names are relative to [default: DATASET_INFO's folder].")
+def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
+    """Convert a LLaMA-Factory v0 dataset_info.json into a v1 YAML dataidx builds.
+
+    Datasets v1 cannot express (v0 ranking/KTO data, alpaca history, custom ShareGPT tags,
+    hub subsets, scripts) are left out, each named with its reason here and in the YAML.
+
+    \b
+    Example:
+        dataidx import-v0 LLaMA-Factory/data/dataset_info.json -o datasets.yaml
+        dataidx build datasets.yaml -o all.db
+    """
+    from pathlib import Path
+
+    from ..v0_import import import_dataset_info
+
+    imported = import_dataset_info(dataset_info, dataset_dir)
+    Path(output).write_text(imported.yaml_text(dataset_info), encoding="utf-8")
+    for name, reason in imported.left_out.items():
+        click.echo(f"left out '{name}': {reason}", err=True)
+    click.echo(f"wrote {len(imported.datasets)} datasets to {output}"
+               + (f"; left out {len(imported.left_out)}" if imported.left_out else ""), err=True)
