@@ -70,3 +70,53 @@ class Registry(Generic[F]):
 
     def names(self) -> list[str]:
         return sorted(self._plugins)
+
+
+#: Entry point group through which installed packages register converters and sources.
+ENTRY_POINT_GROUP = "dataidx.plugins"
+
+
+def load_plugin_modules(modules: list[str]) -> None:
+    """Import user modules whose ``@register_converter``/source decorators register plugins.
+
+    A module name (``my_pkg.converters``) or a path to a ``.py`` file; any failure is a
+    PluginError naming the module, so ``--plugins`` typos get one clear line.
+    """
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    for module in modules:
+        try:
+            if module.endswith(".py"):
+                path = Path(module).resolve()
+                name = f"dataidx_plugin_{path.stem}"
+                if getattr(sys.modules.get(name), "__file__", None) == str(path):
+                    continue  # already loaded in this process: registering twice would warn
+                spec = importlib.util.spec_from_file_location(name, path)
+                if spec is None or spec.loader is None or not path.is_file():
+                    raise FileNotFoundError(f"no such file: {path}")
+                loaded = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = loaded
+                spec.loader.exec_module(loaded)
+            else:
+                importlib.import_module(module)
+        except Exception as exc:
+            raise PluginError(f"cannot load plugin module '{module}': {type(exc).__name__}: {exc}") from None
+
+
+def load_entry_point_plugins() -> list[str]:
+    """Import every module installed packages declare under ``[project.entry-points."dataidx.plugins"]``;
+    returns their names. Called by the ``dataidx`` command, never on ``import dataidx``."""
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry.load()
+        except Exception as exc:
+            raise PluginError(f"cannot load plugin '{entry.name}' ({entry.value}) from an installed package: "
+                              f"{type(exc).__name__}: {exc}") from None
+        loaded.append(entry.name)
+    return loaded
