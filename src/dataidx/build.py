@@ -9,6 +9,7 @@ never touches an existing one.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from .indexing import DatasetSummary, prepare_dataset, write_dataset
 from .mixing import MixtureSummary, MixtureWriter
 from .sampling import DEFAULT_SEED
 from .schema import Build
+from .sources import materialising_streams_into
 from .store import (
     create_store,
     publish,
@@ -46,6 +48,20 @@ class BuildSummary:
     datasets: list[DatasetSummary] = field(default_factory=list)
     mixture: MixtureSummary | None = None
     seconds: float = 0.0
+
+
+def streams_folder(store: Path) -> Path:
+    """Where a store's streaming sources are materialised: ``<store>.streams`` beside it."""
+    return store.with_name(store.name + ".streams")
+
+
+def prune_streams(folder: Path, used: set[str]) -> None:
+    """Remove materialised streams the new store does not read (a source changed since)."""
+    if not folder.is_dir():
+        return
+    for cache in folder.glob("*/*"):  # <builder>/<config-and-fingerprint>
+        if cache.is_dir() and not any(str(path) in used for path in cache.rglob("*.arrow")):
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def build(
@@ -97,10 +113,14 @@ def _build(config: Config, output: Path, seed: int, sampling: str, progress: Pro
                 mixture = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling)
                 first_entry = 1
                 written = []
+                used_files: set[str] = set()
                 for position, spec in enumerate(config.datasets):
-                    say(f"loading dataset '{spec.name}' from {spec.path}")
-                    prepared = prepare_dataset(spec, position, first_entry, hashing)
+                    say(f"loading dataset '{spec.name}' from {spec.path}"
+                        + (f" (streaming, materialised into {streams_folder(output)})" if spec.streaming else ""))
+                    with materialising_streams_into(streams_folder(output)):
+                        prepared = prepare_dataset(spec, position, first_entry, hashing)
                     first_entry += prepared.record["entries"]
+                    used_files.update(entry["path"] for entry in prepared.record["arrow_files"] or [])
                     written.append(writer.submit(write_dataset, connection, prepared, mixture))
                 summary.datasets = [future.result() for future in written]
                 summary.mixture = mixture.finish()
@@ -120,6 +140,7 @@ def _build(config: Config, output: Path, seed: int, sampling: str, progress: Pro
         finally:
             engine.dispose()
         publish(temporary, output)
+        prune_streams(streams_folder(output), used_files)
     except BaseException:
         remove_temporary(temporary)
         raise

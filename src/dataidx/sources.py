@@ -7,9 +7,12 @@ returns the files the dataset was read from, so the store can notice later that 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -129,11 +132,48 @@ def _download_mode(refresh: bool) -> dict[str, str]:
     return {"download_mode": "force_redownload"} if refresh else {}
 
 
+#: Where streaming sources are materialised; None means the ``datasets`` cache.
+_STREAMS_INTO: ContextVar[str | None] = ContextVar("dataidx_streams_into", default=None)
+
+
+@contextmanager
+def materialising_streams_into(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """Materialise streaming sources loaded in this block into ``folder`` (the build puts them
+    next to its store)."""
+    token = _STREAMS_INTO.set(os.fspath(folder))
+    try:
+        yield
+    finally:
+        _STREAMS_INTO.reset(token)
+
+
+def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: Any) -> Dataset:
+    """``load_dataset(*args, split=spec.split, **kwargs)``; a ``streaming: true`` source is
+    consumed once and its rows written to a local Arrow cache, then read like any other.
+
+    LLaMA-Factory v1 cannot index a stream (it serves placeholders); materialised, it gets
+    the same index, fingerprints and memory-mapped reads as a file. The cache is keyed by the
+    dataset's settings and its files' sizes and times, so a changed source is streamed again.
+    """
+    from datasets import Dataset, load_dataset
+
+    if not spec.streaming:
+        return load_dataset(*args, split=spec.split, **kwargs, **_download_mode(refresh))
+    stream = load_dataset(*args, split=spec.split, streaming=True, **kwargs)
+    stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ctime_ns)
+              for path in source_files(spec)]
+    key = hashlib.sha256(json.dumps([spec.info(), stamps, "stream-1"]).encode()).hexdigest()
+    return Dataset.from_generator(_stream_rows, gen_kwargs={"stream": stream}, features=stream.features,
+                                  cache_dir=_STREAMS_INTO.get(), fingerprint=key, **_download_mode(refresh))
+
+
+def _stream_rows(stream: Any) -> Iterator[dict[str, Any]]:
+    yield from stream
+
+
 @sources.register("local", version="1")
 def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """A local file or a folder of files of one type (json, jsonl, csv, parquet, arrow, txt)."""
-    from datasets import load_dataset
-
     kwargs: dict[str, Any]
     if os.path.isfile(spec.path):
         kwargs = {"data_files": spec.path}
@@ -149,14 +189,12 @@ def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
         raise SourceError(
             f"dataset '{spec.name}': folder {spec.path} mixes file types ({', '.join(sorted(builders))})"
         )
-    dataset = load_dataset(builders.pop(), split=spec.split, **kwargs, **_download_mode(refresh))
+    dataset = load_split(spec, builders.pop(), refresh=refresh, **kwargs)
     return Loaded(dataset=dataset, files=files)
 
 
 @sources.register("hf_hub", version="1")
 def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
-    from datasets import load_dataset
-
-    dataset = load_dataset(spec.path, split=spec.split, **_download_mode(refresh))
+    dataset = load_split(spec, spec.path, refresh=refresh)
     return Loaded(dataset=dataset, files=source_files(spec))

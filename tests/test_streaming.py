@@ -1,0 +1,45 @@
+"""streaming: true sources are consumed once at build time and indexed like files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from dataidx import DataEngine
+from dataidx.build import build
+
+from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+
+
+def config(tmp_path: Path, streaming: bool) -> Path:
+    if not (tmp_path / "qa.jsonl").exists():
+        write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(50))
+        write_jsonl(tmp_path / "chat.jsonl", chat_rows([1, 3, 2] * 10))
+    flag = "true" if streaming else "false"
+    return write_yaml(tmp_path / f"s-{flag}.yaml",
+                      f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n  streaming: {flag}\n"
+                      f"chat:\n  path: {tmp_path / 'chat.jsonl'}\n  source: local\n  converter: sharegpt\n"
+                      "  size: 40\n")
+
+
+def test_a_streaming_source_is_materialised_beside_the_store_and_indexed(tmp_path: Path) -> None:
+    streamed = build(config(tmp_path, True), tmp_path / "streamed.db")
+    loaded = build(config(tmp_path, False), tmp_path / "loaded.db")
+    assert [d.entries for d in streamed.datasets] == [d.entries for d in loaded.datasets] == [50, 60]
+    a, b = DataEngine(tmp_path / "streamed.db"), DataEngine(tmp_path / "loaded.db")
+    assert a[0:len(a)] == b[0:len(b)]  # streaming and non-streaming datasets mixed in one YAML
+    materialised = list((tmp_path / "streamed.db.streams").rglob("*.arrow"))
+    assert materialised, "the stream's rows live next to the store"
+    # Readers map the materialised rows; the datasets cache is not needed for them.
+    shutil.rmtree(Path(__import__("os").environ["HF_DATASETS_CACHE"]), ignore_errors=True)
+    assert DataEngine(tmp_path / "streamed.db")[3] == b[3]
+
+
+def test_a_changed_streaming_source_is_streamed_again(tmp_path: Path) -> None:
+    yaml = config(tmp_path, True)
+    build(yaml, tmp_path / "s.db")
+    write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(70))
+    summary = build(yaml, tmp_path / "s.db")
+    assert summary.datasets[0].entries == 70
+    assert len(list((tmp_path / "s.db.streams").rglob("*.arrow"))) == 1  # the old stream's rows are gone
+    assert len(DataEngine(tmp_path / "s.db")) == 70 + 40
