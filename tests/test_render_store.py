@@ -203,7 +203,7 @@ def test_cli_render_pack_show(store: Path, tiny_tokenizer: Path) -> None:
     result = runner.invoke(cli, ["render", str(store), "--tokenizer", str(tiny_tokenizer), "--template", "llama3",
                                  "--cutoff", "48", "--truncation", "right", "--name", "l3", "--jobs", "1"])
     assert result.exit_code == 0, result.output
-    assert "rendered 100/100 entries" in result.stderr and "as spec 'l3'" in result.stderr
+    assert "rendered entries 100/100 (100%)" in result.stderr and "as spec 'l3'" in result.stderr
     result = runner.invoke(cli, ["pack", str(store), "--spec", "l3", "--capacity", "96", "--seed", "5"])
     assert result.exit_code == 0, result.output
     assert "plan 'default'" in result.stderr and "% full" in result.stderr

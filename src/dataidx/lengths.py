@@ -31,7 +31,8 @@ from .store import rewriting
 from .storefile import connect_readonly
 
 CHUNK = 2_000
-Progress = Callable[[str], None]
+#: ``progress(done, total)`` after each rendered chunk.
+Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -98,7 +99,7 @@ def render_store(
 
 def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
               ) -> Iterator[tuple[int, int, int, int, str, str | None]]:
-    done, started, reported = 0, time.perf_counter(), 0.0
+    done = 0
     if jobs == 1 or len(chunks) == 1:
         results: Iterator[tuple[int, list]] = (render_chunk(*chunk) for chunk in chunks)
         pool = None
@@ -109,10 +110,8 @@ def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Pr
         for _, rows in results:
             yield from rows
             done += len(rows)
-            now = time.perf_counter()
-            if progress is not None and (now - reported > 2 or done == total):
-                reported = now
-                progress(f"rendered {done:,}/{total:,} entries ({done / max(now - started, 1e-9):,.0f}/s)")
+            if progress is not None:
+                progress(done, total)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,6 +24,31 @@ class Group(click.Group):
             return super().invoke(ctx)
         except DataidxError as exc:
             raise click.ClickException(str(exc)) from None
+
+
+class ProgressLine:
+    """Progress of a long step on stderr: one line redrawn in place on a terminal, a line every
+    few seconds otherwise (logs stay readable), and a last line when done. Call it with
+    ``(done, total)``."""
+
+    def __init__(self, label: str, quiet: bool = False, every: float = 2.0) -> None:
+        self.label, self.quiet, self.every = label, quiet, every
+        self.started = self.shown = time.perf_counter()
+        self.live = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        finished = done >= total
+        if self.quiet or not (finished or self.live or now - self.shown >= self.every):
+            return
+        self.shown = now
+        rate = done / max(now - self.started, 1e-9)
+        share = f" ({done / total:.0%})" if total else ""
+        line = f"{self.label} {done:,}/{total:,}{share}, {rate:,.0f}/s"
+        if self.live:
+            click.echo(f"\r{line}\x1b[K" + ("\n" if finished else ""), err=True, nl=False)
+        else:
+            click.echo(line, err=True)
 
 
 def echo_json(document: Any) -> None:

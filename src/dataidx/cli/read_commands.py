@@ -9,7 +9,7 @@ import click
 
 from ..errors import DataidxError
 from . import cli
-from .common import echo_json, json_option, table
+from .common import ProgressLine, echo_json, json_option, table
 
 
 @cli.command()
@@ -178,13 +178,7 @@ def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) 
     """
     from ..export import export_mixture
 
-    shown = [0]
-
-    def progress(done: int, total: int) -> None:
-        if not quiet and (done - shown[0] >= 100_000 or done == total):
-            shown[0] = done
-            click.echo(f"exported {done:,}/{total:,} samples", err=True)
-
-    written = export_mixture(store, output, mixture=mixture, verify=not no_verify, progress=progress)
+    written = export_mixture(store, output, mixture=mixture, verify=not no_verify,
+                             progress=ProgressLine("exported samples", quiet))
     if not quiet:
         click.echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)

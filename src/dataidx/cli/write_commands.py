@@ -8,7 +8,7 @@ import click
 
 from ..sampling import DEFAULT_SEED
 from . import cli
-from .common import mixture_options, table
+from .common import ProgressLine, mixture_options, table
 
 
 @cli.command()
@@ -122,9 +122,8 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
     """
     from ..lengths import render_store
 
-    progress = None if quiet else (lambda message: click.echo(message, err=True))
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
-                           jobs=jobs, progress=progress)
+                           jobs=jobs, progress=ProgressLine("rendered entries", quiet))
     if quiet:
         return
     click.echo(table(["dataset", "status", "entries"], summary.counts), err=True)
