@@ -242,3 +242,17 @@ def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make
     assert batch["labels"][0].tolist() != batch["labels"][2].tolist()
     with pytest.raises(StoreError, match="preference data \\(pairs\\)"):
         pack_store(store, "default", capacity=4096)
+
+
+def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(make_store) -> None:
+    from .conftest import REPO
+
+    store = make_store(REPO / "data" / "demo_sft.yaml")
+    runner = CliRunner()
+    for arguments in (["render", str(store), "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"],
+                      ["pack", str(store), "--spec", "default", "--capacity", "512", "--seed", "0"],
+                      ["show", str(store), "0", "--render", "default"]):
+        result = runner.invoke(cli, arguments)
+        assert result.exit_code == 0, (arguments, result.output)
+    statuses = dict(query(store, "SELECT status, count(*) FROM entry_lengths GROUP BY status"))
+    assert set(statuses) <= {"ok", "too_long"} and statuses["ok"] > 0
