@@ -52,9 +52,18 @@ def test_export_errors(tmp_path: Path, demo: Path, make_store) -> None:
                                                        {"role": "assistant", "content": [{"type": "text", "value": "a"}]}],
                                           "source_url": "http://x"}])
     store = make_store(f"std:\n  path: {tmp_path / 'std.jsonl'}\n  source: local\n")
-    with pytest.raises(DataidxError, match="position 0 has keys source_url .* export to .jsonl"):
+    with pytest.raises(DataidxError, match="position 0: has keys source_url .* export to .jsonl"):
         export_mixture(store, tmp_path / "std.parquet")
     assert not (tmp_path / "std.parquet").exists() and not list(tmp_path.glob(".*.tmp"))
     assert export_mixture(store, tmp_path / "std-out.jsonl") == 1
     result = CliRunner().invoke(cli, ["export", str(demo), "-o", str(tmp_path / "nowhere" / "x.jsonl")])
     assert result.exit_code == 1 and "does not exist" in result.output
+
+
+def test_parquet_refuses_nested_keys_it_would_drop(tmp_path: Path, make_store) -> None:
+    write_jsonl(tmp_path / "named.jsonl", [{"messages": [
+        {"role": "user", "name": "bob", "content": [{"type": "text", "value": "q"}]},
+        {"role": "assistant", "name": "eve", "content": [{"type": "text", "value": "a"}]}]}])
+    store = make_store(f"named:\n  path: {tmp_path / 'named.jsonl'}\n  source: local\n")
+    with pytest.raises(DataidxError, match="position 0: messages\\[0\\] has keys name"):
+        export_mixture(store, tmp_path / "named.parquet")

@@ -100,3 +100,14 @@ def test_openai_converter_reads_llamafactory_mllm_demo_as_v1_does(tmp_path: Path
             assert [(b["type"], b["value"].removeprefix("data/")) for b in theirs["content"]] == \
                 [(b["type"], b["value"]) for b in ours["content"]]
     assert len(engine) == sum(sum(m["role"] == "assistant" for m in r["messages"]) for r in source)
+
+
+def test_rows_datasets_stores_as_json_text_read_back_as_ds_i_does(tmp_path: Path, make_store) -> None:
+    # Messages whose keys differ: datasets 5 stores them as arrow.json text; v1's ds[i] parses it.
+    messages = [{"role": "user", "name": "bob", "content": [{"type": "text", "value": "q"}]},
+                {"role": "assistant", "content": [{"type": "text", "value": "a"}], "loss_weight": 1.0}]
+    write_jsonl(tmp_path / "mixed.jsonl", [{"messages": messages}] * 3)
+    store = make_store(f"mixed:\n  path: {tmp_path / 'mixed.jsonl'}\n  source: local\n")
+    engine = DataEngine(store)
+    assert len(engine) == 3
+    assert engine[0]["messages"] == messages

@@ -157,9 +157,15 @@ def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
             expected = sample["labels"] if number == 0 else [IGNORE] + sample["labels"][1:]
             assert batch["labels"][row, start : start + length].tolist() == expected
         assert batch["labels"][row, tokens:].eq(IGNORE).all() and batch["attention_mask"][row, tokens:].eq(0).all()
-    lengths = [len(s["input_ids"]) for pack in (packs[0], packs[1]) for s in pack]
-    assert batch["cu_seq_lens"].tolist() == np.cumsum([0] + lengths).tolist()
-    assert batch["max_length"] == max(lengths)
+    # cu_seq_lens cuts the flattened batch into whole samples and whole stretches of padding.
+    flat_ids, flat_owner = batch["input_ids"].view(-1).tolist(), batch["sample_ids"].view(-1).tolist()
+    bounds = batch["cu_seq_lens"].tolist()
+    assert bounds[0] == 0 and bounds[-1] == len(flat_ids)
+    samples = [s["input_ids"] for pack in (packs[0], packs[1]) for s in pack]
+    segments = [(flat_ids[a:b], set(flat_owner[a:b])) for a, b in zip(bounds, bounds[1:])]
+    assert [ids for ids, owners in segments if owners != {0}] == samples
+    assert all(len(owners) == 1 for _, owners in segments)
+    assert batch["max_length"] == max(b - a for a, b in zip(bounds, bounds[1:]))
     mask = block_causal_mask(batch["sample_ids"])
     ids = batch["sample_ids"]
     for row in range(2):
@@ -256,3 +262,54 @@ def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(make_store
         assert result.exit_code == 0, (arguments, result.output)
     statuses = dict(query(store, "SELECT status, count(*) FROM entry_lengths GROUP BY status"))
     assert set(statuses) <= {"ok", "too_long"} and statuses["ok"] > 0
+
+
+def test_cu_seq_lens_address_samples_in_a_padded_batch_of_packs() -> None:
+    def sample(ids: list[int]) -> dict:
+        return {"input_ids": ids, "labels": ids, "loss_weights": [1.0] * len(ids)}
+
+    packs = [[sample([10, 11]), sample([20, 21])], [sample([30, 31, 32]), sample([40, 41, 42, 43, 44])]]
+    batch = Collator(pad_token_id=0)(packs)
+    flat = batch["input_ids"].view(-1).tolist()
+    bounds = batch["cu_seq_lens"].tolist()
+    segments = [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+    assert segments == [[10, 11], [20, 21], [0, 0, 0, 0], [30, 31, 32], [40, 41, 42, 43, 44]]
+    assert batch["max_length"] == 5
+    assert batch["position_ids"].tolist() == [[0, 1, 0, 1, 0, 0, 0, 0], [0, 1, 2, 0, 1, 2, 3, 4]]
+    assert batch["labels"].tolist()[1] == [30, 31, 32, IGNORE, 41, 42, 43, 44]
+
+
+def test_review_fixes_for_rendering(tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
+    import shutil
+
+    from dataidx.errors import RenderError
+    from dataidx.render_spec import load_tokenizer
+    from dataidx.rendering import Renderer
+    from dataidx.templates import BUILTIN_TEMPLATES
+
+    # A moved tokenizer folder: rendering again with the same files updates where readers load it.
+    moved = tmp_path / "moved-tokenizer"
+    shutil.copytree(tiny_tokenizer, moved)
+    render_store(store, moved, cutoff=4096)
+    shutil.rmtree(moved)
+    shutil.copytree(tiny_tokenizer, tmp_path / "new-place")
+    assert render_store(store, tmp_path / "new-place", cutoff=4096).reused
+    assert len(DataEngine(store, render="default")) > 0
+    # A bare tokenizer.json names no BOS/EOS: refused unless its tokenizer_config.json is beside it.
+    (tmp_path / "bare").mkdir()
+    shutil.copy(tiny_tokenizer / "tokenizer.json", tmp_path / "bare" / "tokenizer.json")
+    with pytest.raises(RenderError, match="names no special tokens"):
+        load_tokenizer(tmp_path / "bare" / "tokenizer.json")
+    assert load_tokenizer(tiny_tokenizer / "tokenizer.json").eos_token == "</s>"
+    # Truncation switched on in the caller's tokenizer does not leak into rendering or the fingerprint.
+    tokenizer = load_tokenizer(tiny_tokenizer)
+    tokenizer("hello world", truncation=True, max_length=3)
+    rendered = Renderer(tokenizer, BUILTIN_TEMPLATES["plain"], cutoff=4096).render(
+        {"messages": [{"role": "user", "content": [{"type": "text", "value": "hello world how are you"}]},
+                      {"role": "assistant", "content": [{"type": "text", "value": "fine"}]}]}, has_cut=True)
+    assert rendered.status == "ok" and rendered.tokens > 3
+    DataEngine(store, render="default", tokenizer=tokenizer)
+    # Left truncation to one token keeps one token.
+    one = Renderer(train_tokenizer(add_bos=True), BUILTIN_TEMPLATES["plain"], cutoff=1, truncation="left").render(
+        {"messages": [{"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]}, has_cut=True)
+    assert one.tokens == 1 and one.status == "no_supervision"  # the one token left is the closing newline

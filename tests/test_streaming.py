@@ -43,3 +43,14 @@ def test_a_changed_streaming_source_is_streamed_again(tmp_path: Path) -> None:
     assert summary.datasets[0].entries == 70
     assert len(list((tmp_path / "s.db.streams").rglob("*.arrow"))) == 1  # the old stream's rows are gone
     assert len(DataEngine(tmp_path / "s.db")) == 70 + 40
+
+
+def test_a_relative_output_path_keeps_its_materialised_stream(tmp_path: Path, monkeypatch) -> None:
+    from dataidx.reader import StoreReader
+    from dataidx.rows import arrow_files_state
+
+    yaml = config(tmp_path, True)
+    monkeypatch.chdir(tmp_path)
+    build(yaml, "relative.db")
+    reader = StoreReader("relative.db")
+    assert arrow_files_state(reader.datasets[1].arrow_files) == "intact"

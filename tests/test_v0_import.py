@@ -75,3 +75,13 @@ def test_the_imported_yaml_builds_the_demo_files(tmp_path: Path) -> None:
     assert imported[0:len(reference)] == reference[0:len(reference)]
     names = {sample["_dataset_name"] for sample in imported[0:len(imported)]}
     assert names == {"alpaca_en_demo", "glaive_toolcall_en_demo", "mllm_demo", "identity"}
+
+
+def test_v0_shapes_v1_would_misread_are_left_out(tmp_path: Path) -> None:
+    info = tmp_path / "dataset_info.json"
+    info.write_text(json.dumps({
+        "sys": {"file_name": "x.json", "formatting": "sharegpt", "columns": {"messages": "conversations", "system": "s"}},
+        "ms": {"ms_hub_url": "someone/qa"},
+    }))
+    left_out = import_dataset_info(info).left_out
+    assert "system" in left_out["sys"] and "ms_hub" in left_out["ms"]

@@ -59,8 +59,9 @@ def prune_streams(folder: Path, used: set[str]) -> None:
     """Remove materialised streams the new store does not read (a source changed since)."""
     if not folder.is_dir():
         return
+    used = {os.path.realpath(path) for path in used}
     for cache in folder.glob("*/*"):  # <builder>/<config-and-fingerprint>
-        if cache.is_dir() and not any(str(path) in used for path in cache.rglob("*.arrow")):
+        if cache.is_dir() and not any(os.path.realpath(path) in used for path in cache.rglob("*.arrow")):
             shutil.rmtree(cache, ignore_errors=True)
 
 
@@ -117,7 +118,7 @@ def _build(config: Config, output: Path, seed: int, sampling: str, progress: Pro
                 for position, spec in enumerate(config.datasets):
                     say(f"loading dataset '{spec.name}' from {spec.path}"
                         + (f" (streaming, materialised into {streams_folder(output)})" if spec.streaming else ""))
-                    with materialising_streams_into(streams_folder(output)):
+                    with materialising_streams_into(streams_folder(output.resolve())):
                         prepared = prepare_dataset(spec, position, first_entry, hashing)
                     first_entry += prepared.record["entries"]
                     used_files.update(entry["path"] for entry in prepared.record["arrow_files"] or [])
@@ -140,7 +141,7 @@ def _build(config: Config, output: Path, seed: int, sampling: str, progress: Pro
         finally:
             engine.dispose()
         publish(temporary, output)
-        prune_streams(streams_folder(output), used_files)
+        prune_streams(streams_folder(output.resolve()), used_files)
     except BaseException:
         remove_temporary(temporary)
         raise

@@ -4,7 +4,8 @@ Padding is decided by length, never by comparing token ids (a pad id equal to EO
 otherwise unlabel every supervised end-of-turn). A packed row concatenates its samples with
 ``position_ids`` restarting at 0, the first label of every sample after the first set to -100
 (that token would be predicted from the previous sample), ``cu_seq_lens`` and ``max_length``
-for flash-attention's varlen kernels, and ``sample_ids`` from which :func:`block_causal_mask`
+(over the flattened ``[batch * width]`` layout, each row's padding a segment of its own) for
+flash-attention's varlen kernels, and ``sample_ids`` from which :func:`block_causal_mask`
 builds the mask for attention implementations that take one: no sample attends to another.
 """
 
@@ -45,8 +46,9 @@ class Collator:
 
     def packed(self, packs: list[list[dict[str, Any]]]) -> dict[str, Any]:
         """One row per pack: its samples end to end, each restarting its positions."""
-        rows, sample_ids, lengths = [], [], []
+        rows, sample_ids, row_lengths = [], [], []
         for pack in packs:
+            lengths: list[int] = []
             ids: list[int] = []
             labels: list[int] = []
             weights: list[float] = []
@@ -68,11 +70,21 @@ class Collator:
                 lengths.append(length)
             rows.append((ids, labels, weights, positions))
             sample_ids.append(owners)
+            row_lengths.append(lengths)
         batch = self._pad(rows, sample_ids)
         batch["sample_ids"] = batch.pop("attention_mask")
         batch["attention_mask"] = (batch["sample_ids"] > 0).long()
-        batch["cu_seq_lens"] = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
-        batch["max_length"] = max(lengths, default=0)
+        # Segments of the flattened [batch * width] layout: each sample, then each row's padding
+        # as a segment of its own, so every segment lies inside one row and one sample.
+        width = batch["input_ids"].shape[1]
+        segments = []
+        for lengths in row_lengths:
+            segments += [n for n in lengths if n]
+            if width - sum(lengths):
+                segments.append(width - sum(lengths))
+        batch["cu_seq_lens"] = torch.tensor([0, *torch.tensor(segments, dtype=torch.long).cumsum(0).tolist()],
+                                            dtype=torch.int32)
+        batch["max_length"] = max(segments, default=0)
         return batch
 
     def _pad(self, rows: list[tuple[list, list, list, list]], masks: list[list[int]]) -> dict[str, torch.Tensor]:

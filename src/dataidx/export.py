@@ -40,15 +40,30 @@ def samples(reader: StoreReader, chunk: int = CHUNK) -> Iterator[list[dict[str, 
 
 
 def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
-    allowed = set(SAMPLE_SCHEMA.names)
+    """The batch, if every sample fits the standard schema exactly; Arrow would silently drop
+    keys it does not know (a message's ``name``), so anything else is an error naming it."""
     for offset, sample in enumerate(batch):
-        extra = set(sample) - allowed
-        if extra:
-            raise DataidxError(
-                f"position {start + offset} has keys {', '.join(sorted(extra))} that the standard sample does not; "
-                "export to .jsonl to keep them"
-            )
+        problem = _misfit(sample)
+        if problem:
+            raise DataidxError(f"position {start + offset}: {problem} that the standard sample does not; "
+                               "export to .jsonl to keep it")
     return batch
+
+
+def _misfit(sample: dict[str, Any]) -> str | None:
+    extra = set(sample) - set(SAMPLE_SCHEMA.names)
+    if extra:
+        return f"has keys {', '.join(sorted(extra))}"
+    if sample.get("tools") is not None and not isinstance(sample["tools"], str):
+        return f"has tools of type {type(sample['tools']).__name__}"
+    for key in ("messages", "chosen_messages", "rejected_messages"):
+        for number, message in enumerate(sample.get(key) or []):
+            if not isinstance(message, dict) or set(message) - {"role", "content", "loss_weight"}:
+                return f"{key}[{number}] has keys {', '.join(sorted(set(message) - {'role', 'content', 'loss_weight'}))}"
+            for block in message.get("content") or []:
+                if not isinstance(block, dict) or set(block) - {"type", "value"} or not isinstance(block.get("value"), str):
+                    return f"{key}[{number}] has a content block {block!r}"
+    return None
 
 
 def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",

@@ -84,7 +84,11 @@ def render_store(
     spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation)
     reader = EntryReader(store)
     first, last, stored = _index_range(store, name)
-    if stored is not None and stored == spec.fingerprint:
+    if stored is not None and stored[0] == spec.fingerprint:
+        if stored[1] != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
+            with rewriting(store) as connection:
+                connection.execute(RenderSpecRow.__table__.update().where(RenderSpecRow.name == name)
+                                   .values(tokenizer=spec.tokenizer_path))
         return RenderSummary(spec, last - first + 1, _kept(store, name), _counts_in(store, name),
                              time.perf_counter() - started, reused=True)
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -117,16 +121,17 @@ def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Pr
             pool.shutdown(cancel_futures=True)
 
 
-def _index_range(store: str | os.PathLike[str], name: str) -> tuple[int, int, str | None]:
+def _index_range(store: str | os.PathLike[str], name: str) -> tuple[int, int, tuple[str, str] | None]:
+    """First and last base entry ids, and the stored spec's ``(fingerprint, tokenizer path)``."""
     connection = connect_readonly(store)
     try:
         first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
-        found = connection.execute("SELECT fingerprint FROM render_specs WHERE name = ?", (name,)).fetchone()
+        found = connection.execute("SELECT fingerprint, tokenizer FROM render_specs WHERE name = ?", (name,)).fetchone()
     finally:
         connection.close()
     if first is None:
         first, last = 1, 0
-    return first, last, found[0] if found else None
+    return first, last, tuple(found) if found else None
 
 
 def _kept(store: str | os.PathLike[str], name: str) -> int:

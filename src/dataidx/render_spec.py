@@ -24,15 +24,19 @@ from .templates import choose_template
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Any:
-    """A fast tokenizer from a local model folder or a ``tokenizer.json`` file, offline."""
+    """A fast tokenizer from a local model folder (or its ``tokenizer.json``), offline."""
     import transformers
 
     location = Path(path)
     if not location.exists():
-        raise RenderError(f"{location}: tokenizer not found (a model folder or a tokenizer.json file)")
+        raise RenderError(f"{location}: tokenizer not found (a model folder or its tokenizer.json)")
+    if location.is_file():
+        # A bare tokenizer.json knows no BOS/EOS: renders would silently lack them.
+        if not (location.parent / "tokenizer_config.json").is_file():
+            raise RenderError(f"{location}: a tokenizer.json alone names no special tokens (BOS, EOS); give the "
+                              "folder that holds it with its tokenizer_config.json")
+        location = location.parent
     try:
-        if location.is_file():
-            return transformers.PreTrainedTokenizerFast(tokenizer_file=str(location))
         return transformers.AutoTokenizer.from_pretrained(str(location), local_files_only=True)
     except Exception as exc:  # transformers raises many kinds for unreadable folders
         raise RenderError(f"{location}: cannot load a tokenizer: {exc}") from None
@@ -42,8 +46,10 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     """sha256 of everything about a tokenizer that can change rendered ids."""
     if not getattr(tokenizer, "is_fast", False):
         raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
+    backend = json.loads(tokenizer.backend_tokenizer.to_str())
+    backend["truncation"] = backend["padding"] = None  # runtime settings; rendering turns them off
     state = {
-        "backend": tokenizer.backend_tokenizer.to_str(),
+        "backend": backend,
         "special": tokenizer.special_tokens_map,
         "class": type(tokenizer).__name__,
     }

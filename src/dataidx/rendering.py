@@ -77,6 +77,9 @@ class Renderer:
         if truncation not in TRUNCATIONS:
             raise RenderError(f"unknown truncation '{truncation}' (one of {', '.join(TRUNCATIONS)})")
         self.tokenizer = tokenizer
+        # A private copy without truncation or padding: the caller's tokenizer may have them on
+        # (a shipped tokenizer.json, or a call with truncation=True), which would bypass the cutoff.
+        self.backend = private_backend(tokenizer)
         self.cutoff = cutoff
         self.truncation = truncation
         self.chat = ChatText(template_text, tokenizer.special_tokens_map)
@@ -98,7 +101,7 @@ class Renderer:
 
     def _sequence(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> Rendered:
         text, spans = self.chat.render(messages, tools, has_cut)
-        encoding = self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False)
+        encoding = self.backend.encode(text, add_special_tokens=False)
         ids = encoding.ids
         labels, weights = label_tokens(ids, encoding.offsets, spans)
         if self.bos_id is not None and (not ids or ids[0] != self.bos_id):
@@ -115,9 +118,9 @@ class Renderer:
             if self.truncation == "right":
                 ids, labels, weights = ids[: self.cutoff], labels[: self.cutoff], weights[: self.cutoff]
             else:  # left: keep the end, which holds the supervised turn, and the BOS if any
-                keep = 1 if self.bos_id is not None and ids[0] == self.bos_id else 0
-                tail = self.cutoff - keep
-                ids, labels, weights = ids[:keep] + ids[-tail:], labels[:keep] + labels[-tail:], weights[:keep] + weights[-tail:]
+                keep = 1 if self.bos_id is not None and ids[0] == self.bos_id and self.cutoff > 1 else 0
+                start = full - (self.cutoff - keep)
+                ids, labels, weights = ids[:keep] + ids[start:], labels[:keep] + labels[start:], weights[:keep] + weights[start:]
         rendered = Rendered(ids, labels, weights, status, full)
         if rendered.supervised_tokens == 0:
             rendered.status = "no_supervision"
@@ -142,10 +145,20 @@ def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[Spa
     return labels, weights
 
 
+def private_backend(tokenizer: Any) -> Any:
+    """A copy of the tokenizer's Rust backend with truncation and padding off."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    backend.no_truncation()
+    backend.no_padding()
+    return backend
+
+
 def _adds_bos(tokenizer: Any) -> bool:
     """Would the tokenizer's own post-processing put a BOS in front? Then the sequence needs one."""
     bos = tokenizer.bos_token_id
     if bos is None:
         return False
-    with_special = tokenizer.backend_tokenizer.encode("a", add_special_tokens=True).ids
+    with_special = private_backend(tokenizer).encode("a", add_special_tokens=True).ids
     return bool(with_special) and with_special[0] == bos

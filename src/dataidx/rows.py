@@ -9,8 +9,9 @@ store records none and readers fall back to loading the source again.
 from __future__ import annotations
 
 import bisect
+import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -71,6 +72,7 @@ class ArrowRows:
         self._schemas: dict[int, pa.Schema] = {}
         # Per batch, not per row: a scalar per column is faster than slicing a one-row batch.
         self._columns: dict[int, list[tuple[str, pa.Array]]] = {}
+        self._json = json_decoders(self._schema(0)) if self._buffers else {}
 
     def __len__(self) -> int:
         return self._length
@@ -97,7 +99,8 @@ class ArrowRows:
             batch = self._batch(number)
             columns = self._columns[number] = list(zip(batch.schema.names, batch.columns))
         local = index - self._starts[number]
-        return {name: column[local].as_py() for name, column in columns}
+        row = {name: column[local].as_py() for name, column in columns}
+        return decode_json(row, self._json) if self._json else row
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         for number in range(len(self._layout)):
@@ -106,9 +109,12 @@ class ArrowRows:
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
         for batch in self.batches():
             try:
-                yield from batch.to_pylist()
+                rows = batch.to_pylist()
             except UNREADABLE:
-                yield from (_decoded(batch.slice(j, 1)) for j in range(batch.num_rows))
+                rows = [_decoded(batch.slice(j, 1)) for j in range(batch.num_rows)]
+            if self._json:
+                rows = [row if isinstance(row, BadRow) else _decoded_json(row, self._json) for row in rows]
+            yield from rows
 
     def table(self) -> pa.Table | None:
         """All rows as one zero-copy Arrow table, for vectorised passes."""
@@ -176,6 +182,49 @@ class DatasetRows:
             columns = list(batch)
             for values in zip(*(batch[c] for c in columns)):
                 yield dict(zip(columns, values))
+
+
+Decoder = Callable[[Any], Any]
+
+
+def json_decoders(schema: pa.Schema) -> dict[str, Decoder]:
+    """Per column holding Arrow JSON values (``datasets`` stores values of mixed shapes, such
+    as messages whose keys differ, as ``arrow.json`` text), the function that parses them
+    where they sit, as ``ds[i]`` does; columns without any are left out."""
+    found = {}
+    for field in schema:
+        decoder = _json_decoder(field.type)
+        if decoder is not None:
+            found[field.name] = decoder
+    return found
+
+
+def _json_decoder(type_: pa.DataType) -> Decoder | None:
+    if getattr(type_, "extension_name", None) == "arrow.json":
+        return lambda value: None if value is None else json.loads(value)
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
+        child = _json_decoder(type_.value_type)
+        return None if child is None else (lambda value: None if value is None else [child(v) for v in value])
+    if pa.types.is_struct(type_):
+        children = {field.name: _json_decoder(field.type) for field in type_}
+        children = {name: decoder for name, decoder in children.items() if decoder is not None}
+        if not children:
+            return None
+        return lambda value: None if value is None else {
+            key: (children[key](item) if key in children else item) for key, item in value.items()}
+    return None
+
+
+def decode_json(row: dict[str, Any], decoders: dict[str, Decoder]) -> dict[str, Any]:
+    """``row`` with its JSON columns parsed."""
+    return {key: (decoders[key](value) if key in decoders else value) for key, value in row.items()}
+
+
+def _decoded_json(row: dict[str, Any], decoders: dict[str, Decoder]) -> dict[str, Any] | BadRow:
+    try:
+        return decode_json(row, decoders)
+    except json.JSONDecodeError as exc:
+        return BadRow(f"a JSON value cannot be parsed ({exc})")
 
 
 def _decoded(one_row: pa.RecordBatch) -> dict[str, Any] | BadRow:

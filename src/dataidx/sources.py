@@ -163,8 +163,10 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: A
     stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ctime_ns)
               for path in source_files(spec)]
     key = hashlib.sha256(json.dumps([spec.info(), stamps, "stream-1"]).encode()).hexdigest()
+    # The key covers the files' sizes and times, so a changed source is streamed anew without a
+    # refresh (from_generator takes no download_mode).
     return Dataset.from_generator(_stream_rows, gen_kwargs={"stream": stream}, features=stream.features,
-                                  cache_dir=_STREAMS_INTO.get(), fingerprint=key, **_download_mode(refresh))
+                                  cache_dir=_STREAMS_INTO.get(), fingerprint=key)
 
 
 def _stream_rows(stream: Any) -> Iterator[dict[str, Any]]:

@@ -135,7 +135,10 @@ PLAIN = "".join([
     "{%- if add_generation_prompt %}{{- 'Assistant: ' }}{%- endif %}",
 ])
 
-#: Built-in templates by name; ``qwen`` is ChatML with Qwen's tool-call format (the same text).
+#: Built-in templates by name. ``qwen`` is the ChatML one, which writes tools and calls in Qwen2.5's
+#: format (``<tools>`` in the system turn, ``<tool_call>`` JSON); unlike Qwen's own template it adds
+#: no default system prompt and gives each tool result its own turn. Prefer a Qwen tokenizer's own
+#: chat_template (the default) when it has one.
 BUILTIN_TEMPLATES = {
     "chatml": CHATML,
     "qwen": CHATML,

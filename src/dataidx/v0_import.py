@@ -21,8 +21,8 @@ from .errors import ConfigError
 # v0 column role -> the alpaca converter's column name.
 _ALPACA = {"prompt": "instruction", "query": "input", "response": "output", "system": "system", "images": "images",
            "videos": "videos", "audios": "audios"}
-_SHAREGPT = {"messages": "conversations", "tools": "tools", "system": "system", "images": "images",
-             "videos": "videos", "audios": "audios"}
+# No "system": v1's sharegpt converter takes the system prompt from a system turn, not a column.
+_SHAREGPT = {"messages": "conversations", "tools": "tools", "images": "images", "videos": "videos", "audios": "audios"}
 _OPENAI = {"messages": "messages", "tools": "tools", "images": "images", "videos": "videos", "audios": "audios"}
 _SHAREGPT_TAGS = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
                   "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"}
@@ -129,5 +129,5 @@ def _location(info: dict[str, Any], folder: Path) -> dict[str, Any]:
     if info.get("hf_hub_url"):
         return {"path": info["hf_hub_url"], "source": "hf_hub"}
     if info.get("ms_hub_url"):
-        return {"path": info["ms_hub_url"], "source": "ms_hub"}
+        raise _Unsupported("ModelScope only (ms_hub_url): dataidx has no ms_hub source")
     raise _Unsupported("no file_name, hf_hub_url or ms_hub_url")
