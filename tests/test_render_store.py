@@ -313,3 +313,16 @@ def test_review_fixes_for_rendering(tmp_path: Path, store: Path, tiny_tokenizer:
     one = Renderer(train_tokenizer(add_bos=True), BUILTIN_TEMPLATES["plain"], cutoff=1, truncation="left").render(
         {"messages": [{"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]}, has_cut=True)
     assert one.tokens == 1 and one.status == "no_supervision"  # the one token left is the closing newline
+
+
+def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) -> None:
+    from dataidx.info import store_info
+
+    render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="plain-4k")
+    pack_store(store, "plain-4k", capacity=4096, seed=1, name="p")
+    details = store_info(store)
+    (spec,) = details["render_specs"]
+    assert (spec["name"], spec["template"], spec["cutoff"], spec["kept"]) == ("plain-4k", "plain", 4096, 100)
+    assert details["pack_plans"][0]["plan"] == "p" and details["pack_plans"][0]["seed"] == 1
+    result = CliRunner().invoke(cli, ["info", str(store)])
+    assert "render specs" in result.output and "plain-4k" in result.output and "packing plans" in result.output

@@ -1,4 +1,5 @@
-"""What a store holds, as one JSON-able dict: build provenance, datasets and mixtures.
+"""What a store holds, as one JSON-able dict: build provenance, datasets, mixtures, render specs
+and packing plans.
 
 Read with the plain read-only DBAPI connection rather than the ORM: ``dataidx info`` should
 answer in a fraction of a second, and importing SQLAlchemy alone costs a quarter of one.
@@ -47,6 +48,10 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                     for d in draws
                 },
             })
+        specs = _rows(connection, "SELECT name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
+                                  "dataidx_version, created_at, seconds FROM render_specs ORDER BY id")
+        plans = _rows(connection, "SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
+                                  "FROM pack_plans ORDER BY plan")
     finally:
         connection.close()
     build = builds[0] if builds else None
@@ -71,4 +76,6 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             for d in datasets
         ],
         "mixtures": mixtures,
+        "render_specs": [{**spec, "seconds": round(spec["seconds"], 3)} for spec in specs],
+        "pack_plans": plans,
     }

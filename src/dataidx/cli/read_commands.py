@@ -16,7 +16,8 @@ from .common import ProgressLine, echo_json, json_option, table
 @click.argument("store")
 @json_option()
 def info(store: str, as_json: bool) -> None:
-    """Show a store's datasets, entry counts, mixtures, seeds and where each source was.
+    """Show a store's datasets, entry counts, mixtures, seeds, where each source was, and its
+    render specs and packing plans.
 
     \b
     Example:
@@ -43,6 +44,20 @@ def info(store: str, as_json: bool) -> None:
             ["dataset", "size", "weight", "base entries", "requested", "entries", "seed"],
             [(name, d["size"], d["weight"], d["base_entries"], d["requested"], d["entries"], d["seed"])
              for name, d in mixture["datasets"].items()],
+        ))
+    if details["render_specs"]:
+        click.echo("\nrender specs (dataidx render):")
+        click.echo(table(
+            ["spec", "template", "cutoff", "truncation", "entries", "train", "tokenizer"],
+            [(s["name"], s["template"], s["cutoff"], s["truncation"], s["entries"], s["kept"], s["tokenizer"])
+             for s in details["render_specs"]],
+        ))
+    if details["pack_plans"]:
+        click.echo("\npacking plans (dataidx pack):")
+        click.echo(table(
+            ["plan", "spec", "mixture", "capacity", "seed", "packs", "entries", "fill"],
+            [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], p["packs"], p["entries"],
+              f"{p['fill']:.2%}") for p in details["pack_plans"]],
         ))
 
 
