@@ -326,3 +326,14 @@ def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) ->
     assert details["pack_plans"][0]["plan"] == "p" and details["pack_plans"][0]["seed"] == 1
     result = CliRunner().invoke(cli, ["info", str(store)])
     assert "render specs" in result.output and "plain-4k" in result.output and "packing plans" in result.output
+
+
+def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
+    from .conftest import REPO
+
+    result = CliRunner().invoke(cli, ["build", str(REPO / "data" / "demo_sft.yaml"), "-o", str(tmp_path / "d.db"),
+                                      "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"])
+    assert result.exit_code == 0, result.output
+    assert "as spec 'default'" in result.stderr
+    assert query(tmp_path / "d.db", "SELECT count(*) FROM entry_lengths")[0][0] == \
+        query(tmp_path / "d.db", "SELECT count(*) FROM base_entries")[0][0]

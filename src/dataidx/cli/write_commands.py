@@ -15,28 +15,39 @@ from .common import ProgressLine, mixture_options, table
 @click.argument("config")
 @click.option("-o", "--output", required=True, help="Store file to write (replaced only when the build succeeds).")
 @mixture_options
+@click.option("--tokenizer", help="Also render every entry with this tokenizer (see dataidx render), as spec 'default'.")
+@click.option("--template", help="With --tokenizer: the template (default: the tokenizer's own).")
+@click.option("--cutoff", type=click.IntRange(min=1), default=4096, show_default=True, help="With --tokenizer.")
+@click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
+              help="With --tokenizer.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
-def build(config: str, output: str, seed: int, sampling: str, quiet: bool) -> None:
+def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | None, template: str | None,
+          cutoff: int, truncation: str, quiet: bool) -> None:
     """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
+
+    With --tokenizer, the entries' token lengths and statuses are recorded too, as render spec
+    'default' (the same as running dataidx render after the build).
 
     \b
     Example:
         dataidx build data/demo_sft.yaml -o demo.db --seed 7
+        dataidx build data/demo_sft.yaml -o demo.db --tokenizer data/demo_tokenizer --cutoff 256
     """
     from ..build import build as run_build
 
     progress = None if quiet else (lambda message: click.echo(message, err=True))
     summary = run_build(config, output, seed=seed, sampling=sampling, progress=progress)
-    if quiet:
-        return
-    rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected)
-            for d in summary.datasets]
-    click.echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows"], rows), err=True)
-    click.echo(
-        f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
-        f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
-        err=True,
-    )
+    if not quiet:
+        rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected)
+                for d in summary.datasets]
+        click.echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows"], rows), err=True)
+        click.echo(
+            f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
+            f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
+            err=True,
+        )
+    if tokenizer is not None:
+        _render(output, tokenizer, template, cutoff, truncation, "default", None, quiet)
 
 
 @cli.command()
@@ -120,6 +131,11 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
+    _render(store, tokenizer, template, cutoff, truncation, name, jobs, quiet)
+
+
+def _render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
+            jobs: int | None, quiet: bool) -> None:
     from ..lengths import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
