@@ -337,3 +337,17 @@ def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
     assert "as spec 'default'" in result.stderr
     assert query(tmp_path / "d.db", "SELECT count(*) FROM entry_lengths")[0][0] == \
         query(tmp_path / "d.db", "SELECT count(*) FROM base_entries")[0][0]
+
+
+def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
+    pack_store(store, "default", capacity=128)
+    collate = Collator(pad_token_id=0)
+    engine = DataEngine(store, render="default")
+    loader = torch.utils.data.DataLoader(engine, batch_size=16, num_workers=2, collate_fn=collate,
+                                         multiprocessing_context="spawn")
+    assert sum(int(b["input_ids"].shape[0]) for b in loader) == len(engine)
+    packs = PackedDataset(store)
+    loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=2, collate_fn=collate,
+                                         multiprocessing_context="spawn")
+    assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
