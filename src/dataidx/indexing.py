@@ -11,6 +11,7 @@ another thread meanwhile.
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,8 @@ class DatasetSummary:
     entries: int
     drops: int
     rejected: int = 0
+    #: loading and expanding it, plus writing it (the two overlap with other datasets' steps)
+    seconds: float = 0.0
 
 
 @dataclass
@@ -49,11 +52,13 @@ class PreparedDataset:
     record: dict[str, Any]
     found: TableCuts
     fingerprints: Future[list[dict[str, Any]]]
+    seconds: float = 0.0
 
 
 def prepare_dataset(spec: DatasetSpec, position: int, first_entry: int, hashing: Executor) -> PreparedDataset:
     """Load dataset ``spec`` and compute its entries; touches no database, so it can run while
     the previous dataset is being written."""
+    started = time.perf_counter()
     loaded = load(spec)
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
     arrow_files = arrow_files_of(loaded.dataset)
@@ -72,11 +77,12 @@ def prepare_dataset(spec: DatasetSpec, position: int, first_entry: int, hashing:
         "first_entry": first_entry, "drops": found.drops, "arrow_files": arrow_files,
         "rejected": len(found.rejects), "on_error": spec.on_error,
     }
-    return PreparedDataset(spec, record, found, fingerprints)
+    return PreparedDataset(spec, record, found, fingerprints, time.perf_counter() - started)
 
 
 def write_dataset(connection: Connection, prepared: PreparedDataset, mixture: MixtureWriter) -> DatasetSummary:
     """Insert a prepared dataset: its record, base entries and rejected rows, then its draw."""
+    started = time.perf_counter()
     record, found = prepared.record, prepared.found
     connection.execute(insert(Dataset), {**record, "files": prepared.fingerprints.result()})
     insert_base_entries(connection, record["id"], record["first_entry"], found.rows, found.cuts)
@@ -85,7 +91,8 @@ def write_dataset(connection: Connection, prepared: PreparedDataset, mixture: Mi
             {"dataset_id": record["id"], "row": row, "reason": reason} for row, reason in found.rejects
         ])
     mixture.add(record["id"], record["name"], record["first_entry"], record["entries"])
-    return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"])
+    return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"],
+                          prepared.seconds + time.perf_counter() - started)
 
 
 def _valid_utf8(table: pa.Table) -> bool:

@@ -38,9 +38,10 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
     progress = None if quiet else (lambda message: click.echo(message, err=True))
     summary = run_build(config, output, seed=seed, sampling=sampling, progress=progress)
     if not quiet:
-        rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected)
-                for d in summary.datasets]
-        click.echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows"], rows), err=True)
+        rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected,
+                 f"{d.seconds:.2f}") for d in summary.datasets]
+        click.echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "seconds"], rows),
+                   err=True)
         click.echo(
             f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
             f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
