@@ -28,7 +28,8 @@ from .errors import ConversionError, SourceError
 from .fingerprints import fingerprint_files
 from .mixing import MixtureWriter
 from .plugins import Plugin
-from .rows import ArrowRows, BadRow, DatasetRows, RenamedRows, RowSource, arrow_files_of
+from .renamed_rows import RenamedRows
+from .rows import ArrowRows, BadRow, DatasetRows, RowSource, arrow_files_of
 from .schema import Dataset, RejectedRow
 from .sources import load, sources
 

@@ -16,13 +16,12 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
-from .rows import ArrowRows, DatasetRows, RenamedRows, RowSource, arrow_files_state
+from .stored import StoredDataset, open_rows, read_datasets
 from .storefile import connect_readonly, not_found
 from .verify import dataset_problems
 
@@ -39,24 +38,6 @@ _POSITION_MANY = (
     "SELECT me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN (SELECT value FROM json_each(?))"
 )
-
-
-@dataclass(frozen=True)
-class StoredDataset:
-    """What a reader needs of one stored dataset."""
-
-    id: int
-    name: str
-    path: str
-    source: str
-    split: str
-    converter: str
-    converter_version: str
-    loader_version: str
-    info: dict[str, Any]
-    rows: int
-    files: list[dict[str, Any]]
-    arrow_files: list[dict[str, Any]] | None
 
 
 _FROZEN_IN: int | None = None
@@ -277,51 +258,3 @@ class _Fetcher:
     def sample(self, row: int, cut: int | None) -> dict[str, Any]:
         sample = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
         return {"_dataset_name": self.name, **truncate(sample, cut)}
-
-
-def open_rows(dataset: StoredDataset) -> RowSource:
-    """The dataset's raw rows, under the names its converter expects (the ``columns`` map)."""
-    rows = _open_source_rows(dataset)
-    columns = dataset.info.get("columns")
-    return RenamedRows(rows, columns, dataset.name) if columns else rows
-
-
-def _open_source_rows(dataset: StoredDataset) -> RowSource:
-    """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
-    state = arrow_files_state(dataset.arrow_files) if dataset.arrow_files else "missing"
-    if state == "changed":
-        raise StaleStoreError(
-            f"dataset '{dataset.name}': its Arrow data was written anew since the build; rebuild the store"
-        )
-    if state == "intact":
-        rows = ArrowRows(dataset.arrow_files)
-        if len(rows) != dataset.rows:
-            raise StaleStoreError(
-                f"dataset '{dataset.name}': its Arrow data holds {len(rows)} rows, the store indexed {dataset.rows}; "
-                "rebuild the store"
-            )
-        return rows
-    from .config import DatasetSpec
-    from .sources import load
-
-    spec = DatasetSpec(name=dataset.name, **dataset.info)
-    loaded = load(spec)
-    if len(loaded.dataset) != dataset.rows:
-        raise StaleStoreError(
-            f"dataset '{dataset.name}' now has {len(loaded.dataset)} rows, the store indexed {dataset.rows}; "
-            "rebuild the store"
-        )
-    return DatasetRows(loaded.dataset)
-
-
-def read_datasets(connection: sqlite3.Connection) -> dict[int, StoredDataset]:
-    """The stored datasets by id, in config order."""
-    query = (
-        "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
-        "arrow_files FROM datasets ORDER BY position"
-    )
-    datasets = {}
-    for row in connection.execute(query):
-        info, files, arrow_files = (json.loads(v) if v is not None else None for v in (row[8], row[10], row[11]))
-        datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files)
-    return datasets

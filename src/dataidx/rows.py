@@ -9,13 +9,14 @@ store records none and readers fall back to loading the source again.
 from __future__ import annotations
 
 import bisect
-import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+
+from .arrow_json import Decoder, decode_json, decoded_json, json_decoders
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -113,7 +114,7 @@ class ArrowRows:
             except UNREADABLE:
                 rows = [_decoded(batch.slice(j, 1)) for j in range(batch.num_rows)]
             if self._json:
-                rows = [row if isinstance(row, BadRow) else _decoded_json(row, self._json) for row in rows]
+                rows = [row if isinstance(row, BadRow) else _parsed(row, self._json) for row in rows]
             yield from rows
 
     def table(self) -> pa.Table | None:
@@ -184,47 +185,9 @@ class DatasetRows:
                 yield dict(zip(columns, values))
 
 
-Decoder = Callable[[Any], Any]
-
-
-def json_decoders(schema: pa.Schema) -> dict[str, Decoder]:
-    """Per column holding Arrow JSON values (``datasets`` stores values of mixed shapes, such
-    as messages whose keys differ, as ``arrow.json`` text), the function that parses them
-    where they sit, as ``ds[i]`` does; columns without any are left out."""
-    found = {}
-    for field in schema:
-        decoder = _json_decoder(field.type)
-        if decoder is not None:
-            found[field.name] = decoder
-    return found
-
-
-def _json_decoder(type_: pa.DataType) -> Decoder | None:
-    if getattr(type_, "extension_name", None) == "arrow.json":
-        return lambda value: None if value is None else json.loads(value)
-    if pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
-        child = _json_decoder(type_.value_type)
-        return None if child is None else (lambda value: None if value is None else [child(v) for v in value])
-    if pa.types.is_struct(type_):
-        children = {field.name: _json_decoder(field.type) for field in type_}
-        children = {name: decoder for name, decoder in children.items() if decoder is not None}
-        if not children:
-            return None
-        return lambda value: None if value is None else {
-            key: (children[key](item) if key in children else item) for key, item in value.items()}
-    return None
-
-
-def decode_json(row: dict[str, Any], decoders: dict[str, Decoder]) -> dict[str, Any]:
-    """``row`` with its JSON columns parsed."""
-    return {key: (decoders[key](value) if key in decoders else value) for key, value in row.items()}
-
-
-def _decoded_json(row: dict[str, Any], decoders: dict[str, Decoder]) -> dict[str, Any] | BadRow:
-    try:
-        return decode_json(row, decoders)
-    except json.JSONDecodeError as exc:
-        return BadRow(f"a JSON value cannot be parsed ({exc})")
+def _parsed(row: dict[str, Any], decoders: dict[str, Decoder]) -> dict[str, Any] | BadRow:
+    parsed = decoded_json(row, decoders)
+    return BadRow("a JSON value in the row cannot be parsed") if parsed is None else parsed
 
 
 def _decoded(one_row: pa.RecordBatch) -> dict[str, Any] | BadRow:
@@ -282,50 +245,3 @@ def arrow_files_state(files: Sequence[dict[str, Any]]) -> str:
         if stat.st_size != entry["size"] or stat.st_mtime_ns != entry.get("mtime_ns", stat.st_mtime_ns):
             return "changed"
     return "intact"
-
-
-class RenamedRows:
-    """A row source seen through a dataset's ``columns`` map: source column names become the
-    names its converter expects, in rows and tables alike (so both cut paths agree)."""
-
-    def __init__(self, rows: RowSource, columns: dict[str, str], dataset: str) -> None:
-        self.rows = rows
-        self.rename = {source: target for target, source in columns.items()}
-        present = rows.column_names
-        missing = [source for source in self.rename if source not in present]
-        if missing:
-            from .errors import SourceError
-
-            raise SourceError(
-                f"dataset '{dataset}': key 'columns': source column(s) {', '.join(map(repr, missing))} not found "
-                f"(columns: {', '.join(present)})"
-            )
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def _renamed(self, row: dict[str, Any]) -> dict[str, Any]:
-        renamed = {key: value for key, value in row.items() if key not in self.rename.values()}
-        renamed.update((self.rename[key], value) for key, value in row.items() if key in self.rename)
-        return renamed
-
-    def row(self, index: int) -> dict[str, Any]:
-        return self._renamed(self.rows.row(index))
-
-    def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
-        for row in self.rows.iter_rows():
-            yield row if isinstance(row, BadRow) else self._renamed(row)
-
-    def table(self) -> pa.Table | None:
-        table = self.rows.table()
-        if table is None:
-            return None
-        # A renamed column replaces any unrenamed one already holding the target name.
-        kept = [name for name in table.column_names if name not in self.rename.values() or name in self.rename]
-        table = table.select(kept)
-        return table.rename_columns([self.rename.get(name, name) for name in table.column_names])
-
-    @property
-    def column_names(self) -> list[str]:
-        names = [name for name in self.rows.column_names if name not in self.rename.values() or name in self.rename]
-        return [self.rename.get(name, name) for name in names]

@@ -16,6 +16,7 @@ from .errors import PluginError
 from .fingerprints import added_files, changed_files
 from .rows import arrow_files_state
 from .sources import source_files, sources
+from .stored import read_datasets
 from .storefile import connect_readonly
 
 
@@ -44,7 +45,6 @@ def dataset_problems(dataset: Any, *, deep: bool = False) -> list[str]:
 
 def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
-    from .reader import read_datasets  # reader imports this module
 
     connection = connect_readonly(path)
     try:
