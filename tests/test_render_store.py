@@ -351,3 +351,21 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
     loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=2, collate_fn=collate,
                                          multiprocessing_context="spawn")
     assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
+
+
+def test_remove_spec_and_plan(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=4096)
+    render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="other")
+    pack_store(store, "default", capacity=4096, name="a")
+    pack_store(store, "default", capacity=4096, name="b")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["remove-plan", str(store), "a"])
+    assert result.exit_code == 0 and query(store, "SELECT plan FROM pack_plans") == [("b",)]
+    result = runner.invoke(cli, ["remove-spec", str(store), "default"])
+    assert result.exit_code == 0 and "and 1 packing plans" in result.stderr
+    assert query(store, "SELECT DISTINCT spec FROM entry_lengths") == [("other",)]
+    assert query(store, "SELECT count(*) FROM packs")[0][0] == 0
+    for command, name, message in [("remove-plan", "a", "no packing plan 'a' (plans: none)"),
+                                   ("remove-spec", "default", "no render spec 'default' (specs: other)")]:
+        result = runner.invoke(cli, [command, str(store), name])
+        assert result.exit_code == 1 and message in result.output

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
 
-from .errors import ConversionError, StaleStoreError
+from .errors import ConversionError, StaleStoreError, StoreError
 from .plans import delete_plans
 from .reader import EntryReader
 from .render_spec import RenderSpec, load_tokenizer, make_spec
@@ -193,3 +193,12 @@ def remove_spec(connection: Connection, name: str) -> int:
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)
+
+
+def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
+    """Delete render spec ``name`` and the packing plans made from it; returns plans removed."""
+    with rewriting(store) as connection:
+        if connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar() is None:
+            names = connection.execute(select(RenderSpecRow.name).order_by(RenderSpecRow.id)).scalars().all()
+            raise StoreError(f"{store}: no render spec '{name}' (specs: {', '.join(names) or 'none'})")
+        return remove_spec(connection, name)

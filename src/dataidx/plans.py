@@ -149,3 +149,11 @@ def delete_plans(connection: Connection, plan_ids: list[int]) -> None:
             connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
         connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
         connection.execute(delete(PackingPlan).where(PackingPlan.id == plan_id))
+
+
+def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:
+    """Delete packing plan ``name`` with its packs and members."""
+    with rewriting(store) as connection:
+        if not remove_plan(connection, name):
+            names = connection.execute(select(PackingPlan.name).order_by(PackingPlan.id)).scalars().all()
+            raise StoreError(f"{store}: no packing plan '{name}' (plans: {', '.join(names) or 'none'})")

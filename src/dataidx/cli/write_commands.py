@@ -1,6 +1,6 @@
-"""Commands that write a store (build, mix, remove-mixture, migrate, render, pack) or a config
-(import-v0). Store writers write a copy and rename it into place, so a failure leaves the store
-as it was."""
+"""Commands that write a store (build, mix, remove-mixture, migrate, render, pack, remove-spec,
+remove-plan) or a config (import-v0). Store writers write a copy and rename it into place, so a
+failure leaves the store as it was."""
 
 from __future__ import annotations
 
@@ -205,3 +205,35 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
         click.echo(f"left out '{name}': {reason}", err=True)
     click.echo(f"wrote {len(imported.datasets)} datasets to {output}"
                + (f"; left out {len(imported.left_out)}" if imported.left_out else ""), err=True)
+
+
+@cli.command("remove-spec")
+@click.argument("store")
+@click.argument("name")
+def remove_spec(store: str, name: str) -> None:
+    """Remove render spec NAME (its lengths and statuses) and the packing plans made from it.
+
+    \b
+    Example:
+        dataidx remove-spec demo.db default
+    """
+    from ..lengths import remove_render_spec
+
+    plans = remove_render_spec(store, name)
+    click.echo(f"removed render spec '{name}' and {plans} packing plans from {store}", err=True)
+
+
+@cli.command("remove-plan")
+@click.argument("store")
+@click.argument("name")
+def remove_plan(store: str, name: str) -> None:
+    """Remove packing plan NAME (its packs and members) from STORE.
+
+    \b
+    Example:
+        dataidx remove-plan demo.db default
+    """
+    from ..plans import remove_packing_plan
+
+    remove_packing_plan(store, name)
+    click.echo(f"removed packing plan '{name}' from {store}", err=True)
