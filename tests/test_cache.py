@@ -64,3 +64,23 @@ def test_processes_starting_together_build_once(tmp_path: Path) -> None:
     assert built == [False, False, True]
     assert len(list((tmp_path / "cache").glob("*.db"))) == 1
     assert not [p for p in os.listdir(tmp_path / "cache") if p.endswith(".tmp")]
+
+
+def test_cache_lists_and_cleans(tmp_path: Path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from dataidx.cli import cli
+
+    monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
+    yaml = config(tmp_path)
+    DataEngine(yaml)
+    DataEngine(yaml, seed=3)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["cache", "--json"])
+    assert result.exit_code == 0 and len(__import__("json").loads(result.stdout)) == 2
+    old = sorted((tmp_path / "cache").glob("*.db"))[0]
+    os.utime(old, (time.time() - 40 * 86400, time.time() - 40 * 86400))
+    result = runner.invoke(cli, ["cache", "--clean", "30"])
+    assert result.exit_code == 0 and "removed 1 cached stores" in result.stderr
+    assert sorted((tmp_path / "cache").glob("*.db")) != [] and not old.exists()
+    assert len(DataEngine(yaml)) == 20  # whichever was removed is built again on use

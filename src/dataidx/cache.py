@@ -85,3 +85,35 @@ def _problem(store: Path) -> str | None:
     except StoreError as exc:
         return str(exc)
     return None
+
+
+def cached_stores(folder: str | os.PathLike[str] | None = None) -> list[tuple[Path, int, float]]:
+    """``(store, bytes, last used)`` of every store in the cache folder, oldest use first; a
+    store's streams folder counts towards its size. "Last used" is the file's access time."""
+    folder = Path(folder) if folder is not None else cache_dir()
+    found = []
+    for store in folder.glob("*.db"):
+        streams = store.with_name(store.name + ".streams")
+        size = store.stat().st_size + sum(p.stat().st_size for p in streams.rglob("*") if p.is_file())
+        found.append((store, size, max(store.stat().st_atime, store.stat().st_mtime)))
+    return sorted(found, key=lambda item: item[2])
+
+
+def clean_cache(older_than_days: float, folder: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove cached stores (and their streams) not used for ``older_than_days``; returns them.
+    Each removal takes the store's lock, so a process building or opening it is never cut off."""
+    import shutil
+    import time
+
+    folder = Path(folder) if folder is not None else cache_dir()
+    removed = []
+    for store, _, used in cached_stores(folder):
+        if time.time() - used < older_than_days * 86400:
+            continue
+        with open(folder / f".{store.name}.lock", "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            store.unlink(missing_ok=True)
+            shutil.rmtree(store.with_name(store.name + ".streams"), ignore_errors=True)
+        (folder / f".{store.name}.lock").unlink(missing_ok=True)
+        removed.append(store)
+    return removed

@@ -1,4 +1,4 @@
-"""Commands that read a store: info, show, query, compose, verify, export. None of them can change it."""
+"""Commands that read a store (info, show, query, compose, verify, export) and the YAML cache (cache)."""
 
 from __future__ import annotations
 
@@ -197,3 +197,34 @@ def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) 
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
         click.echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)
+
+
+@cli.command()
+@click.option("--clean", "older_than", type=float, metavar="DAYS",
+              help="Remove stores not used for DAYS days (0: all of them).")
+@json_option("Print the cached stores as one JSON array.")
+def cache(older_than: float | None, as_json: bool) -> None:
+    """List (or clean) the stores DataEngine("x.yaml") built into the cache folder.
+
+    The folder is $DATAIDX_CACHE, else ~/.cache/dataidx.
+
+    \b
+    Example:
+        dataidx cache
+        dataidx cache --clean 30
+    """
+    import time
+
+    from ..cache import cache_dir, cached_stores, clean_cache
+
+    if older_than is not None:
+        removed = clean_cache(older_than)
+        click.echo(f"removed {len(removed)} cached stores from {cache_dir()}", err=True)
+        return
+    stores = cached_stores()
+    if as_json:
+        echo_json([{"store": str(s), "bytes": size, "last_used": used} for s, size, used in stores])
+        return
+    click.echo(f"cache folder {cache_dir()}")
+    click.echo(table(["store", "MiB", "days since use"],
+                     [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
