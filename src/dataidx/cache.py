@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from .config import YAML_SUFFIXES, load_config
-from .errors import StaleStoreError, StoreError
+from .errors import StoreError
 from .reader import StoreReader
 from .sampling import DEFAULT_SEED
 from .storefile import SCHEMA_REVISION
@@ -55,7 +55,7 @@ def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEE
     folder = Path(folder) if folder is not None else cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     store = folder / f"{Path(config_path).stem}-{key}.db"
-    if _usable(store):
+    if _problem(store) is None:
         return store, False
     with open(folder / f".{store.name}.lock", "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when closed, or when the holder dies
@@ -70,19 +70,13 @@ def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEE
     return store, True
 
 
-def _usable(store: Path) -> bool:
-    return store.exists() and _problem(store) is None
-
-
 def _problem(store: Path) -> str | None:
     """Why the cached store cannot be served as is, or None."""
     if not store.exists():
         return "not built yet"
     try:
         StoreReader(store)
-    except StaleStoreError as exc:
-        return str(exc)
-    except StoreError as exc:
+    except StoreError as exc:  # stale sources included
         return str(exc)
     return None
 

@@ -13,14 +13,14 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from multiprocessing import get_context
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
 
-from .errors import ConversionError, StaleStoreError, StoreError
+from .errors import ConversionError, StaleStoreError
 from .plans import delete_plans
 from .reader import EntryReader
 from .render_spec import RenderSpec, load_tokenizer, make_spec
@@ -28,7 +28,7 @@ from .rendering import TRAINS, Renderer
 from .schema import EntryRender, PackingPlan
 from .schema import RenderSpec as RenderSpecRow
 from .store import rewriting
-from .storefile import connect_readonly
+from .storefile import connect_readonly, not_found
 
 CHUNK = 2_000
 #: ``progress(done, total)`` after each rendered chunk.
@@ -83,13 +83,14 @@ def render_store(
     tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
     spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation)
     reader = EntryReader(store)
-    first, last, stored = _index_range(store, name)
-    if stored is not None and stored[0] == spec.fingerprint:
-        if stored[1] != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
+    stored = _stored(store, name)
+    first, last = stored.first, stored.last
+    if stored.fingerprint == spec.fingerprint:
+        if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
             with rewriting(store) as connection:
                 connection.execute(RenderSpecRow.__table__.update().where(RenderSpecRow.name == name)
                                    .values(tokenizer=spec.tokenizer_path))
-        return RenderSummary(spec, last - first + 1, _kept(store, name), _counts_in(store, name),
+        return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
                              time.perf_counter() - started, reused=True)
     jobs = max(1, jobs or os.cpu_count() or 1)
     chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
@@ -121,23 +122,29 @@ def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Pr
             pool.shutdown(cancel_futures=True)
 
 
-def _index_range(store: str | os.PathLike[str], name: str) -> tuple[int, int, tuple[str, str] | None]:
-    """First and last base entry ids, and the stored spec's ``(fingerprint, tokenizer path)``."""
+@dataclass
+class _Stored:
+    """The base index's id range and, when spec ``name`` exists, what the store holds of it."""
+
+    first: int
+    last: int
+    fingerprint: str | None = None
+    tokenizer: str | None = None
+    kept: int = 0
+    counts: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
     connection = connect_readonly(store)
     try:
         first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
-        found = connection.execute("SELECT fingerprint, tokenizer FROM render_specs WHERE name = ?", (name,)).fetchone()
-    finally:
-        connection.close()
-    if first is None:
-        first, last = 1, 0
-    return first, last, tuple(found) if found else None
-
-
-def _kept(store: str | os.PathLike[str], name: str) -> int:
-    connection = connect_readonly(store)
-    try:
-        return connection.execute("SELECT kept FROM render_specs WHERE name = ?", (name,)).fetchone()[0]
+        stored = _Stored(1, 0) if first is None else _Stored(first, last)
+        found = connection.execute("SELECT fingerprint, tokenizer, kept FROM render_specs WHERE name = ?",
+                                   (name,)).fetchone()
+        if found:
+            stored.fingerprint, stored.tokenizer, stored.kept = found
+            stored.counts = [tuple(row) for row in connection.execute(_COUNTS, (name,))]
+        return stored
     finally:
         connection.close()
 
@@ -147,14 +154,6 @@ _COUNTS = (
     "JOIN datasets AS d ON d.id = b.dataset_id JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = ? "
     "GROUP BY d.id, r.status ORDER BY d.position, r.status"
 )
-
-
-def _counts_in(store: str | os.PathLike[str], name: str) -> list[tuple[str, str, int]]:
-    connection = connect_readonly(store)
-    try:
-        return [tuple(row) for row in connection.execute(_COUNTS, (name,))]
-    finally:
-        connection.close()
 
 
 def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec,
@@ -199,6 +198,6 @@ def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
     """Delete render spec ``name`` and the packing plans made from it; returns plans removed."""
     with rewriting(store) as connection:
         if connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar() is None:
-            names = connection.execute(select(RenderSpecRow.name).order_by(RenderSpecRow.id)).scalars().all()
-            raise StoreError(f"{store}: no render spec '{name}' (specs: {', '.join(names) or 'none'})")
+            raise not_found(connection.connection.driver_connection, "render_specs", "render spec", name,
+                            os.fspath(store))
         return remove_spec(connection, name)

@@ -21,12 +21,13 @@ from sqlalchemy import Connection, delete, func, insert, select, text
 from . import __version__
 from .errors import StaleStoreError, StoreError
 from .packing import plan_packs
-from .positions import position_entries, read_mixture, spec_lengths
+from .positions import position_entries, spec_lengths
 from .render_spec import read_spec
 from .sampling import DEFAULT_SEED
 from .schema import Pack, PackedEntry, PackingPlan
 from .store import rewriting
-from .storefile import connect_readonly
+from .stored import read_mixture
+from .storefile import connect_readonly, not_found
 
 # Members travel as one integer each, position << 32 | entry_id, unpacked by SQLite in C.
 _MEMBERS = text(
@@ -155,5 +156,5 @@ def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:
     """Delete packing plan ``name`` with its packs and members."""
     with rewriting(store) as connection:
         if not remove_plan(connection, name):
-            names = connection.execute(select(PackingPlan.name).order_by(PackingPlan.id)).scalars().all()
-            raise StoreError(f"{store}: no packing plan '{name}' (plans: {', '.join(names) or 'none'})")
+            raise not_found(connection.connection.driver_connection, "packing_plans", "packing plan", name,
+                            os.fspath(store))

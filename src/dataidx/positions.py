@@ -15,23 +15,7 @@ import numpy as np
 
 from .errors import StoreError
 from .rendering import TRAINS
-from .storefile import not_found
-
-
-@dataclass(frozen=True)
-class StoredMixture:
-    id: int
-    name: str
-    start: int
-    entries: int
-
-
-def read_mixture(connection: sqlite3.Connection, name: str, path: str) -> StoredMixture:
-    """The stored mixture ``name``, or a StoreError listing the mixtures there are."""
-    row = connection.execute("SELECT id, name, start, entries FROM mixtures WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        raise not_found(connection, "mixtures", "mixture", name, path)
-    return StoredMixture(*row)
+from .stored import StoredMixture
 
 
 def position_entries(connection: sqlite3.Connection, mixture: StoredMixture) -> np.ndarray:

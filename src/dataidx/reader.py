@@ -21,8 +21,8 @@ from typing import Any
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
-from .stored import StoredDataset, open_rows, read_datasets
-from .storefile import connect_readonly, not_found
+from .stored import StoredDataset, open_rows, read_datasets, read_mixture
+from .storefile import connect_readonly
 from .verify import dataset_problems
 
 MMAP_BYTES = 1 << 40
@@ -152,10 +152,8 @@ class StoreReader(EntryReader):
         super().__init__(path, verify=verify)
 
     def _open(self, connection: sqlite3.Connection) -> None:
-        row = connection.execute("SELECT id, start, entries FROM mixtures WHERE name = ?", (self.mixture,)).fetchone()
-        if row is None:
-            raise not_found(connection, "mixtures", "mixture", self.mixture, self.path)
-        self.mixture_id, self.start, self.length = row
+        found = read_mixture(connection, self.mixture, self.path)
+        self.mixture_id, self.start, self.length = found.id, found.start, found.entries
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
         self._runs = connection.execute(
             "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = ? ORDER BY start",

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from .errors import StaleStoreError
-from .positions import position_entries, read_mixture, spec_lengths
+from .positions import position_entries, spec_lengths
 from .reader import EntryReader, StoreReader, paused_gc
 from .render_spec import StoredSpec, read_spec
 from .rendering import Renderer
+from .stored import read_mixture
 from .storefile import connect_readonly, not_found
 
 

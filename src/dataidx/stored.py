@@ -1,4 +1,4 @@
-"""The datasets a store describes, and opening their raw rows again for reading.
+"""The datasets and mixtures a store describes, and opening the datasets' raw rows again.
 
 Readers need each dataset's converter, recorded Arrow files and row count; opening maps those
 files (or, when they are gone, loads the source again) and refuses data that no longer matches.
@@ -14,6 +14,7 @@ from typing import Any
 from .errors import StaleStoreError
 from .renamed_rows import RenamedRows
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_state
+from .storefile import not_found
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,21 @@ def read_datasets(connection: sqlite3.Connection) -> dict[int, StoredDataset]:
         info, files, arrow_files = (json.loads(v) if v is not None else None for v in (row[8], row[10], row[11]))
         datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files)
     return datasets
+
+
+@dataclass(frozen=True)
+class StoredMixture:
+    """A mixture: its positions are global rowids ``start .. start + entries - 1``."""
+
+    id: int
+    name: str
+    start: int
+    entries: int
+
+
+def read_mixture(connection: sqlite3.Connection, name: str, path: str) -> StoredMixture:
+    """The stored mixture ``name``, or a StoreError listing the mixtures there are."""
+    row = connection.execute("SELECT id, name, start, entries FROM mixtures WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise not_found(connection, "mixtures", "mixture", name, path)
+    return StoredMixture(*row)
