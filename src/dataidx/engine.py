@@ -14,6 +14,7 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from .cache import cached_store, is_config_path
+from .errors import hide_passwords
 from .reader import StoreReader
 from .rendered import PackedPlan, RenderedMixture
 from .sampling import DEFAULT_SEED
@@ -86,7 +87,7 @@ class DataEngine(Dataset):
 
     def __repr__(self) -> str:
         path = self.reader.reader.path if isinstance(self.reader, RenderedMixture) else self.reader.path
-        return f"DataEngine({path!r}, mixture={self.mixture!r}, entries={len(self)})"
+        return f"DataEngine({hide_passwords(path)!r}, mixture={self.mixture!r}, entries={len(self)})"
 
 
 class PackedDataset(Dataset):
@@ -111,4 +112,4 @@ class PackedDataset(Dataset):
         return self.packs.get(_position(index))
 
     def __repr__(self) -> str:
-        return f"PackedDataset({self.packs.reader.path!r}, plan={self.packs.plan!r}, packs={len(self)})"
+        return f"PackedDataset({hide_passwords(self.packs.reader.path)!r}, plan={self.packs.plan!r}, packs={len(self)})"

@@ -7,9 +7,22 @@ builtin a caller would naturally expect (``FileNotFoundError``, ``KeyError``...)
 
 from __future__ import annotations
 
+import re
+
+# user:password@ in a database URL: messages name the store, never its password.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/:@\s]*:)[^@\s]+@")
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``."""
+    return _URL_PASSWORD.sub(r"\1***@", text)
+
 
 class DataidxError(Exception):
-    """Base class of every error dataidx raises deliberately."""
+    """Base class of every error dataidx raises deliberately; its message shows no password."""
+
+    def __str__(self) -> str:
+        return hide_passwords(super().__str__())
 
 
 class ConfigError(DataidxError, ValueError):
@@ -42,7 +55,7 @@ class ConversionError(DataidxError, ValueError):
 
 
 class StoreError(DataidxError):
-    """A store file is missing, not a dataidx store, corrupt, or of another schema revision."""
+    """A store is missing, unreachable, not a dataidx store, corrupt, or of another schema revision."""
 
 
 class StaleStoreError(StoreError):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from typing import Any
 
-from .storefile import SCHEMA_REVISION, connect_readonly
+from .errors import hide_passwords
+from .storefile import SCHEMA_REVISION, ReadConnection, connect_readonly
 
 
-def _rows(connection: sqlite3.Connection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
+def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
     cursor = connection.execute(sql, parameters)
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row)) for row in cursor]
@@ -56,7 +56,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         connection.close()
     build = builds[0] if builds else None
     return {
-        "store": os.fspath(path),
+        "store": hide_passwords(os.fspath(path)),
         "schema_revision": SCHEMA_REVISION,
         "build": None if build is None else {
             "created_at": build["created_at"],

@@ -27,7 +27,7 @@ from .sampling import DEFAULT_SEED
 from .schema import Pack, PackedEntry, PackingPlan
 from .store import rewriting
 from .stored import read_mixture
-from .storefile import connect_readonly, not_found
+from .storefile import connect_readonly, not_found, read_stamp
 
 # Members travel as one integer each, position << 32 | entry_id, unpacked by SQLite in C.
 _MEMBERS = text(
@@ -77,7 +77,7 @@ def pack_store(
         raise StoreError(f"capacity must be positive, got {capacity}")
     connection = connect_readonly(store)
     try:
-        stamp = connection.execute("PRAGMA user_version").fetchone()[0]
+        stamp = read_stamp(connection)
         stored_spec = read_spec(connection, spec, os.fspath(store))
         stored_mixture = read_mixture(connection, mixture, os.fspath(store))
         pairs = [name for (name,) in connection.execute(

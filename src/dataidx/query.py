@@ -1,7 +1,8 @@
 """Read-only SQL over a store: one SELECT, refused if it would write, attach or change settings.
 
-The file is opened read-only, ``query_only`` is set, and an authorizer allows nothing but
-reads, so ``dataidx query`` can never modify a store, whatever the SQL says.
+A file is opened read-only, ``query_only`` is set, and an authorizer allows nothing but reads,
+so ``dataidx query`` can never modify a store, whatever the SQL says. On PostgreSQL the
+statement runs alone in a read-only transaction (see :func:`dataidx.postgres.run_query`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from .errors import DataidxError, ReadOnlyError
+from .locations import PostgresStore, is_url, store_location
 from .storefile import connect_readonly
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -29,6 +31,12 @@ def run_query(
 
         columns, rows = run_query("demo.db", "SELECT dataset, count(*) FROM entries GROUP BY dataset")
     """
+    location = store_location(path) if is_url(path) else None
+    if isinstance(location, PostgresStore):
+        from .postgres import run_query as run_postgres_query
+
+        connect_readonly(path).close()  # the store's own errors first: missing, other revision
+        return run_postgres_query(location, sql, parameters)
     connection = connect_readonly(path)
     try:
         connection.execute("PRAGMA query_only = ON")

@@ -22,7 +22,7 @@ from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .expansion import truncate
 from .stored import StoredDataset, open_rows, read_datasets, read_mixture
-from .storefile import connect_readonly
+from .storefile import ReadConnection, connect_readonly, read_stamp
 from .verify import dataset_problems
 
 MMAP_BYTES = 1 << 40
@@ -77,7 +77,7 @@ class EntryReader:
         self.path = os.fspath(path)
         connection = connect_readonly(self.path)
         try:
-            self.stamp = connection.execute("PRAGMA user_version").fetchone()[0]
+            self.stamp = read_stamp(connection)
             self.datasets = read_datasets(connection)
             self._open(connection)
             if verify:
@@ -90,7 +90,7 @@ class EntryReader:
         # other processes (DataLoader workers) reconnect and check it is still the same store.
         self._local: _ProcessState | None = _ProcessState(self.path, self.stamp, connection)
 
-    def _open(self, connection: sqlite3.Connection) -> None:
+    def _open(self, connection: ReadConnection) -> None:
         """Read what a subclass needs while the store is being opened."""
 
     def _verify(self, dataset: StoredDataset) -> None:
@@ -115,7 +115,7 @@ class EntryReader:
 
     def _query(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
-            return self._process().connection.execute(sql, parameters).fetchall()
+            return self._process().rows(sql, parameters)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read store: {exc}") from None
 
@@ -151,7 +151,7 @@ class StoreReader(EntryReader):
         self.mixture = mixture
         super().__init__(path, verify=verify)
 
-    def _open(self, connection: sqlite3.Connection) -> None:
+    def _open(self, connection: ReadConnection) -> None:
         found = read_mixture(connection, self.mixture, self.path)
         self.mixture_id, self.start, self.length = found.id, found.start, found.entries
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
@@ -200,12 +200,13 @@ class StoreReader(EntryReader):
         in_run, key = self._key(index)
         local = self._process()
         try:
-            found = local.connection.execute(_ENTRY_ONE if in_run else _POSITION_ONE, (key,)).fetchone()
+            found = local.rows(_ENTRY_ONE if in_run else _POSITION_ONE, (key,))
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read store: {exc}") from None
-        if found is None:
+        if not found:
             raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
-        return local.fetcher(self.datasets[found[1]]).sample(found[2], found[3])
+        _, dataset_id, row, cut = found[0]
+        return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
@@ -223,19 +224,37 @@ class StoreReader(EntryReader):
 class _ProcessState:
     """What one process opens for a reader: its connection and, lazily, one fetcher per dataset."""
 
-    def __init__(self, path: str, stamp: int, connection: sqlite3.Connection | None = None) -> None:
-        self.pid = os.getpid()
+    def __init__(self, path: str, stamp: int, connection: Any = None) -> None:
+        self.pid, self.path, self.stamp = os.getpid(), path, stamp
         self.connection = connection or connect_readonly(path)
-        if self.connection.execute("PRAGMA user_version").fetchone()[0] != stamp:
+        # A file stays readable after it is replaced; a PostgreSQL schema is swapped in place, so
+        # there every query also reads the stamp and a replaced store is noticed at once.
+        self.postgres = getattr(self.connection, "dialect", None) == "postgresql"
+        if read_stamp(self.connection) != stamp:
             self.connection.close()
-            raise StaleStoreError(
-                f"{path}: the store was replaced (rebuilt, or changed by mix, remove-mixture or migrate) "
-                "after this reader opened it; open it again"
-            )
-        # Pages come through a shared memory map; a small private cache keeps workers lean.
-        self.connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-        self.connection.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            raise self.replaced()
+        if not self.postgres:
+            # Pages come through a shared memory map; a small private cache keeps workers lean.
+            self.connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            self.connection.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self.fetchers: dict[int, _Fetcher] = {}
+
+    def replaced(self) -> StaleStoreError:
+        return StaleStoreError(
+            f"{self.path}: the store was replaced (rebuilt, or changed by mix, remove-mixture or migrate) "
+            "after this reader opened it; open it again"
+        )
+
+    def rows(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """All rows of a read; on PostgreSQL checked in the same statement to be of this store."""
+        if not self.postgres:
+            return self.connection.execute(sql, parameters).fetchall()
+        assert sql.startswith("SELECT "), sql
+        found = self.connection.execute(
+            sql.replace("SELECT ", "SELECT (SELECT stamp FROM dataidx_store), ", 1), parameters).fetchall()
+        if found and found[0][0] != self.stamp:
+            raise self.replaced()
+        return [row[1:] for row in found]
 
     def fetcher(self, dataset: StoredDataset) -> _Fetcher:
         found = self.fetchers.get(dataset.id)

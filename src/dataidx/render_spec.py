@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 from . import __version__
 from .errors import RenderError, StaleStoreError
 from .rendering import Renderer
-from .storefile import not_found
+from .storefile import ReadConnection, not_found
 from .templates import choose_template
 
 
@@ -113,7 +112,7 @@ class StoredSpec:
         return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation)
 
 
-def read_spec(connection: sqlite3.Connection, name: str, path: str) -> StoredSpec:
+def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:
     """The stored spec ``name``, or a StoreError listing the specs there are."""
     row = connection.execute(
         "SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept "

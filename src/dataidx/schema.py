@@ -9,7 +9,7 @@ A mixture's position ``i`` is global position ``mixtures.start + i``: either ins
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Float, ForeignKey, Integer, MetaData, String, Text
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -20,6 +20,10 @@ NAMING = {
 }
 
 
+#: 64-bit in every database: SQLite's INTEGER is, PostgreSQL's integer is not (seeds need 64 bits).
+INT = Integer().with_variant(BigInteger(), "postgresql")
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
@@ -28,7 +32,7 @@ class Build(Base):
     """Provenance of the build that made the store: config text and hash, version, timing."""
 
     __tablename__ = "builds"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
     config_origin: Mapped[str] = mapped_column(Text, nullable=False)
     config_text: Mapped[str] = mapped_column(Text, nullable=False)
@@ -41,9 +45,9 @@ class Dataset(Base):
     """One dataset of the config: its source, converter, counts, and what fetching needs."""
 
     __tablename__ = "datasets"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
     name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
-    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    position: Mapped[int] = mapped_column(INT, nullable=False)
     path: Mapped[str] = mapped_column(Text, nullable=False)
     source: Mapped[str] = mapped_column(String, nullable=False)
     loader_version: Mapped[str] = mapped_column(String, nullable=False)
@@ -51,13 +55,13 @@ class Dataset(Base):
     converter: Mapped[str] = mapped_column(String, nullable=False)
     converter_version: Mapped[str] = mapped_column(String, nullable=False)
     info: Mapped[dict] = mapped_column(JSON, nullable=False)
-    rows: Mapped[int] = mapped_column(Integer, nullable=False)
-    entries: Mapped[int] = mapped_column(Integer, nullable=False)
-    first_entry: Mapped[int] = mapped_column(Integer, nullable=False)
-    drops: Mapped[int] = mapped_column(Integer, nullable=False)
+    rows: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    first_entry: Mapped[int] = mapped_column(INT, nullable=False)
+    drops: Mapped[int] = mapped_column(INT, nullable=False)
     files: Mapped[list] = mapped_column(JSON, nullable=False)
     arrow_files: Mapped[list | None] = mapped_column(JSON, nullable=True)
-    rejected: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    rejected: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
     on_error: Mapped[str] = mapped_column(String, nullable=False, server_default="raise")
 
 
@@ -65,9 +69,9 @@ class RejectedRow(Base):
     """A source row the build left out under ``on_error: skip``, and why."""
 
     __tablename__ = "rejected_rows"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), nullable=False)
-    row: Mapped[int] = mapped_column(Integer, nullable=False)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), nullable=False)
+    row: Mapped[int] = mapped_column(INT, nullable=False)
     reason: Mapped[str] = mapped_column(Text, nullable=False)
 
 
@@ -75,22 +79,22 @@ class BaseEntry(Base):
     """The base index: one row per (dataset, row, cut), in dataset then row order."""
 
     __tablename__ = "base_entries"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), nullable=False)
-    row: Mapped[int] = mapped_column(Integer, nullable=False)
-    cut: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), nullable=False)
+    row: Mapped[int] = mapped_column(INT, nullable=False)
+    cut: Mapped[int | None] = mapped_column(INT, nullable=True)
 
 
 class Mixture(Base):
     """A named, seeded resampling of the base index; its positions start at rowid ``start``."""
 
     __tablename__ = "mixtures"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
     name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
-    seed: Mapped[int] = mapped_column(Integer, nullable=False)
+    seed: Mapped[int] = mapped_column(INT, nullable=False)
     sampling: Mapped[str] = mapped_column(String, nullable=False)
-    start: Mapped[int] = mapped_column(Integer, nullable=False)
-    entries: Mapped[int] = mapped_column(Integer, nullable=False)
+    start: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
     config_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
@@ -101,34 +105,34 @@ class MixtureDataset(Base):
     """One dataset's draw in a mixture: the derived seed, what was asked and what came out."""
 
     __tablename__ = "mixture_datasets"
-    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), primary_key=True)
-    seed: Mapped[int] = mapped_column(Integer, nullable=False)
-    size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    seed: Mapped[int] = mapped_column(INT, nullable=False)
+    size: Mapped[int | None] = mapped_column(INT, nullable=True)
     weight: Mapped[float | None] = mapped_column(Float, nullable=True)
-    base_entries: Mapped[int] = mapped_column(Integer, nullable=False)
-    entries: Mapped[int] = mapped_column(Integer, nullable=False)
-    requested: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    base_entries: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    requested: Mapped[int | None] = mapped_column(INT, nullable=True)
 
 
 class MixtureRun(Base):
     """Positions ``start .. start + length - 1`` hold entries ``first_entry ..`` in order."""
 
     __tablename__ = "mixture_runs"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), nullable=False)
-    start: Mapped[int] = mapped_column(Integer, nullable=False)
-    first_entry: Mapped[int] = mapped_column(Integer, nullable=False)
-    length: Mapped[int] = mapped_column(Integer, nullable=False)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), nullable=False)
+    start: Mapped[int] = mapped_column(INT, nullable=False)
+    first_entry: Mapped[int] = mapped_column(INT, nullable=False)
+    length: Mapped[int] = mapped_column(INT, nullable=False)
 
 
 class MixtureEntry(Base):
     """Position ``id - mixtures.start`` of a mixture points at one base entry."""
 
     __tablename__ = "mixture_entries"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), nullable=False)
-    entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), nullable=False)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), nullable=False)
+    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
 
 
 class RenderSpec(Base):
@@ -139,17 +143,17 @@ class RenderSpec(Base):
     """
 
     __tablename__ = "render_specs"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
     name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
     fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
     tokenizer: Mapped[str] = mapped_column(Text, nullable=False)
     tokenizer_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     template: Mapped[str] = mapped_column(String, nullable=False)
     template_text: Mapped[str] = mapped_column(Text, nullable=False)
-    cutoff: Mapped[int] = mapped_column(Integer, nullable=False)
+    cutoff: Mapped[int] = mapped_column(INT, nullable=False)
     truncation: Mapped[str] = mapped_column(String, nullable=False)
-    entries: Mapped[int] = mapped_column(Integer, nullable=False)
-    kept: Mapped[int] = mapped_column(Integer, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    kept: Mapped[int] = mapped_column(INT, nullable=False)
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
     seconds: Mapped[float] = mapped_column(Float, nullable=False)
@@ -160,11 +164,11 @@ class EntryRender(Base):
 
     __tablename__ = "entry_renders"
     __table_args__ = {"sqlite_with_rowid": False}
-    spec_id: Mapped[int] = mapped_column(ForeignKey("render_specs.id"), primary_key=True)
-    entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), primary_key=True)
-    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
-    supervised_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
-    full_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), primary_key=True)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    supervised_tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    full_tokens: Mapped[int] = mapped_column(INT, nullable=False)
     status: Mapped[str] = mapped_column(String, nullable=False)
     detail: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -173,17 +177,17 @@ class PackingPlan(Base):
     """Best-fit-decreasing packs of one mixture's kept positions under one spec, seeded order."""
 
     __tablename__ = "packing_plans"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
     name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
-    spec_id: Mapped[int] = mapped_column(ForeignKey("render_specs.id"), nullable=False)
-    mixture_id: Mapped[int] = mapped_column(ForeignKey("mixtures.id"), nullable=False)
-    capacity: Mapped[int] = mapped_column(Integer, nullable=False)
-    seed: Mapped[int] = mapped_column(Integer, nullable=False)
-    packs: Mapped[int] = mapped_column(Integer, nullable=False)
-    entries: Mapped[int] = mapped_column(Integer, nullable=False)
-    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), nullable=False)
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), nullable=False)
+    capacity: Mapped[int] = mapped_column(INT, nullable=False)
+    seed: Mapped[int] = mapped_column(INT, nullable=False)
+    packs: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
     fill: Mapped[float] = mapped_column(Float, nullable=False)
-    left_out: Mapped[int] = mapped_column(Integer, nullable=False)
+    left_out: Mapped[int] = mapped_column(INT, nullable=False)
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
     seconds: Mapped[float] = mapped_column(Float, nullable=False)
@@ -194,21 +198,21 @@ class Pack(Base):
 
     __tablename__ = "packs"
     __table_args__ = {"sqlite_with_rowid": False}
-    plan_id: Mapped[int] = mapped_column(ForeignKey("packing_plans.id"), primary_key=True)
-    pack: Mapped[int] = mapped_column(Integer, primary_key=True)
-    first_member: Mapped[int] = mapped_column(Integer, nullable=False)
-    members: Mapped[int] = mapped_column(Integer, nullable=False)
-    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), primary_key=True)
+    pack: Mapped[int] = mapped_column(INT, primary_key=True)
+    first_member: Mapped[int] = mapped_column(INT, nullable=False)
+    members: Mapped[int] = mapped_column(INT, nullable=False)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
 
 
 class PackedEntry(Base):
     """One member of a pack, in slot order: a mixture position and its base entry."""
 
     __tablename__ = "packed_entries"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    plan_id: Mapped[int] = mapped_column(ForeignKey("packing_plans.id"), nullable=False)
-    position: Mapped[int] = mapped_column(Integer, nullable=False)
-    entry_id: Mapped[int] = mapped_column(ForeignKey("base_entries.id"), nullable=False)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
+    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), nullable=False)
+    position: Mapped[int] = mapped_column(INT, nullable=False)
+    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
 
 
 #: The views users may rely on, created by the migrations; their columns are an interface.

@@ -1,7 +1,8 @@
 """Create, rewrite and migrate store files through SQLAlchemy and Alembic.
 
 Reading a store needs none of this (see :mod:`dataidx.storefile`); writing always happens on a
-temporary file renamed into place when complete.
+temporary file renamed into place when complete, or, for a store in PostgreSQL, published into
+its schema when complete (see :mod:`dataidx.pg_publish`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, create_engine, event
 
 from .errors import StoreError
+from .locations import PostgresStore, is_url, store_location
 from .storefile import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
 
 
@@ -44,8 +46,39 @@ def rewriting(path: str | os.PathLike[str]) -> Iterator[Connection]:
     one; an error or a kill mid-way leaves the store as it was.
     """
     connect_readonly(path).close()
-    with _on_copy(Path(path)) as connection:
+    location = store_location(path) if is_url(path) else Path(path)
+    if isinstance(location, PostgresStore):
+        with _on_postgres_copy(location) as connection:
+            yield connection
+        return
+    with _on_copy(location) as connection:
         yield connection
+
+
+@contextmanager
+def _on_postgres_copy(store: PostgresStore) -> Iterator[Connection]:
+    """The same transaction on a local copy of a store in PostgreSQL, published back after."""
+    from .pg_publish import postgres_writer, publish, pull, working_folder
+
+    with postgres_writer(store) as server, working_folder() as folder:
+        working_copy = folder / "store.db"
+        pull(store, server, working_copy)
+        with _stamped_transaction(working_copy) as connection:
+            yield connection
+        publish(working_copy, store, server)
+
+
+@contextmanager
+def _stamped_transaction(file: Path) -> Iterator[Connection]:
+    """One transaction on a working copy that gives it a new stamp when the block succeeds."""
+    engine = create_engine(f"sqlite:///{file}")
+    _set_build_pragmas(engine)
+    try:
+        with engine.begin() as connection:
+            yield connection
+            stamp(connection)
+    finally:
+        engine.dispose()
 
 
 def migrate_store(path: str | os.PathLike[str]) -> tuple[str | None, str]:
@@ -58,6 +91,9 @@ def migrate_store(path: str | os.PathLike[str]) -> tuple[str | None, str]:
     before = store_revision(path)
     if before == SCHEMA_REVISION:
         return before, before
+    if is_url(path) and isinstance(store_location(path), PostgresStore):
+        raise StoreError(f"{path}: store schema revision {before!r} cannot be upgraded in PostgreSQL by this "
+                         f"dataidx (it writes {SCHEMA_REVISION!r}); rebuild the store")
     if before not in REVISIONS:
         raise StoreError(f"{path}: store schema revision {before!r} is unknown to this dataidx; upgrade dataidx")
     with _on_copy(Path(path)) as connection:
@@ -74,14 +110,8 @@ def _on_copy(path: Path) -> Iterator[Connection]:
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             shutil.copyfile(path, temporary)
-            engine = create_engine(f"sqlite:///{temporary}")
-            _set_build_pragmas(engine)
-            try:
-                with engine.begin() as connection:
-                    yield connection
-                    stamp(connection)
-            finally:
-                engine.dispose()
+            with _stamped_transaction(temporary) as connection:
+                yield connection
             publish(temporary, path)
         except OSError as exc:
             remove_temporary(temporary)

@@ -7,14 +7,13 @@ files (or, when they are gone, loads the source again) and refuses data that no 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import StaleStoreError
 from .renamed_rows import RenamedRows
 from .rows import ArrowRows, DatasetRows, RowSource, arrow_files_state
-from .storefile import not_found
+from .storefile import ReadConnection, not_found
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def _open_source_rows(dataset: StoredDataset) -> RowSource:
     return DatasetRows(loaded.dataset)
 
 
-def read_datasets(connection: sqlite3.Connection) -> dict[int, StoredDataset]:
+def read_datasets(connection: ReadConnection) -> dict[int, StoredDataset]:
     """The stored datasets by id, in config order."""
     query = (
         "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
@@ -93,7 +92,7 @@ class StoredMixture:
     entries: int
 
 
-def read_mixture(connection: sqlite3.Connection, name: str, path: str) -> StoredMixture:
+def read_mixture(connection: ReadConnection, name: str, path: str) -> StoredMixture:
     """The stored mixture ``name``, or a StoreError listing the mixtures there are."""
     row = connection.execute("SELECT id, name, start, entries FROM mixtures WHERE name = ?", (name,)).fetchone()
     if row is None:

@@ -1,7 +1,8 @@
-"""Open and check store files without SQLAlchemy: what every read path starts with.
+"""Open and check stores without SQLAlchemy: what every read path starts with.
 
-A store is a SQLite file whose schema Alembic created. Opening never imports Alembic or
-SQLAlchemy (together a third of a second); it reads ``alembic_version`` and compares it with
+A store is a SQLite file whose schema Alembic created (or the same tables in a PostgreSQL
+schema, see :mod:`dataidx.postgres`). Opening a file never imports Alembic or SQLAlchemy
+(together a third of a second); it reads ``alembic_version`` and compares it with
 :data:`SCHEMA_REVISION`, so ``dataidx info`` and a DataLoader worker start fast.
 """
 
@@ -10,8 +11,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 from .errors import StoreError
+from .locations import is_url, store_location
+
+if TYPE_CHECKING:
+    from .postgres import PostgresReadConnection
+
+#: What :func:`connect_readonly` gives: sqlite3's connection, or one with its ``execute`` on PostgreSQL.
+ReadConnection = Union[sqlite3.Connection, "PostgresReadConnection"]
 
 #: Alembic revision of the newest schema this code reads and writes.
 SCHEMA_REVISION = "0005"
@@ -34,9 +43,10 @@ def check_store_file(path: Path) -> None:
         raise StoreError(f"{path}: not a dataidx store (not a SQLite file)")
 
 
-def connect_readonly(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """A read-only DBAPI connection to a current store; raises StoreError naming the problem."""
-    connection, revision = _open(Path(path))
+def connect_readonly(path: str | os.PathLike[str]) -> ReadConnection:
+    """A read-only DBAPI connection to a current store (a file or a PostgreSQL URL); raises
+    StoreError naming the problem."""
+    connection, revision = _open(path)
     if revision != SCHEMA_REVISION:
         connection.close()
         if revision in REVISIONS:
@@ -53,12 +63,29 @@ def connect_readonly(path: str | os.PathLike[str]) -> sqlite3.Connection:
 
 def store_revision(path: str | os.PathLike[str]) -> str | None:
     """The schema revision recorded in a store file, whichever it is."""
-    connection, revision = _open(Path(path))
+    connection, revision = _open(path)
     connection.close()
     return revision
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, str | None]:
+def read_stamp(connection: ReadConnection) -> int:
+    """The store's identity, new with every write: readers check it when they reconnect."""
+    if getattr(connection, "dialect", None) == "postgresql":
+        from .postgres import read_stamp as read_postgres_stamp
+
+        return read_postgres_stamp(connection)
+    return connection.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _open(store: str | os.PathLike[str]) -> tuple[ReadConnection, str | None]:
+    if is_url(store):
+        location = store_location(store)
+        if not isinstance(location, Path):
+            from .postgres import connect_readonly as connect_postgres
+
+            return connect_postgres(location)
+        store = location
+    path = Path(store)
     check_store_file(path)
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
@@ -71,7 +98,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str | None]:
     return connection, (row[0] if row else None)
 
 
-def not_found(connection: sqlite3.Connection, table: str, kind: str, name: str, path: str, hint: str = "") -> StoreError:
+def not_found(connection: ReadConnection, table: str, kind: str, name: str, path: str, hint: str = "") -> StoreError:
     """The error for a missing mixture, spec or plan, listing the names the store does have."""
     names = [row[0] for row in connection.execute(f"SELECT name FROM {table} ORDER BY id")]
     listed = ", ".join(names) or f"none{hint}"

@@ -12,7 +12,7 @@ from typing import Any
 
 from .config import DatasetSpec
 from .converters import converters
-from .errors import PluginError
+from .errors import PluginError, hide_passwords
 from .fingerprints import added_files, changed_files
 from .rows import arrow_files_state
 from .sources import source_files, sources
@@ -49,10 +49,12 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     connection = connect_readonly(path)
     try:
         datasets = read_datasets(connection)
-        integrity = [row[0] for row in connection.execute("PRAGMA integrity_check")]
+        # PostgreSQL checks its own pages; a file gets SQLite's integrity check.
+        postgres = getattr(connection, "dialect", None) == "postgresql"
+        integrity = ["ok"] if postgres else [row[0] for row in connection.execute("PRAGMA integrity_check")]
     finally:
         connection.close()
     report = {d.name: dataset_problems(d, deep=True) for d in datasets.values()}
     store = [] if integrity == ["ok"] else [f"SQLite integrity check: {line}" for line in integrity]
     ok = not store and not any(problems for problems in report.values())
-    return {"store": os.fspath(path), "ok": ok, "datasets": report, "integrity": store}
+    return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": store}

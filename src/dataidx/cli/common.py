@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import DataidxError
+from ..errors import DataidxError, hide_passwords
 from ..sampling import DEFAULT_SEED, SAMPLING_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,6 +49,11 @@ class ProgressLine:
             click.echo(f"\r{line}\x1b[K" + ("\n" if finished else ""), err=True, nl=False)
         else:
             click.echo(line, err=True)
+
+
+def shown(store: str) -> str:
+    """A store as messages print it: a database URL without its password."""
+    return hide_passwords(str(store))
 
 
 def echo_json(document: Any) -> None:

@@ -100,21 +100,25 @@ def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool, 
 @click.argument("sql")
 @json_option("Print one JSON array of objects keyed by column.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
-def query(store: str, sql: str, as_json: bool, as_csv: bool) -> None:
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="Value of :NAME in the SQL (repeatable); digits are passed as numbers.")
+def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, ...]) -> None:
     """Run one read-only SQL statement against a store; writes are refused.
 
     Views: entries(mixture, position, dataset, row, cut) and
-    composition(mixture, dataset, entries, distinct_rows, share).
+    composition(mixture, dataset, entries, distinct_rows, share). On PostgreSQL the SQL is
+    PostgreSQL's and runs in a read-only transaction.
 
     \b
     Example:
         dataidx query demo.db "SELECT dataset, count(*) AS n FROM entries GROUP BY dataset" --json
+        dataidx query demo.db "SELECT * FROM entries WHERE dataset = :d" --param d=demo_alpaca
     """
     from ..query import run_query
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
-    columns, rows = run_query(store, sql)
+    columns, rows = run_query(store, sql, dict(_parameter(text) for text in params))
     if as_json:
         echo_json([dict(zip(columns, row)) for row in rows])
     elif as_csv:
@@ -125,6 +129,18 @@ def query(store: str, sql: str, as_json: bool, as_csv: bool) -> None:
         click.echo(buffer.getvalue(), nl=False)
     else:
         click.echo(table(columns, rows))
+
+
+def _parameter(text: str) -> tuple[str, int | float | str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint="--param")
+    for number in (int, float):
+        try:
+            return name, number(value)
+        except ValueError:
+            pass
+    return name, value
 
 
 @cli.command()

@@ -8,12 +8,12 @@ import click
 
 from ..sampling import DEFAULT_SEED
 from . import cli
-from .common import ProgressLine, mixture_options, table
+from .common import ProgressLine, mixture_options, shown, table
 
 
 @cli.command()
 @click.argument("config")
-@click.option("-o", "--output", required=True, help="Store file to write (replaced only when the build succeeds).")
+@click.option("-o", "--output", required=True, help="Store to write: a file, or a PostgreSQL URL (replaced only when the build succeeds).")
 @mixture_options
 @click.option("--tokenizer", help="Also render every entry with this tokenizer (see dataidx render), as spec 'default'.")
 @click.option("--template", help="With --tokenizer: the template (default: the tokenizer's own).")
@@ -70,7 +70,7 @@ def mix(store: str, config: str, name: str, seed: int, sampling: str) -> None:
     from ..mixing import add_mixture
 
     summary = add_mixture(store, config, name, seed=seed, sampling=sampling)
-    click.echo(f"added mixture '{name}' of {summary.entries} entries (seed {seed}, {sampling}) to {store}", err=True)
+    click.echo(f"added mixture '{name}' of {summary.entries} entries (seed {seed}, {sampling}) to {shown(store)}", err=True)
 
 
 @cli.command("remove-mixture")
@@ -86,7 +86,7 @@ def remove_mixture(store: str, name: str) -> None:
     from ..mixing import remove_mixture as remove
 
     entries = remove(store, name)
-    click.echo(f"removed mixture '{name}' ({entries} entries) from {store}", err=True)
+    click.echo(f"removed mixture '{name}' ({entries} entries) from {shown(store)}", err=True)
 
 
 @cli.command()
@@ -102,9 +102,9 @@ def migrate(store: str) -> None:
 
     before, after = migrate_store(store)
     if before == after:
-        click.echo(f"{store} is already at schema revision {after}", err=True)
+        click.echo(f"{shown(store)} is already at schema revision {after}", err=True)
     else:
-        click.echo(f"migrated {store} from schema revision {before} to {after}", err=True)
+        click.echo(f"migrated {shown(store)} from schema revision {before} to {after}", err=True)
 
 
 @cli.command()
@@ -145,10 +145,10 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
         return
     click.echo(table(["dataset", "status", "entries"], summary.counts), err=True)
     if summary.reused:
-        click.echo(f"spec '{name}' is up to date in {store} ({summary.entries} entries, {summary.kept} train)", err=True)
+        click.echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)", err=True)
         return
     removed = f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed else ""
-    click.echo(f"rendered {summary.entries} entries of {store} as spec '{name}' ({summary.kept} train) "
+    click.echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
                f"in {summary.seconds:.2f} s{removed}", err=True)
 
 
@@ -220,7 +220,7 @@ def remove_spec(store: str, name: str) -> None:
     from ..lengths import remove_render_spec
 
     plans = remove_render_spec(store, name)
-    click.echo(f"removed render spec '{name}' and {plans} packing plans from {store}", err=True)
+    click.echo(f"removed render spec '{name}' and {plans} packing plans from {shown(store)}", err=True)
 
 
 @cli.command("remove-plan")
@@ -236,4 +236,4 @@ def remove_plan(store: str, name: str) -> None:
     from ..plans import remove_packing_plan
 
     remove_packing_plan(store, name)
-    click.echo(f"removed packing plan '{name}' from {store}", err=True)
+    click.echo(f"removed packing plan '{name}' from {shown(store)}", err=True)

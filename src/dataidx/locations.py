@@ -1,0 +1,71 @@
+"""Where a store lives: a SQLite file (a path or ``sqlite:///`` URL) or a PostgreSQL schema.
+
+Every command and ``DataEngine`` take the store as one string; this module is the only place
+that tells the two apart. A PostgreSQL store is a schema (``?schema=NAME``, default
+``dataidx``) in the database a SQLAlchemy URL names, so a team shares mixtures across machines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import StoreError
+
+DEFAULT_SCHEMA = "dataidx"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,39}")
+_POSTGRES_DRIVERS = ("postgresql", "postgresql+psycopg", "postgres")
+
+
+@dataclass(frozen=True)
+class PostgresStore:
+    """A store in schema ``schema`` of the PostgreSQL database at ``url`` (psycopg 3 driver)."""
+
+    url: str  # SQLAlchemy URL, password included, without the ``schema`` key
+    schema: str
+    shown: str  # the URL as given, password hidden: what messages print
+
+    @property
+    def conninfo(self) -> str:
+        """The URL as libpq reads it (``postgresql://user@host/db?...``)."""
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+    def __str__(self) -> str:
+        return self.shown
+
+
+def is_url(store: str | os.PathLike[str]) -> bool:
+    return isinstance(store, PostgresStore) or (isinstance(store, str) and "://" in store)
+
+
+def store_location(store: str | os.PathLike[str] | PostgresStore) -> Path | PostgresStore:
+    """A path for a SQLite store, or the PostgreSQL schema a URL names; a clear error otherwise."""
+    if isinstance(store, PostgresStore):
+        return store
+    if not is_url(store):
+        return Path(store)
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(store)
+    except ArgumentError:
+        raise StoreError(f"{store}: not a store path or a SQLAlchemy URL") from None
+    if url.drivername == "sqlite":
+        if not url.database or url.database == ":memory:":
+            raise StoreError(f"{store}: a SQLite store needs a file (sqlite:///path/store.db)")
+        return Path(url.database)
+    shown = url.render_as_string(hide_password=True)
+    if url.drivername not in _POSTGRES_DRIVERS:
+        raise StoreError(f"{shown}: unsupported database '{url.drivername}'; dataidx stores live in SQLite "
+                         "(a path or sqlite:///path) or PostgreSQL (postgresql://... with psycopg 3)")
+    schema = url.query.get("schema", DEFAULT_SCHEMA)
+    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema) or schema.startswith("pg_"):
+        raise StoreError(f"{shown}: schema {schema!r} is not a plain lower-case name (letters, digits, _; "
+                         "at most 40 characters)")
+    clean = url.difference_update_query(["schema"]).set(drivername="postgresql+psycopg")
+    return PostgresStore(clean.render_as_string(hide_password=False), schema, shown)

@@ -1,0 +1,157 @@
+"""Writing a store that lives in PostgreSQL: work on a local SQLite copy, then publish it.
+
+Build, mix, render, pack and the remove commands run exactly as they do on a file (same code,
+same checks) against a SQLite working copy; publishing copies the finished copy into a staging
+schema and swaps it in for the old one in one transaction. Readers see the old store or the new
+one, never half of either, and an error or a kill leaves the old one untouched. One writer at a
+time per store: a session advisory lock, which the server drops if the writer dies.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import JSON, Connection, NullPool, create_engine
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from .errors import StoreError
+from .locations import PostgresStore
+from .pg_views import create_views
+from .postgres import STAMP_TABLE, first_line, require_psycopg
+from .schema import Base
+from .storefile import SCHEMA_REVISION
+
+_BATCH = 50_000
+
+
+@contextmanager
+def postgres_writer(store: PostgresStore) -> Iterator[Connection]:
+    """A connection to the store's database that holds the store's writer lock until closed.
+
+    The server's own refusals (no right to create a schema, a full disk) become one StoreError.
+    """
+    psycopg = require_psycopg(store)
+    engine = create_engine(store.url, poolclass=NullPool)
+    try:
+        try:
+            connection = engine.connect()
+        except OperationalError as exc:
+            raise StoreError(f"{store}: cannot connect: {first_line(exc.orig)}") from None
+        with connection:
+            connection.exec_driver_sql("SELECT pg_advisory_lock(hashtext(%s))", (f"dataidx:{store.schema}",))
+            connection.commit()
+            try:
+                yield connection
+            except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or raw (COPY)
+                cause = exc.orig if isinstance(exc, DBAPIError) else exc
+                if not isinstance(cause, psycopg.Error):
+                    raise
+                raise StoreError(f"{store}: cannot write: {first_line(cause)}") from None
+    finally:
+        engine.dispose()  # closing the session releases the advisory lock
+
+
+@contextmanager
+def working_folder() -> Iterator[Path]:
+    """A private local folder for the SQLite working copy, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="dataidx-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def refuse_foreign_schema(connection: Connection, store: PostgresStore) -> None:
+    """Replace only a dataidx store or an empty schema, never a schema holding other data."""
+    relations = connection.exec_driver_sql(
+        "SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')", (store.schema,)).scalars().all()
+    if relations and STAMP_TABLE not in relations:
+        raise StoreError(f"{store}: schema '{store.schema}' holds other tables and is not a dataidx store; "
+                         "refusing to replace it (choose another with ?schema=NAME)")
+
+
+def publish(working_copy: Path, store: PostgresStore, connection: Connection) -> None:
+    """Copy a finished SQLite store into the store's schema, replacing it in one transaction.
+
+    Roles that could use the old schema (``GRANT USAGE``) get USAGE and SELECT on the new one,
+    so a read-only role set up once keeps reading after every write.
+    """
+    staging = f"{store.schema}__staging"
+    source = sqlite3.connect(f"{working_copy.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        stamp = source.execute("PRAGMA user_version").fetchone()[0]
+        with connection.begin():
+            refuse_foreign_schema(connection, store)
+            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {staging} CASCADE")
+            connection.exec_driver_sql(f"CREATE SCHEMA {staging}")
+            Base.metadata.create_all(connection.execution_options(schema_translate_map={None: staging}))
+            connection.exec_driver_sql(f"CREATE TABLE {staging}.alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+            connection.exec_driver_sql(f"CREATE TABLE {staging}.{STAMP_TABLE} (stamp BIGINT NOT NULL)")
+            connection.exec_driver_sql(f"INSERT INTO {staging}.alembic_version VALUES (%s)", (SCHEMA_REVISION,))
+            connection.exec_driver_sql(f"INSERT INTO {staging}.{STAMP_TABLE} VALUES (%s)", (stamp,))
+            raw = connection.connection.driver_connection
+            for table in Base.metadata.sorted_tables:
+                columns = ", ".join(f'"{column.name}"' for column in table.columns)
+                with raw.cursor() as cursor, cursor.copy(f"COPY {staging}.{table.name} ({columns}) FROM STDIN") as copy:
+                    for row in source.execute(f"SELECT {columns} FROM {table.name}"):
+                        copy.write_row(row)
+            create_views(connection, staging)
+            readers = connection.exec_driver_sql(
+                "SELECT DISTINCT a.grantee::regrole::text FROM pg_namespace AS n, aclexplode(n.nspacl) AS a "
+                "WHERE n.nspname = %s AND a.privilege_type = 'USAGE' AND a.grantee NOT IN (0, n.nspowner)",
+                (store.schema,)).scalars().all()
+            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {store.schema} CASCADE")
+            connection.exec_driver_sql(f"ALTER SCHEMA {staging} RENAME TO {store.schema}")
+            for role in readers:
+                connection.exec_driver_sql(f"GRANT USAGE ON SCHEMA {store.schema} TO {role}")
+                connection.exec_driver_sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA {store.schema} TO {role}")
+            for table in Base.metadata.sorted_tables:
+                connection.exec_driver_sql(f"ANALYZE {store.schema}.{table.name}")
+    finally:
+        source.close()
+
+
+def pull(store: PostgresStore, connection: Connection, working_copy: Path) -> None:
+    """Copy the store's tables into a new SQLite file made from ``schema.sql`` (same stamp)."""
+    from .store import create_store
+
+    revision, stamp = _revision_and_stamp(connection, store)
+    engine = create_store(working_copy)
+    target = engine.raw_connection()
+    try:
+        with connection.begin():  # a named cursor streams rows in batches inside a transaction
+            for table in Base.metadata.sorted_tables:
+                columns = [column.name for column in table.columns]
+                selected = ", ".join(f'CAST("{c.name}" AS text)' if isinstance(c.type, JSON) else f'"{c.name}"'
+                                     for c in table.columns)
+                insert = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+                with connection.connection.driver_connection.cursor(name="dataidx_pull") as cursor:
+                    cursor.execute(f"SELECT {selected} FROM {store.schema}.{table.name}")
+                    while rows := cursor.fetchmany(_BATCH):
+                        target.driver_connection.executemany(insert, rows)
+        target.execute(f"PRAGMA user_version = {int(stamp)}")
+        target.commit()
+    finally:
+        target.close()
+        engine.dispose()
+
+
+def _revision_and_stamp(connection: Connection, store: PostgresStore) -> tuple[str, int]:
+    tables = set(connection.exec_driver_sql(
+        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (store.schema,)).scalars())
+    if not {"alembic_version", STAMP_TABLE} <= tables:
+        raise StoreError(f"{store}: no dataidx store in schema '{store.schema}' "
+                         "(build one with: dataidx build CONFIG -o URL)")
+    revision = connection.exec_driver_sql(f"SELECT version_num FROM {store.schema}.alembic_version").scalar()
+    stamp = connection.exec_driver_sql(f"SELECT stamp FROM {store.schema}.{STAMP_TABLE}").scalar()
+    connection.commit()
+    if revision != SCHEMA_REVISION:
+        raise StoreError(f"{store}: store schema revision {revision!r}, this dataidx reads and writes "
+                         f"{SCHEMA_REVISION!r}; use the dataidx that made it, or rebuild the store")
+    return revision, stamp
