@@ -1,0 +1,229 @@
+"""A store in PostgreSQL, against a real server started for these tests (see postgres_server.py).
+
+Everything is compared with the same work on a SQLite file: a store must read the same
+wherever it lives.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dataidx import DataEngine, PackedDataset
+from dataidx.build import build
+from dataidx.cli import cli
+from dataidx.errors import StaleStoreError, StoreError
+from dataidx.locations import PostgresStore, store_location
+
+from .conftest import REPO, write_jsonl, write_yaml
+from .postgres_server import running_server
+
+DEMO = str(REPO / "data" / "demo_sft.yaml")
+_schemas = count()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with running_server() as url:
+        yield url
+
+
+@pytest.fixture
+def url(server: str) -> str:
+    """A store URL in a schema of its own."""
+    return f"{server}&schema=t{next(_schemas)}"
+
+
+def run(*args: str) -> "click.testing.Result":  # noqa: F821
+    return CliRunner().invoke(cli, list(args))
+
+
+def sql(server: str, statement: str) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(store_location(server + "&schema=x").conninfo, autocommit=True) as connection:
+        cursor = connection.execute(statement)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _stable(info: dict) -> dict:
+    """What must agree between the same build in two places: all but where and when."""
+    info = {**info, "store": None, "build": {**info["build"], "created_at": None, "seconds": None}}
+    info["mixtures"] = [{**m, "created_at": None} for m in info["mixtures"]]
+    return info
+
+
+def test_build_info_compose_and_query_match_a_file(url: str, tmp_path: Path) -> None:
+    file = str(tmp_path / "demo.db")
+    for target in (file, url):
+        result = run("build", DEMO, "-o", target, "--seed", "7")
+        assert result.exit_code == 0, result.output
+    assert "demo_sharegpt" in result.output and "publishing into schema" in result.output
+    infos = [json.loads(run("info", target, "--json").output) for target in (file, url)]
+    assert _stable(infos[0]) == _stable(infos[1])
+    for command in (["compose", "--json"], ["query", "--json", "SELECT * FROM entries ORDER BY mixture, position"],
+                    ["query", "--json", "SELECT * FROM composition"],
+                    ["query", "--json", "SELECT * FROM repeats ORDER BY dataset, row, cut"],
+                    ["query", "--json", "SELECT * FROM turns ORDER BY dataset, row"]):
+        outputs = [run(command[0], target, *command[1:]) for target in (file, url)]
+        assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, outputs[1].output
+        assert json.loads(outputs[0].output) == json.loads(outputs[1].output), command
+
+
+def test_fetch_matches_a_file_in_the_process_and_in_workers(url: str, tmp_path: Path) -> None:
+    from torch.utils.data import DataLoader
+
+    file = tmp_path / "demo.db"
+    build(DEMO, file)
+    build(DEMO, url)
+    local, shared = DataEngine(file), DataEngine(url)
+    expected = [local[i] for i in range(len(local))]
+    assert [shared[i] for i in range(len(shared))] == expected
+    backwards = list(range(len(local)))[::-1]
+    assert shared.__getitems__(backwards) == local.__getitems__(backwards)
+    loader = DataLoader(shared, batch_size=5, num_workers=2, multiprocessing_context="fork", collate_fn=list)
+    assert [sample for batch in loader for sample in batch] == expected
+    assert shared[0] == expected[0]  # the parent's connection survived its forked workers
+
+
+def test_mix_remove_render_and_pack_on_the_server(url: str, tmp_path: Path) -> None:
+    assert run("build", DEMO, "-o", url).exit_code == 0
+    result = run("mix", url, DEMO, "--name", "other", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    names = json.loads(run("query", url, "--json", "SELECT name FROM mixtures ORDER BY id").output)
+    assert [row["name"] for row in names] == ["default", "other"]
+    assert len(DataEngine(url, "other")) == len(DataEngine(url))
+    assert run("remove-mixture", url, "other").exit_code == 0
+    assert "other" not in run("info", url).output
+
+    tokenizer = str(REPO / "data" / "demo_tokenizer")
+    file = tmp_path / "demo.db"
+    build(DEMO, file)
+    for target in (str(file), url):
+        assert run("render", target, "--tokenizer", tokenizer, "--cutoff", "256", "-q").exit_code == 0
+        result = run("pack", target, "--spec", "default", "--capacity", "512")
+        assert result.exit_code == 0, result.output
+    packed = [PackedDataset(target) for target in (file, url)]
+    assert len(packed[0]) == len(packed[1]) > 0
+    assert [[s["input_ids"] for s in packed[1][i]] for i in range(len(packed[1]))] == \
+        [[s["input_ids"] for s in packed[0][i]] for i in range(len(packed[0]))]
+    rendered = [DataEngine(target, render="default") for target in (file, url)]
+    assert [rendered[1][i]["labels"] for i in range(len(rendered[1]))] == \
+        [rendered[0][i]["labels"] for i in range(len(rendered[0]))]
+
+
+@pytest.mark.parametrize("statement", [
+    "DELETE FROM mixtures",
+    "CREATE TABLE evil (x int)",
+    "SELECT 1; COMMIT; SET default_transaction_read_only = off; DELETE FROM mixtures",
+    "WITH gone AS (DELETE FROM mixtures RETURNING id) SELECT count(*) FROM gone",
+])
+def test_query_is_read_only(url: str, statement: str) -> None:
+    build(DEMO, url)
+    result = run("query", url, statement)
+    assert result.exit_code == 1 and "refused" in result.output, result.output
+    assert json.loads(run("query", url, "--json", "SELECT count(*) AS n FROM mixtures").output) == [{"n": 1}]
+
+
+def test_query_parameters_and_percent_signs(url: str, tmp_path: Path) -> None:
+    for store in (str(tmp_path / "demo.db"), url):
+        build(DEMO, store)
+        result = run("query", store, "--json", "--param", "name=demo_alpaca", "--param", "least=0",
+                     "SELECT count(*) AS n FROM entries WHERE dataset = :name AND row >= :least AND dataset LIKE 'demo%'")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output) == [{"n": 12}]
+        missing = run("query", store, "SELECT * FROM entries WHERE dataset = :name")
+        assert missing.exit_code == 1 and "name" in missing.output
+    assert run("query", url, "SELECT 1", "--param", "no-equals").exit_code == 2
+
+
+def test_export_and_verify_read_the_server(url: str, tmp_path: Path) -> None:
+    file = tmp_path / "demo.db"
+    build(DEMO, file)
+    build(DEMO, url)
+    for store, out in ((str(file), tmp_path / "file.jsonl"), (url, tmp_path / "server.jsonl")):
+        assert run("export", store, "-o", str(out)).exit_code == 0
+    assert (tmp_path / "file.jsonl").read_text() == (tmp_path / "server.jsonl").read_text() != ""
+    report = json.loads(run("verify", url, "--json").output)
+    assert report["ok"] and report["integrity"] == []
+
+
+def test_a_reader_role_keeps_its_access_and_cannot_write(server: str, url: str) -> None:
+    schema = store_location(url).schema
+    build(DEMO, url)
+    sql(server, "DO $$ BEGIN CREATE ROLE reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    sql(server, f"GRANT USAGE ON SCHEMA {schema} TO reader")
+    sql(server, f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO reader")
+    build(DEMO, url, seed=5)  # a new schema replaces the old one: the grants come along
+    as_reader = url.replace("postgresql://postgres@", "postgresql://reader@")
+    assert json.loads(run("compose", as_reader, "--json").output)[0]["dataset"] == "demo_alpaca"
+    assert len(DataEngine(as_reader)) == 37
+    result = run("mix", as_reader, DEMO, "--name", "mine")
+    assert result.exit_code == 1 and "cannot write" in result.output, result.output
+
+
+def test_a_reader_notices_when_the_store_is_replaced(url: str) -> None:
+    build(DEMO, url)
+    engine = DataEngine(url)
+    first = engine[0]
+    build(DEMO, url, seed=5)
+    with pytest.raises(StaleStoreError, match="replaced"):
+        engine[0]
+    assert DataEngine(url)[0] is not None and first is not None
+
+
+def test_a_failed_build_leaves_the_old_store(url: str, tmp_path: Path) -> None:
+    build(DEMO, url)
+    before = run("info", url, "--json").output
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"conversations": [{"value": "no role"}]}])
+    config = write_yaml(tmp_path / "bad.yaml", f"bad:\n  path: {bad}\n  source: local\n  converter: sharegpt\n")
+    result = run("build", str(config), "-o", url)
+    assert result.exit_code == 1 and "row 0, converter 'sharegpt': missing key 'from'" in result.output, result.output
+    assert run("info", url, "--json").output == before
+
+
+def test_never_replaces_a_schema_holding_other_data(server: str, url: str) -> None:
+    schema = store_location(url).schema
+    sql(server, f"CREATE SCHEMA {schema}")
+    sql(server, f"CREATE TABLE {schema}.customers (id int)")
+    result = run("build", DEMO, "-o", url)
+    assert result.exit_code == 1 and "not a dataidx store" in result.output, result.output
+    assert sql(server, f"SELECT count(*) FROM {schema}.customers") == [(0,)]
+
+
+def test_clear_errors_for_missing_stores_and_servers(server: str, url: str) -> None:
+    result = run("info", url)
+    assert result.exit_code == 1 and "no dataidx store in schema" in result.output
+    unreachable = "postgresql://someone:s3cret@/postgres?host=/nonexistent&port=1"
+    result = run("info", unreachable)
+    assert result.exit_code == 1 and "cannot connect" in result.output and "s3cret" not in result.output
+    with pytest.raises(StoreError, match="unsupported database 'mysql'"):
+        store_location("mysql://user@host/db")
+    with pytest.raises(StoreError, match="schema"):
+        store_location("postgresql://user@host/db?schema=Bad-Name")
+
+
+def test_store_arguments_parse_paths_and_urls(tmp_path: Path) -> None:
+    assert store_location("stores/demo.db") == Path("stores/demo.db")
+    assert store_location(f"sqlite:///{tmp_path}/demo.db") == tmp_path / "demo.db"
+    found = store_location("postgresql://bob:pw@db.example/team?schema=sft")
+    assert isinstance(found, PostgresStore) and found.schema == "sft"
+    assert "pw" not in str(found) and found.conninfo == "postgresql://bob:pw@db.example/team"
+    assert str(StoreError("postgresql+psycopg://bob:pw@db/x: gone")) == "postgresql+psycopg://bob:***@db/x: gone"
+    sqlite_url = f"sqlite:///{tmp_path}/demo.db"
+    assert run("build", DEMO, "-o", sqlite_url, "-q").exit_code == 0
+    assert len(DataEngine(sqlite_url)) == 37
+
+
+def test_shell_pipeline_on_the_server(url: str) -> None:
+    """The CLI as a team would use it: build on one machine, read from another process."""
+    assert subprocess.run([sys.executable, "-m", "dataidx", "build", DEMO, "-o", url, "-q"]).returncode == 0
+    out = subprocess.run([sys.executable, "-m", "dataidx", "show", url, "0"], capture_output=True, text=True)
+    assert out.returncode == 0 and json.loads(out.stdout)["_dataset_name"] == "demo_alpaca"
