@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import JSON, Connection, NullPool, create_engine
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.schema import AddConstraint, CreateTable
 
 from .errors import StoreError
 from .locations import PostgresStore
@@ -90,7 +91,9 @@ def publish(working_copy: Path, store: PostgresStore, connection: Connection) ->
             refuse_foreign_schema(connection, store)
             connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {staging} CASCADE")
             connection.exec_driver_sql(f"CREATE SCHEMA {staging}")
-            Base.metadata.create_all(connection.execution_options(schema_translate_map={None: staging}))
+            in_staging = connection.execution_options(schema_translate_map={None: staging})
+            for table in Base.metadata.sorted_tables:  # foreign keys after the data: one check each
+                in_staging.execute(CreateTable(table, include_foreign_key_constraints=[]))
             connection.exec_driver_sql(f"CREATE TABLE {staging}.alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
             connection.exec_driver_sql(f"CREATE TABLE {staging}.{STAMP_TABLE} (stamp BIGINT NOT NULL)")
             connection.exec_driver_sql(f"INSERT INTO {staging}.alembic_version VALUES (%s)", (SCHEMA_REVISION,))
@@ -101,6 +104,9 @@ def publish(working_copy: Path, store: PostgresStore, connection: Connection) ->
                 with raw.cursor() as cursor, cursor.copy(f"COPY {staging}.{table.name} ({columns}) FROM STDIN") as copy:
                     for row in source.execute(f"SELECT {columns} FROM {table.name}"):
                         copy.write_row(row)
+            for table in Base.metadata.sorted_tables:
+                for constraint in table.foreign_key_constraints:
+                    in_staging.execute(AddConstraint(constraint))
             create_views(connection, staging)
             readers = connection.exec_driver_sql(
                 "SELECT DISTINCT a.grantee::regrole::text FROM pg_namespace AS n, aclexplode(n.nspacl) AS a "
