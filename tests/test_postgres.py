@@ -227,3 +227,28 @@ def test_shell_pipeline_on_the_server(url: str) -> None:
     assert subprocess.run([sys.executable, "-m", "dataidx", "build", DEMO, "-o", url, "-q"]).returncode == 0
     out = subprocess.run([sys.executable, "-m", "dataidx", "show", url, "0"], capture_output=True, text=True)
     assert out.returncode == 0 and json.loads(out.stdout)["_dataset_name"] == "demo_alpaca"
+
+
+def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Path) -> None:
+    """docs/sql.md's examples are portable SQL: same columns, same rows (as multisets)."""
+    from dataidx.lengths import render_store
+    from dataidx.mixing import add_mixture
+    from dataidx.plans import pack_store
+    from dataidx.query import run_query
+
+    from .conftest import train_tokenizer
+    from .test_docs import sql_examples
+
+    tokenizer = train_tokenizer(tmp_path / "tokenizer") and tmp_path / "tokenizer"
+    stores = [str(tmp_path / "demo.db"), url]
+    for store in stores:
+        build(DEMO, store)
+        add_mixture(store, DEMO, "seed7", seed=7, sampling="replacement")
+        render_store(store, tokenizer, template="chatml", cutoff=96, truncation="drop")
+        pack_store(store, "default", capacity=256)
+    for sql_text in sql_examples():
+        (columns, rows), (server_columns, server_rows) = (run_query(store, sql_text) for store in stores)
+        assert server_columns == columns, sql_text
+        key = repr if "ORDER BY" not in sql_text else None
+        assert (sorted(server_rows, key=key) if key else server_rows) == (sorted(rows, key=key) if key else rows), \
+            sql_text
