@@ -33,6 +33,9 @@ def _position(index: Any) -> int:
 class DataEngine(Dataset):
     """Entries of mixture ``mixture`` of the store at ``path``, converted on fetch.
 
+    ``path`` is a store file, a ``sqlite:///`` URL or a ``postgresql://...?schema=NAME`` URL
+    (a store a team shares; see docs/postgres.md).
+
     With ``render=SPEC`` (a spec stored by ``dataidx render``) it serves the entries that train
     under that spec, rendered to ``input_ids``/``labels``/``loss_weights``/``attention_mask``;
     ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same).

@@ -32,6 +32,7 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
     Example:
         dataidx build data/demo_sft.yaml -o demo.db --seed 7
         dataidx build data/demo_sft.yaml -o demo.db --tokenizer data/demo_tokenizer --cutoff 256
+        dataidx build data/demo_sft.yaml -o 'postgresql://me@db/training?schema=sft'
     """
     from ..build import build as run_build
 
