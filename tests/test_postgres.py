@@ -117,6 +117,12 @@ def test_mix_remove_render_and_pack_on_the_server(url: str, tmp_path: Path) -> N
     rendered = [DataEngine(target, render="default") for target in (file, url)]
     assert [rendered[1][i]["labels"] for i in range(len(rendered[1]))] == \
         [rendered[0][i]["labels"] for i in range(len(rendered[0]))]
+    assert run("remove-plan", url, "default").exit_code == 0
+    assert run("remove-spec", url, "default").exit_code == 0
+    info = json.loads(run("info", url, "--json").output)
+    assert info["render_specs"] == [] and info["pack_plans"] == []
+    result = run("migrate", url)
+    assert result.exit_code == 0 and "already at schema revision" in result.output
 
 
 @pytest.mark.parametrize("statement", [

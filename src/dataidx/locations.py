@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import StoreError, hide_passwords
 
 DEFAULT_SCHEMA = "dataidx"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,39}")
@@ -25,7 +25,7 @@ class PostgresStore:
 
     url: str  # SQLAlchemy URL, password included, without the ``schema`` key
     schema: str
-    shown: str  # the URL as given, password hidden: what messages print
+    shown: str  # the URL as given, less its password: what messages print
 
     @property
     def conninfo(self) -> str:
@@ -59,7 +59,7 @@ def store_location(store: str | os.PathLike[str] | PostgresStore) -> Path | Post
         if not url.database or url.database == ":memory:":
             raise StoreError(f"{store}: a SQLite store needs a file (sqlite:///path/store.db)")
         return Path(url.database)
-    shown = url.render_as_string(hide_password=True)
+    shown = hide_passwords(store)  # as the user wrote it, less the password
     if url.drivername not in _POSTGRES_DRIVERS:
         raise StoreError(f"{shown}: unsupported database '{url.drivername}'; dataidx stores live in SQLite "
                          "(a path or sqlite:///path) or PostgreSQL (postgresql://... with psycopg 3)")
