@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 MEDIA_COLUMNS = {"image": "images", "video": "videos", "audio": "audios"}
+_MEDIA_COLUMN_NAMES = frozenset(MEDIA_COLUMNS.values())
 _PLACEHOLDER = re.compile(r"<(image|video|audio)>")
 
 
@@ -46,6 +47,8 @@ class MediaSplitter:
     @classmethod
     def for_row(cls, row: dict[str, Any]) -> MediaSplitter | None:
         """A splitter for a row with media columns; None for the common row without any."""
+        if _MEDIA_COLUMN_NAMES.isdisjoint(row):  # the hot path: no media column at all
+            return None
         media = media_lists(row)
         return cls(media) if media else None
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
-from .expansion import truncate
 from .stored import StoredDataset, open_rows, read_datasets, read_mixture
 from .storefile import ReadConnection, connect_readonly, read_stamp
 from .verify import dataset_problems
@@ -273,5 +272,8 @@ class _Fetcher:
         self.convert, self.converter = plugin.func, plugin.name
 
     def sample(self, row: int, cut: int | None) -> dict[str, Any]:
-        sample = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
-        return {"_dataset_name": self.name, **truncate(sample, cut)}
+        sample = {"_dataset_name": self.name,
+                  **convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)}
+        if cut is not None:  # truncate() on the copy made above: one dict copy per sample, not two
+            sample["messages"] = sample["messages"][:cut]
+        return sample
