@@ -123,8 +123,9 @@ def _build(config: Config, output: Path, seed: int, sampling: str, progress: Pro
 
 def _build_postgres(config: Config, store: PostgresStore, seed: int, sampling: str, progress: Progress | None,
                     started: float) -> BuildSummary:
-    from .pg_publish import postgres_writer, refuse_foreign_schema, working_folder
+    from .pg_publish import postgres_writer, working_folder
     from .pg_publish import publish as publish_postgres
+    from .pg_swap import refuse_foreign_schema
 
     with postgres_writer(store) as server, working_folder() as folder:
         refuse_foreign_schema(server, store)  # before the work, not only when publishing it

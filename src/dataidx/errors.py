@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 
-# user:password@ in a database URL: messages name the store, never its password.
-_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/:@\s]*:)[^@\s]+@")
+# user:password@ in a database URL, and a password= key in its query: messages name the store,
+# never its password.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/:@\s]*:)[^@\s]+@", re.IGNORECASE)
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s]*", re.IGNORECASE)
 
 
 def hide_passwords(text: str) -> str:
     """``text`` with the password of every URL in it replaced by ``***``."""
-    return _URL_PASSWORD.sub(r"\1***@", text)
+    return _QUERY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
 class DataidxError(Exception):

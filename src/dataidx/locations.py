@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import StoreError, hide_passwords
@@ -23,16 +23,21 @@ _POSTGRES_DRIVERS = ("postgresql", "postgresql+psycopg", "postgres")
 class PostgresStore:
     """A store in schema ``schema`` of the PostgreSQL database at ``url`` (psycopg 3 driver)."""
 
-    url: str  # SQLAlchemy URL, password included, without the ``schema`` key
+    url: str = field(repr=False)  # SQLAlchemy URL, password included, without the ``schema`` key
     schema: str
     shown: str  # the URL as given, less its password: what messages print
 
     @property
     def conninfo(self) -> str:
-        """The URL as libpq reads it (``postgresql://user@host/db?...``)."""
+        """The URL as a libpq connection string (``host=... dbname=... options=...``)."""
+        from psycopg.conninfo import make_conninfo
         from sqlalchemy.engine import make_url
 
-        return make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        url = make_url(self.url)
+        given = {"host": url.host, "port": url.port, "user": url.username, "password": url.password,
+                 "dbname": url.database}
+        given.update({key: value if isinstance(value, str) else value[-1] for key, value in url.query.items()})
+        return make_conninfo("", **{key: value for key, value in given.items() if value is not None})
 
     def __str__(self) -> str:
         return self.shown
@@ -64,6 +69,9 @@ def store_location(store: str | os.PathLike[str] | PostgresStore) -> Path | Post
         raise StoreError(f"{shown}: unsupported database '{url.drivername}'; dataidx stores live in SQLite "
                          "(a path or sqlite:///path) or PostgreSQL (postgresql://... with psycopg 3)")
     schema = url.query.get("schema", DEFAULT_SCHEMA)
+    if schema in ("public", "information_schema"):
+        raise StoreError(f"{shown}: schema '{schema}' belongs to the database; give the store its own "
+                         "(?schema=NAME): a write replaces the store's whole schema")
     if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema) or schema.startswith("pg_"):
         raise StoreError(f"{shown}: schema {schema!r} is not a plain lower-case name (letters, digits, _; "
                          "at most 40 characters)")

@@ -9,6 +9,7 @@ time per store: a session advisory lock, which the server drops if the writer di
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import sqlite3
 import tempfile
@@ -17,11 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import JSON, Connection, NullPool, create_engine
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.schema import AddConstraint, CreateTable
 
 from .errors import StoreError
 from .locations import PostgresStore
+from .pg_swap import quoted, refuse_foreign_schema, replace_schema
 from .pg_views import create_views
 from .postgres import STAMP_TABLE, first_line, require_psycopg
 from .schema import Base
@@ -37,11 +39,14 @@ def postgres_writer(store: PostgresStore) -> Iterator[Connection]:
     The server's own refusals (no right to create a schema, a full disk) become one StoreError.
     """
     psycopg = require_psycopg(store)
-    engine = create_engine(store.url, poolclass=NullPool)
+    try:
+        engine = create_engine(store.url, poolclass=NullPool)
+    except ArgumentError as exc:
+        raise StoreError(f"{store}: cannot connect: {exc}") from None
     try:
         try:
             connection = engine.connect()
-        except OperationalError as exc:
+        except DBAPIError as exc:
             raise StoreError(f"{store}: cannot connect: {first_line(exc.orig)}") from None
         with connection:
             connection.exec_driver_sql("SELECT pg_advisory_lock(hashtext(%s))", (f"dataidx:{store.schema}",))
@@ -67,29 +72,14 @@ def working_folder() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def refuse_foreign_schema(connection: Connection, store: PostgresStore) -> None:
-    """Replace only a dataidx store or an empty schema, never a schema holding other data."""
-    relations = connection.exec_driver_sql(
-        "SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')", (store.schema,)).scalars().all()
-    if relations and STAMP_TABLE not in relations:
-        raise StoreError(f"{store}: schema '{store.schema}' holds other tables and is not a dataidx store; "
-                         "refusing to replace it (choose another with ?schema=NAME)")
-
-
 def publish(working_copy: Path, store: PostgresStore, connection: Connection) -> None:
-    """Copy a finished SQLite store into the store's schema, replacing it in one transaction.
-
-    Roles that could use the old schema (``GRANT USAGE``) get USAGE and SELECT on the new one,
-    so a read-only role set up once keeps reading after every write.
-    """
-    staging = f"{store.schema}__staging"
+    """Copy a finished SQLite store into a new schema that replaces the store's, in one transaction."""
+    staging = f"dataidx_staging_{secrets.token_hex(8)}"  # no name a user's schema could have
     source = sqlite3.connect(f"{working_copy.resolve().as_uri()}?mode=ro", uri=True)
     try:
         stamp = source.execute("PRAGMA user_version").fetchone()[0]
         with connection.begin():
             refuse_foreign_schema(connection, store)
-            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {staging} CASCADE")
             connection.exec_driver_sql(f"CREATE SCHEMA {staging}")
             in_staging = connection.execution_options(schema_translate_map={None: staging})
             for table in Base.metadata.sorted_tables:  # foreign keys after the data: one check each
@@ -108,17 +98,9 @@ def publish(working_copy: Path, store: PostgresStore, connection: Connection) ->
                 for constraint in table.foreign_key_constraints:
                     in_staging.execute(AddConstraint(constraint))
             create_views(connection, staging)
-            readers = connection.exec_driver_sql(
-                "SELECT DISTINCT a.grantee::regrole::text FROM pg_namespace AS n, aclexplode(n.nspacl) AS a "
-                "WHERE n.nspname = %s AND a.privilege_type = 'USAGE' AND a.grantee NOT IN (0, n.nspowner)",
-                (store.schema,)).scalars().all()
-            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {store.schema} CASCADE")
-            connection.exec_driver_sql(f"ALTER SCHEMA {staging} RENAME TO {store.schema}")
-            for role in readers:
-                connection.exec_driver_sql(f"GRANT USAGE ON SCHEMA {store.schema} TO {role}")
-                connection.exec_driver_sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA {store.schema} TO {role}")
+            replace_schema(connection, staging, store)
             for table in Base.metadata.sorted_tables:
-                connection.exec_driver_sql(f"ANALYZE {store.schema}.{table.name}")
+                connection.exec_driver_sql(f"ANALYZE {quoted(store.schema)}.{table.name}")
     finally:
         source.close()
 
@@ -138,7 +120,7 @@ def pull(store: PostgresStore, connection: Connection, working_copy: Path) -> No
                                      for c in table.columns)
                 insert = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
                 with connection.connection.driver_connection.cursor(name="dataidx_pull") as cursor:
-                    cursor.execute(f"SELECT {selected} FROM {store.schema}.{table.name}")
+                    cursor.execute(f"SELECT {selected} FROM {quoted(store.schema)}.{table.name}")
                     while rows := cursor.fetchmany(_BATCH):
                         target.driver_connection.executemany(insert, rows)
         target.execute(f"PRAGMA user_version = {int(stamp)}")
@@ -154,8 +136,8 @@ def _revision_and_stamp(connection: Connection, store: PostgresStore) -> tuple[s
     if not {"alembic_version", STAMP_TABLE} <= tables:
         raise StoreError(f"{store}: no dataidx store in schema '{store.schema}' "
                          "(build one with: dataidx build CONFIG -o URL)")
-    revision = connection.exec_driver_sql(f"SELECT version_num FROM {store.schema}.alembic_version").scalar()
-    stamp = connection.exec_driver_sql(f"SELECT stamp FROM {store.schema}.{STAMP_TABLE}").scalar()
+    revision = connection.exec_driver_sql(f"SELECT version_num FROM {quoted(store.schema)}.alembic_version").scalar()
+    stamp = connection.exec_driver_sql(f"SELECT stamp FROM {quoted(store.schema)}.{STAMP_TABLE}").scalar()
     connection.commit()
     if revision != SCHEMA_REVISION:
         raise StoreError(f"{store}: store schema revision {revision!r}, this dataidx reads and writes "

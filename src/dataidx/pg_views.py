@@ -47,15 +47,16 @@ def postgres_views() -> dict[str, str]:
 
 #: SQLite's round(real, digits), which PostgreSQL lacks, so queries written for a store file
 #: (``round(fill, 4)``) run unchanged; it lives in the store's schema and goes with it.
-_ROUND = """
-CREATE FUNCTION round(double precision, integer) RETURNS double precision
+ROUND_SIGNATURE = "round(double precision, integer)"
+_ROUND = f"""
+CREATE FUNCTION {ROUND_SIGNATURE} RETURNS double precision
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS 'SELECT CAST(pg_catalog.round(CAST($1 AS numeric), $2) AS double precision)'"""
 
 
 def create_views(connection: Connection, schema: str) -> None:
     """Create every view in ``schema`` (views bind to tables, so a later rename keeps them)."""
-    connection.exec_driver_sql(f"SET LOCAL search_path TO {schema}")
+    connection.exec_driver_sql(f'SET LOCAL search_path TO "{schema}"')
     connection.exec_driver_sql(_ROUND)
     for name, body in postgres_views().items():
         connection.exec_driver_sql(f"CREATE VIEW {name} AS\n{body}")

@@ -251,7 +251,8 @@ class _ProcessState:
         assert sql.startswith("SELECT "), sql
         found = self.connection.execute(
             sql.replace("SELECT ", "SELECT (SELECT stamp FROM dataidx_store), ", 1), parameters).fetchall()
-        if found and found[0][0] != self.stamp:
+        # No row carries no stamp: then ask for it, so an empty answer is never another store's.
+        if (found[0][0] if found else read_stamp(self.connection)) != self.stamp:
             raise self.replaced()
         return [row[1:] for row in found]
 

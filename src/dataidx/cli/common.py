@@ -57,7 +57,8 @@ def shown(store: str) -> str:
 
 
 def echo_json(document: Any) -> None:
-    click.echo(json.dumps(document, ensure_ascii=False))
+    # default=str: a server's dates, times and the like print as text rather than fail.
+    click.echo(json.dumps(document, ensure_ascii=False, default=str))
 
 
 def table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
