@@ -195,15 +195,6 @@ def test_a_failed_build_leaves_the_old_store(url: str, tmp_path: Path) -> None:
     assert run("info", url, "--json").output == before
 
 
-def test_never_replaces_a_schema_holding_other_data(server: str, url: str) -> None:
-    schema = store_location(url).schema
-    sql(server, f"CREATE SCHEMA {schema}")
-    sql(server, f"CREATE TABLE {schema}.customers (id int)")
-    result = run("build", DEMO, "-o", url)
-    assert result.exit_code == 1 and "not a dataidx store" in result.output, result.output
-    assert sql(server, f"SELECT count(*) FROM {schema}.customers") == [(0,)]
-
-
 def test_clear_errors_for_missing_stores_and_servers(server: str, url: str) -> None:
     result = run("info", url)
     assert result.exit_code == 1 and "no dataidx store in schema" in result.output
@@ -221,7 +212,10 @@ def test_store_arguments_parse_paths_and_urls(tmp_path: Path) -> None:
     assert store_location(f"sqlite:///{tmp_path}/demo.db") == tmp_path / "demo.db"
     found = store_location("postgresql://bob:pw@db.example/team?schema=sft")
     assert isinstance(found, PostgresStore) and found.schema == "sft"
-    assert "pw" not in str(found) and found.conninfo == "postgresql://bob:pw@db.example/team"
+    from psycopg.conninfo import conninfo_to_dict
+
+    assert "pw" not in str(found) and "pw" not in repr(found)
+    assert conninfo_to_dict(found.conninfo) == {"user": "bob", "password": "pw", "host": "db.example", "dbname": "team"}
     assert str(StoreError("postgresql+psycopg://bob:pw@db/x: gone")) == "postgresql+psycopg://bob:***@db/x: gone"
     sqlite_url = f"sqlite:///{tmp_path}/demo.db"
     assert run("build", DEMO, "-o", sqlite_url, "-q").exit_code == 0
@@ -258,3 +252,116 @@ def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Pat
         key = repr if "ORDER BY" not in sql_text else None
         assert (sorted(server_rows, key=key) if key else server_rows) == (sorted(rows, key=key) if key else rows), \
             sql_text
+
+
+def test_nothing_dataidx_did_not_make_is_ever_dropped(server: str, url: str) -> None:
+    schema = store_location(url).schema
+    for create, check, expected in (
+        (f"CREATE TABLE {schema}.customers (id int)", f"SELECT count(*) FROM {schema}.customers", [(0,)]),
+        (f"CREATE FUNCTION {schema}.answer() RETURNS int LANGUAGE sql AS 'SELECT 42'", f"SELECT {schema}.answer()",
+         [(42,)]),
+    ):
+        sql(server, f"CREATE SCHEMA {schema}")
+        sql(server, create)
+        result = run("build", DEMO, "-o", url)
+        assert result.exit_code == 1 and "not a dataidx store" in result.output, result.output
+        assert sql(server, check) == expected
+        sql(server, f"DROP SCHEMA {schema} CASCADE")
+
+    build(DEMO, url)
+    sql(server, f"CREATE SCHEMA {schema}_report")
+    sql(server, f"CREATE VIEW {schema}_report.sizes AS SELECT name, entries FROM {schema}.mixtures")
+    result = run("mix", url, DEMO, "--name", "other")
+    assert result.exit_code == 1 and "depend" in result.output, result.output
+    assert sql(server, f"SELECT count(*) FROM {schema}_report.sizes") == [(1,)]
+    sql(server, f"DROP SCHEMA {schema}_report CASCADE")
+    sql(server, f"CREATE TABLE {schema}.notes (text text)")
+    result = run("mix", url, DEMO, "--name", "other")
+    assert result.exit_code == 1 and "did not make" in result.output, result.output
+    assert sql(server, f"SELECT count(*) FROM {schema}.notes") == [(0,)]
+    assert [row["name"] for row in json.loads(run("query", url, "--json", "SELECT name FROM mixtures").output)] \
+        == ["default"]
+    with pytest.raises(StoreError, match="belongs to the database"):
+        store_location(server + "&schema=public")
+
+
+def test_a_schema_named_like_a_keyword(server: str) -> None:
+    keyword = f"{server}&schema=select"
+    build(DEMO, keyword)
+    build(DEMO, keyword, seed=3)
+    assert len(DataEngine(keyword)) == 37 and run("compose", keyword).exit_code == 0
+
+
+def test_an_empty_answer_is_checked_against_the_stamp_too(url: str) -> None:
+    build(DEMO, url)
+    assert run("render", url, "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256", "-q").exit_code == 0
+    assert run("pack", url, "--spec", "default", "--capacity", "512").exit_code == 0
+    packs = PackedDataset(url)
+    assert packs[0]
+    assert run("remove-plan", url, "default").exit_code == 0
+    with pytest.raises(StaleStoreError):
+        packs[0]
+
+
+def test_a_reader_outlives_a_dropped_connection(server: str, url: str) -> None:
+    build(DEMO, url)
+    engine = DataEngine(url)
+    first = engine[0]
+    sql(server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND usename = 'postgres' AND backend_type = 'client backend'")
+    assert engine[0] == first
+
+
+def test_a_busy_store_makes_a_write_wait_then_give_up_cleanly(server: str, url: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from dataidx import pg_swap
+    from dataidx.mixing import add_mixture
+
+    build(DEMO, url)
+    monkeypatch.setattr(pg_swap, "LOCK_WAIT", "100ms")
+    monkeypatch.setattr(pg_swap, "SWAP_ATTEMPTS", 3)
+    schema = store_location(url).schema
+    with psycopg.connect(store_location(url).conninfo) as reader:  # a long read holds its tables
+        reader.execute(f"SELECT count(*) FROM {schema}.mixtures").fetchall()
+        with pytest.raises(StoreError, match="readers kept the store busy"):
+            add_mixture(url, DEMO, "other", seed=1)
+    add_mixture(url, DEMO, "other", seed=1)
+    assert len(DataEngine(url, "other")) == 37
+
+
+def test_server_specific_answers_and_refusals(server: str, url: str, tmp_path: Path) -> None:
+    file = str(tmp_path / "demo.db")
+    build(DEMO, file)
+    build(DEMO, url)
+    files = [json.loads(run("query", store, "--json", "SELECT files FROM datasets ORDER BY id").output)
+             for store in (file, url)]
+    assert files[0] == files[1] and isinstance(files[1][0]["files"], str)
+    result = run("query", url, "--json", "SELECT ':x' AS literal, 'NaN'::numeric AS nan, now() AS at")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["literal"] == ":x"
+    target = tmp_path / "copied.txt"
+    result = run("query", url, f"COPY (SELECT 1) TO '{target}'")
+    assert result.exit_code == 1 and "only SELECT" in result.output and not target.exists()
+    timed = url + "&options=-c%20statement_timeout%3D1234"
+    assert json.loads(run("query", timed, "--json", "SELECT current_setting('statement_timeout') AS t").output) \
+        == [{"t": "1234ms"}]
+    result = run("build", DEMO, "-o", url + "&bogus=1")
+    assert result.exit_code == 1 and "cannot connect" in result.output, result.output
+    secret = url.replace("postgresql://postgres@", "postgresql://postgres:pw1@") + "&password=pw2"
+    result = run("info", secret.replace("schema=", "schema=nothing_"))
+    assert result.exit_code == 1 and "pw1" not in result.output and "pw2" not in result.output
+
+
+def test_public_grants_and_missing_rights(server: str, url: str) -> None:
+    schema = store_location(url).schema
+    build(DEMO, url)
+    sql(server, "DO $$ BEGIN CREATE ROLE nobody LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    as_nobody = url.replace("postgresql://postgres@", "postgresql://nobody@")
+    result = run("info", as_nobody)
+    assert result.exit_code == 1 and "may not read schema" in result.output, result.output
+    sql(server, f"GRANT USAGE ON SCHEMA {schema} TO PUBLIC")
+    sql(server, f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO PUBLIC")
+    assert run("mix", url, DEMO, "--name", "other").exit_code == 0
+    assert run("info", as_nobody).exit_code == 0
