@@ -23,7 +23,8 @@ from .common import Group
 def cli(plugin_modules: tuple[str, ...]) -> None:
     """Build a persistent SQLite index of fine-tuning datasets once; read it from torch.
 
-    Converters and sources from installed packages (entry point group "dataidx.plugins") are
+    STORE is a file, a sqlite:/// URL, or a postgresql://...?schema=NAME URL (a store a team
+    shares; pip install 'dataidx[postgres]'). Converters and sources from installed packages (entry point group "dataidx.plugins") are
     loaded too; --plugins adds modules of your own.
 
     \b
