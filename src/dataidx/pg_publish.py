@@ -109,16 +109,17 @@ def pull(store: PostgresStore, connection: Connection, working_copy: Path) -> No
     """Copy the store's tables into a new SQLite file made from ``schema.sql`` (same stamp)."""
     from .store import create_store
 
-    revision, stamp = _revision_and_stamp(connection, store)
+    stamp = _current_stamp(connection, store)
     engine = create_store(working_copy)
     target = engine.raw_connection()
     try:
         with connection.begin():  # a named cursor streams rows in batches inside a transaction
             for table in Base.metadata.sorted_tables:
-                columns = [column.name for column in table.columns]
+                columns = ", ".join(f'"{column.name}"' for column in table.columns)
                 selected = ", ".join(f'CAST("{c.name}" AS text)' if isinstance(c.type, JSON) else f'"{c.name}"'
                                      for c in table.columns)
-                insert = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+                marks = ", ".join("?" * len(table.columns))
+                insert = f"INSERT INTO {table.name} ({columns}) VALUES ({marks})"
                 with connection.connection.driver_connection.cursor(name="dataidx_pull") as cursor:
                     cursor.execute(f"SELECT {selected} FROM {quoted(store.schema)}.{table.name}")
                     while rows := cursor.fetchmany(_BATCH):
@@ -130,7 +131,8 @@ def pull(store: PostgresStore, connection: Connection, working_copy: Path) -> No
         engine.dispose()
 
 
-def _revision_and_stamp(connection: Connection, store: PostgresStore) -> tuple[str, int]:
+def _current_stamp(connection: Connection, store: PostgresStore) -> int:
+    """The stamp of the store, which must be of the schema revision this dataidx writes."""
     tables = set(connection.exec_driver_sql(
         "SELECT tablename FROM pg_tables WHERE schemaname = %s", (store.schema,)).scalars())
     if not {"alembic_version", STAMP_TABLE} <= tables:
@@ -142,4 +144,4 @@ def _revision_and_stamp(connection: Connection, store: PostgresStore) -> tuple[s
     if revision != SCHEMA_REVISION:
         raise StoreError(f"{store}: store schema revision {revision!r}, this dataidx reads and writes "
                          f"{SCHEMA_REVISION!r}; use the dataidx that made it, or rebuild the store")
-    return revision, stamp
+    return stamp

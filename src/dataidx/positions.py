@@ -15,7 +15,7 @@ import numpy as np
 from .errors import StoreError
 from .rendering import TRAINS
 from .stored import StoredMixture
-from .storefile import ReadConnection
+from .storefile import ReadConnection, on_postgres
 
 
 def position_entries(connection: ReadConnection, mixture: StoredMixture) -> np.ndarray:
@@ -57,7 +57,7 @@ class SpecLengths:
 def spec_lengths(connection: ReadConnection, spec_id: int) -> SpecLengths:
     """Every base entry's tokens and trains flag under a spec (the spec covers every entry)."""
     statuses = ",".join(f"'{status}'" for status in TRAINS)
-    if getattr(connection, "dialect", None) == "postgresql":
+    if on_postgres(connection):
         rows = connection.execute(
             f"SELECT (CAST(entry_id AS bigint) << 33) | (CAST(tokens AS bigint) << 1) | "
             f"CAST(status IN ({statuses}) AS integer) FROM entry_renders WHERE spec_id = ?", (spec_id,)).fetchall()

@@ -82,9 +82,6 @@ class PostgresReadConnection:
         self.raw.close()
 
 
-def is_postgres(connection: Any) -> bool:
-    return isinstance(connection, PostgresReadConnection)
-
 
 def connect_readonly(store: PostgresStore) -> tuple[PostgresReadConnection, str | None]:
     """A read connection and the store's schema revision; a StoreError if there is no store."""

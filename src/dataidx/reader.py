@@ -21,7 +21,7 @@ from typing import Any
 from .converters import convert_row, converters
 from .errors import StaleStoreError, StoreError
 from .stored import StoredDataset, open_rows, read_datasets, read_mixture
-from .storefile import ReadConnection, connect_readonly, read_stamp
+from .storefile import ReadConnection, connect_readonly, on_postgres, read_stamp
 from .verify import dataset_problems
 
 MMAP_BYTES = 1 << 40
@@ -223,12 +223,12 @@ class StoreReader(EntryReader):
 class _ProcessState:
     """What one process opens for a reader: its connection and, lazily, one fetcher per dataset."""
 
-    def __init__(self, path: str, stamp: int, connection: Any = None) -> None:
+    def __init__(self, path: str, stamp: int, connection: ReadConnection | None = None) -> None:
         self.pid, self.path, self.stamp = os.getpid(), path, stamp
         self.connection = connection or connect_readonly(path)
         # A file stays readable after it is replaced; a PostgreSQL schema is swapped in place, so
         # there every query also reads the stamp and a replaced store is noticed at once.
-        self.postgres = getattr(self.connection, "dialect", None) == "postgresql"
+        self.postgres = on_postgres(self.connection)
         if read_stamp(self.connection) != stamp:
             self.connection.close()
             raise self.replaced()

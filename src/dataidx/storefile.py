@@ -68,9 +68,14 @@ def store_revision(path: str | os.PathLike[str]) -> str | None:
     return revision
 
 
+def on_postgres(connection: ReadConnection) -> bool:
+    """Whether a read connection is to a store in PostgreSQL (checked without importing psycopg)."""
+    return getattr(connection, "dialect", None) == "postgresql"
+
+
 def read_stamp(connection: ReadConnection) -> int:
     """The store's identity, new with every write: readers check it when they reconnect."""
-    if getattr(connection, "dialect", None) == "postgresql":
+    if on_postgres(connection):
         from .postgres import read_stamp as read_postgres_stamp
 
         return read_postgres_stamp(connection)

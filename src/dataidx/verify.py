@@ -17,7 +17,7 @@ from .fingerprints import added_files, changed_files
 from .rows import arrow_files_state
 from .sources import source_files, sources
 from .stored import read_datasets
-from .storefile import connect_readonly
+from .storefile import connect_readonly, on_postgres
 
 
 def dataset_problems(dataset: Any, *, deep: bool = False) -> list[str]:
@@ -50,7 +50,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         datasets = read_datasets(connection)
         # PostgreSQL checks its own pages; a file gets SQLite's integrity check.
-        postgres = getattr(connection, "dialect", None) == "postgresql"
+        postgres = on_postgres(connection)
         integrity = ["ok"] if postgres else [row[0] for row in connection.execute("PRAGMA integrity_check")]
     finally:
         connection.close()
