@@ -19,6 +19,7 @@ pytestmark = requires_shared
 GOLDEN_SOURCES = {
     "alpaca_en_demo": ("alpaca_en_demo.json", "alpaca"),
     "identity": ("identity.json", "alpaca"),
+    "inject_demo": ("inject_demo.jsonl", "alpaca"),
     "glaive_toolcall_en_demo": ("glaive_toolcall_en_demo.json", "sharegpt"),
     "pair_demo": ("pair_demo.jsonl", "pair"),
     "v1_sft_demo": ("v1_sft_demo.jsonl", None),
