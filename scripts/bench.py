@@ -61,8 +61,8 @@ class V1StyleEngine:
 
     def __init__(self, config_path: str) -> None:
         from dataidx.config import load_config
-        from dataidx.converters import converters
-        from dataidx.expansion import cuts
+        from dataidx.convert import converters
+        from dataidx.convert import cuts
         from dataidx.sources import load
 
         self.datasets: dict[str, Any] = {}
@@ -190,7 +190,7 @@ def packing_table(count: int, capacity: int = 4096) -> list[tuple[str, ...]]:
     """Packs/s and fill of each planner on the same lognormal lengths (median ~500 tokens)."""
     import numpy as np
 
-    from dataidx.packing import plan_packs
+    from dataidx.pack import plan_packs
 
     lengths = np.clip(np.random.default_rng(0).lognormal(6.2, 0.9, count).astype(int), 16, capacity)
     shuffled = lengths.tolist()
@@ -218,7 +218,7 @@ def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float
 
     import numpy as np
 
-    from dataidx.plans import pack_store
+    from dataidx.pack import pack_store
 
     copy = store.with_name("packed.db")
     shutil.copyfile(store, copy)
@@ -239,12 +239,12 @@ def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float
 def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str]:
     """Entries/s of ``dataidx render`` (all cores, one core) and of per-entry apply_chat_template."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from dataidx.build import build
-    from dataidx.chat_text import chat_messages
-    from dataidx.lengths import render_store
-    from dataidx.plans import pack_store
-    from dataidx.reader import EntryReader
-    from dataidx.templates import CHATML
+    from dataidx.index import build
+    from dataidx.render import chat_messages
+    from dataidx.render import render_store
+    from dataidx.pack import pack_store
+    from dataidx.read import EntryReader
+    from dataidx.render import CHATML
     from tests.conftest import train_tokenizer
 
     folder = work / "render"
@@ -287,7 +287,7 @@ def llamafactory_engine(config: str) -> tuple[Any, float] | None:
 def fresh_open(store: Path) -> float:
     """Seconds from StoreReader(...) to the first sample in a new process, imports excluded."""
     script = (
-        "import time, json\nfrom dataidx.reader import StoreReader\n"
+        "import time, json\nfrom dataidx.read import StoreReader\n"
         f"t = time.perf_counter(); r = StoreReader({str(store)!r}); r.get(0)\n"
         "print(json.dumps(time.perf_counter() - t))"
     )
@@ -325,9 +325,9 @@ def main() -> None:
 
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx import DataEngine
-    from dataidx.build import build
+    from dataidx.index import build
     from dataidx.config import load_config
-    from dataidx.mixing import add_mixture
+    from dataidx.index import add_mixture
     from dataidx.sources import load
     from dataidx.store import create_store
 

@@ -74,10 +74,11 @@ def main() -> None:
     parser.add_argument("--loader", type=int, default=20_000)
     args = parser.parse_args()
 
-    from dataidx.build import build
-    from dataidx.compose import composition
-    from dataidx.info import store_info
-    from dataidx.mixing import add_mixture, remove_mixture
+    from dataidx.index import build
+    from dataidx.store import composition
+    from dataidx.store import store_info
+    from dataidx.index import add_mixture
+from dataidx.store import remove_mixture
 
     work = Path(tempfile.mkdtemp(prefix="dataidx-pgbench-"))
     config = generate(work, args.alpaca, args.sharegpt)

@@ -15,7 +15,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from dataidx.templates import CHATML
+from dataidx.render import CHATML
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPECIAL = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",

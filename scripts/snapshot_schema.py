@@ -1,4 +1,4 @@
-"""Regenerate src/dataidx/schema.sql from the Alembic migrations (run after adding one).
+"""Regenerate src/dataidx/store/schema.sql from the Alembic migrations (run after adding one).
 
     python scripts/snapshot_schema.py
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dataidx.store import migrated_schema
 
-TARGET = Path(__file__).resolve().parents[1] / "src" / "dataidx" / "schema.sql"
+TARGET = Path(__file__).resolve().parents[1] / "src" / "dataidx" / "store" / "schema.sql"
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:

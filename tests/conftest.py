@@ -40,7 +40,7 @@ def write_yaml(path: Path, text: str) -> Path:
 @pytest.fixture
 def make_store(tmp_path: Path) -> Callable[..., Path]:
     """Build a store from YAML text (or a path) into tmp_path; returns the store path."""
-    from dataidx.build import build
+    from dataidx.index import build
 
     counter = iter(range(1000))
 
@@ -107,7 +107,7 @@ def train_tokenizer(folder: Path | None = None, *, add_bos: bool = False, vocab_
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A saved tiny tokenizer folder whose own chat template is the built-in ChatML."""
-    from dataidx.templates import CHATML
+    from dataidx.render import CHATML
 
     folder = tmp_path_factory.mktemp("tiny-tokenizer")
     train_tokenizer(folder, chat_template=CHATML)

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataidx import DataEngine
-from dataidx.build import build
+from dataidx.index import build
 from dataidx.errors import ConfigError, ConversionError, DataidxError, SourceError
-from dataidx.info import store_info
-from dataidx.query import run_query
+from dataidx.store import store_info
+from dataidx.store import run_query
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 

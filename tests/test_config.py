@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dataidx.config import VALID_KEYS, load_config
-from dataidx.converters import converters
+from dataidx.config import load_config
+from dataidx.spec import VALID_KEYS
+from dataidx.convert import converters
 from dataidx.errors import ConfigError
 
 from .conftest import write_yaml

@@ -7,10 +7,10 @@ import warnings
 
 import pytest
 
-from dataidx.converters import collecting_drops, converters, register_converter
+from dataidx.convert import collecting_drops, converters, register_converter
 from dataidx.errors import PluginError
-from dataidx.expansion import cuts, truncate
-from dataidx.media import MediaMismatch
+from dataidx.convert import cuts, truncate
+from dataidx.convert import MediaMismatch
 
 
 def text(value: str) -> list[dict]:

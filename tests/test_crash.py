@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from dataidx import DataEngine
-from dataidx.build import build
-from dataidx.converters import converters, register_converter
-from dataidx.info import store_info
-from dataidx.mixing import add_mixture
+from dataidx.index import build
+from dataidx.convert import converters, register_converter
+from dataidx.store import store_info
+from dataidx.index import add_mixture
 
 from .conftest import alpaca_rows, write_jsonl, write_yaml
 
@@ -26,11 +26,11 @@ from .conftest import alpaca_rows, write_jsonl, write_yaml
 # inside the work, not inside Python's start-up.
 WORKER = """
 import sys
-from dataidx.converters import converters, register_converter
-from dataidx.build import build
-from dataidx.converters import converters, register_converter
-from dataidx.info import store_info
-from dataidx.mixing import add_mixture
+from dataidx.convert import converters, register_converter
+from dataidx.index import build
+from dataidx.convert import converters, register_converter
+from dataidx.store import store_info
+from dataidx.index import add_mixture
 
 alpaca = converters.get("alpaca").func
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from dataidx.lengths import render_store
-from dataidx.mixing import add_mixture
-from dataidx.plans import pack_store
-from dataidx.query import run_query
-from dataidx.schema import VIEW_COLUMNS
+from dataidx.render import render_store
+from dataidx.index import add_mixture
+from dataidx.pack import pack_store
+from dataidx.store import run_query
+from dataidx.store import VIEW_COLUMNS
 
 from .conftest import REPO, train_tokenizer
 
@@ -24,7 +24,7 @@ def sql_examples() -> list[str]:
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from dataidx.build import build
+    from dataidx.index import build
 
     store = tmp_path_factory.mktemp("docs") / "demo.db"
     build(REPO / "data" / "demo_sft.yaml", store)

@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader
 
 from dataidx import DataEngine
 from dataidx.errors import StaleStoreError, StoreError
-from dataidx.info import store_info
-from dataidx.reader import StoreReader
+from dataidx.store import store_info
+from dataidx.read import StoreReader
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl
 
@@ -104,7 +104,7 @@ def test_touched_or_missing_source_is_refused(tmp_path: Path, make_store) -> Non
 
 
 def test_changed_converter_version_is_refused(tmp_path: Path, make_store) -> None:
-    from dataidx.converters import converters, register_converter
+    from dataidx.convert import converters, register_converter
 
     @register_converter("test_versioned", version="1")
     def first(row: dict) -> dict:
@@ -140,7 +140,7 @@ def test_open_and_fetch_never_import_datasets(chat_store: Path) -> None:
     """Opening maps the recorded Arrow files; it must not call load_dataset (or import datasets)."""
     script = (
         "import sys, time, json; t = time.perf_counter()\n"
-        "from dataidx.reader import StoreReader\n"
+        "from dataidx.read import StoreReader\n"
         f"r = StoreReader({str(chat_store)!r}); s = r.get(0); r.get_many([1, 2])\n"
         "print(json.dumps({'datasets': 'datasets' in sys.modules, 'torch': 'torch' in sys.modules}))\n"
     )

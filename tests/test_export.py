@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from dataidx import DataEngine
 from dataidx.cli import cli
 from dataidx.errors import DataidxError
-from dataidx.export import export_mixture
+from dataidx.read import export_mixture
 
 from .conftest import REPO, write_jsonl
 

@@ -9,7 +9,7 @@ import pytest
 
 from dataidx import DataEngine
 from dataidx.config import load_config
-from dataidx.converters import convert_row, converters
+from dataidx.convert import convert_row, converters
 from dataidx.errors import ConfigError, ConversionError, SourceError
 
 from .conftest import GOLDEN, SHARED_DATA, alpaca_rows, requires_shared, write_jsonl

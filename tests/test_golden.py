@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dataidx import DataEngine
-from dataidx.build import build
-from dataidx.query import run_query
+from dataidx.index import build
+from dataidx.store import run_query
 
 from .conftest import GOLDEN, SHARED, SHARED_DATA, requires_shared
 

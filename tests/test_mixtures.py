@@ -18,14 +18,15 @@ from sqlalchemy import create_engine
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.compose import composition
+from dataidx.store import composition
 from dataidx.errors import DataidxError, StoreError
-from dataidx.info import store_info
-from dataidx.mixing import add_mixture, remove_mixture
-from dataidx.query import run_query
-from dataidx.sampling import derive_seed
+from dataidx.store import store_info
+from dataidx.index import add_mixture
+from dataidx.store import remove_mixture
+from dataidx.store import run_query
+from dataidx.index import derive_seed
 from dataidx.store import alembic_config, migrate_store
-from dataidx.storefile import SCHEMA_REVISION, store_revision
+from dataidx.store import SCHEMA_REVISION, store_revision
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
@@ -210,8 +211,7 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
 
     from sqlalchemy import text
 
-    from dataidx import bulk
-    from dataidx.store import create_store
+    from dataidx.store import create_store, insert_mixture_entries
 
     ids: list[int] = []
     for kind, *value in pieces:
@@ -224,12 +224,7 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
     with engine.begin() as connection:
         connection.execute(text("INSERT INTO base_entries (id, dataset_id, row) SELECT value, 1, value FROM json_each(:ids)"),
                            {"ids": json.dumps(list(range(1, 60)))})
-        original = bulk.MIN_RUN
-        bulk.MIN_RUN = 4
-        try:
-            bulk.insert_mixture_entries(connection, 7, 100, ids)
-        finally:
-            bulk.MIN_RUN = original
+        insert_mixture_entries(connection, 7, 100, ids, min_run=4)
         stored = connection.execute(text("SELECT id, mixture_id, entry_id FROM mixture_positions ORDER BY id")).all()
         runs = connection.execute(text("SELECT count(*) FROM mixture_runs")).scalar()
     engine.dispose()

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataidx.packing import best_fit_decreasing, plan_packs
+from dataidx.pack import best_fit_decreasing, plan_packs
 
 
 def reference_bfd(lengths: list[int], capacity: int) -> list[list[int]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from dataidx.cli import cli
-from dataidx.converters import converters
+from dataidx.convert import converters
 from dataidx.plugins import load_entry_point_plugins
 
 from .conftest import write_jsonl

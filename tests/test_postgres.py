@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from dataidx import DataEngine, PackedDataset
-from dataidx.build import build
+from dataidx.index import build
 from dataidx.cli import cli
 from dataidx.errors import StaleStoreError, StoreError
-from dataidx.locations import PostgresStore, store_location
+from dataidx.store import PostgresStore, postgres_conninfo, store_location
 
 from .conftest import REPO, write_jsonl, write_yaml
 from .postgres_server import running_server
@@ -48,7 +48,7 @@ def run(*args: str) -> "click.testing.Result":  # noqa: F821
 def sql(server: str, statement: str) -> list[tuple]:
     import psycopg
 
-    with psycopg.connect(store_location(server + "&schema=x").conninfo, autocommit=True) as connection:
+    with psycopg.connect(postgres_conninfo(store_location(server + "&schema=x")), autocommit=True) as connection:
         cursor = connection.execute(statement)
         return cursor.fetchall() if cursor.description else []
 
@@ -215,7 +215,7 @@ def test_store_arguments_parse_paths_and_urls(tmp_path: Path) -> None:
     from psycopg.conninfo import conninfo_to_dict
 
     assert "pw" not in str(found) and "pw" not in repr(found)
-    assert conninfo_to_dict(found.conninfo) == {"user": "bob", "password": "pw", "host": "db.example", "dbname": "team"}
+    assert conninfo_to_dict(postgres_conninfo(found)) == {"user": "bob", "password": "pw", "host": "db.example", "dbname": "team"}
     assert str(StoreError("postgresql+psycopg://bob:pw@db/x: gone")) == "postgresql+psycopg://bob:***@db/x: gone"
     sqlite_url = f"sqlite:///{tmp_path}/demo.db"
     assert run("build", DEMO, "-o", sqlite_url, "-q").exit_code == 0
@@ -231,10 +231,10 @@ def test_shell_pipeline_on_the_server(url: str) -> None:
 
 def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Path) -> None:
     """docs/sql.md's examples are portable SQL: same columns, same rows (as multisets)."""
-    from dataidx.lengths import render_store
-    from dataidx.mixing import add_mixture
-    from dataidx.plans import pack_store
-    from dataidx.query import run_query
+    from dataidx.render import render_store
+    from dataidx.index import add_mixture
+    from dataidx.pack import pack_store
+    from dataidx.store import run_query
 
     from .conftest import train_tokenizer
     from .test_docs import sql_examples
@@ -316,14 +316,13 @@ def test_a_busy_store_makes_a_write_wait_then_give_up_cleanly(server: str, url: 
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import psycopg
 
-    from dataidx import pg_swap
-    from dataidx.mixing import add_mixture
+    from dataidx.index import add_mixture
 
     build(DEMO, url)
-    monkeypatch.setattr(pg_swap, "LOCK_WAIT", "100ms")
-    monkeypatch.setattr(pg_swap, "SWAP_ATTEMPTS", 3)
+    monkeypatch.setattr("dataidx.store.postgres.swap.LOCK_WAIT", "100ms")
+    monkeypatch.setattr("dataidx.store.postgres.swap.SWAP_ATTEMPTS", 3)
     schema = store_location(url).schema
-    with psycopg.connect(store_location(url).conninfo) as reader:  # a long read holds its tables
+    with psycopg.connect(postgres_conninfo(store_location(url))) as reader:  # a long read holds its tables
         reader.execute(f"SELECT count(*) FROM {schema}.mixtures").fetchall()
         with pytest.raises(StoreError, match="readers kept the store busy"):
             add_mixture(url, DEMO, "other", seed=1)

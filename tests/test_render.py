@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from dataidx.chat_text import chat_messages
+from dataidx.render import chat_messages
 from dataidx.errors import RenderError
-from dataidx.rendering import IGNORE, Renderer
-from dataidx.templates import BUILTIN_TEMPLATES, choose_template
+from dataidx.render import IGNORE, Renderer
+from dataidx.render import BUILTIN_TEMPLATES, choose_template
 
 from .conftest import train_tokenizer
 

@@ -14,13 +14,14 @@ from click.testing import CliRunner
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.collate import Collator, block_causal_mask
-from dataidx.engine import PackedDataset
+from dataidx.training import Collator, block_causal_mask
+from dataidx.training import PackedDataset
 from dataidx.errors import StaleStoreError, StoreError
-from dataidx.lengths import render_store
-from dataidx.mixing import add_mixture, remove_mixture
-from dataidx.plans import pack_store
-from dataidx.rendering import IGNORE
+from dataidx.render import render_store
+from dataidx.index import add_mixture
+from dataidx.store import remove_mixture
+from dataidx.pack import pack_store
+from dataidx.render import IGNORE
 
 from .conftest import train_tokenizer, write_jsonl
 
@@ -68,7 +69,7 @@ def test_render_stores_a_status_for_every_entry_and_reuses_an_unchanged_spec(sto
 
 
 def test_a_changed_tokenizer_never_reuses_lengths(tmp_path: Path, store: Path) -> None:
-    from dataidx.templates import CHATML
+    from dataidx.render import CHATML
 
     folder = tmp_path / "tok"
     train_tokenizer(folder, chat_template=CHATML)
@@ -283,9 +284,9 @@ def test_review_fixes_for_rendering(tmp_path: Path, store: Path, tiny_tokenizer:
     import shutil
 
     from dataidx.errors import RenderError
-    from dataidx.render_spec import load_tokenizer
-    from dataidx.rendering import Renderer
-    from dataidx.templates import BUILTIN_TEMPLATES
+    from dataidx.render import load_tokenizer
+    from dataidx.render import Renderer
+    from dataidx.render import BUILTIN_TEMPLATES
 
     # A moved tokenizer folder: rendering again with the same files updates where readers load it.
     moved = tmp_path / "moved-tokenizer"
@@ -316,7 +317,7 @@ def test_review_fixes_for_rendering(tmp_path: Path, store: Path, tiny_tokenizer:
 
 
 def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) -> None:
-    from dataidx.info import store_info
+    from dataidx.store import store_info
 
     render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="plain-4k")
     pack_store(store, "plain-4k", capacity=4096, seed=1, name="p")

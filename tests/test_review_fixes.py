@@ -15,12 +15,12 @@ import torch
 from click.testing import CliRunner
 
 from dataidx import DataEngine
-from dataidx.build import build
+from dataidx.index import build
 from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.errors import ConfigError, DataidxError, StaleStoreError
-from dataidx.info import store_info
-from dataidx.mixing import add_mixture
+from dataidx.store import store_info
+from dataidx.index import add_mixture
 
 from .conftest import alpaca_rows, write_jsonl, write_yaml
 

@@ -8,7 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataidx.sampling import DEFAULT_SEED, derive_seed, exact_draw, replacement_draw, resample
+from dataidx.index import derive_seed, exact_draw, replacement_draw, resample
+from dataidx.spec import DEFAULT_SEED
 
 
 @given(n=st.integers(1, 300), k=st.integers(0, 1000), seed=st.integers(0, 2**63 - 1))

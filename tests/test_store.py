@@ -17,10 +17,10 @@ from sqlalchemy import create_engine
 
 from dataidx import DataEngine
 from dataidx.errors import StoreError
-from dataidx.query import run_query
-from dataidx.schema import VIEW_COLUMNS, Base
+from dataidx.store import run_query
+from dataidx.store import VIEW_COLUMNS, Base
 from dataidx.store import alembic_config, create_store, migrations_dir
-from dataidx.storefile import SCHEMA_REVISION
+from dataidx.store import SCHEMA_REVISION
 
 from .conftest import REPO
 
@@ -100,9 +100,6 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
 
 
 def test_schema_snapshot_is_exactly_what_the_migrations_create(tmp_path: Path) -> None:
-    from importlib import resources
+    from dataidx.store import migrated_schema, schema_script
 
-    from dataidx.store import migrated_schema
-
-    snapshot = resources.files("dataidx").joinpath("schema.sql").read_text()
-    assert snapshot == migrated_schema(tmp_path / "migrated.db"), "run python scripts/snapshot_schema.py"
+    assert schema_script() == migrated_schema(tmp_path / "migrated.db"), "run python scripts/snapshot_schema.py"

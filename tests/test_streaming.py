@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from dataidx import DataEngine
-from dataidx.build import build
+from dataidx.index import build
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
@@ -46,8 +46,8 @@ def test_a_changed_streaming_source_is_streamed_again(tmp_path: Path) -> None:
 
 
 def test_a_relative_output_path_keeps_its_materialised_stream(tmp_path: Path, monkeypatch) -> None:
-    from dataidx.reader import StoreReader
-    from dataidx.rows import arrow_files_state
+    from dataidx.read import StoreReader
+    from dataidx.sources import arrow_files_state
 
     yaml = config(tmp_path, True)
     monkeypatch.chdir(tmp_path)

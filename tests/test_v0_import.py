@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.v0_import import import_dataset_info
+from dataidx.config import import_dataset_info
 
 from .conftest import SHARED_DATA, requires_shared
 

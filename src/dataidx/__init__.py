@@ -1,74 +1,74 @@
-"""dataidx: a persistent SQLite index of LLM fine-tuning datasets, served as a torch Dataset."""
+"""dataidx: a persistent SQLite index of LLM fine-tuning datasets, served as a torch Dataset.
+
+The public API. Names are imported on first use, so that ``import dataidx`` (and the CLI) never
+pays for torch, datasets or SQLAlchemy; :data:`_PUBLIC` is where each one lives.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
-from .errors import (  # noqa: E402
+from ._lazy import lazy_face
+from ._version import __version__
+from .errors import (
     ConfigError,
     ConversionError,
     DataidxError,
+    NotFoundError,
     PluginError,
     ReadOnlyError,
     RenderError,
     SourceError,
     StaleStoreError,
     StoreError,
+    UsageError,
 )
 
 if TYPE_CHECKING:
-    from .build import build
-    from .collate import Collator
-    from .converters import register_converter
-    from .engine import DataEngine, PackedDataset
-    from .lengths import render_store
-    from .packing import plan_packs
-    from .plans import pack_store
-    from .reader import StoreReader
+    from .convert import register_converter
+    from .index import add_mixture, build
+    from .pack import pack_store, plan_packs
+    from .read import StoreReader, export_mixture, verify_store
+    from .render import render_store
+    from .store import (
+        composition,
+        migrate_store,
+        remove_mixture,
+        remove_packing_plan,
+        remove_render_spec,
+        run_query,
+        store_info,
+    )
+    from .training import Collator, DataEngine, PackedDataset, block_causal_mask
 
-__all__ = [
-    "Collator",
-    "ConfigError",
-    "ConversionError",
-    "DataEngine",
-    "DataidxError",
-    "PackedDataset",
-    "PluginError",
-    "ReadOnlyError",
-    "RenderError",
-    "SourceError",
-    "StaleStoreError",
-    "StoreError",
-    "StoreReader",
-    "__version__",
-    "build",
-    "pack_store",
-    "plan_packs",
-    "register_converter",
-    "render_store",
-]
-
-# Resolved on first use so that `import dataidx` (and the CLI) never pays for torch or datasets.
-_LAZY = {
-    "Collator": ".collate",
-    "DataEngine": ".engine",
-    "PackedDataset": ".engine",
-    "pack_store": ".plans",
-    "render_store": ".lengths",
-    "StoreReader": ".reader",
-    "build": ".build",
-    "plan_packs": ".packing",
-    "register_converter": ".converters",
+_PUBLIC = {
+    # training
+    "Collator": ".training",
+    "DataEngine": ".training",
+    "PackedDataset": ".training",
+    "block_causal_mask": ".training",
+    # writing a store
+    "build": ".index",
+    "add_mixture": ".index",
+    "render_store": ".render",
+    "pack_store": ".pack",
+    "plan_packs": ".pack",
+    "migrate_store": ".store",
+    "remove_mixture": ".store",
+    "remove_packing_plan": ".store",
+    "remove_render_spec": ".store",
+    # reading and asking a store
+    "StoreReader": ".read",
+    "export_mixture": ".read",
+    "verify_store": ".read",
+    "composition": ".store",
+    "run_query": ".store",
+    "store_info": ".store",
+    # plugins
+    "register_converter": ".convert",
 }
+_ERRORS = ["ConfigError", "ConversionError", "DataidxError", "NotFoundError", "PluginError", "ReadOnlyError",
+           "RenderError", "SourceError", "StaleStoreError", "StoreError", "UsageError"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dataidx' has no attribute {name!r}")
+_lazy_names, __getattr__ = lazy_face(__name__, _PUBLIC)
+__all__ = sorted([*_lazy_names, *_ERRORS, "__version__"])

@@ -14,13 +14,17 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import time
 from pathlib import Path
 
-from .config import YAML_SUFFIXES, load_config
+from . import index  # the package, not its names: building loads SQLAlchemy, opening a cached store never does
+from .config import load_config
 from .errors import StoreError
-from .reader import StoreReader
-from .sampling import DEFAULT_SEED
-from .storefile import SCHEMA_REVISION
+from .paths import cache_dir
+from .read import StoreReader
+from .spec import DEFAULT_SEED, YAML_SUFFIXES
+from .store import SCHEMA_REVISION, streams_folder
 
 logger = logging.getLogger("dataidx")
 
@@ -28,14 +32,6 @@ logger = logging.getLogger("dataidx")
 def is_config_path(path: str | os.PathLike[str]) -> bool:
     """Whether ``DataEngine`` should treat ``path`` as a YAML config rather than a store."""
     return os.fspath(path).endswith(YAML_SUFFIXES)
-
-
-def cache_dir() -> Path:
-    """``$DATAIDX_CACHE``, else ``$XDG_CACHE_HOME/dataidx``, else ``~/.cache/dataidx``."""
-    if os.environ.get("DATAIDX_CACHE"):
-        return Path(os.environ["DATAIDX_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dataidx"
 
 
 def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEED, sampling: str = "exact",
@@ -46,8 +42,6 @@ def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEE
 
         store, built = cached_store("data/demo_sft.yaml")
     """
-    from .build import build
-
     config = load_config(config_path)
     key = hashlib.sha256(json.dumps(
         [config.text, [spec.info() for spec in config.datasets], seed, sampling, SCHEMA_REVISION]
@@ -66,7 +60,7 @@ def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEE
             logger.warning("dataidx: rebuilding %s for %s: %s", store, config_path, problem)
         else:
             logger.warning("dataidx: building %s for %s (once; later runs open it)", store, config_path)
-        build(config, store, seed=seed, sampling=sampling)
+        index.build(config, store, seed=seed, sampling=sampling)
     return store, True
 
 
@@ -87,7 +81,7 @@ def cached_stores(folder: str | os.PathLike[str] | None = None) -> list[tuple[Pa
     folder = Path(folder) if folder is not None else cache_dir()
     found = []
     for store in folder.glob("*.db"):
-        streams = store.with_name(store.name + ".streams")
+        streams = streams_folder(store)
         size = store.stat().st_size + sum(p.stat().st_size for p in streams.rglob("*") if p.is_file())
         found.append((store, size, max(store.stat().st_atime, store.stat().st_mtime)))
     return sorted(found, key=lambda item: item[2])
@@ -96,9 +90,6 @@ def cached_stores(folder: str | os.PathLike[str] | None = None) -> list[tuple[Pa
 def clean_cache(older_than_days: float, folder: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove cached stores (and their streams) not used for ``older_than_days``; returns them.
     Each removal takes the store's lock, so a process building or opening it is never cut off."""
-    import shutil
-    import time
-
     folder = Path(folder) if folder is not None else cache_dir()
     removed = []
     for store, _, used in cached_stores(folder):
@@ -107,7 +98,7 @@ def clean_cache(older_than_days: float, folder: str | os.PathLike[str] | None = 
         with open(folder / f".{store.name}.lock", "a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             store.unlink(missing_ok=True)
-            shutil.rmtree(store.with_name(store.name + ".streams"), ignore_errors=True)
+            shutil.rmtree(streams_folder(store), ignore_errors=True)
         (folder / f".{store.name}.lock").unlink(missing_ok=True)
         removed.append(store)
     return removed

@@ -27,6 +27,11 @@ class DataidxError(Exception):
         return hide_passwords(super().__str__())
 
 
+class UsageError(DataidxError, ValueError):
+    """An argument cannot work as given (a seed out of range, an output in a missing folder, SQL
+    that does not run); the message says what would."""
+
+
 class ConfigError(DataidxError, ValueError):
     """A dataset config is invalid; carries every problem found, not just the first."""
 
@@ -60,8 +65,19 @@ class StoreError(DataidxError):
     """A store is missing, unreachable, not a dataidx store, corrupt, or of another schema revision."""
 
 
+class NotFoundError(StoreError, LookupError):
+    """A store has no mixture, dataset, render spec or packing plan of that name; the message
+    lists the names it has."""
+
+
 class StaleStoreError(StoreError):
-    """A dataset's source or converter changed since the store was built."""
+    """A dataset's source or converter changed since the store was built, or the store itself
+    was replaced since a reader opened it."""
+
+    @classmethod
+    def replaced(cls, store: object) -> StaleStoreError:
+        return cls(f"{store}: the store was replaced (rebuilt, or changed by mix, remove-mixture or migrate) "
+                   "after this reader opened it; open it again")
 
 
 class ReadOnlyError(DataidxError, PermissionError):

@@ -1,4 +1,4 @@
-"""Pieces every command shares: the library-error boundary, output helpers, option factories."""
+"""Pieces every command shares: output helpers, a progress line, option factories."""
 
 from __future__ import annotations
 
@@ -10,20 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import DataidxError, hide_passwords
-from ..sampling import DEFAULT_SEED, SAMPLING_MODES
+from ..errors import hide_passwords
+from ..spec import DEFAULT_SEED, SAMPLING_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class Group(click.Group):
-    """Turns library errors into one line and exit 1, here and only here; bugs keep tracebacks."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except DataidxError as exc:
-            raise click.ClickException(str(exc)) from None
 
 
 class ProgressLine:

@@ -7,12 +7,11 @@ import io
 
 import click
 
-from ..errors import DataidxError
-from . import cli
+from ..errors import UsageError
 from .common import ProgressLine, echo_json, json_option, table
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @json_option()
 def info(store: str, as_json: bool) -> None:
@@ -23,7 +22,7 @@ def info(store: str, as_json: bool) -> None:
     Example:
         dataidx info demo.db --json
     """
-    from ..info import store_info
+    from ..store import store_info
 
     details = store_info(store)
     if as_json:
@@ -61,7 +60,7 @@ def info(store: str, as_json: bool) -> None:
         ))
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("store")
 @click.argument("positions", nargs=-1, required=True, type=int)
 @click.option("--mixture", default="default", show_default=True, help="Mixture to read.")
@@ -81,21 +80,21 @@ def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool, 
     """
     try:
         if spec is not None:
-            from ..rendered import rendered_position
+            from ..render import rendered_position
 
             for document in rendered_position(store, mixture, spec, list(positions), verify=not no_verify):
                 echo_json(document)
             return
-        from ..reader import StoreReader
+        from ..read import StoreReader
 
         reader = StoreReader(store, mixture, verify=not no_verify)
         for position in positions:
             echo_json(reader.get(position))
     except IndexError as exc:
-        raise DataidxError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @click.argument("sql")
 @json_option("Print one JSON array of objects keyed by column.")
@@ -114,7 +113,7 @@ def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, 
         dataidx query demo.db "SELECT dataset, count(*) AS n FROM entries GROUP BY dataset" --json
         dataidx query demo.db "SELECT * FROM entries WHERE dataset = :d" --param d=demo_alpaca
     """
-    from ..query import run_query
+    from ..store import run_query
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
@@ -143,7 +142,7 @@ def _parameter(text: str) -> tuple[str, int | float | str]:
     return name, value
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to describe.")
 @json_option("Print one JSON array of objects, one per dataset.")
@@ -154,16 +153,16 @@ def compose(store: str, mixture: str, as_json: bool) -> None:
     Example:
         dataidx compose demo.db --mixture default --json
     """
-    from ..compose import COLUMNS, composition
+    from ..store import COMPOSITION_COLUMNS, composition
 
     rows = composition(store, mixture)
     if as_json:
         echo_json(rows)
     else:
-        click.echo(table(list(COLUMNS), [tuple(row[c] for c in COLUMNS) for row in rows]))
+        click.echo(table(list(COMPOSITION_COLUMNS), [tuple(row[c] for c in COMPOSITION_COLUMNS) for row in rows]))
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @json_option()
 def verify(store: str, as_json: bool) -> None:
@@ -176,7 +175,7 @@ def verify(store: str, as_json: bool) -> None:
     Example:
         dataidx verify demo.db --json
     """
-    from ..verify import verify_store
+    from ..read import verify_store
 
     report = verify_store(store)
     if as_json:
@@ -190,7 +189,7 @@ def verify(store: str, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete).")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to export.")
@@ -207,7 +206,7 @@ def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) 
         dataidx export demo.db -o demo.jsonl
         dataidx export demo.db --mixture seed7 -o seed7.parquet
     """
-    from ..export import export_mixture
+    from ..read import export_mixture
 
     written = export_mixture(store, output, mixture=mixture, verify=not no_verify,
                              progress=ProgressLine("exported samples", quiet))
@@ -215,7 +214,7 @@ def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) 
         click.echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)
 
 
-@cli.command()
+@click.command()
 @click.option("--clean", "older_than", type=float, metavar="DAYS",
               help="Remove stores not used for DAYS days (0: all of them).")
 @json_option("Print the cached stores as one JSON array.")
@@ -231,7 +230,8 @@ def cache(older_than: float | None, as_json: bool) -> None:
     """
     import time
 
-    from ..cache import cache_dir, cached_stores, clean_cache
+    from ..cache import cached_stores, clean_cache
+    from ..paths import cache_dir
 
     if older_than is not None:
         removed = clean_cache(older_than)
@@ -244,3 +244,6 @@ def cache(older_than: float | None, as_json: bool) -> None:
     click.echo(f"cache folder {cache_dir()}")
     click.echo(table(["store", "MiB", "days since use"],
                      [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
+
+
+COMMANDS = [info, show, query, compose, verify, export, cache]

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import click
 
-from ..sampling import DEFAULT_SEED
-from . import cli
+from ..spec import DEFAULT_SEED
 from .common import ProgressLine, mixture_options, shown, table
 
 
-@cli.command()
+@click.command()
 @click.argument("config")
 @click.option("-o", "--output", required=True, help="Store to write: a file, or a PostgreSQL URL (replaced only when the build succeeds).")
 @mixture_options
@@ -34,7 +33,7 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
         dataidx build data/demo_sft.yaml -o demo.db --tokenizer data/demo_tokenizer --cutoff 256
         dataidx build data/demo_sft.yaml -o 'postgresql://me@db/training?schema=sft'
     """
-    from ..build import build as run_build
+    from ..index import build as run_build
 
     progress = None if quiet else (lambda message: click.echo(message, err=True))
     summary = run_build(config, output, seed=seed, sampling=sampling, progress=progress)
@@ -52,7 +51,7 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
         _render(output, tokenizer, template, cutoff, truncation, "default", None, quiet)
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @click.argument("config")
 @click.option("--name", required=True, help="Name of the new mixture.")
@@ -68,13 +67,13 @@ def mix(store: str, config: str, name: str, seed: int, sampling: str) -> None:
         dataidx mix demo.db data/demo_sft.yaml --name seed7 --seed 7
         dataidx show demo.db 0 --mixture seed7
     """
-    from ..mixing import add_mixture
+    from ..index import add_mixture
 
     summary = add_mixture(store, config, name, seed=seed, sampling=sampling)
     click.echo(f"added mixture '{name}' of {summary.entries} entries (seed {seed}, {sampling}) to {shown(store)}", err=True)
 
 
-@cli.command("remove-mixture")
+@click.command("remove-mixture")
 @click.argument("store")
 @click.argument("name")
 def remove_mixture(store: str, name: str) -> None:
@@ -84,13 +83,13 @@ def remove_mixture(store: str, name: str) -> None:
     Example:
         dataidx remove-mixture demo.db seed7
     """
-    from ..mixing import remove_mixture as remove
+    from ..store import remove_mixture as remove
 
     entries = remove(store, name)
     click.echo(f"removed mixture '{name}' ({entries} entries) from {shown(store)}", err=True)
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 def migrate(store: str) -> None:
     """Upgrade STORE to the newest schema, on a copy renamed into place.
@@ -108,7 +107,7 @@ def migrate(store: str) -> None:
         click.echo(f"migrated {shown(store)} from schema revision {before} to {after}", err=True)
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a fast tokenizer.")
 @click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain) or a .jinja "
@@ -138,7 +137,7 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
 
 def _render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
             jobs: int | None, quiet: bool) -> None:
-    from ..lengths import render_store
+    from ..render import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
                            jobs=jobs, progress=ProgressLine("rendered entries", quiet))
@@ -153,7 +152,7 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
                f"in {summary.seconds:.2f} s{removed}", err=True)
 
 
-@cli.command()
+@click.command()
 @click.argument("store")
 @click.option("--spec", required=True, help="Render spec whose lengths to pack (from dataidx render).")
 @click.option("--mixture", default="default", show_default=True, help="Mixture whose positions to pack.")
@@ -171,7 +170,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
         dataidx pack demo.db --spec default --capacity 1024 --seed 0
         dataidx query demo.db "SELECT * FROM pack_plans"
     """
-    from ..plans import pack_store
+    from ..pack import pack_store
 
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
     click.echo(
@@ -181,7 +180,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     )
 
 
-@cli.command("import-v0")
+@click.command("import-v0")
 @click.argument("dataset_info")
 @click.option("-o", "--output", required=True, help="v1 YAML to write.")
 @click.option("--dataset-dir", help="Folder the file names are relative to [default: DATASET_INFO's folder].")
@@ -198,7 +197,7 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
     """
     from pathlib import Path
 
-    from ..v0_import import import_dataset_info
+    from ..config import import_dataset_info
 
     imported = import_dataset_info(dataset_info, dataset_dir)
     Path(output).write_text(imported.yaml_text(dataset_info), encoding="utf-8")
@@ -208,7 +207,7 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
                + (f"; left out {len(imported.left_out)}" if imported.left_out else ""), err=True)
 
 
-@cli.command("remove-spec")
+@click.command("remove-spec")
 @click.argument("store")
 @click.argument("name")
 def remove_spec(store: str, name: str) -> None:
@@ -218,13 +217,13 @@ def remove_spec(store: str, name: str) -> None:
     Example:
         dataidx remove-spec demo.db default
     """
-    from ..lengths import remove_render_spec
+    from ..store import remove_render_spec
 
     plans = remove_render_spec(store, name)
     click.echo(f"removed render spec '{name}' and {plans} packing plans from {shown(store)}", err=True)
 
 
-@cli.command("remove-plan")
+@click.command("remove-plan")
 @click.argument("store")
 @click.argument("name")
 def remove_plan(store: str, name: str) -> None:
@@ -234,7 +233,10 @@ def remove_plan(store: str, name: str) -> None:
     Example:
         dataidx remove-plan demo.db default
     """
-    from ..plans import remove_packing_plan
+    from ..store import remove_packing_plan
 
     remove_packing_plan(store, name)
     click.echo(f"removed packing plan '{name}' from {shown(store)}", err=True)
+
+
+COMMANDS = [build, mix, remove_mixture, migrate, render, pack, import_v0, remove_spec, remove_plan]

@@ -1,0 +1,32 @@
+"""Package faces whose names are imported on first use.
+
+A package's ``__init__`` lists what it offers and where each name lives; nothing is imported
+until a name is used. So ``dataidx info`` never pays for SQLAlchemy, which only writers need,
+and a DataLoader worker never pays for the code that builds stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+
+def lazy_face(package: str, names: dict[str, str]) -> tuple[list[str], Callable[[str], Any]]:
+    """``(__all__, __getattr__)`` for ``package`` whose ``names`` map each public name to the
+    module, relative to the package, that defines it.
+
+    Example::
+
+        __all__, __getattr__ = lazy_face(__name__, {"rewriting": ".write"})
+    """
+    namespace = import_module(package).__dict__
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(import_module(names[name], package), name)
+        namespace[name] = value  # later lookups find it without calling here again
+        return value
+
+    return sorted(names), __getattr__

@@ -1,0 +1,53 @@
+"""The ``dataidx`` command group and its one error boundary.
+
+Library errors (``DataidxError``) become one line on stderr and exit 1 here, and only here;
+anything else is a bug and keeps its traceback. Commands live in :mod:`.read_commands` and
+:mod:`.write_commands` and import the library when they run, so ``dataidx info`` never pays
+for datasets, torch or SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .._version import __version__
+from ..errors import DataidxError
+from ..plugins import load_plugin_modules
+from . import read_commands, write_commands
+
+
+class Group(click.Group):
+    """Turns library errors into one line and exit 1, here and only here; bugs keep tracebacks."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DataidxError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dataidx")
+@click.option("--plugins", "plugin_modules", multiple=True, metavar="MODULE",
+              help="Import a module (or .py file) that registers converters or sources; repeatable.")
+def cli(plugin_modules: tuple[str, ...]) -> None:
+    """Build a persistent SQLite index of fine-tuning datasets once; read it from torch.
+
+    STORE is a file, a sqlite:/// URL, or a postgresql://...?schema=NAME URL (a store a team
+    shares; pip install 'dataidx[postgres]'). Converters and sources from installed packages (entry point group "dataidx.plugins") are
+    loaded too; --plugins adds modules of your own.
+
+    \b
+    Example:
+        dataidx build data/demo_sft.yaml -o demo.db
+        dataidx --plugins my_converters.py build my.yaml -o my.db
+        dataidx info demo.db
+    """
+    if plugin_modules:
+        load_plugin_modules(list(plugin_modules))
+
+
+for _command in (*write_commands.COMMANDS, *read_commands.COMMANDS):
+    cli.add_command(_command)

@@ -1,0 +1,151 @@
+"""Read a LLaMA-Factory v1 dataset YAML, unchanged, into validated dataset specs.
+
+Validation collects every problem of the file and reports them together, each naming the
+dataset and the key, so a user fixes a config in one pass rather than one error per run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from ..convert import converters
+from ..errors import ConfigError
+from ..sources import sources
+from ..spec import ERROR_POLICIES, VALID_KEYS, YAML_SUFFIXES, Config, DatasetSpec
+
+
+def load_config(target: str | os.PathLike[str], *, plugins: bool = True) -> Config:
+    """Load a YAML config, or treat a bare data file/folder as one dataset named ``default``.
+
+    As in LLaMA-Factory v1: an existing non-YAML path is a local dataset, anything else that is
+    not a YAML file is a hub dataset id. Relative paths resolve against the current directory.
+
+    Example::
+
+        config = load_config("data/demo_sft.yaml")
+        [d.name for d in config.datasets]
+    """
+    import yaml  # here, not at import: most commands never read a YAML
+
+    target = str(target)
+    if target.endswith(YAML_SUFFIXES):
+        path = Path(target)
+        if not path.is_file():
+            raise ConfigError(target, ["config file not found"])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(target, [f"not UTF-8 text (byte {exc.start})"]) from None
+        except OSError as exc:
+            raise ConfigError(target, [f"cannot read: {exc.strerror or exc}"]) from None
+        try:
+            mapping = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(target, [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
+        return Config(origin=str(path.resolve()), text=text, datasets=parse_datasets(mapping, target, plugins=plugins))
+    if os.path.exists(target):
+        mapping = {"default": {"path": target, "source": "local"}}
+    else:
+        mapping = {"default": {"path": target}}
+    text = yaml.safe_dump(mapping, sort_keys=False)
+    return Config(origin=target, text=text, datasets=parse_datasets(mapping, target))
+
+
+def parse_datasets(mapping: Any, origin: str, *, plugins: bool = True) -> list[DatasetSpec]:
+    """Validate a ``name -> DatasetInfo`` mapping; raise one ConfigError listing every problem.
+
+    ``plugins=False`` skips checking converter and source names, for callers that never run them
+    (``dataidx mix`` reads only names, sizes and weights).
+    """
+    if not isinstance(mapping, dict) or not mapping:
+        raise ConfigError(origin, ["expected a mapping of dataset name -> {path, source, ...}"])
+    problems: list[str] = []
+    specs: list[DatasetSpec] = []
+    names = [str(name) for name in mapping]
+    problems += [f"dataset '{name}': the name appears more than once" for name in sorted(set(names))
+                 if names.count(name) > 1]
+    for name, info in mapping.items():
+        found = _check_dataset(str(name), info, plugins)
+        if found:
+            problems.extend(found)
+        else:
+            specs.append(_to_spec(str(name), info))
+    if problems:
+        raise ConfigError(origin, problems)
+    return specs
+
+
+def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
+    where = f"dataset '{name}'"
+    if not isinstance(info, dict):
+        return [f"{where}: expected a mapping of keys ({', '.join(VALID_KEYS)}), got {type(info).__name__}"]
+    problems = [
+        f"{where}: unknown key '{key}' (valid: {', '.join(VALID_KEYS)})" for key in info if key not in VALID_KEYS
+    ]
+    if "path" not in info:
+        problems.append(f"{where}: missing required key 'path'")
+    elif not isinstance(info["path"], str) or not info["path"]:
+        problems.append(f"{where}: key 'path' must be a non-empty string")
+    for key in ("split", "source", "converter"):
+        if key in info and info[key] is not None and not isinstance(info[key], str):
+            problems.append(f"{where}: key '{key}' must be a string, got {info[key]!r}")
+    source = info.get("source", "hf_hub")
+    if plugins and isinstance(source, str) and source not in sources:
+        problems.append(f"{where}: key 'source': unknown source '{source}' (known: {', '.join(sources.names())})")
+    converter = info.get("converter")
+    if plugins and isinstance(converter, str) and converter not in converters:
+        problems.append(
+            f"{where}: key 'converter': unknown converter '{converter}' (known: {', '.join(converters.names())})"
+        )
+    size = info.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        problems.append(f"{where}: key 'size' must be an integer >= 0, got {size!r}")
+    weight = info.get("weight")
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0
+    ):
+        problems.append(f"{where}: key 'weight' must be a finite number >= 0, got {weight!r}")
+    streaming = info.get("streaming")
+    if streaming is not None and not isinstance(streaming, bool):
+        problems.append(f"{where}: key 'streaming' must be true or false, got {streaming!r}")
+    on_error = info.get("on_error", "raise")
+    if on_error not in ERROR_POLICIES:
+        problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {on_error!r}")
+    problems += _check_columns(where, info.get("columns"))
+    return problems
+
+
+def _check_columns(where: str, columns: Any) -> list[str]:
+    if columns is None:
+        return []
+    if not isinstance(columns, dict) or not all(isinstance(k, str) and isinstance(v, str) and k and v
+                                                for k, v in columns.items()):
+        return [f"{where}: key 'columns' must map the converter's column names to source column names "
+                f"(e.g. {{instruction: question, output: answer}}), got {columns!r}"]
+    sources_used = list(columns.values())
+    return [f"{where}: key 'columns': source column '{name}' is given more than once"
+            for name in sorted(set(sources_used)) if sources_used.count(name) > 1]
+
+
+def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
+    source = info.get("source") or "hf_hub"
+    path = info["path"]
+    # v1 resolves relative paths against the working directory; a hub id stays as written.
+    if source != "hf_hub" or os.path.exists(path):
+        path = os.path.abspath(path)
+    weight = info.get("weight")
+    return DatasetSpec(
+        name=name,
+        path=path,
+        source=source,
+        split=info.get("split") or "train",
+        converter=info.get("converter"),
+        size=info.get("size"),
+        weight=float(weight) if weight is not None else None,
+        streaming=bool(info.get("streaming", False)),
+        on_error=info.get("on_error", "raise"),
+        columns=dict(info["columns"]) if info.get("columns") else None,
+    )

@@ -1,0 +1,34 @@
+"""Raw row -> standard sample -> entries: converters (plugin family ``converter``), their
+vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
+
+from .converters import (
+    Converter,
+    Sample,
+    collecting_drops,
+    convert_row,
+    converters,
+    drop,
+    register_converter,
+    row_cuts,
+)
+from .expansion import SUPERVISED_EPSILON, cuts, truncate
+from .media import MEDIA_COLUMNS, MediaMismatch
+from .vectorised import NO_CUT, TableCuts
+
+__all__ = [
+    "MEDIA_COLUMNS",
+    "NO_CUT",
+    "SUPERVISED_EPSILON",
+    "Converter",
+    "MediaMismatch",
+    "Sample",
+    "TableCuts",
+    "collecting_drops",
+    "convert_row",
+    "converters",
+    "cuts",
+    "drop",
+    "register_converter",
+    "row_cuts",
+    "truncate",
+]

@@ -1,0 +1,23 @@
+"""Writing the index: a config's datasets expanded into base entries, and seeded mixtures drawn
+from them. Names are imported on first use: this package writes through SQLAlchemy, which
+opening a store never needs."""
+
+from .._lazy import lazy_face
+
+__all__, __getattr__ = lazy_face(__name__, {
+    "BuildSummary": ".build",
+    "build": ".build",
+    "DatasetSummary": ".datasets",
+    "prepare_dataset": ".datasets",
+    "write_dataset": ".datasets",
+    "MixtureSummary": ".mixtures",
+    "MixtureWriter": ".mixtures",
+    "add_mixture": ".mixtures",
+    "write_mixture": ".mixtures",
+    "check_sampling": ".sampling",
+    "derive_seed": ".sampling",
+    "exact_draw": ".sampling",
+    "replacement_draw": ".sampling",
+    "requested_count": ".sampling",
+    "resample": ".sampling",
+})

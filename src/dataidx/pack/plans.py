@@ -1,0 +1,97 @@
+"""``dataidx pack``: best-fit-decreasing packing plans of a mixture under a render spec, stored.
+
+The plan packs every position of the mixture whose entry trains under the spec (status ok or
+truncated; the others are counted as ``left_out`` and their status rows say why), shuffles the
+pack order with the recorded seed, and stores packs and members so training and SQL read the
+same plan. An entry longer than the capacity is refused, not dropped: render with a cutoff that
+fits.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import StoreError, UsageError
+from ..render import position_entries, read_spec, spec_lengths
+from ..spec import DEFAULT_SEED
+from ..store import connect_readonly, read_mixture, rewriting, save_packing_plan
+from .planner import plan_packs
+
+
+@dataclass
+class PackSummary:
+    """A stored plan: how many packs and entries, how full, and how long it took."""
+
+    name: str
+    spec: str
+    mixture: str
+    capacity: int
+    seed: int
+    packs: int
+    entries: int
+    tokens: int
+    fill: float
+    left_out: int
+    seconds: float
+    plan_seconds: float
+
+
+def pack_store(
+    store: str | os.PathLike[str], spec: str, *, capacity: int, mixture: str = "default", seed: int = DEFAULT_SEED,
+    name: str = "default",
+) -> PackSummary:
+    """Plan packs of ``capacity`` tokens over ``mixture`` with ``spec``'s lengths; store as ``name``.
+
+    Example::
+
+        pack_store("demo.db", "default", capacity=4096, seed=0)
+        # SELECT * FROM pack_plans; SELECT * FROM pack_members WHERE plan = 'default' AND pack = 0
+    """
+    started = time.perf_counter()
+    if capacity <= 0:
+        raise UsageError(f"capacity must be positive, got {capacity}")
+    connection = connect_readonly(store)
+    try:
+        stamp = connection.stamp()
+        stored_spec = read_spec(connection, spec, os.fspath(store))
+        stored_mixture = read_mixture(connection, mixture, os.fspath(store))
+        pairs = [name for (name,) in connection.execute(connection.dialect.sql(
+            "SELECT d.name FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
+            "WHERE md.mixture_id = {mark} AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position"),
+            (stored_mixture.id,))]
+        if pairs:
+            raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
+                             "rejected sides train side by side, so it is batched padded, not packed")
+        entries = position_entries(connection, stored_mixture)
+        tokens, trains = spec_lengths(connection, stored_spec.id).of(entries)
+    finally:
+        connection.close()
+    positions = np.flatnonzero(trains)
+    lengths = tokens[positions]
+    too_long = lengths > capacity
+    if too_long.any():
+        raise StoreError(
+            f"{store}: {int(too_long.sum())} entries of mixture '{mixture}' under spec '{spec}' are longer than "
+            f"capacity {capacity} (longest {int(lengths.max())} tokens); render with --cutoff {capacity} or less"
+        )
+    plan_started = time.perf_counter()
+    plan = plan_packs(lengths, capacity, seed)
+    plan_seconds = time.perf_counter() - plan_started
+    sizes = np.fromiter((len(p) for p in plan.packs), dtype=np.int64, count=len(plan.packs))
+    members = np.fromiter((i for p in plan.packs for i in p), dtype=np.int64, count=int(sizes.sum()))
+    pack_tokens = np.add.reduceat(lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
+    summary = PackSummary(name, spec, mixture, capacity, seed, len(plan.packs), len(positions), plan.tokens,
+                          plan.fill, int(len(entries) - len(positions)), 0.0, plan_seconds)
+    columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
+               "seed": seed, "packs": summary.packs, "entries": summary.entries, "tokens": summary.tokens,
+               "fill": summary.fill, "left_out": summary.left_out, "dataidx_version": __version__}
+    packed_positions = positions[members]
+    members_at = (packed_positions << 32) | entries[packed_positions]
+    with rewriting(store, unchanged_since=stamp, task="planning", command="pack") as writer:
+        summary.seconds = save_packing_plan(writer, columns, members_at, sizes, pack_tokens, started)
+    return summary

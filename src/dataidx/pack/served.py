@@ -1,0 +1,70 @@
+"""Packed reads: the packs of a stored plan, item ``i`` being pack ``i``'s members rendered.
+
+Opening checks the tokenizer as a rendered read does, and every member is checked to render to
+the length the plan packed it by, so training never mixes a plan with another tokenization.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import StaleStoreError
+from ..read import EntryReader, paused_gc
+from ..render import open_spec
+from ..store import connect_readonly, not_found
+
+_MEMBERS = (
+    "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
+    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
+    "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
+    "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
+)
+
+
+class PackedPlan:
+    """The packs of a stored plan; item ``i`` is pack ``i``: its members rendered, in slot order.
+
+    Example::
+
+        packs = PackedPlan("demo.db", "default")
+        [len(sample["input_ids"]) for sample in packs.get(0)]
+    """
+
+    def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
+                 verify: bool = True) -> None:
+        self.reader = EntryReader(path, verify=verify)
+        self.plan = plan
+        connection = connect_readonly(self.reader.path)
+        try:
+            row = connection.execute(connection.dialect.sql(
+                "SELECT p.id, p.packs, p.capacity, s.name FROM packing_plans AS p "
+                "JOIN render_specs AS s ON s.id = p.spec_id WHERE p.name = {mark}"), (plan,),
+            ).fetchone()
+            if row is None:
+                raise not_found(connection, "packing_plans", "packing plan", plan, self.reader.path, "; run dataidx pack")
+        finally:
+            connection.close()
+        self.plan_id, self.packs, self.capacity, spec = row
+        self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
+
+    def __len__(self) -> int:
+        return self.packs
+
+    def get(self, index: int) -> list[dict[str, Any]]:
+        """The rendered members of pack ``index`` (negative counts from the end)."""
+        if not -self.packs <= index < self.packs:
+            raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs")
+        members = self.reader.fetch(_MEMBERS, (self.spec.id, self.plan_id, index % self.packs))
+        triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
+        samples = []
+        with paused_gc():
+            for (dataset_id, row, cut), (_, tokens) in zip(triples, members):
+                rendered = self.renderer.render(self.reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+                if rendered.tokens != tokens or not rendered.trains:
+                    raise StaleStoreError(
+                        f"{self.reader.path}: plan '{self.plan}' expects {tokens} tokens for an entry that now renders "
+                        f"to {rendered.tokens} ({rendered.status}); run dataidx render and dataidx pack again"
+                    )
+                samples.append({"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()})
+        return samples

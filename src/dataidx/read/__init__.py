@@ -1,0 +1,19 @@
+"""A mixture's entries -> samples, without torch: readers, verifying a store against its
+sources, and exporting a mixture."""
+
+from .export import export_mixture, to_hf
+from .process import paused_gc
+from .reader import EntryReader, StoreReader
+from .rows import open_rows
+from .verify import dataset_problems, verify_store
+
+__all__ = [
+    "EntryReader",
+    "StoreReader",
+    "dataset_problems",
+    "export_mixture",
+    "open_rows",
+    "paused_gc",
+    "to_hf",
+    "verify_store",
+]

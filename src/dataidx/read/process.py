@@ -1,0 +1,89 @@
+"""What one process holds for a reader: its own connection, opened rows, and a collector kept
+from copying what a forked worker inherited.
+
+Readers are pickled into DataLoader workers (spawn) or inherited by them (fork); either way a
+worker opens its own connection on first use and checks it is still the store the reader
+described, so a store replaced in the meantime is refused, never misread.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..convert import convert_row, converters
+from ..errors import StaleStoreError
+from ..store import ReadConnection, StoredDataset, connect_readonly
+from .rows import open_rows
+
+_FROZEN_IN: int | None = None
+
+
+def freeze_inherited_objects() -> None:
+    """In a forked worker, move every object inherited from the parent out of the collector's
+    reach, once. A collection writes to each object's header, so it would copy every parent page
+    it visits into the worker (pytorch#13246): measured 21 MiB of private memory per 60k random
+    fetches without this, 3.5 MiB with it. The parent's objects stay alive in the parent anyway."""
+    global _FROZEN_IN
+    if _FROZEN_IN != os.getpid():
+        _FROZEN_IN = os.getpid()
+        gc.freeze()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """A batch allocates only acyclic objects: a collection in the middle of it is pure cost."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+class ProcessState:
+    """One process's connection to a store and, lazily, one fetcher per dataset."""
+
+    def __init__(self, path: str, stamp: int, connection: ReadConnection | None = None) -> None:
+        self.pid, self.path = os.getpid(), path
+        self.connection = connection or connect_readonly(path)
+        if self.connection.stamp() != stamp:
+            self.connection.close()
+            raise StaleStoreError.replaced(path)
+        self.connection.tune_for_fetches()
+        self._sql: dict[str, str] = {}
+        self.fetchers: dict[int, Fetcher] = {}
+
+    def fetch(self, template: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """All rows of a read whose select list starts with ``{stamped}`` (see :mod:`dataidx.store.dialect`)."""
+        sql = self._sql.get(template)
+        if sql is None:
+            sql = self._sql[template] = self.connection.dialect.sql(template)
+        return self.connection.fetch(sql, parameters)
+
+    def fetcher(self, dataset: StoredDataset) -> Fetcher:
+        found = self.fetchers.get(dataset.id)
+        if found is None:
+            found = self.fetchers[dataset.id] = Fetcher(dataset)
+        return found
+
+
+class Fetcher:
+    """Rows of one dataset turned into samples: read the raw row, convert it, cut it."""
+
+    def __init__(self, dataset: StoredDataset) -> None:
+        self.name = dataset.name
+        self.rows = open_rows(dataset)
+        plugin = converters.get(dataset.converter)
+        self.convert, self.converter = plugin.func, plugin.name
+
+    def sample(self, row: int, cut: int | None) -> dict[str, Any]:
+        sample = {"_dataset_name": self.name,
+                  **convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)}
+        if cut is not None:  # truncate() on the copy made above: one dict copy per sample, not two
+            sample["messages"] = sample["messages"][:cut]
+        return sample

@@ -1,0 +1,185 @@
+"""Read a mixture's entries from a store and turn them into samples, without torch.
+
+``StoreReader`` is what ``DataEngine`` and ``dataidx show`` share: open checks the store's
+schema, that the sources did not change and that each converter is the recorded version;
+fetching a position is one rowid lookup, a row read from the memory-mapped Arrow data, and the
+converter run on that row. Connections and mapped files are opened lazily per process
+(:mod:`.process`), so a reader can be pickled into DataLoader workers (fork or spawn).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from typing import Any
+
+from ..errors import StaleStoreError, StoreError
+from ..store import ReadConnection, StoredDataset, connect_readonly, read_datasets, read_mixture
+from .process import ProcessState, freeze_inherited_objects, paused_gc
+from .verify import dataset_problems
+
+# A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid.
+_ENTRY_ONE = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id = {mark}"
+_ENTRY_MANY = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id IN ({ids})"
+_POSITION_ONE = (
+    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
+    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = {mark}"
+)
+_POSITION_MANY = (
+    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
+    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
+)
+_ENTRY_RANGE = (
+    "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
+)
+
+
+class EntryReader:
+    """Base entries of a store by id -> samples; what every reader and the render pass share.
+
+    Opening checks the store's schema, that the sources did not change and that each converter
+    is the recorded version. Connections and mapped files are per process (see ``_process``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+        self.path = os.fspath(path)
+        connection = connect_readonly(self.path)
+        try:
+            self.stamp = connection.stamp()
+            self.datasets = read_datasets(connection)
+            self._open(connection)
+            if verify:
+                for dataset in self.datasets.values():
+                    self._verify(dataset)
+        except BaseException:
+            connection.close()
+            raise
+        # This process keeps reading the file it just described, even if it is replaced later;
+        # other processes (DataLoader workers) reconnect and check it is still the same store.
+        self._local: ProcessState | None = ProcessState(self.path, self.stamp, connection)
+
+    def _open(self, connection: ReadConnection) -> None:
+        """Read what a subclass needs while the store is being opened."""
+
+    def _verify(self, dataset: StoredDataset) -> None:
+        problems = dataset_problems(dataset)
+        if problems:
+            raise StaleStoreError(
+                f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(problems)}; "
+                "rebuild the store (or open it with verify=False / --no-verify to read it anyway)"
+            )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Connections and memory maps belong to one process; workers reopen their own.
+        return {**self.__dict__, "_local": None}
+
+    def _process(self) -> ProcessState:
+        local = self._local
+        if local is None or local.pid != os.getpid():
+            if local is not None:  # forked from the process that opened the store
+                freeze_inherited_objects()
+            local = self._local = ProcessState(self.path, self.stamp)
+        return local
+
+    def fetch(self, template: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Rows of a read in this process, its SQL a template whose select list starts with
+        ``{stamped}`` (see :mod:`dataidx.store.dialect`)."""
+        return self._process().fetch(template, parameters)
+
+    def entry_triples(self, first: int, last: int) -> list[tuple[int, int, int, int | None]]:
+        """``(entry id, dataset_id, row, cut)`` of base entries ``first..last``, in id order."""
+        return self.fetch(_ENTRY_RANGE, (first, last))
+
+    def entries_by_id(self, entry_ids: list[int]) -> list[tuple[int, int, int | None]]:
+        """``(dataset_id, row, cut)`` per base entry id, in the order asked: one query."""
+        sql, parameter = (_ENTRY_ONE, entry_ids[0]) if len(entry_ids) == 1 else (_ENTRY_MANY, json.dumps(entry_ids))
+        found = {r[0]: r[1:] for r in self.fetch(sql, (parameter,))}
+        try:
+            return [found[i] for i in entry_ids]
+        except KeyError:
+            raise StoreError(f"{self.path}: base entries are missing; the store is damaged") from None
+
+    def sample(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
+        """The sample of one entry: a row read from the mapped Arrow data, converted and cut."""
+        return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)
+
+
+class StoreReader(EntryReader):
+    """Positions of one mixture of a store -> ``{"_dataset_name": ..., **sample}`` dicts.
+
+    Example::
+
+        reader = StoreReader("demo.db")
+        reader.get(0), reader.get_many([3, 1, 2])
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True) -> None:
+        self.mixture = mixture
+        super().__init__(path, verify=verify)
+
+    def _open(self, connection: ReadConnection) -> None:
+        found = read_mixture(connection, self.mixture, self.path)
+        self.mixture_id, self.start, self.length = found.id, found.start, found.entries
+        # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
+        self._runs = connection.execute(connection.dialect.sql(
+            "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start"),
+            (self.mixture_id,),
+        ).fetchall()
+        self._run_starts = [run[0] for run in self._runs]
+
+    def __len__(self) -> int:
+        return self.length
+
+    def position(self, index: int) -> int:
+        """``index`` as a position in ``range(len(self))``; negative counts from the end."""
+        if not -self.length <= index < self.length:
+            raise IndexError(f"position {index} out of range for mixture '{self.mixture}' of {self.length} entries")
+        return index % self.length
+
+    def _key(self, index: int) -> tuple[bool, int]:
+        """``(True, entry id)`` for a position inside a run, else ``(False, mixture_entries rowid)``."""
+        position = self.start + self.position(index)
+        run = bisect.bisect_right(self._run_starts, position) - 1
+        if run >= 0:
+            start, first_entry, length = self._runs[run]
+            if position < start + length:
+                return True, first_entry + position - start
+        return False, position
+
+    def triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
+        """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""
+        keys = [self._key(i) for i in indices]
+        found: dict[tuple[bool, int], tuple] = {}
+        for in_run, one, many in ((True, _ENTRY_ONE, _ENTRY_MANY), (False, _POSITION_ONE, _POSITION_MANY)):
+            wanted = [value for kind, value in keys if kind is in_run]
+            if not wanted:
+                continue
+            sql, parameter = (one, wanted[0]) if len(wanted) == 1 else (many, json.dumps(wanted))
+            found.update(((in_run, r[0]), r[1:]) for r in self.fetch(sql, (parameter,)))
+        try:
+            return [found[key] for key in keys]
+        except KeyError:
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged") from None
+
+    def get(self, index: int) -> dict[str, Any]:
+        """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
+        in_run, key = self._key(index)
+        local = self._process()
+        found = local.fetch(_ENTRY_ONE if in_run else _POSITION_ONE, (key,))
+        if not found:
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
+        _, dataset_id, row, cut = found[0]
+        return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
+
+    def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
+        """Samples at many positions with at most two SQL queries, in the order asked."""
+        triples = self.triples(indices)
+        local = self._process()
+        with paused_gc():
+            return [local.fetcher(self.datasets[dataset_id]).sample(row, cut) for dataset_id, row, cut in triples]
+
+    def entry(self, index: int) -> tuple[str, int, int | None]:
+        """The ``(dataset, row, cut)`` triple at a position, without fetching the row."""
+        (dataset_id, row, cut), = self.triples([index])
+        return self.datasets[dataset_id].name, row, cut

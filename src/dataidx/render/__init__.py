@@ -1,0 +1,34 @@
+"""Samples -> ``input_ids``/``labels``/``loss_weights`` through a chat template and a tokenizer,
+and ``dataidx render``: every entry's token lengths and status, stored under a named spec.
+Names are imported on first use: storing lengths writes through SQLAlchemy, serving them does not."""
+
+from .._lazy import lazy_face
+
+__all__, __getattr__ = lazy_face(__name__, {
+    "ChatText": ".chat_text",
+    "chat_messages": ".chat_text",
+    "render_store": ".lengths",
+    "RenderSummary": ".lengths",
+    "SpecLengths": ".positions",
+    "position_entries": ".positions",
+    "spec_lengths": ".positions",
+    "IGNORE": ".renderer",
+    "STATUSES": ".renderer",
+    "TRAINS": ".renderer",
+    "TRUNCATIONS": ".renderer",
+    "Rendered": ".renderer",
+    "Renderer": ".renderer",
+    "label_tokens": ".renderer",
+    "RenderedMixture": ".served",
+    "open_spec": ".served",
+    "rendered_position": ".served",
+    "RenderSpec": ".spec",
+    "StoredSpec": ".spec",
+    "load_tokenizer": ".spec",
+    "make_spec": ".spec",
+    "read_spec": ".spec",
+    "tokenizer_fingerprint": ".spec",
+    "BUILTIN_TEMPLATES": ".templates",
+    "CHATML": ".templates",
+    "choose_template": ".templates",
+})

@@ -1,0 +1,153 @@
+"""``dataidx render``: token lengths and statuses of every base entry under a spec, stored.
+
+Rendering is Python (template) plus Rust (tokenizer) per entry, so the pass splits the index into
+chunks rendered by one forked process per core; each returns plain arrays, and the parent writes
+them in one transaction on a copy of the store. A spec is stored under its name with its
+fingerprint: the same fingerprint again is a no-op, a different one replaces the lengths and
+the packing plans made from them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+from ..errors import ConversionError
+from ..read import EntryReader
+from ..store import connect_readonly, move_spec_tokenizer, render_counts, rewriting, save_render_spec
+from .renderer import TRAINS, Renderer
+from .spec import RenderSpec, load_tokenizer, make_spec
+
+CHUNK = 2_000
+#: ``progress(done, total)`` after each rendered chunk.
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class RenderSummary:
+    """What a render pass did: per dataset and status, how many entries."""
+
+    spec: RenderSpec
+    entries: int
+    kept: int
+    counts: list[tuple[str, str, int]]
+    seconds: float
+    reused: bool = False
+    plans_removed: int = 0
+
+
+# The chunk worker's state: set in the parent just before forking, inherited by the workers.
+_WORKER: tuple[EntryReader, Renderer] | None = None
+
+
+def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, str, str | None]]]:
+    """``(first, rows)`` for base entries ``first..last``: tokens, supervised, full, status, detail."""
+    reader, renderer = _WORKER
+    rows = []
+    for entry_id, dataset_id, row, cut in reader.entry_triples(first, last):
+        try:
+            rendered = renderer.render(reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+        except ConversionError as exc:
+            rows.append((entry_id, 0, 0, 0, "render_error", str(exc)))
+            continue
+        rows.append((entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
+                     rendered.detail))
+    return first, rows
+
+
+def render_store(
+    store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
+    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: Progress | None = None,
+    tokenizer_object: Any = None,
+) -> RenderSummary:
+    """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
+
+    Example::
+
+        render_store("demo.db", "models/tiny", cutoff=4096, template="chatml", truncation="right")
+    """
+    global _WORKER
+    started = time.perf_counter()
+    tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
+    spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation)
+    reader = EntryReader(store)
+    stored = _stored(store, name)
+    first, last = stored.first, stored.last
+    if stored.fingerprint == spec.fingerprint:
+        if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
+            with rewriting(store) as connection:
+                move_spec_tokenizer(connection, name, spec.tokenizer_path)
+        return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
+                             time.perf_counter() - started, reused=True)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
+    _WORKER = (reader, renderer)
+    try:
+        rows = list(_rendered(chunks, jobs, last - first + 1, progress))
+    finally:
+        _WORKER = None
+    return _write(store, reader.stamp, spec, rows, started)
+
+
+def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
+              ) -> Iterator[tuple[int, int, int, int, str, str | None]]:
+    done = 0
+    if jobs == 1 or len(chunks) == 1:
+        results: Iterator[tuple[int, list]] = (render_chunk(*chunk) for chunk in chunks)
+        pool = None
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"))
+        results = pool.map(render_chunk, *zip(*chunks))
+    try:
+        for _, rows in results:
+            yield from rows
+            done += len(rows)
+            if progress is not None:
+                progress(done, total)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+@dataclass
+class _Stored:
+    """The base index's id range and, when spec ``name`` exists, what the store holds of it."""
+
+    first: int
+    last: int
+    fingerprint: str | None = None
+    tokenizer: str | None = None
+    kept: int = 0
+    counts: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
+    connection = connect_readonly(store)
+    try:
+        first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
+        stored = _Stored(1, 0) if first is None else _Stored(first, last)
+        found = connection.execute(connection.dialect.sql(
+            "SELECT fingerprint, tokenizer, kept FROM render_specs WHERE name = {mark}"), (name,)).fetchone()
+        if found:
+            stored.fingerprint, stored.tokenizer, stored.kept = found
+            stored.counts = render_counts(connection, name)
+        return stored
+    finally:
+        connection.close()
+
+
+def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec,
+           rows: list[tuple[int, int, int, int, str, str | None]], started: float) -> RenderSummary:
+    kept = sum(1 for row in rows if row[4] in TRAINS)
+    columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
+               "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
+               "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
+               "dataidx_version": spec.version}
+    with rewriting(store, unchanged_since=stamp, task="rendering", command="render") as connection:
+        plans_removed, counts, seconds = save_render_spec(connection, columns, rows, kept, started)
+    return RenderSummary(spec, len(rows), kept, counts, seconds, plans_removed=plans_removed)

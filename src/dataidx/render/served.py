@@ -1,0 +1,96 @@
+"""Rendered reads: a mixture's training entries under a stored spec, rendered on fetch.
+
+Opening checks that the tokenizer still has the fingerprint the lengths were computed with, so
+training never mixes stored lengths with a different tokenization. Only the positions whose
+entries train (status ok or truncated) are served; when every entry trains (the spec records
+how many do) no position array is built at all.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import StaleStoreError
+from ..read import StoreReader, paused_gc
+from ..store import connect_readonly, read_mixture
+from .positions import position_entries, spec_lengths
+from .renderer import Renderer
+from .spec import StoredSpec, read_spec
+
+
+def open_spec(path: str, spec: str, tokenizer: Any) -> tuple[StoredSpec, Renderer]:
+    """A stored spec and its renderer, with the tokenizer checked to be the one it recorded."""
+    connection = connect_readonly(path)
+    try:
+        stored = read_spec(connection, spec, path)
+    finally:
+        connection.close()
+    return stored, stored.renderer(tokenizer)
+
+
+class RenderedMixture:
+    """Training entries of one mixture, rendered with a stored spec: ``input_ids``, ``labels``...
+
+    Example::
+
+        rendered = RenderedMixture("demo.db", "default", spec="default")
+        rendered.get(0)["input_ids"]
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, spec: str,
+                 tokenizer: Any = None, verify: bool = True) -> None:
+        self.reader = StoreReader(path, mixture, verify=verify)
+        self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
+        self.positions: np.ndarray | None = None
+        if self.spec.kept != self.spec.entries:
+            connection = connect_readonly(self.reader.path)
+            try:
+                entries = position_entries(connection, read_mixture(connection, mixture, self.reader.path))
+                _, trains = spec_lengths(connection, self.spec.id).of(entries)
+            finally:
+                connection.close()
+            self.positions = np.flatnonzero(trains)
+
+    def __len__(self) -> int:
+        return len(self.reader) if self.positions is None else len(self.positions)
+
+    def _position(self, index: int) -> int:
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} training entries under spec '{self.spec.name}'")
+        index %= len(self)
+        return index if self.positions is None else int(self.positions[index])
+
+    def get(self, index: int) -> dict[str, Any]:
+        return self.get_many([index])[0]
+
+    def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
+        """Rendered entries at many indices, in the order asked (at most two SQL queries)."""
+        triples = self.reader.triples([self._position(i) for i in indices])
+        with paused_gc():
+            return [self._render(*triple) for triple in triples]
+
+    def _render(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
+        rendered = self.renderer.render(self.reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+        if not rendered.trains:  # the stored status said it trains: the data no longer agrees
+            raise StaleStoreError(f"{self.reader.path}: an entry now renders as {rendered.status} ({rendered.detail}) "
+                                  f"under spec '{self.spec.name}'; run dataidx render again")
+        return {"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()}
+
+
+def rendered_position(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
+                      verify: bool = True) -> list[dict[str, Any]]:
+    """Mixture positions rendered with a spec, whatever their status (``dataidx show --render``):
+    each dict has ``status`` (and ``detail`` when there is one) besides the model inputs."""
+    reader = StoreReader(path, mixture, verify=verify)
+    _, renderer = open_spec(reader.path, spec, None)
+    shown = []
+    for position in positions:
+        (dataset_id, row, cut), = reader.triples([position])
+        rendered = renderer.render(reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+        extra = {"detail": rendered.detail} if rendered.detail else {}
+        shown.append({"_dataset_name": reader.datasets[dataset_id].name, "status": rendered.status, **extra,
+                      **rendered.as_dict()})
+    return shown

@@ -1,0 +1,123 @@
+"""Render specs: which tokenizer, template, cutoff and truncation, and their fingerprint.
+
+Lengths in a store are only as good as the rendering they came from. The fingerprint hashes the
+tokenizer's full serialised state (vocabulary, merges, normalisation, special tokens), the
+template text, the cutoff, the truncation policy and the dataidx version, so any change gives a
+new fingerprint: ``dataidx render`` recomputes, and readers refuse lengths that no longer match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import RenderError, StaleStoreError
+from ..store import ReadConnection, not_found
+from .renderer import Renderer
+from .templates import choose_template
+
+
+def load_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """A fast tokenizer from a local model folder (or its ``tokenizer.json``), offline."""
+    import transformers  # here, not at import: seconds to load, and only rendering needs it
+
+    location = Path(path)
+    if not location.exists():
+        raise RenderError(f"{location}: tokenizer not found (a model folder or its tokenizer.json)")
+    if location.is_file():
+        # A bare tokenizer.json knows no BOS/EOS: renders would silently lack them.
+        if not (location.parent / "tokenizer_config.json").is_file():
+            raise RenderError(f"{location}: a tokenizer.json alone names no special tokens (BOS, EOS); give the "
+                              "folder that holds it with its tokenizer_config.json")
+        location = location.parent
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(location), local_files_only=True)
+    except Exception as exc:  # transformers raises many kinds for unreadable folders
+        raise RenderError(f"{location}: cannot load a tokenizer: {exc}") from None
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    """sha256 of everything about a tokenizer that can change rendered ids."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
+    backend = json.loads(tokenizer.backend_tokenizer.to_str())
+    backend["truncation"] = backend["padding"] = None  # runtime settings; rendering turns them off
+    state = {
+        "backend": backend,
+        "special": tokenizer.special_tokens_map,
+        "class": type(tokenizer).__name__,
+    }
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    """A named way to render a store's entries; ``fingerprint`` identifies it exactly."""
+
+    name: str
+    tokenizer_path: str
+    tokenizer_sha256: str
+    template: str
+    template_text: str
+    cutoff: int
+    truncation: str
+    version: str
+
+    @property
+    def fingerprint(self) -> str:
+        fields = [self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version]
+        return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
+
+
+def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
+              truncation: str) -> tuple[RenderSpec, Renderer]:
+    """A spec and its renderer; checks everything before any entry is rendered."""
+    template_name, text = choose_template(tokenizer, template)
+    renderer = Renderer(tokenizer, text, cutoff, truncation)
+    spec = RenderSpec(name=name, tokenizer_path=str(Path(tokenizer_path).resolve()),
+                      tokenizer_sha256=tokenizer_fingerprint(tokenizer), template=template_name, template_text=text,
+                      cutoff=cutoff, truncation=truncation, version=__version__)
+    return spec, renderer
+
+
+@dataclass(frozen=True)
+class StoredSpec:
+    """A spec as a store recorded it."""
+
+    id: int
+    name: str
+    fingerprint: str
+    tokenizer_path: str
+    tokenizer_sha256: str
+    template_text: str
+    cutoff: int
+    truncation: str
+    entries: int
+    kept: int
+
+    def renderer(self, tokenizer: Any | None = None) -> Renderer:
+        """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
+        must be the one the lengths were computed with."""
+        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
+        if tokenizer_fingerprint(tokenizer) != self.tokenizer_sha256:
+            raise StaleStoreError(
+                f"render spec '{self.name}': the tokenizer at {self.tokenizer_path} changed since its lengths were "
+                f"computed; run dataidx render again"
+            )
+        return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation)
+
+
+def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:
+    """The stored spec ``name``, or a NotFoundError listing the specs there are."""
+    row = connection.execute(connection.dialect.sql(
+        "SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept "
+        "FROM render_specs WHERE name = {mark}"), (name,),
+    ).fetchone()
+    if row is None:
+        raise not_found(connection, "render_specs", "render spec", name, path, "; run dataidx render")
+    return StoredSpec(*row)

@@ -1,0 +1,25 @@
+"""One dataset's raw rows: loading a source (plugin family ``source``), reading its rows straight
+from Arrow files, and fingerprinting the files it came from."""
+
+from .fingerprints import added_files, changed_files, fingerprint_files
+from .loaders import Loaded, load, materialising_streams_into, source_files, sources
+from .renamed import RenamedRows
+from .rows import ArrowRows, BadRow, DatasetRows, RowSource, arrow_files_of, arrow_files_state
+
+__all__ = [
+    "ArrowRows",
+    "BadRow",
+    "DatasetRows",
+    "Loaded",
+    "RenamedRows",
+    "RowSource",
+    "added_files",
+    "arrow_files_of",
+    "arrow_files_state",
+    "changed_files",
+    "fingerprint_files",
+    "load",
+    "materialising_streams_into",
+    "source_files",
+    "sources",
+]

@@ -1,0 +1,201 @@
+"""Source plugins: load one dataset of a config into a ``datasets.Dataset``.
+
+Loading is delegated to ``datasets.load_dataset`` as in LLaMA-Factory v1. Each loader also
+returns the files the dataset was read from, so the store can notice later that they changed.
+``datasets`` is imported inside the loaders: commands that only read a store never pay for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SourceError
+from ..plugins import Registry
+from ..spec import DatasetSpec
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+#: File extension -> ``datasets`` builder, as v1's local loader maps them.
+BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet", "arrow": "arrow", "txt": "text"}
+
+
+@dataclass
+class Loaded:
+    """A loaded dataset and the source files it came from (empty for a remote hub dataset)."""
+
+    dataset: Dataset
+    files: list[str]
+
+
+#: ``loader(spec, *, refresh=False)``; ``refresh`` asks it to bypass any cache of the source.
+Loader = Callable[..., Loaded]
+sources: Registry[Loader] = Registry("source")
+
+
+def load(spec: DatasetSpec) -> Loaded:
+    """Load ``spec`` through its source plugin; any failure names the dataset and the path.
+
+    ``datasets`` keys its cache of local files by path and mtime, so a file rewritten with its
+    mtime put back (``cp -p``, ``rsync -a``) would be served from the old cache. The inode's
+    change time cannot be put back: a source changed after its cache was written is loaded
+    again, bypassing the cache.
+    """
+    loader = sources.get(spec.source)
+    try:
+        with _quiet_datasets():
+            loaded = loader.func(spec)
+            if _cache_older_than_sources(loaded):
+                loaded = loader.func(spec, refresh=True)
+            return loaded
+    except SourceError:
+        raise
+    except Exception as exc:  # datasets raises many types; the user needs the root cause
+        raise SourceError(f"dataset '{spec.name}': cannot load {spec.path}: {_root_cause(exc)}") from exc
+
+
+def _cache_older_than_sources(loaded: Loaded) -> bool:
+    caches = [entry["filename"] for entry in loaded.dataset.cache_files]
+    if not caches or not loaded.files:
+        return False
+    written = min(os.stat(path).st_mtime_ns for path in caches)
+    return max(os.stat(path).st_ctime_ns for path in loaded.files) > written
+
+
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """Silence ``datasets``' own progress bars for one load; dataidx reports progress itself."""
+    import datasets  # here, not at import: reading a store never loads a source this way
+
+    was_enabled = datasets.are_progress_bars_disabled() is False
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
+def _root_cause(exc: BaseException) -> str:
+    messages = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = " ".join(str(seen).split())
+        if text and text not in messages:
+            messages.append(text)
+        seen = seen.__cause__ or seen.__context__
+    return " <- ".join(reversed(messages[-2:])) if messages else type(exc).__name__
+
+
+def builder_for(spec: DatasetSpec, filename: str) -> str:
+    extension = os.path.splitext(filename)[1].lstrip(".").lower()
+    if extension not in BUILDERS:
+        known = ", ".join(f".{ext}" for ext in BUILDERS)
+        raise SourceError(
+            f"dataset '{spec.name}': unknown file extension of {filename!s} (known: {known})"
+        )
+    return BUILDERS[extension]
+
+
+def data_files_in(folder: str) -> list[str]:
+    """Visible files under ``folder``, subfolders included (``load_dataset(data_dir=...)`` reads
+    them too), in a stable order."""
+    files: list[str] = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+    return files
+
+
+def source_files(spec: DatasetSpec) -> list[str]:
+    """The local files a dataset is read from, listed as its loader lists them (none for a hub id).
+
+    Opening a store compares this listing with the recorded one, so a file added to a dataset
+    folder is noticed as surely as a changed one.
+    """
+    if os.path.isfile(spec.path):
+        return [spec.path]
+    if not os.path.isdir(spec.path):
+        return []
+    return data_files_in(spec.path)
+
+
+def _download_mode(refresh: bool) -> dict[str, str]:
+    return {"download_mode": "force_redownload"} if refresh else {}
+
+
+#: Where streaming sources are materialised; None means the ``datasets`` cache.
+_STREAMS_INTO: ContextVar[str | None] = ContextVar("dataidx_streams_into", default=None)
+
+
+@contextmanager
+def materialising_streams_into(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """Materialise streaming sources loaded in this block into ``folder`` (the build puts them
+    next to its store)."""
+    token = _STREAMS_INTO.set(os.fspath(folder))
+    try:
+        yield
+    finally:
+        _STREAMS_INTO.reset(token)
+
+
+def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: Any) -> Dataset:
+    """``load_dataset(*args, split=spec.split, **kwargs)``; a ``streaming: true`` source is
+    consumed once and its rows written to a local Arrow cache, then read like any other.
+
+    LLaMA-Factory v1 cannot index a stream (it serves placeholders); materialised, it gets
+    the same index, fingerprints and memory-mapped reads as a file. The cache is keyed by the
+    dataset's settings and its files' sizes and times, so a changed source is streamed again.
+    """
+    from datasets import Dataset, load_dataset  # here, not at import: a heavy library readers rarely need
+
+    if not spec.streaming:
+        return load_dataset(*args, split=spec.split, **kwargs, **_download_mode(refresh))
+    stream = load_dataset(*args, split=spec.split, streaming=True, **kwargs)
+    stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ctime_ns)
+              for path in source_files(spec)]
+    key = hashlib.sha256(json.dumps([spec.info(), stamps, "stream-1"]).encode()).hexdigest()
+    # The key covers the files' sizes and times, so a changed source is streamed anew without a
+    # refresh (from_generator takes no download_mode).
+    return Dataset.from_generator(_stream_rows, gen_kwargs={"stream": stream}, features=stream.features,
+                                  cache_dir=_STREAMS_INTO.get(), fingerprint=key)
+
+
+def _stream_rows(stream: Any) -> Iterator[dict[str, Any]]:
+    yield from stream
+
+
+@sources.register("local", version="1")
+def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
+    """A local file or a folder of files of one type (json, jsonl, csv, parquet, arrow, txt)."""
+    kwargs: dict[str, Any]
+    if os.path.isfile(spec.path):
+        kwargs = {"data_files": spec.path}
+    elif os.path.isdir(spec.path):
+        if not data_files_in(spec.path):
+            raise SourceError(f"dataset '{spec.name}': folder {spec.path} holds no data files")
+        kwargs = {"data_dir": spec.path}
+    else:
+        raise SourceError(f"dataset '{spec.name}': file not found: {spec.path}")
+    files = source_files(spec)
+    builders = {builder_for(spec, name) for name in files}
+    if len(builders) > 1:
+        raise SourceError(
+            f"dataset '{spec.name}': folder {spec.path} mixes file types ({', '.join(sorted(builders))})"
+        )
+    dataset = load_split(spec, builders.pop(), refresh=refresh, **kwargs)
+    return Loaded(dataset=dataset, files=files)
+
+
+@sources.register("hf_hub", version="1")
+def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
+    """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
+    dataset = load_split(spec, spec.path, refresh=refresh)
+    return Loaded(dataset=dataset, files=source_files(spec))

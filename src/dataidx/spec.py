@@ -1,0 +1,55 @@
+"""What a dataset config says, as plain data: datasets, their keys and defaults, mixture defaults.
+
+Every stage reads these; only :mod:`dataidx.config` makes them (from YAML, with every check), so
+this module imports nothing of dataidx's and nothing heavy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error`` and ``columns``; anything else is a typo.
+VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error", "columns")
+#: ``on_error``: stop the build at a row its converter fails on, or record it as a reject.
+ERROR_POLICIES = ("raise", "skip")
+YAML_SUFFIXES = (".yaml", ".yml")
+#: ``exact``: distinct entries when shrinking, whole repeats when growing; ``replacement``: v1's draw.
+SAMPLING_MODES = ("exact", "replacement")
+#: The mixture seed when none is given, so two builds of one config agree.
+DEFAULT_SEED = 42
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset of a config, with v1's defaults filled in and ``path`` made absolute."""
+
+    name: str
+    path: str
+    source: str = "hf_hub"
+    split: str = "train"
+    converter: str | None = None
+    size: int | None = None
+    weight: float | None = None
+    streaming: bool = False
+    on_error: str = "raise"
+    #: converter's column name -> the source column holding it (LLaMA-Factory v0's ``columns``)
+    columns: dict[str, str] | None = None
+
+    def info(self) -> dict[str, Any]:
+        """The spec as the JSON-able mapping the store records."""
+        return {key: getattr(self, key) for key in VALID_KEYS}
+
+
+@dataclass(frozen=True)
+class Config:
+    """A parsed config: where it came from, its exact text (for provenance) and its datasets."""
+
+    origin: str
+    text: str
+    datasets: list[DatasetSpec] = field(default_factory=list)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()

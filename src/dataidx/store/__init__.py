@@ -1,0 +1,60 @@
+"""Where a store lives and how it is opened, written and queried: the one layer that knows SQL.
+
+A store is a SQLite file or a PostgreSQL schema; :mod:`.connect`, :mod:`.write` and
+:mod:`.query` choose between :mod:`.sqlite` and :mod:`.postgres`, and nothing else does. Names
+are imported on first use: reading a store never loads SQLAlchemy, which only writers need.
+"""
+
+from .._lazy import lazy_face
+
+__all__, __getattr__ = lazy_face(__name__, {
+    # where a store lives
+    "PostgresStore": ".location",
+    "is_url": ".location",
+    "store_location": ".location",
+    "postgres_conninfo": ".postgres.read",
+    # reading
+    "ReadConnection": ".dialect",
+    "REVISIONS": ".connect",
+    "SCHEMA_REVISION": ".connect",
+    "connect_readonly": ".connect",
+    "missing": ".connect",
+    "not_found": ".connect",
+    "store_revision": ".connect",
+    "StoredDataset": ".records",
+    "StoredMixture": ".records",
+    "read_datasets": ".records",
+    "read_mixture": ".records",
+    "render_counts": ".renders",
+    "run_query": ".query",
+    "store_info": ".info",
+    "COMPOSITION_COLUMNS": ".compose",
+    "composition": ".compose",
+    # writing
+    "NewStore": ".write",
+    "creating": ".write",
+    "migrate_store": ".write",
+    "rewriting": ".write",
+    "streams_folder": ".location",
+    "insert_base_entries": ".sqlite.bulk",
+    "insert_mixture_entries": ".sqlite.bulk",
+    "save_render_spec": ".renders",
+    "move_spec_tokenizer": ".renders",
+    "save_packing_plan": ".packs",
+    "remove_mixture": ".deletes",
+    "remove_packing_plan": ".deletes",
+    "remove_render_spec": ".deletes",
+    # the schema
+    "Base": ".schema",
+    "Build": ".schema",
+    "Dataset": ".schema",
+    "Mixture": ".schema",
+    "MixtureDataset": ".schema",
+    "RejectedRow": ".schema",
+    "VIEW_COLUMNS": ".schema",
+    "schema_script": ".schema",
+    "create_store": ".sqlite.files",
+    "alembic_config": ".sqlite.migrations",
+    "migrated_schema": ".sqlite.migrations",
+    "migrations_dir": ".sqlite.migrations",
+})

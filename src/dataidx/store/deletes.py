@@ -1,0 +1,93 @@
+"""Removing what a store holds: mixtures, render specs and packing plans, with what depends on them.
+
+``delete_*`` work inside a write transaction (a build or render replacing a spec uses them too);
+``remove_*`` are the commands: a whole write of one store, refused with the names there are when
+the name is not one of them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from sqlalchemy import Connection, delete, func, select
+
+from .connect import missing
+from .schema import EntryRender, Mixture, MixtureDataset, MixtureEntry, MixtureRun, Pack, PackedEntry, PackingPlan
+from .schema import RenderSpec as RenderSpecRow
+from .write import rewriting
+
+
+def delete_plans(connection: Connection, plan_ids: list[int]) -> None:
+    """Delete plans with their packs and members (a rowid range each)."""
+    for plan_id in plan_ids:
+        span = connection.execute(
+            select(func.min(Pack.first_member), func.max(Pack.first_member + Pack.members - 1))
+            .where(Pack.plan_id == plan_id)
+        ).one()
+        if span[0] is not None:
+            connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
+        connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
+        connection.execute(delete(PackingPlan).where(PackingPlan.id == plan_id))
+
+
+def delete_plan(connection: Connection, name: str) -> bool:
+    """Delete plan ``name`` and its packs and members, if it exists."""
+    plan_id = connection.execute(select(PackingPlan.id).where(PackingPlan.name == name)).scalar()
+    delete_plans(connection, [] if plan_id is None else [plan_id])
+    return plan_id is not None
+
+
+def delete_spec(connection: Connection, name: str) -> int | None:
+    """Delete spec ``name``, its lengths and the plans made from them; the plans removed, or None
+    when there is no such spec."""
+    spec_id = connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar()
+    if spec_id is None:
+        return None
+    plans = connection.execute(select(PackingPlan.id).where(PackingPlan.spec_id == spec_id)).scalars().all()
+    delete_plans(connection, plans)
+    connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
+    connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
+    return len(plans)
+
+
+def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
+    """Delete mixture ``name``, its positions and its packing plans; returns how many entries it had.
+
+    Example::
+
+        remove_mixture("demo.db", "seed7")
+    """
+    with rewriting(store) as connection:
+        found = connection.execute(select(Mixture.id, Mixture.start, Mixture.entries).where(Mixture.name == name)).first()
+        if found is None:
+            raise missing("mixture", name, store, _names(connection, Mixture))
+        delete_plans(connection, connection.execute(
+            select(PackingPlan.id).where(PackingPlan.mixture_id == found.id)).scalars().all())
+        # Positions are a rowid range, so the delete is a range scan, not a table scan.
+        connection.execute(
+            delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
+        )
+        connection.execute(delete(MixtureRun).where(MixtureRun.mixture_id == found.id))
+        connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
+        connection.execute(delete(Mixture).where(Mixture.id == found.id))
+        return found.entries
+
+
+def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
+    """Delete render spec ``name`` and the packing plans made from it; returns plans removed."""
+    with rewriting(store) as connection:
+        plans = delete_spec(connection, name)
+        if plans is None:
+            raise missing("render spec", name, store, _names(connection, RenderSpecRow))
+        return plans
+
+
+def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:
+    """Delete packing plan ``name`` with its packs and members."""
+    with rewriting(store) as connection:
+        if not delete_plan(connection, name):
+            raise missing("packing plan", name, store, _names(connection, PackingPlan))
+
+
+def _names(connection: Connection, table: type[Mixture] | type[RenderSpecRow] | type[PackingPlan]) -> list[str]:
+    return list(connection.execute(select(table.name).order_by(table.id)).scalars())

@@ -1,0 +1,82 @@
+"""What a store holds, as one JSON-able dict: build provenance, datasets, mixtures, render specs
+and packing plans.
+
+Read with the plain read-only DBAPI connection rather than the ORM: ``dataidx info`` should
+answer in a fraction of a second, and importing SQLAlchemy alone costs a quarter of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..errors import hide_passwords
+from .connect import SCHEMA_REVISION, connect_readonly
+from .dialect import ReadConnection
+
+
+def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
+    cursor = connection.execute(sql, parameters)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor]
+
+
+def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Provenance and counts of the store at ``path``; stable keys for ``--json``."""
+    connection = connect_readonly(path)
+    try:
+        builds = _rows(connection, "SELECT * FROM builds ORDER BY id DESC LIMIT 1")
+        datasets = _rows(connection, "SELECT * FROM datasets ORDER BY position")
+        names = {d["id"]: d["name"] for d in datasets}
+        mixtures = []
+        for mixture in _rows(connection, "SELECT * FROM mixtures ORDER BY id"):
+            draws = _rows(connection, connection.dialect.sql(
+                "SELECT * FROM mixture_datasets WHERE mixture_id = {mark} ORDER BY dataset_id"), mixture["id"])
+            mixtures.append({
+                "name": mixture["name"],
+                "seed": mixture["seed"],
+                "sampling": mixture["sampling"],
+                "entries": mixture["entries"],
+                "config_sha256": mixture["config_sha256"],
+                "config_text": mixture["config_text"],
+                "dataidx_version": mixture["dataidx_version"],
+                "created_at": mixture["created_at"],
+                "datasets": {
+                    names[d["dataset_id"]]: {
+                        key: d[key] for key in ("seed", "size", "weight", "base_entries", "requested", "entries")
+                    }
+                    for d in draws
+                },
+            })
+        specs = _rows(connection, "SELECT name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
+                                  "dataidx_version, created_at, seconds FROM render_specs ORDER BY id")
+        plans = _rows(connection, "SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
+                                  "FROM pack_plans ORDER BY plan")
+    finally:
+        connection.close()
+    build = builds[0] if builds else None
+    return {
+        "store": hide_passwords(os.fspath(path)),
+        "schema_revision": SCHEMA_REVISION,
+        "build": None if build is None else {
+            "created_at": build["created_at"],
+            "config": build["config_origin"],
+            "config_sha256": build["config_sha256"],
+            "config_text": build["config_text"],
+            "dataidx_version": build["dataidx_version"],
+            "seconds": round(build["seconds"], 3),
+        },
+        "datasets": [
+            {
+                **{key: d[key] for key in ("name", "path", "source", "split", "converter", "converter_version",
+                                           "rows", "entries", "drops", "rejected", "on_error")},
+                "files": json.loads(d["files"]),
+                "arrow_files": [f["path"] for f in json.loads(d["arrow_files"] or "null") or []],
+            }
+            for d in datasets
+        ],
+        "mixtures": mixtures,
+        "render_specs": [{**spec, "seconds": round(spec["seconds"], 3)} for spec in specs],
+        "pack_plans": plans,
+    }

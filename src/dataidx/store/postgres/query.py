@@ -1,0 +1,71 @@
+"""``dataidx query`` on a store in PostgreSQL: one SELECT in a read-only transaction, rolled back."""
+
+from __future__ import annotations
+
+import decimal
+import re
+from typing import Any
+
+from ...errors import ReadOnlyError, UsageError
+from ..location import PostgresStore
+from .read import connect, first_line
+
+
+def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | None) -> tuple[list[str], list[tuple]]:
+    """One SELECT in a read-only transaction, rolled back; ``:name`` parameters as in SQLite.
+
+    Sent as a prepared statement (extended protocol), so a second statement is refused. A
+    read-only transaction stops writes to the database; what a privileged role may do outside
+    it (server functions) is bounded by the role, hence the read-only role in docs/postgres.md.
+    """
+    import psycopg  # here, not at import: an optional extra
+    from sqlalchemy import text
+    from sqlalchemy.dialects.postgresql import psycopg as dialect
+
+    if _first_keyword(sql) not in ("select", "with", "values", "table"):
+        raise ReadOnlyError("query refused: the store is read-only here; only SELECT statements run")
+    compiled = text(sql).compile(dialect=dialect.dialect())
+    statement, values = sql, None  # without parameters the SQL goes as written (':x' literals too)
+    if parameters:
+        missing = sorted(set(compiled.params) - set(parameters))
+        if missing:
+            raise UsageError(f"query failed: no value for parameter(s) {', '.join(missing)} (use --param NAME=VALUE)")
+        statement, values = str(compiled), {name: parameters[name] for name in compiled.params}
+    connection = connect(store, autocommit=False)
+    try:
+        connection.execute("SET TRANSACTION READ ONLY")
+        cursor = connection.execute(statement, values, prepare=True)
+        rows = [tuple(_plain(value) for value in row) for row in cursor.fetchall()] if cursor.description else []
+        columns = [column.name for column in cursor.description or []]
+    except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+        raise ReadOnlyError(f"query refused: the store is read-only here; only SELECT statements run "
+                            f"({first_line(exc)})") from None
+    except psycopg.errors.SyntaxError as exc:
+        if "multiple commands" in str(exc):
+            raise UsageError("query refused: one statement at a time") from None
+        hint = f" (no value for parameter(s) {', '.join(compiled.params)}: use --param NAME=VALUE)" \
+            if compiled.params and not parameters else ""
+        raise UsageError(f"query failed: {first_line(exc)}{hint}") from None
+    except psycopg.Error as exc:
+        raise UsageError(f"query failed: {first_line(exc)}") from None
+    finally:
+        connection.rollback()
+        connection.close()
+    return columns, rows
+
+
+_FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*([A-Za-z]*)", re.S)
+
+
+def _first_keyword(sql: str) -> str:
+    """The statement's first word, past whitespace, comments and parentheses."""
+    return _FIRST_WORD.match(sql).group(1).lower()
+
+
+def _plain(value: Any) -> Any:
+    """PostgreSQL's numeric arrives as Decimal; JSON output and comparisons want int or float."""
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            return float(value)
+        return int(value) if value.as_tuple().exponent >= 0 else float(value)
+    return value

@@ -1,0 +1,65 @@
+"""The datasets and mixtures a store describes, as readers need them.
+
+Read with the plain read-only connection: opening a store for training reads these and nothing
+heavier.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .connect import not_found
+from .dialect import ReadConnection
+
+
+@dataclass(frozen=True)
+class StoredDataset:
+    """What a reader needs of one stored dataset."""
+
+    id: int
+    name: str
+    path: str
+    source: str
+    split: str
+    converter: str
+    converter_version: str
+    loader_version: str
+    info: dict[str, Any]
+    rows: int
+    files: list[dict[str, Any]]
+    arrow_files: list[dict[str, Any]] | None
+
+
+def read_datasets(connection: ReadConnection) -> dict[int, StoredDataset]:
+    """The stored datasets by id, in config order."""
+    query = (
+        "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
+        "arrow_files FROM datasets ORDER BY position"
+    )
+    datasets = {}
+    for row in connection.execute(query):
+        info, files, arrow_files = (json.loads(v) if v is not None else None for v in (row[8], row[10], row[11]))
+        datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files)
+    return datasets
+
+
+@dataclass(frozen=True)
+class StoredMixture:
+    """A mixture: its positions are global rowids ``start .. start + entries - 1``."""
+
+    id: int
+    name: str
+    start: int
+    entries: int
+
+
+def read_mixture(connection: ReadConnection, name: str, store: str | os.PathLike[str]) -> StoredMixture:
+    """The stored mixture ``name``, or a NotFoundError listing the mixtures there are."""
+    sql = connection.dialect.sql("SELECT id, name, start, entries FROM mixtures WHERE name = {mark}")
+    row = connection.execute(sql, (name,)).fetchone()
+    if row is None:
+        raise not_found(connection, "mixtures", "mixture", name, store)
+    return StoredMixture(*row)

@@ -1,0 +1,60 @@
+"""Writing a render spec: its row, one length row per base entry, and the counts a summary shows.
+
+``dataidx render`` computes the rows; this module is where they meet the store's tables.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Connection, insert, update
+
+from .deletes import delete_spec
+from .dialect import ReadConnection
+from .schema import RenderSpec as RenderSpecRow
+from .sqlite.read import SQLITE
+
+#: ``(dataset, status, entries)`` of a spec, by dataset then status.
+_COUNTS = (
+    "SELECT d.name, r.status, count(*) FROM entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id "
+    "JOIN datasets AS d ON d.id = b.dataset_id JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = {mark} "
+    "GROUP BY d.id, r.status ORDER BY d.position, r.status"
+)
+#: One base entry under a spec: ``(entry_id, tokens, supervised_tokens, full_tokens, status, detail)``.
+LengthRow = tuple[int, int, int, int, str, "str | None"]
+
+
+def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str, int]]:
+    """Entries per dataset and status under spec ``spec``, as the store holds them now."""
+    return [tuple(row) for row in connection.execute(connection.dialect.sql(_COUNTS), (spec,))]
+
+
+def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: list[LengthRow], kept: int,
+                     started: float) -> tuple[int, list[tuple[str, str, int]], float]:
+    """Store ``spec`` (the ``render_specs`` columns but counts and times) with its lengths, in place
+    of any spec of its name and the packing plans made from it.
+
+    Returns the plans removed, the counts per dataset and status, and the seconds since ``started``.
+    """
+    plans_removed = delete_spec(connection, spec["name"]) or 0
+    spec_id = connection.execute(insert(RenderSpecRow).values(
+        **spec, entries=len(lengths), kept=kept, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=0.0,
+    )).inserted_primary_key[0]
+    if lengths:
+        connection.exec_driver_sql(
+            "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(spec_id, *row) for row in lengths],
+        )
+    counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
+    seconds = time.perf_counter() - started
+    connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
+    return plans_removed, counts, seconds
+
+
+def move_spec_tokenizer(connection: Connection, spec: str, tokenizer: str) -> None:
+    """Record where spec ``spec``'s tokenizer is now (the same tokenizer, moved)."""
+    connection.execute(update(RenderSpecRow).where(RenderSpecRow.name == spec).values(tokenizer=tokenizer))

@@ -1,0 +1,1 @@
+"""Stores in SQLite files: reading with sqlite3, writing aside and renaming, migrating with Alembic."""

@@ -1,0 +1,165 @@
+"""Writing a store, the one place a write picks its backend: new stores, changes, migrations.
+
+Every write fills a SQLite file first. For a store file that is a temporary file beside it,
+renamed into place when complete; for a store in PostgreSQL it is a local working copy,
+published into the store's schema in one transaction when complete. Either way a failure or a
+kill leaves the store as it was, and readers see the old store or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine
+
+from ..errors import StaleStoreError, StoreError, UsageError
+from .connect import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
+from .location import PostgresStore, store_location, streams_folder
+from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
+from .postgres.swap import refuse_foreign_schema
+from .sqlite.files import (
+    create_store,
+    current_stamp,
+    refuse_to_overwrite,
+    remove_stale_temporaries,
+    remove_temporary,
+    replace_file,
+    rewritten_copy,
+    stamp,
+    stamped_transaction,
+    temporary_beside,
+    writer_lock,
+)
+from .sqlite.migrations import upgrade
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class NewStore:
+    """A store being built: the engine of the SQLite file to fill, where the build materialises
+    streaming sources, and (filled in by the build) the materialised files the store reads."""
+
+    location: Path | PostgresStore
+    engine: Engine
+    streams: Path
+    used_streams: set[str] = field(default_factory=set)
+
+
+@contextmanager
+def creating(target: str | os.PathLike[str], progress: Progress | None = None) -> Iterator[NewStore]:
+    """A new, empty store that takes the place of ``target`` only when the block succeeds.
+
+    Example::
+
+        with creating("demo.db") as new, new.engine.begin() as connection:
+            ...  # insert datasets, entries, mixtures
+    """
+    location = store_location(target)
+    if isinstance(location, PostgresStore):
+        with postgres_writer(location) as server, working_folder() as folder:
+            refuse_foreign_schema(server, location)  # before the work, not only when publishing it
+            server.commit()
+            with _filling(folder / "store.db", location) as new:
+                yield new
+            (progress or (lambda _message: None))(f"publishing into schema '{location.schema}' of {location}")
+            publish_to_postgres(folder / "store.db", location, server)
+        prune_streams(new.streams, new.used_streams)
+        return
+    if location.is_dir():
+        raise UsageError(f"{location}: is a folder; give the store's file name")
+    if not location.parent.is_dir():
+        raise UsageError(f"{location}: folder {location.parent} does not exist")
+    if not os.access(location.parent, os.W_OK):
+        raise UsageError(f"{location}: folder {location.parent} is not writable")
+    refuse_to_overwrite(location)
+    with writer_lock(location):
+        remove_stale_temporaries(location)
+        temporary = temporary_beside(location)
+        remove_temporary(temporary)
+        try:
+            with _filling(temporary, location) as new:
+                yield new
+            replace_file(temporary, location)
+            prune_streams(new.streams, new.used_streams)
+        except BaseException:
+            remove_temporary(temporary)
+            raise
+
+
+@contextmanager
+def _filling(file: Path, location: Path | PostgresStore) -> Iterator[NewStore]:
+    engine = create_store(file)
+    try:
+        yield NewStore(location, engine, streams_folder(location))
+        with engine.begin() as connection:
+            stamp(connection)
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def rewriting(store: str | os.PathLike[str], *, unchanged_since: int | None = None, task: str = "",
+              command: str = "") -> Iterator[Connection]:
+    """A transaction on a copy of a current store, put in its place only if the block succeeds;
+    one writer at a time.
+
+    Readers that already have the store open keep reading the old one; new opens see the new
+    one; an error or a kill mid-way leaves the store as it was. With ``unchanged_since`` (a
+    stamp read before the work) the write is refused if another writer replaced the store in
+    the meantime, saying which ``task`` to do again with which ``command``.
+    """
+    connect_readonly(store).close()  # the store's own errors first: missing, other revision
+    location = store_location(store)
+    if isinstance(location, PostgresStore):
+        with postgres_writer(location) as server, working_folder() as folder:
+            working_copy = folder / "store.db"
+            pull_from_postgres(location, server, working_copy)
+            with stamped_transaction(working_copy) as connection:
+                _check_unchanged(connection, store, unchanged_since, task, command)
+                yield connection
+            publish_to_postgres(working_copy, location, server)
+        return
+    with rewritten_copy(location) as connection:
+        _check_unchanged(connection, store, unchanged_since, task, command)
+        yield connection
+
+
+def _check_unchanged(connection: Connection, store: str | os.PathLike[str], stamp: int | None, task: str,
+                     command: str) -> None:
+    if stamp is not None and current_stamp(connection) != stamp:
+        raise StaleStoreError(f"{store}: the store was replaced while {task}; run dataidx {command} again")
+
+
+def migrate_store(store: str | os.PathLike[str]) -> tuple[str | None, str]:
+    """Upgrade a store to the newest schema on a copy, then rename it into place.
+
+    Returns the revisions before and after; a store already current is left untouched.
+    """
+    before = store_revision(store)
+    if before == SCHEMA_REVISION:
+        return before, before
+    location = store_location(store)
+    if isinstance(location, PostgresStore):
+        raise StoreError(f"{store}: store schema revision {before!r} cannot be upgraded in PostgreSQL by this "
+                         f"dataidx (it writes {SCHEMA_REVISION!r}); rebuild the store")
+    if before not in REVISIONS:
+        raise StoreError(f"{store}: store schema revision {before!r} is unknown to this dataidx; upgrade dataidx")
+    with rewritten_copy(location) as connection:
+        upgrade(connection)
+    return before, SCHEMA_REVISION
+
+
+def prune_streams(folder: Path, used: set[str]) -> None:
+    """Remove materialised streams the new store does not read (a source changed since)."""
+    if not folder.is_dir():
+        return
+    used = {os.path.realpath(path) for path in used}
+    for cache in folder.glob("*/*"):  # <builder>/<config-and-fingerprint>
+        if cache.is_dir() and not any(os.path.realpath(path) in used for path in cache.rglob("*.arrow")):
+            shutil.rmtree(cache, ignore_errors=True)

@@ -1,0 +1,117 @@
+"""``DataEngine``: a ``torch.utils.data.Dataset`` over one mixture of a store.
+
+With :mod:`.collate`, the only modules that import torch. It returns the same dicts as LLaMA-Factory v1's
+``DataEngine`` (``{"_dataset_name": name, **sample}`` with ``messages`` cut to the entry), but
+opens instantly, holds no per-entry Python objects, and batches its reads for a DataLoader.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Any
+
+from torch.utils.data import Dataset
+
+from ..cache import cached_store, is_config_path
+from ..errors import hide_passwords
+from ..pack import PackedPlan
+from ..read import StoreReader, to_hf
+from ..render import RenderedMixture
+from ..spec import DEFAULT_SEED
+
+
+def _position(index: Any) -> int:
+    """An integer position (NumPy and torch integers too); anything else is a TypeError."""
+    if isinstance(index, bool):
+        raise TypeError("DataEngine indices must be int, slice or list of int, not bool")
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise TypeError(f"DataEngine indices must be int, slice or list of int, not {type(index).__name__}") from None
+
+
+class DataEngine(Dataset):
+    """Entries of mixture ``mixture`` of the store at ``path``, converted on fetch.
+
+    ``path`` is a store file, a ``sqlite:///`` URL or a ``postgresql://...?schema=NAME`` URL
+    (a store a team shares; see docs/postgres.md).
+
+    With ``render=SPEC`` (a spec stored by ``dataidx render``) it serves the entries that train
+    under that spec, rendered to ``input_ids``/``labels``/``loss_weights``/``attention_mask``;
+    ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same).
+
+    ``path`` may also be a LLaMA-Factory v1 YAML: the store is built on first use into the
+    cache folder (``$DATAIDX_CACHE``, default ``~/.cache/dataidx``) with ``seed`` and
+    ``sampling``, and rebuilt, with a warning, when a source changes.
+
+    Example::
+
+        engine = DataEngine("demo.db")
+        engine[0], engine[-1], engine[2:5], engine[[7, 3]]
+        DataEngine("data/demo_sft.yaml")   # drop-in for LLaMA-Factory v1's DataEngine(yaml)
+        DataLoader(engine, batch_size=32, num_workers=2, collate_fn=list)
+        DataLoader(DataEngine("demo.db", render="default"), batch_size=8, collate_fn=Collator(pad_token_id=0))
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
+                 render: str | None = None, tokenizer: Any = None, seed: int = DEFAULT_SEED,
+                 sampling: str = "exact") -> None:
+        if is_config_path(path):  # a v1 YAML: built into the cache once, opened from there after
+            path, _ = cached_store(path, seed=seed, sampling=sampling)
+        self.mixture = mixture
+        self.reader: StoreReader | RenderedMixture
+        if render is None:
+            self.reader = StoreReader(path, mixture, verify=verify)
+        else:
+            self.reader = RenderedMixture(path, mixture, spec=render, tokenizer=tokenizer, verify=verify)
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return self.reader.get_many(list(range(*index.indices(len(self)))))
+        if isinstance(index, list):
+            return self.reader.get_many([_position(i) for i in index])
+        return self.reader.get(_position(index))
+
+    def __getitems__(self, indices: list[int]) -> list[dict[str, Any]]:
+        """Batched fetch used by ``DataLoader``: one SQL query for the whole batch."""
+        return self.reader.get_many([_position(i) for i in indices])
+
+    def to_hf(self) -> Any:
+        """The mixture's samples as a ``datasets.Dataset`` (standard schema, in mixture order),
+        for code that wants one; it is a copy written once to the HF cache."""
+        if isinstance(self.reader, RenderedMixture):
+            raise TypeError("to_hf() exports converted samples; open the DataEngine without render=")
+        return to_hf(self.reader)
+
+    def __repr__(self) -> str:
+        path = self.reader.reader.path if isinstance(self.reader, RenderedMixture) else self.reader.path
+        return f"DataEngine({hide_passwords(path)!r}, mixture={self.mixture!r}, entries={len(self)})"
+
+
+class PackedDataset(Dataset):
+    """The packs of a plan stored by ``dataidx pack``: item ``i`` is the list of pack ``i``'s
+    rendered members. Batch it with :class:`~dataidx.training.Collator`, which lays each pack out
+    as one row with restarting ``position_ids`` and ``cu_seq_lens``.
+
+    Example::
+
+        packs = PackedDataset("demo.db", plan="default")
+        DataLoader(packs, batch_size=2, collate_fn=Collator(pad_token_id=0))
+    """
+
+    def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
+                 verify: bool = True) -> None:
+        self.packs = PackedPlan(path, plan, tokenizer=tokenizer, verify=verify)
+
+    def __len__(self) -> int:
+        return len(self.packs)
+
+    def __getitem__(self, index: int) -> list[dict[str, Any]]:
+        return self.packs.get(_position(index))
+
+    def __repr__(self) -> str:
+        return f"PackedDataset({hide_passwords(self.packs.reader.path)!r}, plan={self.packs.plan!r}, packs={len(self)})"
