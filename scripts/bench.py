@@ -40,10 +40,10 @@ def generate(folder: Path, alpaca: int, sharegpt: int) -> Path:
         return " ".join(rng.choice(words) for _ in range(n))
 
     with (folder / "alpaca.jsonl").open("w") as out:
-        for i in range(alpaca):
+        for _ in range(alpaca):
             out.write(json.dumps({"instruction": text(12), "input": text(rng.randint(0, 8)), "output": text(40)}) + "\n")
     with (folder / "sharegpt.jsonl").open("w") as out:
-        for i in range(sharegpt):
+        for _ in range(sharegpt):
             turns = []
             for _ in range(rng.randint(1, 6)):
                 turns += [{"from": "human", "value": text(10)}, {"from": "gpt", "value": text(30)}]
@@ -61,8 +61,7 @@ class V1StyleEngine:
 
     def __init__(self, config_path: str) -> None:
         from dataidx.config import load_config
-        from dataidx.convert import converters
-        from dataidx.convert import cuts
+        from dataidx.convert import converters, cuts
         from dataidx.sources import load
 
         self.datasets: dict[str, Any] = {}
@@ -239,13 +238,12 @@ def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float
 def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str]:
     """Entries/s of ``dataidx render`` (all cores, one core) and of per-entry apply_chat_template."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.conftest import train_tokenizer
+
     from dataidx.index import build
-    from dataidx.render import chat_messages
-    from dataidx.render import render_store
     from dataidx.pack import pack_store
     from dataidx.read import EntryReader
-    from dataidx.render import CHATML
-    from tests.conftest import train_tokenizer
+    from dataidx.render import CHATML, chat_messages, render_store
 
     folder = work / "render"
     folder.mkdir()
@@ -325,9 +323,8 @@ def main() -> None:
 
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx import DataEngine
-    from dataidx.index import build
     from dataidx.config import load_config
-    from dataidx.index import add_mixture
+    from dataidx.index import add_mixture, build
     from dataidx.sources import load
     from dataidx.store import create_store
 

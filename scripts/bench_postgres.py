@@ -74,11 +74,8 @@ def main() -> None:
     parser.add_argument("--loader", type=int, default=20_000)
     args = parser.parse_args()
 
-    from dataidx.index import build
-    from dataidx.store import composition
-    from dataidx.store import store_info
-    from dataidx.index import add_mixture
-from dataidx.store import remove_mixture
+    from dataidx.index import add_mixture, build
+    from dataidx.store import composition, remove_mixture, store_info
 
     work = Path(tempfile.mkdtemp(prefix="dataidx-pgbench-"))
     config = generate(work, args.alpaca, args.sharegpt)
@@ -93,22 +90,22 @@ from dataidx.store import remove_mixture
         figures: dict[str, dict[str, float]] = {name: {} for name in stores}
         build(config, work / "warm.db")  # the first build loads the sources into the Arrow cache
         for name, store in stores.items():
-            figures[name]["build (s)"] = seconds(lambda: build(config, store), runs=3)
+            figures[name]["build (s)"] = seconds(lambda store=store: build(config, store), runs=3)
         from dataidx import DataEngine
 
         entries = len(DataEngine(stores["file"]))
         positions = random.Random(0).sample(range(entries), min(args.fetches, entries))
         for name, store in stores.items():
             row = figures[name]
-            row["open DataEngine (ms)"] = 1000 * seconds(lambda: DataEngine(store), runs=5)
+            row["open DataEngine (ms)"] = 1000 * seconds(lambda store=store: DataEngine(store), runs=5)
             row["random fetch, one at a time (/s)"] = statistics.median(fetch_rate(store, positions, 1)
                                                                         for _ in range(3))
             row["random fetch, batches of 256 (/s)"] = statistics.median(fetch_rate(store, positions, 256)
                                                                          for _ in range(3))
             row["DataLoader, 2 workers (/s)"] = statistics.median(loader_rate(store, args.loader) for _ in range(3))
-            row["info (ms)"] = 1000 * seconds(lambda: store_info(store), runs=5)
-            row["compose (ms)"] = 1000 * seconds(lambda: composition(store), runs=3)
-            row["mix: another mixture (s)"] = seconds(lambda: add_mixture(store, config, "seed7", seed=7))
+            row["info (ms)"] = 1000 * seconds(lambda store=store: store_info(store), runs=5)
+            row["compose (ms)"] = 1000 * seconds(lambda store=store: composition(store), runs=3)
+            row["mix: another mixture (s)"] = seconds(lambda store=store: add_mixture(store, config, "seed7", seed=7))
             remove_mixture(store, "seed7")
         print(f"\n{entries:,} entries ({args.alpaca:,} alpaca + {args.sharegpt:,} sharegpt rows); "
               f"PostgreSQL: {'given URL' if args.url else 'local server, Unix socket'}\n")

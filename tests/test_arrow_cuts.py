@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dataidx.convert import NO_CUT
-from dataidx.convert import collecting_drops, converters, row_cuts
+from dataidx.convert import NO_CUT, collecting_drops, converters, row_cuts
 from dataidx.errors import ConversionError
 
 PLAIN = st.one_of(st.sampled_from(["", "hi", "a <b> c", "x < y"]), st.text(max_size=8))

@@ -12,10 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataidx import DataEngine
-from dataidx.index import build
 from dataidx.errors import ConfigError, ConversionError, DataidxError, SourceError
-from dataidx.store import store_info
-from dataidx.store import run_query
+from dataidx.index import build
+from dataidx.store import run_query, store_info
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 

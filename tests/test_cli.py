@@ -18,7 +18,7 @@ from dataidx.cli import cli
 from .conftest import REPO, alpaca_rows, write_jsonl, write_yaml
 
 
-def run(*args: str) -> "click.testing.Result":  # noqa: F821
+def run(*args: str) -> click.testing.Result:  # noqa: F821
     return CliRunner().invoke(cli, list(args))
 
 

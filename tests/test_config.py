@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from dataidx.config import load_config
-from dataidx.spec import VALID_KEYS
 from dataidx.convert import converters
 from dataidx.errors import ConfigError
+from dataidx.spec import VALID_KEYS
 
 from .conftest import write_yaml
 

@@ -7,10 +7,8 @@ import warnings
 
 import pytest
 
-from dataidx.convert import collecting_drops, converters, register_converter
+from dataidx.convert import MediaMismatch, collecting_drops, converters, cuts, register_converter, truncate
 from dataidx.errors import PluginError
-from dataidx.convert import cuts, truncate
-from dataidx.convert import MediaMismatch
 
 
 def text(value: str) -> list[dict]:

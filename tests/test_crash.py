@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from dataidx import DataEngine
-from dataidx.index import build
 from dataidx.convert import converters, register_converter
+from dataidx.index import add_mixture, build
 from dataidx.store import store_info
-from dataidx.index import add_mixture
 
 from .conftest import alpaca_rows, write_jsonl, write_yaml
 

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dataidx.render import render_store
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
-from dataidx.store import run_query
-from dataidx.store import VIEW_COLUMNS
+from dataidx.render import render_store
+from dataidx.store import VIEW_COLUMNS, run_query
 
 from .conftest import REPO, train_tokenizer
 

@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader
 
 from dataidx import DataEngine
 from dataidx.errors import StaleStoreError, StoreError
-from dataidx.store import store_info
 from dataidx.read import StoreReader
+from dataidx.store import store_info
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl
 

@@ -18,15 +18,18 @@ from sqlalchemy import create_engine
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.store import composition
 from dataidx.errors import DataidxError, StoreError
-from dataidx.store import store_info
-from dataidx.index import add_mixture
-from dataidx.store import remove_mixture
-from dataidx.store import run_query
-from dataidx.index import derive_seed
-from dataidx.store import alembic_config, migrate_store
-from dataidx.store import SCHEMA_REVISION, store_revision
+from dataidx.index import add_mixture, derive_seed
+from dataidx.store import (
+    SCHEMA_REVISION,
+    alembic_config,
+    composition,
+    migrate_store,
+    remove_mixture,
+    run_query,
+    store_info,
+    store_revision,
+)
 
 from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 

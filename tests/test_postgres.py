@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from dataidx import DataEngine, PackedDataset
-from dataidx.index import build
 from dataidx.cli import cli
 from dataidx.errors import StaleStoreError, StoreError
+from dataidx.index import build
 from dataidx.store import PostgresStore, postgres_conninfo, store_location
 
 from .conftest import REPO, write_jsonl, write_yaml
@@ -41,7 +41,7 @@ def url(server: str) -> str:
     return f"{server}&schema=t{next(_schemas)}"
 
 
-def run(*args: str) -> "click.testing.Result":  # noqa: F821
+def run(*args: str) -> click.testing.Result:  # noqa: F821
     return CliRunner().invoke(cli, list(args))
 
 
@@ -231,9 +231,9 @@ def test_shell_pipeline_on_the_server(url: str) -> None:
 
 def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Path) -> None:
     """docs/sql.md's examples are portable SQL: same columns, same rows (as multisets)."""
-    from dataidx.render import render_store
     from dataidx.index import add_mixture
     from dataidx.pack import pack_store
+    from dataidx.render import render_store
     from dataidx.store import run_query
 
     from .conftest import train_tokenizer

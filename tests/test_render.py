@@ -8,10 +8,8 @@ import re
 
 import pytest
 
-from dataidx.render import chat_messages
 from dataidx.errors import RenderError
-from dataidx.render import IGNORE, Renderer
-from dataidx.render import BUILTIN_TEMPLATES, choose_template
+from dataidx.render import BUILTIN_TEMPLATES, IGNORE, Renderer, chat_messages, choose_template
 
 from .conftest import train_tokenizer
 

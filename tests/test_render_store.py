@@ -14,14 +14,12 @@ from click.testing import CliRunner
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.training import Collator, block_causal_mask
-from dataidx.training import PackedDataset
 from dataidx.errors import StaleStoreError, StoreError
-from dataidx.render import render_store
 from dataidx.index import add_mixture
-from dataidx.store import remove_mixture
 from dataidx.pack import pack_store
-from dataidx.render import IGNORE
+from dataidx.render import IGNORE, render_store
+from dataidx.store import remove_mixture
+from dataidx.training import Collator, PackedDataset, block_causal_mask
 
 from .conftest import train_tokenizer, write_jsonl
 
@@ -284,9 +282,7 @@ def test_review_fixes_for_rendering(tmp_path: Path, store: Path, tiny_tokenizer:
     import shutil
 
     from dataidx.errors import RenderError
-    from dataidx.render import load_tokenizer
-    from dataidx.render import Renderer
-    from dataidx.render import BUILTIN_TEMPLATES
+    from dataidx.render import BUILTIN_TEMPLATES, Renderer, load_tokenizer
 
     # A moved tokenizer folder: rendering again with the same files updates where readers load it.
     moved = tmp_path / "moved-tokenizer"

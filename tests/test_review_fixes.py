@@ -15,12 +15,11 @@ import torch
 from click.testing import CliRunner
 
 from dataidx import DataEngine
-from dataidx.index import build
 from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.errors import ConfigError, DataidxError, StaleStoreError
+from dataidx.index import add_mixture, build
 from dataidx.store import store_info
-from dataidx.index import add_mixture
 
 from .conftest import alpaca_rows, write_jsonl, write_yaml
 

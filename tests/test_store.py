@@ -17,10 +17,7 @@ from sqlalchemy import create_engine
 
 from dataidx import DataEngine
 from dataidx.errors import StoreError
-from dataidx.store import run_query
-from dataidx.store import VIEW_COLUMNS, Base
-from dataidx.store import alembic_config, create_store, migrations_dir
-from dataidx.store import SCHEMA_REVISION
+from dataidx.store import SCHEMA_REVISION, VIEW_COLUMNS, Base, alembic_config, create_store, migrations_dir, run_query
 
 from .conftest import REPO
 

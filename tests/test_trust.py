@@ -13,13 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataidx import DataEngine
-from dataidx.index import build
 from dataidx.cli import cli
 from dataidx.convert import convert_row, converters, register_converter, row_cuts
 from dataidx.errors import ConversionError, SourceError, StaleStoreError
-from dataidx.store import store_info
-from dataidx.store import run_query
+from dataidx.index import build
 from dataidx.read import verify_store
+from dataidx.store import run_query, store_info
 
 from .conftest import alpaca_rows, write_jsonl, write_yaml
 

@@ -7,9 +7,14 @@ another version of a converter is detected instead of served.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from .errors import PluginError
@@ -82,11 +87,6 @@ def load_plugin_modules(modules: list[str]) -> None:
     A module name (``my_pkg.converters``) or a path to a ``.py`` file; any failure is a
     PluginError naming the module, so ``--plugins`` typos get one clear line.
     """
-    import importlib
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     for module in modules:
         try:
             if module.endswith(".py"):
@@ -109,8 +109,6 @@ def load_plugin_modules(modules: list[str]) -> None:
 def load_entry_point_plugins() -> list[str]:
     """Import every module installed packages declare under ``[project.entry-points."dataidx.plugins"]``;
     returns their names. Called by the ``dataidx`` command, never on ``import dataidx``."""
-    from importlib.metadata import entry_points
-
     loaded = []
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 
 import click
 
@@ -228,8 +229,6 @@ def cache(older_than: float | None, as_json: bool) -> None:
         dataidx cache
         dataidx cache --clean 30
     """
-    import time
-
     from ..cache import cached_stores, clean_cache
     from ..paths import cache_dir
 

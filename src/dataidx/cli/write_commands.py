@@ -4,6 +4,8 @@ failure leaves the store as it was."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..spec import DEFAULT_SEED
@@ -33,10 +35,10 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
         dataidx build data/demo_sft.yaml -o demo.db --tokenizer data/demo_tokenizer --cutoff 256
         dataidx build data/demo_sft.yaml -o 'postgresql://me@db/training?schema=sft'
     """
-    from ..index import build as run_build
+    from .. import index
 
     progress = None if quiet else (lambda message: click.echo(message, err=True))
-    summary = run_build(config, output, seed=seed, sampling=sampling, progress=progress)
+    summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress)
     if not quiet:
         rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected,
                  f"{d.seconds:.2f}") for d in summary.datasets]
@@ -76,16 +78,16 @@ def mix(store: str, config: str, name: str, seed: int, sampling: str) -> None:
 @click.command("remove-mixture")
 @click.argument("store")
 @click.argument("name")
-def remove_mixture(store: str, name: str) -> None:
+def remove_mixture_command(store: str, name: str) -> None:
     """Remove mixture NAME (its positions and provenance) from STORE.
 
     \b
     Example:
         dataidx remove-mixture demo.db seed7
     """
-    from ..store import remove_mixture as remove
+    from ..store import remove_mixture
 
-    entries = remove(store, name)
+    entries = remove_mixture(store, name)
     click.echo(f"removed mixture '{name}' ({entries} entries) from {shown(store)}", err=True)
 
 
@@ -195,8 +197,6 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
         dataidx import-v0 LLaMA-Factory/data/dataset_info.json -o datasets.yaml
         dataidx build datasets.yaml -o all.db
     """
-    from pathlib import Path
-
     from ..config import import_dataset_info
 
     imported = import_dataset_info(dataset_info, dataset_dir)
@@ -239,4 +239,4 @@ def remove_plan(store: str, name: str) -> None:
     click.echo(f"removed packing plan '{name}' from {shown(store)}", err=True)
 
 
-COMMANDS = [build, mix, remove_mixture, migrate, render, pack, import_v0, remove_spec, remove_plan]
+COMMANDS = [build, mix, remove_mixture_command, migrate, render, pack, import_v0, remove_spec, remove_plan]

@@ -1,7 +1,10 @@
 """Raw row -> standard sample -> entries: converters (plugin family ``converter``), their
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
-from .converters import (
+from . import formats  # noqa: F401  registers the built-in converters
+from .expansion import SUPERVISED_EPSILON, cuts, truncate
+from .media import MEDIA_COLUMNS, MediaMismatch
+from .registry import (
     Converter,
     Sample,
     collecting_drops,
@@ -11,8 +14,6 @@ from .converters import (
     register_converter,
     row_cuts,
 )
-from .expansion import SUPERVISED_EPSILON, cuts, truncate
-from .media import MEDIA_COLUMNS, MediaMismatch
 from .vectorised import NO_CUT, TableCuts
 
 __all__ = [

@@ -5,8 +5,8 @@ opening a store never needs."""
 from .._lazy import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "BuildSummary": ".build",
-    "build": ".build",
+    "BuildSummary": ".pipeline",
+    "build": ".pipeline",
     "DatasetSummary": ".datasets",
     "prepare_dataset": ".datasets",
     "write_dataset": ".datasets",

@@ -162,7 +162,7 @@ class ChatText:
     def tracked_text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None
                      ) -> tuple[str, list[tuple[int, int]]]:
         """The full text in one render, with the character span of every generation block."""
-        import jinja2
+        import jinja2  # here, not at import: only rendering needs Jinja
 
         pieces: list[str] = []
         spans: list[tuple[int, int]] = []
@@ -179,7 +179,7 @@ class ChatText:
         return "".join(pieces), spans
 
     def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> str:
-        import jinja2
+        import jinja2  # here, not at import: only rendering needs Jinja
 
         try:
             return compile_template(self.template_text).render(

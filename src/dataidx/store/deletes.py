@@ -12,8 +12,17 @@ import os
 from sqlalchemy import Connection, delete, func, select
 
 from .connect import missing
-from .schema import EntryRender, Mixture, MixtureDataset, MixtureEntry, MixtureRun, Pack, PackedEntry, PackingPlan
-from .schema import RenderSpec as RenderSpecRow
+from .schema import (
+    EntryRender,
+    Mixture,
+    MixtureDataset,
+    MixtureEntry,
+    MixtureRun,
+    Pack,
+    PackedEntry,
+    PackingPlan,
+    RenderSpecRow,
+)
 from .write import rewriting
 
 

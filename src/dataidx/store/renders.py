@@ -13,7 +13,7 @@ from sqlalchemy import Connection, insert, update
 
 from .deletes import delete_spec
 from .dialect import ReadConnection
-from .schema import RenderSpec as RenderSpecRow
+from .schema import RenderSpecRow
 from .sqlite.read import SQLITE
 
 #: ``(dataset, status, entries)`` of a spec, by dataset then status.

@@ -142,7 +142,7 @@ class MixtureEntry(Base):
     entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
 
 
-class RenderSpec(Base):
+class RenderSpecRow(Base):
     """How entries were rendered: tokenizer fingerprint, template text, cutoff and truncation.
 
     ``fingerprint`` hashes all of them with the dataidx version, so lengths are reused only for

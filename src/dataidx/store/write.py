@@ -17,12 +17,13 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine
 
-from ..errors import StaleStoreError, StoreError, UsageError
+from ..errors import StaleStoreError, StoreError
 from .connect import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
 from .location import PostgresStore, store_location, streams_folder
 from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
 from .postgres.swap import refuse_foreign_schema
 from .sqlite.files import (
+    check_writable,
     create_store,
     current_stamp,
     refuse_to_overwrite,
@@ -71,12 +72,7 @@ def creating(target: str | os.PathLike[str], progress: Progress | None = None) -
             publish_to_postgres(folder / "store.db", location, server)
         prune_streams(new.streams, new.used_streams)
         return
-    if location.is_dir():
-        raise UsageError(f"{location}: is a folder; give the store's file name")
-    if not location.parent.is_dir():
-        raise UsageError(f"{location}: folder {location.parent} does not exist")
-    if not os.access(location.parent, os.W_OK):
-        raise UsageError(f"{location}: folder {location.parent} is not writable")
+    check_writable(location)
     refuse_to_overwrite(location)
     with writer_lock(location):
         remove_stale_temporaries(location)

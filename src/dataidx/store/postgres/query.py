@@ -20,11 +20,11 @@ def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | 
     """
     import psycopg  # here, not at import: an optional extra
     from sqlalchemy import text
-    from sqlalchemy.dialects.postgresql import psycopg as dialect
+    from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
     if _first_keyword(sql) not in ("select", "with", "values", "table"):
         raise ReadOnlyError("query refused: the store is read-only here; only SELECT statements run")
-    compiled = text(sql).compile(dialect=dialect.dialect())
+    compiled = text(sql).compile(dialect=psycopg_dialect())
     statement, values = sql, None  # without parameters the SQL goes as written (':x' literals too)
     if parameters:
         missing = sorted(set(compiled.params) - set(parameters))

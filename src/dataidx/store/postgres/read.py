@@ -32,7 +32,7 @@ def require_psycopg(store: PostgresStore) -> Any:
 
 def postgres_conninfo(store: PostgresStore) -> str:
     """The store's URL as a libpq connection string (``host=... dbname=... options=...``)."""
-    from psycopg.conninfo import make_conninfo
+    from psycopg.conninfo import make_conninfo  # here, not at import: an optional extra
     from sqlalchemy.engine import make_url
 
     url = make_url(store.url)

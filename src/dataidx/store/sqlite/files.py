@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
 
-from ...errors import StoreError
+from ...errors import StoreError, UsageError
 from ..schema import schema_script
 from .read import open_file
 
@@ -81,8 +81,7 @@ def stamped_transaction(file: Path) -> Iterator[Connection]:
 @contextmanager
 def rewritten_copy(path: Path) -> Iterator[Connection]:
     """A transaction on a copy of the store file, renamed over it if the block succeeds."""
-    if not os.access(path.parent, os.W_OK):
-        raise StoreError(f"{path}: folder {path.parent} is not writable")
+    check_writable(path)
     with writer_lock(path):
         remove_stale_temporaries(path)
         temporary = temporary_beside(path)
@@ -97,6 +96,16 @@ def rewritten_copy(path: Path) -> Iterator[Connection]:
         except BaseException:
             remove_temporary(temporary)
             raise
+
+
+def check_writable(target: Path) -> None:
+    """A UsageError unless a store file can be written at ``target`` (by a rename in its folder)."""
+    if target.is_dir():
+        raise UsageError(f"{target}: is a folder; give the store's file name")
+    if not target.parent.is_dir():
+        raise UsageError(f"{target}: folder {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK):
+        raise UsageError(f"{target}: folder {target.parent} is not writable")
 
 
 def temporary_beside(target: Path) -> Path:

@@ -30,7 +30,7 @@ def alembic_config(connection: Connection) -> Any:
 
 def upgrade(connection: Connection) -> None:
     """Run every migration the store on ``connection`` lacks."""
-    from alembic import command
+    from alembic import command  # here, not at import: only migrating needs Alembic
 
     command.upgrade(alembic_config(connection), "head")
 

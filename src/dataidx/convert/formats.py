@@ -1,98 +1,17 @@
-"""Converter plugins: one raw row in, one standard sample out, exactly as LLaMA-Factory v1.
+"""The built-in converters, exactly as LLaMA-Factory v1's: alpaca, sharegpt, pair, openai, none.
 
-A converter must be a pure function of the row. Messages that v1 drops with a warning (unknown
-ShareGPT tags, function calls that are not JSON) are reported through :func:`drop`, so the build
-can count them instead of losing them silently.
+Each registers with its vectorised cut path (:mod:`.vectorised`), which the build uses over whole
+Arrow tables; tests/test_golden.py checks every output against v1's own.
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
-import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ConversionError, DataidxError
-from ..plugins import Registry
-from .expansion import cuts
 from .media import MediaSplitter, text_blocks
+from .registry import Sample, converters, drop, present
 from .vectorised import alpaca_cuts, none_cuts, pair_cuts, sharegpt_cuts
-
-Sample = dict[str, Any]
-Converter = Callable[[dict[str, Any]], Sample]
-
-converters: Registry[Converter] = Registry("converter")
-logger = logging.getLogger(__name__)
-_drops: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("dataidx_drops", default=None)
-
-
-def register_converter(name: str, *, version: str = "1") -> Callable[[Converter], Converter]:
-    """Register a user converter under ``name``; refer to it from YAML as ``converter: name``.
-
-    Example::
-
-        @register_converter("qa", version="1")
-        def qa(row):
-            return {"messages": [
-                {"role": "user", "content": [{"type": "text", "value": row["q"]}], "loss_weight": 0.0},
-                {"role": "assistant", "content": [{"type": "text", "value": row["a"]}], "loss_weight": 1.0},
-            ]}
-    """
-    return converters.register(name, version=version)
-
-
-def drop(reason: str) -> None:
-    """Record that a converter left part of a row out (v1 only logs a warning)."""
-    collected = _drops.get()
-    if collected is None:
-        logger.warning(reason)
-    else:
-        collected.append(reason)
-
-
-@contextmanager
-def collecting_drops() -> Iterator[list[str]]:
-    """Collect :func:`drop` reasons instead of logging them, for a build summary."""
-    collected: list[str] = []
-    token = _drops.set(collected)
-    try:
-        yield collected
-    finally:
-        _drops.reset(token)
-
-
-def present(row: dict[str, Any]) -> dict[str, Any]:
-    """The row without null columns (the row itself when it has none): a column the loader
-    filled with null counts as absent."""
-    if None not in row.values():  # the common row: no copy
-        return row
-    return {key: value for key, value in row.items() if value is not None}
-
-
-def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> Sample:
-    """Run a converter on one row; any failure becomes a ConversionError naming all three."""
-    try:
-        sample = func(raw)
-    except DataidxError:
-        raise
-    except KeyError as exc:
-        raise ConversionError(dataset, row, converter, f"missing key {exc.args[0]!r}") from exc
-    except Exception as exc:
-        raise ConversionError(dataset, row, converter, f"{type(exc).__name__}: {exc}") from exc
-    if not isinstance(sample, dict):
-        raise ConversionError(dataset, row, converter, f"returned {type(sample).__name__}, expected a dict")
-    return sample
-
-
-def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> list[int | None]:
-    """The cuts of one converted row; a sample that cannot be expanded fails like a conversion."""
-    sample = convert_row(func, raw, dataset, row, converter)
-    try:
-        return cuts(sample)
-    except Exception as exc:
-        raise ConversionError(dataset, row, converter, f"sample cannot be expanded: {type(exc).__name__}: {exc}") from exc
 
 
 def _tool_call_blocks(value: str) -> list[dict[str, str]] | None:
