@@ -112,3 +112,10 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-tokenizer")
     train_tokenizer(folder, chat_template=CHATML)
     return folder
+
+
+@pytest.fixture
+def alpaca3k_store(tmp_path: Path, make_store) -> Path:
+    """A store of 3,000 alpaca rows from a file in tmp_path (``a.jsonl``)."""
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3000))
+    return make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")

@@ -10,8 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 from dataidx import DataEngine
+from dataidx.cli import cli
 from dataidx.errors import ConfigError, ConversionError, DataidxError, SourceError
 from dataidx.index import build
 from dataidx.store import run_query, store_info
@@ -209,3 +211,12 @@ def test_drops_are_counted_in_the_build_summary(tmp_path: Path) -> None:
     summary = build(config, tmp_path / "s.db")
     assert [(d.name, d.rows, d.entries, d.drops) for d in summary.datasets] == [("chat", 1, 1, 1)]
     assert store_info(tmp_path / "s.db")["datasets"][0]["drops"] == 1
+
+
+def test_build_refuses_to_overwrite_a_file_that_is_not_a_store(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
+    config = write_yaml(tmp_path / "c.yaml", f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    before = data.read_bytes()
+    result = CliRunner().invoke(cli, ["build", str(config), "-o", str(data)])
+    assert result.exit_code == 1 and "exists and is not a dataidx store; refusing to overwrite it" in result.stderr
+    assert data.read_bytes() == before

@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.convert import converters
 from dataidx.errors import ConfigError
@@ -102,3 +104,23 @@ def test_bare_file_or_folder_is_one_local_dataset_named_default(tmp_path: Path) 
     (spec,) = load_config("some-org/some-dataset").datasets
     assert (spec.name, spec.path, spec.source) == ("default", "some-org/some-dataset", "hf_hub")
     assert not os.path.isabs(spec.path)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a:\n  path: x\n  weight: .inf\n", "key 'weight' must be a finite number >= 0, got inf"),
+        ("a:\n  path: x\n  weight: .nan\n", "key 'weight' must be a finite number >= 0, got nan"),
+        ("1:\n  path: x\n'1':\n  path: y\n", "dataset '1': the name appears more than once"),
+    ],
+)
+def test_more_config_mistakes(tmp_path: Path, text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_config(write_yaml(tmp_path / "c.yaml", text))
+
+
+def test_a_yaml_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"a:\n  path: \xff\xfe\n")
+    result = CliRunner().invoke(cli, ["build", str(path), "-o", str(tmp_path / "s.db")])
+    assert result.exit_code == 1 and "not UTF-8 text" in result.stderr and "Traceback" not in result.stderr

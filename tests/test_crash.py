@@ -1,4 +1,5 @@
-"""Crash safety for real: SIGKILL a build or a mix at several moments, read while rebuilding."""
+"""Crash safety and races for real: SIGKILL a build or a mix at several moments, concurrent
+writers, reading while rebuilding."""
 
 from __future__ import annotations
 
@@ -178,3 +179,15 @@ def test_readers_keep_the_old_store_while_it_is_rebuilt(tmp_path: Path) -> None:
     report = json.loads(reader.communicate(timeout=60)[0])
     assert report["errors"] == []
     assert report["seen"] == ["A", "B"] and report["opens"] > 5
+
+
+def test_concurrent_mixes_both_land(tmp_path: Path, alpaca3k_store: Path) -> None:
+    config = write_yaml(tmp_path / "m.yaml", f"alp:\n  path: {tmp_path / 'a.jsonl'}\n  weight: 300\n")
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "dataidx", "mix", str(alpaca3k_store), str(config), "--name", name],
+                         stderr=subprocess.PIPE, env=os.environ.copy())
+        for name in ("first", "second", "third")
+    ]
+    assert [p.wait() for p in processes] == [0, 0, 0]
+    assert sorted(m["name"] for m in store_info(alpaca3k_store)["mixtures"]) == ["default", "first", "second", "third"]
+    assert all(len(DataEngine(alpaca3k_store, mixture=name)) == 900_000 for name in ("first", "second", "third"))

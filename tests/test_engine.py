@@ -11,16 +11,18 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
 from dataidx import DataEngine
 from dataidx.errors import StaleStoreError, StoreError
+from dataidx.index import build
 from dataidx.read import StoreReader
 from dataidx.store import store_info
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl
+from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
 
 @pytest.fixture
@@ -156,3 +158,36 @@ def test_reader_matches_engine(chat_store: Path) -> None:
     assert reader.entry(2) == ("chat", 1, 2)
     assert reader.entry(-1) == ("chat", 3, 2)
     assert isinstance(engine, torch.utils.data.Dataset)
+
+
+def test_a_worker_never_reads_a_store_replaced_after_the_engine_opened(tmp_path: Path, alpaca3k_store: Path) -> None:
+    engine = DataEngine(alpaca3k_store)
+    clone = pickle.loads(pickle.dumps(engine))  # what a spawned DataLoader worker receives
+    config = write_yaml(tmp_path / "b.yaml", f"alp:\n  path: {tmp_path / 'a.jsonl'}\n  source: local\n"
+                                             "  converter: alpaca\n  size: 5\n")
+    build(config, alpaca3k_store)
+    assert engine[0]["_dataset_name"] == "alp"  # the opening process keeps its file
+    with pytest.raises(StaleStoreError, match="the store was replaced .* open it again"):
+        clone[0]
+    assert len(DataEngine(alpaca3k_store)) == 5
+
+
+def test_numpy_and_torch_integers_index_the_engine(alpaca3k_store: Path) -> None:
+    engine = DataEngine(alpaca3k_store)
+    expected = engine[[3, 1]]
+    assert engine[np.int64(3)] == expected[0]
+    assert engine[torch.tensor(1)] == expected[1]
+    assert engine[[np.int64(3), np.int32(1)]] == expected
+    assert engine.__getitems__(np.array([3, 1])) == expected
+    with pytest.raises(TypeError):
+        engine[1.5]
+
+
+def test_threads_reading_one_engine_get_the_right_rows(alpaca3k_store: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = DataEngine(alpaca3k_store)
+    positions = list(range(0, 3000, 7))
+    expected = [DataEngine(alpaca3k_store)[p] for p in positions]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(engine.reader.get, positions)) == expected

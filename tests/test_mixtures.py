@@ -238,3 +238,10 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
         if i + 1 == len(ids) or ids[i + 1] != entry + 1:
             stretches.append(length)
     assert runs == sum(1 for n in stretches if n >= 4)
+
+
+def test_mix_reads_names_sizes_weights_only_and_checks_the_seed(tmp_path: Path, alpaca3k_store: Path) -> None:
+    custom = write_yaml(tmp_path / "m.yaml", "alp:\n  path: moved\n  converter: someone_elses_plugin\n  size: 7\n")
+    assert add_mixture(alpaca3k_store, custom, "small").entries == 7
+    with pytest.raises(DataidxError, match="does not fit in 64 bits"):
+        add_mixture(alpaca3k_store, custom, "huge", seed=2**64)

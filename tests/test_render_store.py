@@ -278,7 +278,7 @@ def test_cu_seq_lens_address_samples_in_a_padded_batch_of_packs() -> None:
     assert batch["labels"].tolist()[1] == [30, 31, 32, IGNORE, 41, 42, 43, 44]
 
 
-def test_review_fixes_for_rendering(tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
+def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
     import shutil
 
     from dataidx.errors import RenderError

@@ -13,9 +13,11 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from click.testing import CliRunner
 from sqlalchemy import create_engine
 
 from dataidx import DataEngine
+from dataidx.cli import cli
 from dataidx.errors import StoreError
 from dataidx.store import SCHEMA_REVISION, VIEW_COLUMNS, Base, alembic_config, create_store, migrations_dir, run_query
 
@@ -100,3 +102,17 @@ def test_schema_snapshot_is_exactly_what_the_migrations_create(tmp_path: Path) -
     from dataidx.store import migrated_schema, schema_script
 
     assert schema_script() == migrated_schema(tmp_path / "migrated.db"), "run python scripts/snapshot_schema.py"
+
+
+def test_writes_in_a_read_only_folder_are_one_line(tmp_path: Path, alpaca3k_store: Path) -> None:
+    if os.geteuid() == 0:
+        # root ignores permission bits; simulate the same failure with a folder that is gone
+        result = CliRunner().invoke(cli, ["remove-mixture", str(tmp_path / "gone" / "s.db"), "default"])
+        assert result.exit_code == 1 and "store not found" in result.stderr
+        return
+    os.chmod(tmp_path, 0o555)
+    try:
+        result = CliRunner().invoke(cli, ["remove-mixture", str(alpaca3k_store), "default"])
+        assert result.exit_code == 1 and "is not writable" in result.stderr
+    finally:
+        os.chmod(tmp_path, 0o755)

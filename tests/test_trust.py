@@ -257,3 +257,33 @@ def test_converters_return_a_sample_or_a_clean_error(row: dict, name: str) -> No
         assert cuts and all(c is None or c > 0 for c in cuts)
     except ConversionError as exc:
         assert str(exc).startswith(f"dataset 'fuzz', row 0, converter '{name}': ")
+
+
+def test_files_in_subfolders_count_as_sources(tmp_path: Path, make_store) -> None:
+    folder = tmp_path / "parts"
+    write_jsonl(folder / "a" / "p0.jsonl", alpaca_rows(3))
+    write_jsonl(folder / "b" / "p1.jsonl", alpaca_rows(2))
+    built = make_store(f"f:\n  path: {folder}\n  source: local\n  converter: alpaca\n")
+    assert len(DataEngine(built)) == 5
+    assert len(store_info(built)["datasets"][0]["files"]) == 2
+    write_jsonl(folder / "b" / "p1.jsonl", alpaca_rows(4))
+    with pytest.raises(StaleStoreError, match="p1.jsonl changed size"):
+        DataEngine(built)
+    assert json.loads(CliRunner().invoke(cli, ["verify", str(built), "--json"]).output)["ok"] is False
+
+
+def test_a_source_rewritten_with_its_mtime_put_back_is_loaded_again(tmp_path: Path) -> None:
+    """datasets caches local files by path and mtime; dataidx notices the change time moved."""
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
+    config = write_yaml(tmp_path / "c.yaml", f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    build(config, tmp_path / "s.db")
+    build(config, tmp_path / "old.db")
+    stat = data.stat()
+    data.write_bytes(data.read_bytes().replace(b"answer 1", b"answer 9"))
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    build(config, tmp_path / "s.db")
+    # The older store indexed the cache that has just been written anew: refused, not misread.
+    with pytest.raises(StaleStoreError, match="the Arrow data recorded at build time was written anew; rebuild the store"):
+        DataEngine(tmp_path / "old.db")
+    assert DataEngine(tmp_path / "s.db")[1]["messages"][1]["content"][0]["value"] == "answer 9"
+    assert json.loads(CliRunner().invoke(cli, ["verify", str(tmp_path / "s.db"), "--json"]).output)["ok"] is True

@@ -5,7 +5,7 @@ Each function answers, for one built-in converter, what converting every row and
 None) plus the number of messages the converter would drop. When a table holds anything the
 converter could fail on (media columns, placeholders, unexpected types or nulls) the function
 returns None and the build converts those rows one by one, so errors keep their row numbers.
-tests/test_arrow_cuts.py proves both paths agree on random rows.
+tests/test_vectorised.py proves both paths agree on random rows.
 """
 
 from __future__ import annotations
