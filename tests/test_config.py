@@ -82,6 +82,9 @@ three:
         ("a: {path: x, size: true}\n", "dataset 'a': key 'size' must be an integer >= 0, got True"),
         ("a: {path: x\n", "not valid YAML"),
         ("", "expected a mapping of dataset name"),
+        ("a:\n  path: x\n  weight: .inf\n", "key 'weight' must be a finite number >= 0, got inf"),
+        ("a:\n  path: x\n  weight: .nan\n", "key 'weight' must be a finite number >= 0, got nan"),
+        ("1:\n  path: x\n'1':\n  path: y\n", "dataset '1': the name appears more than once"),
     ],
 )
 def test_malformed_configs(tmp_path: Path, text: str, problem: str) -> None:
@@ -104,19 +107,6 @@ def test_bare_file_or_folder_is_one_local_dataset_named_default(tmp_path: Path) 
     (spec,) = load_config("some-org/some-dataset").datasets
     assert (spec.name, spec.path, spec.source) == ("default", "some-org/some-dataset", "hf_hub")
     assert not os.path.isabs(spec.path)
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("a:\n  path: x\n  weight: .inf\n", "key 'weight' must be a finite number >= 0, got inf"),
-        ("a:\n  path: x\n  weight: .nan\n", "key 'weight' must be a finite number >= 0, got nan"),
-        ("1:\n  path: x\n'1':\n  path: y\n", "dataset '1': the name appears more than once"),
-    ],
-)
-def test_more_config_mistakes(tmp_path: Path, text: str, problem: str) -> None:
-    with pytest.raises(ConfigError, match=problem):
-        load_config(write_yaml(tmp_path / "c.yaml", text))
 
 
 def test_a_yaml_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ __all__, __getattr__ = lazy_face(__name__, {
     "REVISIONS": ".connect",
     "SCHEMA_REVISION": ".connect",
     "connect_readonly": ".connect",
-    "missing": ".connect",
     "not_found": ".connect",
     "store_revision": ".connect",
     "StoredDataset": ".records",

@@ -29,9 +29,9 @@ from .sqlite.files import (
     refuse_to_overwrite,
     remove_stale_temporaries,
     remove_temporary,
+    renew_stamp,
     replace_file,
     rewritten_copy,
-    stamp,
     stamped_transaction,
     temporary_beside,
     writer_lock,
@@ -94,7 +94,7 @@ def _filling(file: Path, location: Path | PostgresStore) -> Iterator[NewStore]:
     try:
         yield NewStore(location, engine, streams_folder(location))
         with engine.begin() as connection:
-            stamp(connection)
+            renew_stamp(connection)
     finally:
         engine.dispose()
 

@@ -1,4 +1,4 @@
-"""Bulk inserts of the index: NumPy arrays in, millions of rows a second out.
+"""Bulk inserts of the index and of packing plans: NumPy arrays in, millions of rows a second out.
 
 Binding rows one by one through ``executemany`` costs about a microsecond a row, more than
 SQLite's own work. Here each chunk of an array travels as one JSON text that SQLite unpacks in

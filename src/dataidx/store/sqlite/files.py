@@ -51,7 +51,7 @@ def _set_build_pragmas(engine: Engine) -> None:
         cursor.close()
 
 
-def stamp(connection: Connection) -> None:
+def renew_stamp(connection: Connection) -> None:
     """Give the store being written a new identity (SQLite's ``user_version`` header field).
 
     Readers remember it when they open a store and check it whenever a process reconnects, so a
@@ -61,7 +61,7 @@ def stamp(connection: Connection) -> None:
 
 
 def current_stamp(connection: Connection) -> int:
-    """The stamp of the file being written, as it was copied (before :func:`stamp` renews it)."""
+    """The stamp of the file being written, as it was copied (before :func:`renew_stamp` renews it)."""
     return connection.exec_driver_sql("PRAGMA user_version").scalar()
 
 
@@ -73,7 +73,7 @@ def stamped_transaction(file: Path) -> Iterator[Connection]:
     try:
         with engine.begin() as connection:
             yield connection
-            stamp(connection)
+            renew_stamp(connection)
     finally:
         engine.dispose()
 
