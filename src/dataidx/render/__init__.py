@@ -5,7 +5,6 @@ Names are imported on first use: storing lengths writes through SQLAlchemy, serv
 from .._lazy import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "ChatText": ".chat_text",
     "chat_messages": ".chat_text",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
@@ -18,16 +17,13 @@ __all__, __getattr__ = lazy_face(__name__, {
     "TRUNCATIONS": ".renderer",
     "Rendered": ".renderer",
     "Renderer": ".renderer",
-    "label_tokens": ".renderer",
     "RenderedMixture": ".served",
     "open_spec": ".served",
     "rendered_position": ".served",
     "RenderSpec": ".spec",
     "StoredSpec": ".spec",
     "load_tokenizer": ".spec",
-    "make_spec": ".spec",
     "read_spec": ".spec",
-    "tokenizer_fingerprint": ".spec",
     "BUILTIN_TEMPLATES": ".templates",
     "CHATML": ".templates",
     "choose_template": ".templates",

@@ -10,12 +10,10 @@ from .._lazy import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     # where a store lives
     "PostgresStore": ".location",
-    "is_url": ".location",
     "store_location": ".location",
     "postgres_conninfo": ".postgres.read",
     # reading
     "ReadConnection": ".dialect",
-    "REVISIONS": ".connect",
     "SCHEMA_REVISION": ".connect",
     "connect_readonly": ".connect",
     "not_found": ".connect",

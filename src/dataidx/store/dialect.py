@@ -20,7 +20,6 @@ from typing import Any, Protocol
 class Dialect:
     """The spellings of one backend (see the module docstring)."""
 
-    name: str
     mark: str
     ids: str
     stamped: str

@@ -16,7 +16,7 @@ from ..location import PostgresStore
 
 #: Table that marks a schema as a dataidx store and holds its identity (SQLite's user_version).
 STAMP_TABLE = "dataidx_store"
-POSTGRES = Dialect(name="postgresql", mark="%s",
+POSTGRES = Dialect(mark="%s",
                    ids="SELECT CAST(value AS bigint) FROM json_array_elements_text(%s::json)",
                    stamped=f"(SELECT stamp FROM {STAMP_TABLE}), ", json_array="CAST(json_agg({}) AS text)")
 

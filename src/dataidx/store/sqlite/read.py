@@ -14,7 +14,7 @@ from typing import Any
 from ...errors import StoreError
 from ..dialect import Dialect
 
-SQLITE = Dialect(name="sqlite", mark="?", ids="SELECT value FROM json_each(?)", stamped="",
+SQLITE = Dialect(mark="?", ids="SELECT value FROM json_each(?)", stamped="",
                  json_array="json_group_array({})")
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: Pages come through a shared memory map; a small private cache keeps DataLoader workers lean.
