@@ -24,6 +24,33 @@ GOLDEN = SHARED_DATA / "golden"
 
 requires_shared = pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/data/golden is not beside the repo")
 
+# Golden name -> (source file under ../shared/data, converter); None means rows are already standard.
+GOLDEN_SOURCES = {
+    "alpaca_en_demo": ("alpaca_en_demo.json", "alpaca"),
+    "identity": ("identity.json", "alpaca"),
+    "inject_demo": ("inject_demo.jsonl", "alpaca"),
+    "glaive_toolcall_en_demo": ("glaive_toolcall_en_demo.json", "sharegpt"),
+    "pair_demo": ("pair_demo.jsonl", "pair"),
+    "v1_sft_demo": ("v1_sft_demo.jsonl", None),
+    "v1_dpo_demo": ("v1_dpo_demo.jsonl", None),
+    "v1_multimodal_demo": ("v1_multimodal_demo.jsonl", None),
+}
+
+
+def golden_config(names: list[str]) -> str:
+    """YAML text of a config holding the golden datasets ``names``, as LLaMA-Factory v1 loads them."""
+    lines = []
+    for name in names:
+        filename, converter = GOLDEN_SOURCES[name]
+        lines += [f"{name}:", f"  path: {SHARED_DATA / filename}", "  source: local"]
+        if converter:
+            lines.append(f"  converter: {converter}")
+    return "\n".join(lines) + "\n"
+
+
+def read_jsonl(path: Path) -> list:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

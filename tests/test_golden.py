@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,26 +10,9 @@ from dataidx import DataEngine
 from dataidx.index import build
 from dataidx.store import run_query
 
-from .conftest import GOLDEN, SHARED, SHARED_DATA, requires_shared
+from .conftest import GOLDEN, GOLDEN_SOURCES, SHARED, golden_config, read_jsonl, requires_shared
 
 pytestmark = requires_shared
-
-# golden name -> (source file, converter); None means rows are already standard.
-GOLDEN_SOURCES = {
-    "alpaca_en_demo": ("alpaca_en_demo.json", "alpaca"),
-    "identity": ("identity.json", "alpaca"),
-    "inject_demo": ("inject_demo.jsonl", "alpaca"),
-    "glaive_toolcall_en_demo": ("glaive_toolcall_en_demo.json", "sharegpt"),
-    "pair_demo": ("pair_demo.jsonl", "pair"),
-    "v1_sft_demo": ("v1_sft_demo.jsonl", None),
-    "v1_dpo_demo": ("v1_dpo_demo.jsonl", None),
-    "v1_multimodal_demo": ("v1_multimodal_demo.jsonl", None),
-}
-
-
-def _read_jsonl(path: Path) -> list:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
 
 def test_every_golden_file_is_covered() -> None:
     names = {p.name.split(".")[0] for p in GOLDEN.glob("*.index.jsonl")}
@@ -39,20 +21,16 @@ def test_every_golden_file_is_covered() -> None:
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_SOURCES))
 def test_index_and_samples_match_llamafactory(name: str, tmp_path: Path) -> None:
-    filename, converter = GOLDEN_SOURCES[name]
-    lines = [f"{name}:", f"  path: {SHARED_DATA / filename}", "  source: local"]
-    if converter:
-        lines.append(f"  converter: {converter}")
     config = tmp_path / "config.yaml"
-    config.write_text("\n".join(lines) + "\n")
+    config.write_text(golden_config([name]))
     store = tmp_path / "store.db"
     build(config, store)
 
-    golden_index = [tuple(pair) for pair in _read_jsonl(GOLDEN / f"{name}.index.jsonl")]
+    golden_index = [tuple(pair) for pair in read_jsonl(GOLDEN / f"{name}.index.jsonl")]
     _, rows = run_query(store, "SELECT row, cut FROM entries WHERE mixture = 'default' ORDER BY position")
     assert [tuple(r) for r in rows] == golden_index
 
-    samples = _read_jsonl(GOLDEN / f"{name}.samples.jsonl")
+    samples = read_jsonl(GOLDEN / f"{name}.samples.jsonl")
     engine = DataEngine(store)
     assert len(engine) == len(golden_index)
     for position, (row, cut) in enumerate(golden_index):

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine
 
-from dataidx import DataEngine
+from dataidx import DataEngine, __version__
 from dataidx.cli import cli
 from dataidx.errors import DataidxError, StoreError
 from dataidx.index import add_mixture, derive_seed
@@ -142,7 +142,7 @@ def test_provenance_is_recorded(tmp_path, sources, make_store) -> None:
     store = make_store(text, seed=8, sampling="replacement")
     (mixture,) = store_info(store)["mixtures"]
     assert (mixture["seed"], mixture["sampling"], mixture["config_text"]) == (8, "replacement", text)
-    assert mixture["dataidx_version"] == "0.1.0"
+    assert mixture["dataidx_version"] == __version__
     assert mixture["datasets"]["chat"] == {"seed": derive_seed(8, "chat"), "size": 20, "weight": None,
                                            "base_entries": 15, "requested": 20, "entries": 20}
     assert mixture["datasets"]["alpaca"]["requested"] == 15

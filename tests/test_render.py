@@ -1,10 +1,9 @@
-"""Rendering entries: the same ids as apply_chat_template, labels by character spans, one BOS,
-supervised end-of-turn tokens, truncation with statuses. Tokenizers are trained in the test."""
+"""Rendering entries: the same ids as apply_chat_template, LLaMA-Factory v1's labels, characters where
+v1 has no answer, no BOS behind the template's back, truncation with statuses. Tokenizers are trained in the test."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -48,84 +47,87 @@ def supervised(rendered) -> list[bool]:
     return [label != IGNORE for label in rendered.labels]
 
 
-@pytest.mark.parametrize("name", sorted(BUILTIN_TEMPLATES))
-def test_ids_and_labels_equal_apply_chat_template_with_assistant_masks(tokenizer, name: str) -> None:
-    template = BUILTIN_TEMPLATES[name]
-    rendered = Renderer(tokenizer, template, cutoff=4096).render({"messages": CONVERSATION, "tools": TOOLS},
-                                                                 has_cut=False)
-    reference = tokenizer.apply_chat_template(
-        chat_messages(CONVERSATION), tools=json.loads(TOOLS), chat_template=template, tokenize=True,
-        return_dict=True, return_assistant_tokens_mask=True,
-    )
+def v1_reference(tokenizer, template: str, messages: list[dict], tools: list | None = None) -> tuple[list, list, list]:
+    """LLaMA-Factory v1's rule computed with ``apply_chat_template``: every token after the prompt
+    (``messages[:-1]`` with the generation prompt) is supervised with the last turn's weight."""
+    chat = chat_messages(messages)
+    ids = tokenizer.apply_chat_template(chat, tools=tools, chat_template=template, tokenize=True, return_dict=True)
+    prompt = tokenizer.apply_chat_template(chat[:-1], tools=tools, chat_template=template, tokenize=True,
+                                           return_dict=True, add_generation_prompt=True)
+    ids, start, weight = ids["input_ids"], len(prompt["input_ids"]), messages[-1]["loss_weight"]
+    assert ids[:start] == prompt["input_ids"]
+    return ids, [IGNORE] * start + ids[start:], [0.0] * start + [weight] * (len(ids) - start)
+
+
+# ``plain``'s prompt ends with a space that BPE merges into the answer: no token prefix (see below).
+@pytest.mark.parametrize("name", sorted(set(BUILTIN_TEMPLATES) - {"plain"}))
+@pytest.mark.parametrize("turns", [3, 7])
+def test_ids_and_labels_equal_v1s_rule_over_apply_chat_template(tokenizer, name: str, turns: int) -> None:
+    entry = CONVERSATION[:turns]
+    rendered = Renderer(tokenizer, BUILTIN_TEMPLATES[name], cutoff=4096).render(
+        {"messages": entry, "tools": TOOLS}, has_cut=True)
     assert rendered.status == "ok"
-    assert rendered.input_ids == reference["input_ids"]
-    assert supervised(rendered) == [bool(m) for m in reference["assistant_masks"]]
-    weights = {w for w, s in zip(rendered.loss_weights, supervised(rendered)) if s}
-    assert weights == {1.0, 0.5}
-    assert all(w == 0.0 for w, s in zip(rendered.loss_weights, supervised(rendered)) if not s)
+    assert (rendered.input_ids, rendered.labels, rendered.loss_weights) == \
+        v1_reference(tokenizer, BUILTIN_TEMPLATES[name], entry, json.loads(TOOLS))
     assert rendered.as_dict()["attention_mask"] == [1] * len(rendered.input_ids)
 
 
-@pytest.mark.parametrize("name", sorted(BUILTIN_TEMPLATES))
-@pytest.mark.parametrize("has_cut", [False, True])
-def test_generation_blocks_and_prefix_rendering_find_the_same_spans(tokenizer, name: str, has_cut: bool) -> None:
-    # Hub templates rarely have {% generation %}: without it, spans come from rendering prefixes.
-    template = BUILTIN_TEMPLATES[name]
-    bare = re.sub(r"\{% (end)?generation %\}", "", template)
-    assert bare != template
-    sample = {"messages": CONVERSATION, "tools": TOOLS}
-    tracked = Renderer(tokenizer, template, cutoff=4096).render(sample, has_cut=has_cut)
-    prefixed = Renderer(tokenizer, bare, cutoff=4096).render(sample, has_cut=has_cut)
-    assert (tracked.input_ids, tracked.labels, tracked.loss_weights) == \
-        (prefixed.input_ids, prefixed.labels, prefixed.loss_weights)
-    assert tracked.supervised_tokens > 0
-
-
-@pytest.mark.parametrize(("name", "terminator"), [("chatml", "<|im_end|>"), ("llama3", "<|eot_id|>"),
-                                                  ("internlm2", "<|im_end|>"), ("plain", "</s>"), ("llama2", "</s>")])
-def test_an_entry_with_a_cut_supervises_its_last_turn_through_the_terminator(tokenizer, name: str,
-                                                                             terminator: str) -> None:
+@pytest.mark.parametrize(("name", "tail"), [("chatml", "<|im_end|>\n"), ("llama3", "<|eot_id|>"),
+                                            ("internlm2", "<|im_end|>\n"), ("plain", "</s>\n"), ("llama2", "</s>")])
+def test_the_last_turn_is_supervised_through_whatever_the_template_writes_after_it(tokenizer, name: str,
+                                                                                 tail: str) -> None:
     entry = CONVERSATION[:3]  # the entry of cut 3: supervise "The answer is 42." only
     rendered = Renderer(tokenizer, BUILTIN_TEMPLATES[name], cutoff=4096).render({"messages": entry}, has_cut=True)
-    labelled = [label for label in rendered.labels if label != IGNORE]
-    assert tokenizer.decode(labelled).strip().startswith("The answer is 42.")
-    assert labelled[-1] == tokenizer.convert_tokens_to_ids(terminator)
-    # Nothing before the answer is supervised: labels form one contiguous stretch at the end.
+    labelled = tokenizer.decode([label for label in rendered.labels if label != IGNORE])
+    assert labelled.strip().startswith("The answer is 42.") and labelled.endswith(tail)
+    # Nothing before the answer is supervised: labels form one stretch to the end.
     first = supervised(rendered).index(True)
-    assert all(supervised(rendered)[first : first + len(labelled)])
+    assert all(supervised(rendered)[first:])
 
 
-def test_the_last_message_alone_is_supervised_when_there_is_a_cut(tokenizer) -> None:
+def test_only_the_last_turn_is_supervised_as_in_v1(tokenizer) -> None:
     renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096)
     cut = renderer.render({"messages": CONVERSATION}, has_cut=True)
-    whole = renderer.render({"messages": CONVERSATION}, has_cut=False)
-    assert cut.input_ids == whole.input_ids
-    assert 0 < cut.supervised_tokens < whole.supervised_tokens
-    assert tokenizer.decode([label for label in cut.labels if label != IGNORE]) == "I am fine, thanks.<|im_end|>"
+    whole = renderer.render({"messages": CONVERSATION}, has_cut=False)  # v1 renders every sample so
+    assert (cut.input_ids, cut.labels, cut.loss_weights) == (whole.input_ids, whole.labels, whole.loss_weights)
+    assert tokenizer.decode([label for label in cut.labels if label != IGNORE]) == "I am fine, thanks.<|im_end|>\n"
+    assert {w for w, s in zip(cut.loss_weights, supervised(cut)) if s} == {0.5}
 
 
-def test_exactly_one_bos(bos_tokenizer) -> None:
+def test_a_conversation_not_ending_with_an_assistant_supervises_its_weighted_messages(tokenizer) -> None:
+    # v1 refuses these; dataidx locates every weighted message by characters instead.
+    entry = [*CONVERSATION[:3], text("user", "thanks", 0.0)]
+    rendered = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096).render({"messages": entry}, has_cut=False)
+    assert tokenizer.decode([label for label in rendered.labels if label != IGNORE]) == \
+        "The answer is 42.<|im_end|>\n"
+
+
+def test_no_bos_is_added_behind_the_templates_back(bos_tokenizer) -> None:
     bos = bos_tokenizer.bos_token_id
-    for name in ("llama2", "plain", "chatml"):  # llama2 writes bos_token itself; the others do not
+    for name in ("llama2", "plain", "chatml", "llama3", "internlm2"):  # every built-in writes bos_token itself
         rendered = Renderer(bos_tokenizer, BUILTIN_TEMPLATES[name], cutoff=4096).render(
             {"messages": CONVERSATION[:3]}, has_cut=True)
         assert rendered.input_ids[0] == bos and rendered.input_ids.count(bos) == 1, name
         assert rendered.labels[0] == IGNORE
+    # A template that writes none gets none, as with apply_chat_template and v1.
+    bare = "{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}"
+    rendered = Renderer(bos_tokenizer, bare, cutoff=4096).render({"messages": CONVERSATION[1:3]}, has_cut=True)
+    assert bos not in rendered.input_ids
 
 
-def test_a_bpe_merge_across_the_prompt_boundary_keeps_supervision(tokenizer) -> None:
-    # The plain template's prompt ends with a space that BPE merges into the answer's first word.
+def test_where_the_prompt_is_no_token_prefix_characters_decide(tokenizer) -> None:
+    # The plain template's prompt ends with a space that BPE merges into the answer's first word,
+    # so the prompt's ids are no prefix of the whole's (v1 raises here): the merged token holds
+    # answer characters and is supervised.
     entry = [text("user", "hello", 0.0), text("assistant", "world", 1.0)]
     rendered = Renderer(tokenizer, BUILTIN_TEMPLATES["plain"], cutoff=4096).render({"messages": entry}, has_cut=True)
     tokens = tokenizer.convert_ids_to_tokens(rendered.input_ids)
     assert "Ġworld" in tokens  # one token holding the boundary space and the answer
-    assert rendered.input_ids == tokenizer("User: hello\nAssistant: world</s>\n", add_special_tokens=False).input_ids
+    assert rendered.input_ids == tokenizer("<s>User: hello\nAssistant: world</s>\n", add_special_tokens=False).input_ids
+    prompt = tokenizer("<s>User: hello\nAssistant: ", add_special_tokens=False).input_ids
+    assert rendered.input_ids[: len(prompt)] != prompt
     labelled = tokenizer.decode([label for label in rendered.labels if label != IGNORE])
-    assert labelled == " world</s>"
-    # Tokenizing prompt and answer apart (the classic approach) gives other ids than the model sees.
-    apart = tokenizer("User: hello\nAssistant: ", add_special_tokens=False).input_ids + \
-        tokenizer("world</s>\n", add_special_tokens=False).input_ids
-    assert apart != rendered.input_ids
+    assert labelled == " world</s>\n"
 
 
 def test_truncation_policies_and_statuses(bos_tokenizer) -> None:
@@ -168,7 +170,7 @@ def test_preference_sides_render_separately(tokenizer) -> None:
     sides = rendered.as_dict()
     assert set(sides) == {"chosen", "rejected"}
     assert rendered.tokens == len(sides["chosen"]["input_ids"]) + len(sides["rejected"]["input_ids"])
-    assert tokenizer.decode([x for x in sides["rejected"]["labels"] if x != IGNORE]) == "no<|im_end|>"
+    assert tokenizer.decode([x for x in sides["rejected"]["labels"] if x != IGNORE]) == "no<|im_end|>\n"
 
 
 def test_errors_become_statuses_with_messages(tokenizer) -> None:

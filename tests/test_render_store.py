@@ -82,6 +82,23 @@ def test_a_changed_tokenizer_never_reuses_lengths(tmp_path: Path, store: Path) -
     assert len(DataEngine(store, render="default")) > 0
 
 
+def test_a_spec_from_before_v1s_labels_is_refused_until_rendered_again(store: Path, tiny_tokenizer: Path) -> None:
+    import hashlib
+
+    render_store(store, tiny_tokenizer, cutoff=4096)
+    # What dataidx 0.1.0 stored: the same fields, hashed without the label rule.
+    token, template, cutoff, truncation = query(
+        store, "SELECT tokenizer_sha256, template_text, cutoff, truncation FROM render_specs")[0]
+    old = hashlib.sha256(json.dumps([token, template, cutoff, truncation, "0.1.0"]).encode()).hexdigest()
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE render_specs SET fingerprint = ?, dataidx_version = '0.1.0'", (old,))
+    connection.close()
+    with pytest.raises(StaleStoreError, match="made by dataidx 0.1.0.*run dataidx render again"):
+        DataEngine(store, render="default")
+    assert not render_store(store, tiny_tokenizer, cutoff=4096).reused
+    assert len(DataEngine(store, render="default")) > 0
+
+
 def test_the_rendered_engine_serves_training_entries_only(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=48, truncation="drop")
     engine = DataEngine(store, render="default")
@@ -309,7 +326,8 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, 
     # Left truncation to one token keeps one token.
     one = Renderer(train_tokenizer(add_bos=True), BUILTIN_TEMPLATES["plain"], cutoff=1, truncation="left").render(
         {"messages": [{"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]}, has_cut=True)
-    assert one.tokens == 1 and one.status == "no_supervision"  # the one token left is the closing newline
+    # The one token left is the closing newline, which v1's rule supervises with the turn.
+    assert one.tokens == 1 and one.status == "truncated" and one.labels == one.input_ids
 
 
 def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) -> None:

@@ -59,12 +59,13 @@ class PackedPlan:
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []
         with paused_gc():
-            for (dataset_id, row, cut), (_, tokens) in zip(triples, members):
-                rendered = self.renderer.render(self.reader.sample(dataset_id, row, cut), has_cut=cut is not None)
-                if rendered.tokens != tokens or not rendered.trains:
-                    raise StaleStoreError(
-                        f"{self.reader.path}: plan '{self.plan}' expects {tokens} tokens for an entry that now renders "
-                        f"to {rendered.tokens} ({rendered.status}); run dataidx render and dataidx pack again"
-                    )
-                samples.append({"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()})
+            rendered_all = self.renderer.render_many(
+                [(self.reader.sample(dataset_id, row, cut), cut is not None) for dataset_id, row, cut in triples])
+        for (dataset_id, _, _), (_, tokens), rendered in zip(triples, members, rendered_all):
+            if rendered.tokens != tokens or not rendered.trains:
+                raise StaleStoreError(
+                    f"{self.reader.path}: plan '{self.plan}' expects {tokens} tokens for an entry that now renders "
+                    f"to {rendered.tokens} ({rendered.status}); run dataidx render and dataidx pack again"
+                )
+            samples.append({"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()})
         return samples

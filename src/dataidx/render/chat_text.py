@@ -1,21 +1,18 @@
-"""Render a standard sample to chat text and find, by characters, what each entry supervises.
+"""Render a standard sample to chat text, and find by characters where a message lies in it.
 
 The Jinja environment is the one Hugging Face's ``apply_chat_template`` uses (sandboxed,
 ``trim_blocks``/``lstrip_blocks``, ``loopcontrols``, its ``tojson``, ``raise_exception`` and
-``strftime_now``; ``{% generation %}``), so the text is identical. A template with one
-``{% generation %}`` block per assistant message says itself what each supervises: one render
-gives the text and the spans. Otherwise where a message sits in the text is found by rendering
-prefixes of the conversation: message ``i`` of an assistant spans from the end of
-``messages[:i]`` with the generation prompt to the end of ``messages[:i + 1]``. This works for any template that renders a conversation as the rendering of
-its prefixes, which is what chat models are trained to continue; a template that is not is
-reported, never guessed at.
+``strftime_now``; ``{% generation %}`` renders its body), so the text is identical. Messages are
+converted as LLaMA-Factory v1 converts them, with control-token strings in data text broken
+(:mod:`.escape`). Where the renderer cannot use v1's token diff, a message is located by
+rendering prefixes of the conversation: message ``i`` spans from the end of ``messages[:i]`` with
+the generation prompt to the end of ``messages[:i + 1]``. A template that does not render a
+conversation as its prefixes render is reported, never guessed at.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -23,6 +20,7 @@ from typing import Any
 
 from ..convert import SUPERVISED_EPSILON
 from ..errors import RenderError
+from .escape import ControlTokens
 
 #: Placeholder text for media blocks, as LLaMA-Factory's text templates write them.
 _MEDIA_TEXT = {"image_url": "<image>", "image": "<image>", "video_url": "<video>", "video": "<video>",
@@ -38,10 +36,6 @@ class Span:
     weight: float
 
 
-_TRACKING: ContextVar[tuple[list[str], list[tuple[int, int]]] | None] = ContextVar("generation", default=None)
-_GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
-
-
 @lru_cache(maxsize=16)
 def compile_template(text: str) -> Any:
     """A compiled Jinja chat template, in Hugging Face's environment (cached per text)."""
@@ -50,8 +44,8 @@ def compile_template(text: str) -> Any:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Generation(Extension):
-        """``{% generation %}...{% endgeneration %}`` renders its body and, while tracking, records
-        where it lies in the text (as Hugging Face's AssistantTracker does)."""
+        """``{% generation %}...{% endgeneration %}`` (Hugging Face's assistant-mask tag) renders its
+        body: templates that carry it compile and render the same text."""
 
         tags = {"generation"}
 
@@ -61,13 +55,7 @@ def compile_template(text: str) -> Any:
             return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
 
         def _body(self, caller: Any) -> str:
-            body = caller()
-            tracking = _TRACKING.get()
-            if tracking is not None:  # the text so far has been yielded into ``pieces``
-                pieces, spans = tracking
-                start = sum(map(len, pieces))
-                spans.append((start, start + len(body)))
-            return body
+            return caller()
 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
@@ -86,50 +74,55 @@ def compile_template(text: str) -> Any:
         raise RenderError(f"chat template does not compile: {exc}") from None
 
 
-def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """v1 standard messages -> Hugging Face chat messages (text content, ``tool_calls``)."""
+def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None = None) -> list[dict[str, Any]]:
+    """v1 standard messages -> Hugging Face chat messages (text content, ``tool_calls``), with
+    control-token strings in data text broken when ``controls`` is given."""
+    escape = controls.escape if controls is not None else (lambda text, where: text)
     chat = []
     for number, message in enumerate(messages):
-        texts: list[str] = []
+        where = f"message {number}"
+        pieces: list[str] = []  # text, with adjacent data blocks escaped as one run
+        run: list[str] = []
         reasoning: list[str] = []
         calls: list[dict[str, Any]] = []
         for block in message.get("content") or []:
             kind, value = block.get("type"), block.get("value")
             if kind == "text":
-                texts.append(value or "")
+                run.append(value or "")
             elif kind == "reasoning":
                 reasoning.append(value or "")
             elif kind == "tool_call":
-                calls.append(_tool_call(value, number))
-            elif kind in _MEDIA_TEXT:
-                texts.append(_MEDIA_TEXT[kind])
+                calls.append(_tool_call(value, number, controls))
+            elif kind in _MEDIA_TEXT:  # the placeholder is ours, not data: written unescaped
+                pieces += [escape("".join(run), where), _MEDIA_TEXT[kind]]
+                run = []
             else:
-                raise RenderError(f"message {number}: content block type '{kind}' cannot be rendered as text")
-        converted: dict[str, Any] = {"role": message.get("role"), "content": "".join(texts)}
+                raise RenderError(f"{where}: content block type '{kind}' cannot be rendered as text")
+        converted: dict[str, Any] = {"role": message.get("role"), "content": "".join([*pieces, escape("".join(run), where)])}
         if reasoning:  # the field chat templates read (Qwen3, DeepSeek-R1, the built-ins)
-            converted["reasoning_content"] = "".join(reasoning)
+            converted["reasoning_content"] = escape("".join(reasoning), where)
         if calls:
             converted["tool_calls"] = calls
         chat.append(converted)
     return chat
 
 
-def _tool_call(value: Any, number: int) -> dict[str, Any]:
+def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[str, Any]:
+    """A ``tool_call`` block as v1 passes it on: name and arguments as the data holds them (a
+    string stays a string; templates write it verbatim), every string in them escaped."""
     try:
         call = json.loads(value)
         name, arguments = call["name"], call.get("arguments", {})
     except (json.JSONDecodeError, TypeError, KeyError) as exc:
         raise RenderError(f"message {number}: tool call is not {{\"name\": ..., \"arguments\": ...}} JSON ({exc})") from None
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            pass  # kept as the string the data holds
+    if controls is not None:
+        name, arguments = controls.escape_json([name, arguments], f"message {number} tool call")
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def sample_tools(sample: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The sample's tool schemas as a list (v1 stores them as a JSON string), or None."""
+def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) -> list[dict[str, Any]] | None:
+    """The sample's tool schemas as a list (v1 stores them as a JSON string), or None; every
+    string in them escaped when ``controls`` is given (the schemas are data too)."""
     tools = sample.get("tools")
     if tools is None or tools == "":
         return None
@@ -140,6 +133,8 @@ def sample_tools(sample: dict[str, Any]) -> list[dict[str, Any]] | None:
             raise RenderError(f"tools is not valid JSON ({exc})") from None
     if isinstance(tools, dict):
         tools = [tools]
+    if controls is not None:
+        tools = controls.escape_json(tools, "tools")
     return tools or None
 
 
@@ -152,83 +147,44 @@ def message_weight(message: dict[str, Any]) -> float:
 
 
 class ChatText:
-    """One template's renderer: ``render(messages, cut) -> (text, supervised spans)``."""
+    """One template: the text of a conversation, and where its messages lie in that text."""
 
     def __init__(self, template_text: str, special_tokens: dict[str, str]) -> None:
         self.template_text = template_text
         self.special_tokens = dict(special_tokens)
-        self.has_generation = bool(_GENERATION_TAG.search(template_text))
 
-    def tracked_text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-                     ) -> tuple[str, list[tuple[int, int]]]:
-        """The full text in one render, with the character span of every generation block."""
-        import jinja2  # here, not at import: only rendering needs Jinja
-
-        pieces: list[str] = []
-        spans: list[tuple[int, int]] = []
-        token = _TRACKING.set((pieces, spans))
-        try:
-            for piece in compile_template(self.template_text).generate(
-                messages=chat, tools=tools, add_generation_prompt=False, **self.special_tokens
-            ):
-                pieces.append(piece)
-        except jinja2.TemplateError as exc:
-            raise RenderError(f"chat template failed: {exc}") from None
-        finally:
-            _TRACKING.reset(token)
-        return "".join(pieces), spans
-
-    def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool) -> str:
+    def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool,
+             **options: Any) -> str:
+        """The template's text; ``options`` are extra template variables (``enable_thinking``)."""
         import jinja2  # here, not at import: only rendering needs Jinja
 
         try:
             return compile_template(self.template_text).render(
-                messages=chat, tools=tools, add_generation_prompt=generation_prompt, **self.special_tokens
+                messages=chat, tools=tools, add_generation_prompt=generation_prompt, **self.special_tokens, **options
             )
         except jinja2.TemplateError as exc:
             raise RenderError(f"chat template failed: {exc}") from None
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool
-               ) -> tuple[str, list[Span]]:
-        """The text of ``messages`` and the spans to supervise.
+    def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
+              full: str, wanted: list[int], **options: Any) -> list[Span]:
+        """Character spans of the ``wanted`` messages in ``full``, found by rendering prefixes.
 
-        With a cut only the last message is supervised (the entry trains that turn); without
-        one, every message with a loss weight above v1's epsilon.
+        Message ``i`` spans from the end of ``chat[:i]`` (with the generation prompt before an
+        assistant message) to the end of ``chat[:i + 1]``: its text, its end-of-turn token and
+        whatever the template writes after it, as v1's diff supervises. Messages whose weight is
+        not above v1's epsilon are left out.
         """
-        chat = chat_messages(messages)
-        if has_cut:
-            wanted = [len(messages) - 1] if messages else []
-        else:
-            wanted = [i for i, m in enumerate(messages) if message_weight(m) > SUPERVISED_EPSILON]
-        if self.has_generation:
-            full, blocks = self.tracked_text(chat, tools)
-            assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
-            # One block per assistant message, in order: the template says what each supervises.
-            if len(blocks) == len(assistants) and all(chat[i]["role"] == "assistant" for i in wanted):
-                by_message = dict(zip(assistants, blocks))
-                return full, [Span(*by_message[i], message_weight(messages[i])) for i in wanted
-                              if message_weight(messages[i]) > SUPERVISED_EPSILON and by_message[i][1] > by_message[i][0]]
-        else:
-            full = self.text(chat, tools, generation_prompt=False)
-        return full, self._prefix_spans(chat, messages, tools, full, wanted)
-
-    def _prefix_spans(self, chat: list[dict[str, Any]], messages: list[dict[str, Any]],
-                      tools: list[dict[str, Any]] | None, full: str, wanted: list[int]) -> list[Span]:
-        """Spans found by rendering prefixes, for any template that renders prefixes stably."""
         spans = []
         for i in wanted:
-            weight = message_weight(messages[i])
-            if weight <= SUPERVISED_EPSILON:
+            if weights[i] <= SUPERVISED_EPSILON:
                 continue
-            before = self.text(chat[:i], tools, generation_prompt=chat[i]["role"] == "assistant")
-            through = full if i == len(chat) - 1 else self.text(chat[: i + 1], tools, generation_prompt=False)
+            before = self.text(chat[:i], tools, chat[i]["role"] == "assistant", **options)
+            through = full if i == len(chat) - 1 else self.text(chat[: i + 1], tools, False, **options)
             if not (through.startswith(before) and full.startswith(through)):
                 raise RenderError(
                     f"message {i}: the template does not render the conversation as its prefixes do, "
                     "so the message cannot be located in the text"
                 )
-            # Whitespace after the end-of-turn token is layout, not something the model says.
-            end = len(through.rstrip())
-            if end > len(before):
-                spans.append(Span(len(before), end, weight))
+            if len(through) > len(before):
+                spans.append(Span(len(before), len(through), weights[i]))
         return spans

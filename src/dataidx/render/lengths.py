@@ -46,17 +46,22 @@ _WORKER: tuple[EntryReader, Renderer] | None = None
 
 
 def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, str, str | None]]]:
-    """``(first, rows)`` for base entries ``first..last``: tokens, supervised, full, status, detail."""
+    """``(first, rows)`` for base entries ``first..last``: tokens, supervised, full, status, detail.
+    The chunk's texts go to the tokenizer in one batch."""
     reader, renderer = _WORKER
-    rows = []
+    rows: list[tuple[int, int, int, int, str, str | None] | None] = []
+    items, slots = [], []
     for entry_id, dataset_id, row, cut in reader.entry_triples(first, last):
         try:
-            rendered = renderer.render(reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+            items.append((reader.sample(dataset_id, row, cut), cut is not None))
         except ConversionError as exc:
             rows.append((entry_id, 0, 0, 0, "render_error", str(exc)))
             continue
-        rows.append((entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
-                     rendered.detail))
+        slots.append((len(rows), entry_id))
+        rows.append(None)
+    for (slot, entry_id), rendered in zip(slots, renderer.render_many(items)):
+        rows[slot] = (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
+                      rendered.detail)
     return first, rows
 
 

@@ -1,21 +1,28 @@
-"""Turn a fetched entry into ``input_ids``, ``labels``, ``loss_weights`` and ``attention_mask``.
+"""Turn fetched entries into ``input_ids``, ``labels``, ``loss_weights`` and ``attention_mask``,
+with LLaMA-Factory v1's labels.
 
-The whole text is tokenized once, with offsets, and a token is supervised when any of its
-characters lies in a supervised span: a BPE merge across the prompt/answer boundary can move a
-boundary inside a token but never loses supervision, which tokenizing prompt and answer apart
-does. The template writes special tokens itself (no tokenizer post-processing), and a BOS is
-added only when the tokenizer would add one and the text does not start with it: exactly one.
-Truncation to the cutoff follows the policy, and every outcome gets a status.
+v1's rule (its ``Renderer``, commit ff6d4d12): when the last message is the assistant turn, the
+prompt is ``messages[:-1]`` rendered with the generation prompt, and every token after it (the
+turn's text, its end-of-turn token and whatever the template writes after that, like ChatML's
+newline) is supervised with the turn's loss weight. This holds when the prompt's ids are a prefix
+of the whole's ids; where they are not (v1 raises there), or when the last message is not an
+assistant turn, the supervised messages are located by characters instead (:meth:`ChatText.spans`)
+and a token with any character in a span is supervised. The template writes every special token:
+no BOS or EOS is added behind its back, as in ``apply_chat_template`` and v1. Data text is
+escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer in one batch.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..convert import SUPERVISED_EPSILON
 from ..errors import DataidxError, RenderError
-from .chat_text import ChatText, Span, sample_tools
+from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
+from .escape import ControlTokens
 
 IGNORE = -100
 TRUNCATIONS = ("drop", "right", "left")
@@ -60,6 +67,23 @@ class Rendered:
                 "attention_mask": [1] * len(self.input_ids)}
 
 
+@dataclass
+class _Side:
+    """One sequence to tokenize: its full text and, under v1's rule, its prompt text."""
+
+    chat: list[dict[str, Any]]
+    weights: list[float]
+    tools: list[dict[str, Any]] | None
+    options: dict[str, Any]
+    full: str
+    prompt: str | None
+    has_cut: bool
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.full] if self.prompt is None else [self.full, self.prompt]
+
+
 class Renderer:
     """Renders samples with one tokenizer, template, cutoff and truncation policy.
 
@@ -67,6 +91,7 @@ class Renderer:
 
         renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096, truncation="right")
         renderer.render(sample, has_cut=True).as_dict()
+        renderer.render_many([(sample, True), (other, True)])   # one tokenizer call for both
     """
 
     def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop") -> None:
@@ -80,32 +105,70 @@ class Renderer:
         # A private copy without truncation or padding: the caller's tokenizer may have them on
         # (a shipped tokenizer.json, or a call with truncation=True), which would bypass the cutoff.
         self.backend = private_backend(tokenizer)
+        self.controls = ControlTokens(tokenizer, self.backend)
         self.cutoff = cutoff
         self.truncation = truncation
         self.chat = ChatText(template_text, tokenizer.special_tokens_map)
-        self.bos_id = tokenizer.bos_token_id if _adds_bos(tokenizer) else None
+        self.bos_id = tokenizer.bos_token_id
 
     def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
+        return self.render_many([(sample, has_cut)])[0]
+
+    def render_many(self, items: list[tuple[dict[str, Any], bool]]) -> list[Rendered]:
+        """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
+        drafts = [self._draft(sample, has_cut) for sample, has_cut in items]
+        texts = [text for draft in drafts if isinstance(draft, dict) for side in draft.values() for text in side.texts]
+        encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
+        return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
+
+    def _draft(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side] | Rendered:
+        """The texts of an entry's sequences (``None`` for a single one, else chosen/rejected)."""
         try:
+            tools = sample_tools(sample, self.controls)
             if "chosen_messages" in sample or "rejected_messages" in sample:
-                sides = {side: self._sequence(sample.get(f"{side}_messages") or [], sample_tools(sample), False)
-                         for side in ("chosen", "rejected")}
-                worst = max((side.status for side in sides.values()), key=STATUSES.index)
-                return Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
-                                detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
-                                sides=sides)
-            return self._sequence(sample.get("messages") or [], sample_tools(sample), has_cut)
+                return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
+                        for side in ("chosen", "rejected")}
+            return {None: self._side(sample.get("messages") or [], tools, has_cut)}
         except DataidxError as exc:
             return Rendered(status="render_error", detail=str(exc))
 
-    def _sequence(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> Rendered:
-        text, spans = self.chat.render(messages, tools, has_cut)
-        encoding = self.backend.encode(text, add_special_tokens=False)
-        ids = encoding.ids
-        labels, weights = label_tokens(ids, encoding.offsets, spans)
-        if self.bos_id is not None and (not ids or ids[0] != self.bos_id):
-            ids, labels, weights = [self.bos_id, *ids], [IGNORE, *labels], [0.0, *weights]
+    def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> _Side:
+        chat = chat_messages(messages, self.controls)
+        weights = [message_weight(message) for message in messages]
+        options: dict[str, Any] = {}
+        prompt = None
+        if chat and chat[-1]["role"] == "assistant":  # v1's case: the last turn is the one trained
+            options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
+            prompt = self.chat.text(chat[:-1], tools, True, **options)
+        return _Side(chat, weights, tools, options, self.chat.text(chat, tools, False, **options), prompt, has_cut)
+
+    def _finish(self, draft: dict[str | None, _Side], encodings: Iterator[Any]) -> Rendered:
+        # Take this entry's encodings before anything can fail, so later entries get theirs.
+        encoded = {name: [next(encodings) for _ in side.texts] for name, side in draft.items()}
+        try:
+            sides = {name: self._labelled(side, *encoded[name]) for name, side in draft.items()}
+        except DataidxError as exc:
+            return Rendered(status="render_error", detail=str(exc))
+        if None in sides:
+            return sides[None]
+        worst = max((side.status for side in sides.values()), key=STATUSES.index)
+        return Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
+                        detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
+                        sides=sides)
+
+    def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
+        ids = full.ids
+        if prompt is not None and ids[: len(prompt.ids)] == prompt.ids:  # v1's token diff
+            start, weight = len(prompt.ids), side.weights[-1]
+            tail = ids[start:] if weight > SUPERVISED_EPSILON else [IGNORE] * (len(ids) - start)
+            return self._truncate(ids, [IGNORE] * start + tail, [0.0] * start + [weight] * (len(ids) - start))
+        if prompt is not None or side.has_cut:
+            wanted = [len(side.chat) - 1] if side.chat else []
+        else:
+            wanted = list(range(len(side.chat)))
+        spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
+        labels, weights = label_tokens(ids, full.offsets, spans)
         return self._truncate(ids, labels, weights)
 
     def _truncate(self, ids: list[int], labels: list[int], weights: list[float]) -> Rendered:
@@ -153,12 +216,3 @@ def private_backend(tokenizer: Any) -> Any:
     backend.no_truncation()
     backend.no_padding()
     return backend
-
-
-def _adds_bos(tokenizer: Any) -> bool:
-    """Would the tokenizer's own post-processing put a BOS in front? Then the sequence needs one."""
-    bos = tokenizer.bos_token_id
-    if bos is None:
-        return False
-    with_special = private_backend(tokenizer).encode("a", add_special_tokens=True).ids
-    return bool(with_special) and with_special[0] == bos

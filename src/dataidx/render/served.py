@@ -17,7 +17,7 @@ from ..errors import StaleStoreError
 from ..read import StoreReader, paused_gc
 from ..store import connect_readonly, read_mixture
 from .positions import position_entries, spec_lengths
-from .renderer import Renderer
+from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
 
 
@@ -67,13 +67,15 @@ class RenderedMixture:
         return self.get_many([index])[0]
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
-        """Rendered entries at many indices, in the order asked (at most two SQL queries)."""
+        """Rendered entries at many indices, in the order asked (at most two SQL queries and one
+        tokenizer batch)."""
         triples = self.reader.triples([self._position(i) for i in indices])
         with paused_gc():
-            return [self._render(*triple) for triple in triples]
+            items = [(self.reader.sample(*triple), triple[2] is not None) for triple in triples]
+            rendered = self.renderer.render_many(items)
+        return [self._served(triple[0], one) for triple, one in zip(triples, rendered)]
 
-    def _render(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
-        rendered = self.renderer.render(self.reader.sample(dataset_id, row, cut), has_cut=cut is not None)
+    def _served(self, dataset_id: int, rendered: Rendered) -> dict[str, Any]:
         if not rendered.trains:  # the stored status said it trains: the data no longer agrees
             raise StaleStoreError(f"{self.reader.path}: an entry now renders as {rendered.status} ({rendered.detail}) "
                                   f"under spec '{self.spec.name}'; run dataidx render again")

@@ -2,8 +2,9 @@
 
 Lengths in a store are only as good as the rendering they came from. The fingerprint hashes the
 tokenizer's full serialised state (vocabulary, merges, normalisation, special tokens), the
-template text, the cutoff, the truncation policy and the dataidx version, so any change gives a
-new fingerprint: ``dataidx render`` recomputes, and readers refuse lengths that no longer match.
+template text, the cutoff, the truncation policy, the dataidx version and the label rule, so any
+change gives a new fingerprint: ``dataidx render`` recomputes, and readers refuse lengths that no
+longer match, or that an older label rule computed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ from ..errors import RenderError, StaleStoreError
 from ..store import ReadConnection, not_found
 from .renderer import Renderer
 from .templates import choose_template
+
+#: The label rule in force, part of every fingerprint: a spec stored under another rule (before
+#: LLaMA-Factory v1's labels) is refused by readers until it is rendered again.
+LABEL_RULE = "llamafactory-v1"
+
+
+def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str) -> str:
+    fields = [tokenizer_sha256, template_text, cutoff, truncation, version, LABEL_RULE]
+    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Any:
@@ -70,8 +80,7 @@ class RenderSpec:
 
     @property
     def fingerprint(self) -> str:
-        fields = [self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version]
-        return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
+        return spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version)
 
 
 def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
@@ -99,10 +108,17 @@ class StoredSpec:
     truncation: str
     entries: int
     kept: int
+    version: str
 
     def renderer(self, tokenizer: Any | None = None) -> Renderer:
         """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
         must be the one the lengths were computed with."""
+        recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version)
+        if recorded != self.fingerprint:
+            raise StaleStoreError(
+                f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "
+                "v1's; run dataidx render again"
+            )
         tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
         if tokenizer_fingerprint(tokenizer) != self.tokenizer_sha256:
             raise StaleStoreError(
@@ -115,7 +131,8 @@ class StoredSpec:
 def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:
     """The stored spec ``name``, or a NotFoundError listing the specs there are."""
     row = connection.execute(connection.dialect.sql(
-        "SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept "
+        "SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept, "
+        "dataidx_version "
         "FROM render_specs WHERE name = {mark}"), (name,),
     ).fetchone()
     if row is None:

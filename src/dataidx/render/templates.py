@@ -3,8 +3,10 @@
 Each built-in is a Hugging Face style Jinja chat template (``messages``, ``tools``,
 ``add_generation_prompt``, the tokenizer's special tokens), so ``apply_chat_template`` renders
 exactly the same text. Assistant turns are wrapped in ``{% generation %}`` around the content and
-the end-of-turn token, which is what gets supervised. Templates are written as joined pieces
-with every newline spelled ``'\\n'``, so Jinja's whitespace rules cannot add or eat any.
+the end-of-turn token (Hugging Face's assistant mask), and each writes ``bos_token`` itself when
+the tokenizer has one: nothing is added behind the template's back. Templates are written as
+joined pieces with every newline spelled ``'\\n'``, so Jinja's whitespace rules cannot add or
+eat any.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from ..errors import RenderError
 _SYSTEM_FIRST = "{%- if messages and messages[0].role == 'system' %}{% set system = messages[0].content %}" \
     "{% set rest = messages[1:] %}{% else %}{% set system = '' %}{% set rest = messages %}{% endif %}"
 _SYSTEM_LATE = "{{- raise_exception('a system message must come first') }}"
-_CALL_JSON = "{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}"
+# Arguments kept as a JSON string by the data (v1 passes them on as they are) are written verbatim.
+_CALL_JSON = "{%- if call.function.arguments is string %}" \
+    "{{- '{\"name\": ' + (call.function.name | tojson) + ', \"arguments\": ' + call.function.arguments + '}' }}" \
+    "{%- else %}{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}{%- endif %}"
 _TOOLS_JSON = "{%- for tool in tools %}{{- (tool | tojson) + '\\n' }}{%- endfor %}"
 # Reasoning (v1's "reasoning" blocks, HF's reasoning_content) before the answer, supervised with it.
 _REASONING = "{%- if message.reasoning_content %}{{- '<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' }}{%- endif %}"
 
 CHATML = "".join([
+    "{{- bos_token or '' }}",
     "{%- if tools %}",
     "{{- '<|im_start|>system\\n' }}",
     "{%- if messages and messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}",
@@ -67,7 +73,9 @@ LLAMA3 = "".join([
     "{%- if message.role == 'assistant' %}",
     "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% generation %}", _REASONING,
     "{%- if message.tool_calls %}{%- for call in message.tool_calls %}",
-    "{{- {'name': call.function.name, 'parameters': call.function.arguments} | tojson }}",
+    "{%- if call.function.arguments is string %}",
+    "{{- '{\"name\": ' + (call.function.name | tojson) + ', \"parameters\": ' + call.function.arguments + '}' }}",
+    "{%- else %}{{- {'name': call.function.name, 'parameters': call.function.arguments} | tojson }}{%- endif %}",
     "{%- endfor %}{%- else %}{{- (message.content or '') | trim }}{%- endif %}",
     "{{- '<|eot_id|>' }}{% endgeneration %}",
     "{%- elif message.role == 'tool' %}",
@@ -119,7 +127,7 @@ INTERNLM2 = "".join([
 ])
 
 PLAIN = "".join([
-    _SYSTEM_FIRST,
+    "{{- bos_token or '' }}", _SYSTEM_FIRST,
     "{%- if system %}{{- system + '\\n\\n' }}{%- endif %}",
     "{%- if tools %}{{- 'Tools:\\n' }}", _TOOLS_JSON, "{{- '\\n' }}{%- endif %}",
     "{%- for message in rest %}",

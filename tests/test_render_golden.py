@@ -1,0 +1,142 @@
+"""Rendered entries equal what LLaMA-Factory v1's own Renderer made of the golden samples, line by
+line, for both tokenizers stored beside them: through ``dataidx render`` + ``DataEngine(render=)``,
+through ``dataidx show --render``, and through ``PackedDataset`` + ``Collator``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dataidx import Collator, DataEngine, PackedDataset
+from dataidx.cli import cli
+from dataidx.index import build
+from dataidx.render import IGNORE, Renderer, load_tokenizer
+from dataidx.store import run_query
+
+from .conftest import GOLDEN, golden_config, read_jsonl, requires_shared
+
+pytestmark = requires_shared
+
+RENDERED = GOLDEN / "render"
+TOKENIZERS = ("chatml", "llama3")
+SFT = ["alpaca_en_demo", "identity", "inject_demo", "glaive_toolcall_en_demo", "v1_sft_demo"]
+PREFERENCE = ["pair_demo", "v1_dpo_demo"]
+FIELDS = ("input_ids", "labels", "loss_weights")
+
+
+def golden_lines(tokenizer: str, names: list[str]) -> list[tuple[str, dict]]:
+    return [(name, line) for name in names for line in read_jsonl(RENDERED / tokenizer / f"{name}.jsonl")]
+
+
+def as_v1(served: dict) -> dict:
+    """dataidx's rendered entry in v1's layout: a preference pair is chosen then rejected, end to
+    end, with ``token_type_ids`` 1 and 2."""
+    if "chosen" not in served:
+        return {field: served[field] for field in FIELDS}
+    chosen, rejected = served["chosen"], served["rejected"]
+    v1 = {field: chosen[field] + rejected[field] for field in FIELDS}
+    v1["token_type_ids"] = [1] * len(chosen["input_ids"]) + [2] * len(rejected["input_ids"])
+    return v1
+
+
+def expected(line: dict) -> dict:
+    return {field: line[field] for field in (*FIELDS, "token_type_ids") if field in line}
+
+
+def render(store: Path) -> None:
+    for tokenizer in TOKENIZERS:
+        result = CliRunner().invoke(cli, ["render", str(store), "--tokenizer", str(RENDERED / tokenizer / "tokenizer"),
+                                          "--cutoff", "100000", "--name", tokenizer, "-q"])
+        assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="module")
+def golden_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """Every rendered golden dataset in one store, rendered with both tokenizers; and the
+    mixture position of every ``(dataset, row, cut)``."""
+    folder = tmp_path_factory.mktemp("golden-render")
+    (folder / "config.yaml").write_text(golden_config(SFT + PREFERENCE))
+    store = folder / "golden.db"
+    build(folder / "config.yaml", store)
+    render(store)
+    _, rows = run_query(store, "SELECT position, dataset, row, cut FROM entries WHERE mixture = 'default'")
+    return store, {(dataset, row, cut): position for position, dataset, row, cut in rows}
+
+
+def test_every_rendered_golden_file_is_covered() -> None:
+    for tokenizer in TOKENIZERS:
+        assert {p.stem for p in (RENDERED / tokenizer).glob("*.jsonl")} == set(SFT + PREFERENCE)
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_data_engine_serves_v1s_input_ids_labels_and_loss_weights(golden_store, tokenizer: str) -> None:
+    store, positions = golden_store
+    engine = DataEngine(store, render=tokenizer)
+    assert len(engine) == len(positions)  # every golden entry trains, so engine index = position
+    lines = golden_lines(tokenizer, SFT + PREFERENCE)
+    served = engine[[positions[(name, line["row"], line["cut"])] for name, line in lines]]
+    mismatched = [(name, line["row"], line["cut"]) for (name, line), one in zip(lines, served)
+                  if as_v1(one) != expected(line)]
+    assert not mismatched and len(lines) == 594
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_show_render_prints_v1s_entries(golden_store, tokenizer: str) -> None:
+    store, positions = golden_store
+    lines = golden_lines(tokenizer, ["inject_demo", "identity", "v1_dpo_demo"])
+    wanted = [str(positions[(name, line["row"], line["cut"])]) for name, line in lines]
+    result = CliRunner().invoke(cli, ["show", str(store), *wanted, "--render", tokenizer])
+    assert result.exit_code == 0, result.output
+    shown = [json.loads(text) for text in result.output.splitlines()]
+    assert [one["status"] for one in shown] == ["ok"] * len(lines)
+    assert [as_v1(one) for one in shown] == [expected(line) for _, line in lines]
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_packed_rows_hold_v1s_entries_end_to_end(tmp_path: Path, tokenizer: str) -> None:
+    (tmp_path / "config.yaml").write_text(golden_config(["inject_demo", "identity"]))
+    store = tmp_path / "sft.db"
+    build(tmp_path / "config.yaml", store)
+    render(store)
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", tokenizer, "--capacity", "512"])
+    assert result.exit_code == 0, result.output
+    golden = {(name, line["row"], line["cut"]): line for name, line in golden_lines(tokenizer, ["inject_demo", "identity"])}
+    _, members = run_query(store, "SELECT m.pack, e.dataset, e.row, e.cut FROM pack_members AS m JOIN entries AS e "
+                                  "ON e.mixture = 'default' AND e.position = m.position ORDER BY m.pack, m.slot")
+    packs = PackedDataset(store, plan="default")
+    collate = Collator(pad_token_id=0)
+    compared = 0
+    for number in range(len(packs)):
+        lines = [golden[(dataset, row, cut)] for pack, dataset, row, cut in members if pack == number]
+        batch = collate([packs[number]])
+        width = sum(len(line["input_ids"]) for line in lines)
+        labels = [label for i, line in enumerate(lines) for label in ([IGNORE] if i else line["labels"][:1]) + line["labels"][1:]]
+        weights = [w for i, line in enumerate(lines) for w in ([0.0] if i else line["loss_weights"][:1]) + line["loss_weights"][1:]]
+        assert batch["input_ids"][0, :width].tolist() == [t for line in lines for t in line["input_ids"]]
+        assert batch["labels"][0, :width].tolist() == labels
+        assert batch["loss_weights"][0, :width].tolist() == pytest.approx(weights)
+        compared += len(lines)
+    assert compared == len(golden)
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_control_tokens_in_data_never_reach_the_ids(golden_store, tokenizer: str) -> None:
+    # inject_demo hides turn markers, BOS and end-of-text in user, system and assistant text.
+    store, positions = golden_store
+    loaded = load_tokenizer(RENDERED / tokenizer / "tokenizer")
+    controls = Renderer(loaded, loaded.chat_template, cutoff=100000).controls
+    engine = DataEngine(store)
+    benign = Renderer(loaded, loaded.chat_template, cutoff=100000)
+    for line in read_jsonl(RENDERED / tokenizer / "inject_demo.jsonl"):
+        sample = engine[positions[("inject_demo", line["row"], line["cut"])]]
+        for message in sample["messages"]:
+            for block in message["content"]:
+                for string in controls.strings:
+                    block["value"] = block["value"].replace(string, "x")
+        clean = benign.render(sample, has_cut=True)
+        assert Counter(t for t in line["input_ids"] if t in controls.ids) == \
+            Counter(t for t in clean.input_ids if t in controls.ids)
