@@ -343,6 +343,23 @@ def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) ->
     assert "render specs" in result.output and "plain-4k" in result.output and "packing plans" in result.output
 
 
+def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny_tokenizer: Path) -> None:
+    from dataidx.store import store_info
+
+    render_store(store, tiny_tokenizer, cutoff=48, name="short")  # some entries are too long
+    details = store_info(store)
+    (mixture,) = details["mixtures"]
+    serves = len(DataEngine(store, render="short"))
+    assert mixture["training_samples"] == {"short": serves} and serves < mixture["entries"] == len(DataEngine(store))
+    result = CliRunner().invoke(cli, ["info", str(store)])
+    assert f"samples per epoch: {mixture['entries']} with DataEngine, {serves} with render='short'" in result.output
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "short", "--capacity", "48", "--global-batch-size", "4"])
+    packs = len(PackedDataset(store))
+    assert result.exit_code == 0 and packs % 4 and packs > 4
+    assert f"{packs // 4} steps per epoch at a global batch size of 4 packs; the last {packs % 4} packs" in result.output
+    assert "packs (samples per epoch)" in CliRunner().invoke(cli, ["info", str(store)]).output
+
+
 def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
     from .conftest import REPO
 

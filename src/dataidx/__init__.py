@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         run_query,
         store_info,
     )
-    from .training import Collator, DataEngine, PackedDataset, block_causal_mask
+    from .training import Collator, DataEngine, PackedDataset, block_causal_mask, loader_state_for_workers
 
 _PUBLIC = {
     # training
@@ -47,6 +47,7 @@ _PUBLIC = {
     "DataEngine": ".training",
     "PackedDataset": ".training",
     "block_causal_mask": ".training",
+    "loader_state_for_workers": ".training",
     # writing a store
     "build": ".index",
     "add_mixture": ".index",

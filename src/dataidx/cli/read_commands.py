@@ -45,6 +45,8 @@ def info(store: str, as_json: bool) -> None:
             [(name, d["size"], d["weight"], d["base_entries"], d["requested"], d["entries"], d["seed"])
              for name, d in mixture["datasets"].items()],
         ))
+        rendered = "".join(f", {samples} with render='{spec}'" for spec, samples in mixture["training_samples"].items())
+        click.echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
     if details["render_specs"]:
         click.echo("\nrender specs (dataidx render):")
         click.echo(table(
@@ -55,7 +57,7 @@ def info(store: str, as_json: bool) -> None:
     if details["pack_plans"]:
         click.echo("\npacking plans (dataidx pack):")
         click.echo(table(
-            ["plan", "spec", "mixture", "capacity", "seed", "packs", "entries", "fill"],
+            ["plan", "spec", "mixture", "capacity", "seed", "packs (samples per epoch)", "entries", "fill"],
             [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], p["packs"], p["entries"],
               f"{p['fill']:.2%}") for p in details["pack_plans"]],
         ))

@@ -161,7 +161,10 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
 @click.option("--capacity", required=True, type=click.IntRange(min=1), help="Tokens per pack.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the pack order.")
 @click.option("--name", default="default", show_default=True, help="Name of the plan (replaced if it exists).")
-def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str) -> None:
+@click.option("--global-batch-size", type=click.IntRange(min=1), metavar="N",
+              help="Packs per optimizer step over all ranks: print the steps per epoch it gives.")
+def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str,
+         global_batch_size: int | None) -> None:
     """Store a best-fit-decreasing packing plan of a mixture's training entries.
 
     Every position whose entry trains under SPEC goes into exactly one pack of at most
@@ -169,7 +172,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
 
     \b
     Example:
-        dataidx pack demo.db --spec default --capacity 1024 --seed 0
+        dataidx pack demo.db --spec default --capacity 1024 --seed 0 --global-batch-size 8
         dataidx query demo.db "SELECT * FROM pack_plans"
     """
     from ..pack import pack_store
@@ -180,6 +183,10 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
         f"tokens, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
         f"in {summary.seconds:.2f} s", err=True,
     )
+    if global_batch_size is not None:
+        steps, rest = divmod(summary.packs, global_batch_size)
+        dropped = f"; the last {rest} packs do not fill a step and are dropped (drop_last)" if rest else ""
+        click.echo(f"{steps} steps per epoch at a global batch size of {global_batch_size} packs{dropped}", err=True)
 
 
 @click.command("import-v0")

@@ -21,14 +21,12 @@ from typing import Any
 
 from ..convert import SUPERVISED_EPSILON
 from ..errors import DataidxError, RenderError
+from ..store import STATUSES, TRAINS
 from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens
 
 IGNORE = -100
 TRUNCATIONS = ("drop", "right", "left")
-#: Statuses, worst first; the first two train, the others say why an entry does not.
-STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
-TRAINS = ("ok", "truncated")
 
 
 @dataclass

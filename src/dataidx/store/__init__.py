@@ -18,6 +18,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "connect_readonly": ".connect",
     "not_found": ".connect",
     "store_revision": ".connect",
+    "STATUSES": ".records",
+    "TRAINS": ".records",
     "StoredDataset": ".records",
     "StoredMixture": ".records",
     "read_datasets": ".records",

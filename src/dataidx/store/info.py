@@ -14,12 +14,28 @@ from typing import Any
 from ..errors import hide_passwords
 from .connect import SCHEMA_REVISION, connect_readonly
 from .dialect import ReadConnection
+from .records import TRAINS
+
+#: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
+#: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
+_TRAINING_POSITIONS = (
+    "SELECT (SELECT count(*) FROM mixture_runs AS run JOIN entry_renders AS r ON r.spec_id = {mark} "
+    "AND r.entry_id BETWEEN run.first_entry AND run.first_entry + run.length - 1 "
+    "WHERE run.mixture_id = {mark} AND r.status IN ({trains})) "
+    "+ (SELECT count(*) FROM mixture_entries AS e JOIN entry_renders AS r ON r.spec_id = {mark} "
+    "AND r.entry_id = e.entry_id WHERE e.mixture_id = {mark} AND r.status IN ({trains}))"
+)
 
 
 def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
     cursor = connection.execute(sql, parameters)
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row)) for row in cursor]
+
+
+def _training_positions(connection: ReadConnection, mixture_id: int, spec_id: int) -> int:
+    sql = connection.dialect.sql(_TRAINING_POSITIONS, trains=", ".join(f"'{status}'" for status in TRAINS))
+    return connection.execute(sql, (spec_id, mixture_id, spec_id, mixture_id)).fetchone()[0]
 
 
 def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -34,6 +50,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             draws = _rows(connection, connection.dialect.sql(
                 "SELECT * FROM mixture_datasets WHERE mixture_id = {mark} ORDER BY dataset_id"), mixture["id"])
             mixtures.append({
+                "id": mixture["id"],
                 "name": mixture["name"],
                 "seed": mixture["seed"],
                 "sampling": mixture["sampling"],
@@ -49,8 +66,12 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                     for d in draws
                 },
             })
-        specs = _rows(connection, "SELECT name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
+        specs = _rows(connection, "SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
                                   "dataidx_version, created_at, seconds FROM render_specs ORDER BY id")
+        for mixture in mixtures:  # what DataEngine(render=spec) serves of each
+            mixture_id = mixture.pop("id")
+            mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])
+                                           for spec in specs}
         plans = _rows(connection, "SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
                                   "FROM pack_plans ORDER BY plan")
     finally:
@@ -77,6 +98,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             for d in datasets
         ],
         "mixtures": mixtures,
-        "render_specs": [{**spec, "seconds": round(spec["seconds"], 3)} for spec in specs],
+        "render_specs": [{**{k: v for k, v in spec.items() if k != "id"}, "seconds": round(spec["seconds"], 3)}
+                         for spec in specs],
         "pack_plans": plans,
     }

@@ -14,6 +14,11 @@ from typing import Any
 from .connect import not_found
 from .dialect import ReadConnection
 
+#: What an entry can come to under a render spec, worst last; the first two train, the others
+#: say why an entry does not. Stored in ``entry_renders.status``.
+STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
+TRAINS = ("ok", "truncated")
+
 
 @dataclass(frozen=True)
 class StoredDataset:

@@ -1,7 +1,8 @@
-"""The torch side, and the only package that imports torch: Datasets over a store, and the
-collator that pads entries or lays packs out for varlen attention."""
+"""The torch side, and the only package that imports torch: Datasets over a store, the collator
+that pads entries or lays packs out for varlen attention, and resuming a stateful loader."""
 
 from .collate import Collator, block_causal_mask
 from .engine import DataEngine, PackedDataset
+from .resume import loader_state_for_workers
 
-__all__ = ["Collator", "DataEngine", "PackedDataset", "block_causal_mask"]
+__all__ = ["Collator", "DataEngine", "PackedDataset", "block_causal_mask", "loader_state_for_workers"]

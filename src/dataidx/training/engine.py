@@ -54,6 +54,10 @@ class DataEngine(Dataset):
         DataLoader(DataEngine("demo.db", render="default"), batch_size=8, collate_fn=Collator(pad_token_id=0))
     """
 
+    #: A map-style dataset with a known length: what LLaMA-Factory v1's trainers check before
+    #: they sample it (its DPO trainer refuses streaming datasets).
+    streaming = False
+
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
                  render: str | None = None, tokenizer: Any = None, seed: int = DEFAULT_SEED,
                  sampling: str = "exact") -> None:
