@@ -236,7 +236,8 @@ def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float
 
 
 def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str]:
-    """Entries/s of ``dataidx render`` (all cores, one core) and of per-entry apply_chat_template."""
+    """Entries/s of ``dataidx render`` (all cores, one core) and of LLaMA-Factory v1's way: per entry,
+    ``apply_chat_template`` and the tokenizer on the whole conversation and on its prompt."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.conftest import train_tokenizer
 
@@ -260,11 +261,14 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     step = max(1, summary.entries // 2000)  # every step-th entry: both datasets, short and long
     sample = [t for t in reader.entry_triples(1, summary.entries) if t[0] % step == 0][:2000]
     started = time.perf_counter()
-    for _, dataset_id, row, cut in sample:
+    for _, dataset_id, row, cut in sample:  # LLaMA-Factory v1's Renderer: whole and prompt, apart
         messages = chat_messages(reader.sample(dataset_id, row, cut)["messages"])
-        tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        tokenizer(tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False)
+        tokenizer(tokenizer.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True),
+                  add_special_tokens=False)
     seconds = time.perf_counter() - started
-    lines.append(("HF apply_chat_template + assistant masks, 1 process", f"{len(sample) / seconds:,.0f}", "-"))
+    lines.append(("v1's rule: apply_chat_template + tokenizer, whole and prompt, 1 process",
+                  f"{len(sample) / seconds:,.0f}", "-"))
     plan = pack_store(store, "jobsNone", capacity=4096)
     packed = f"dataidx pack on those lengths: {plan.entries:,} entries -> {plan.packs:,} packs, {plan.fill:.2%} full, " \
              f"{plan.seconds:.2f} s"

@@ -13,6 +13,7 @@ conversation as its prefixes render is reported, never guessed at.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -36,26 +37,23 @@ class Span:
     weight: float
 
 
+# Hugging Face's ``{% generation %}...{% endgeneration %}`` marks assistant tokens for its masks;
+# rendering needs only its body, so it becomes an always-true ``if`` with the same whitespace
+# control: the same text, without a call per assistant turn.
+_GENERATION_TAG = re.compile(r"\{%(-?)\s*(end)?generation\s*(-?)%\}")
+
+
+def _plain_block(tag: re.Match[str]) -> str:
+    before, end, after = tag.groups()
+    return f"{{%{before} {'endif' if end else 'if true'} {after}%}}"
+
+
 @lru_cache(maxsize=16)
 def compile_template(text: str) -> Any:
     """A compiled Jinja chat template, in Hugging Face's environment (cached per text)."""
     import jinja2  # here, not at import: only rendering needs Jinja
-    from jinja2.ext import Extension, loopcontrols
+    from jinja2.ext import loopcontrols
     from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    class Generation(Extension):
-        """``{% generation %}...{% endgeneration %}`` (Hugging Face's assistant-mask tag) renders its
-        body: templates that carry it compile and render the same text."""
-
-        tags = {"generation"}
-
-        def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
-            lineno = next(parser.stream).lineno
-            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-            return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
-
-        def _body(self, caller: Any) -> str:
-            return caller()
 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
@@ -64,12 +62,12 @@ def compile_template(text: str) -> Any:
                sort_keys: bool = False) -> str:
         return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[Generation, loopcontrols])
+    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     environment.filters["tojson"] = tojson
     environment.globals["raise_exception"] = raise_exception
     environment.globals["strftime_now"] = lambda format: datetime.now().strftime(format)
     try:
-        return environment.from_string(text)
+        return environment.from_string(_GENERATION_TAG.sub(_plain_block, text))
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(f"chat template does not compile: {exc}") from None
 
