@@ -186,7 +186,8 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     if global_batch_size is not None:
         steps, rest = divmod(summary.packs, global_batch_size)
         dropped = f"; the last {rest} packs do not fill a step and are dropped (drop_last)" if rest else ""
-        click.echo(f"{steps} steps per epoch at a global batch size of {global_batch_size} packs{dropped}", err=True)
+        click.echo(f"{steps} step{'s' if steps != 1 else ''} per epoch at a global batch size of {global_batch_size} "
+                   f"packs{dropped}", err=True)
 
 
 @click.command("import-v0")
