@@ -62,6 +62,12 @@ def test_int_negative_slice_list_and_errors(chat_store: Path) -> None:
             engine[bad]
 
 
+def test_what_llamafactory_v1s_trainers_read_from_their_dataset(chat_store: Path) -> None:
+    # Its DPO and RM trainers check, in this order: not streaming, not empty, the first sample.
+    engine = DataEngine(chat_store)
+    assert engine.streaming is False and len(engine) > 0 and "messages" in engine[0]
+
+
 def test_getitems_matches_getitem(chat_store: Path) -> None:
     engine = DataEngine(chat_store)
     order = [5, 3, 3, -1, 0]
