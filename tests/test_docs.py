@@ -43,6 +43,12 @@ def test_sql_examples_run_and_answer(demo_store: Path, sql: str) -> None:
         assert rows
 
 
+def test_the_cookbook_served_by_datasette_is_the_one_in_the_docs() -> None:
+    from dataidx.view import COOKBOOK
+
+    assert [sql for _, sql in COOKBOOK] == [example.strip() for example in sql_examples()]
+
+
 def test_every_view_is_documented_with_its_columns() -> None:
     text = SQL_DOC.read_text()
     for view, columns in VIEW_COLUMNS.items():

@@ -15,7 +15,7 @@ import click
 from .._version import __version__
 from ..errors import DataidxError
 from ..plugins import load_plugin_modules
-from . import read_commands, write_commands
+from . import read_commands, view_commands, write_commands
 
 
 class Group(click.Group):
@@ -49,5 +49,5 @@ def cli(plugin_modules: tuple[str, ...]) -> None:
         load_plugin_modules(list(plugin_modules))
 
 
-for _command in (*write_commands.COMMANDS, *read_commands.COMMANDS):
+for _command in (*write_commands.COMMANDS, *read_commands.COMMANDS, *view_commands.COMMANDS):
     cli.add_command(_command)

@@ -1,0 +1,115 @@
+"""The report's charts, drawn by matplotlib as inline SVG.
+
+Why matplotlib and not Vega-Lite: a static SVG needs no JavaScript runtime inlined into the
+page (Vega's is ~1 MB), opens in any browser or mail client, and draws the same bytes every
+time. Every mark (a bar) carries an SVG id ``mark-<chart>-<n>``, so a test in a real browser can
+count what each chart drew against the SQL figures.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+
+import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from ..store import STATUSES
+from .figures import FILL_BINS, PlanFigures, SpecFigures
+
+#: A colour per status, good to bad; colour-blind safe (Okabe-Ito).
+STATUS_COLOURS = dict(zip(STATUSES, ("#009E73", "#E69F00", "#D55E00", "#999999", "#CC79A7")))
+_BAR = "#0072B2"
+
+
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), dpi=96, layout="constrained")
+
+
+def _svg(figure: Figure) -> str:
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dataidx", "font.size": 9}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # the inline element, without the XML prolog and doctype
+
+
+def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: str) -> str:
+    """One bar per label; bar ``i`` has the id ``mark-<chart>-<i>``."""
+    figure = _figure(7, 0.45 * len(labels) + 1)
+    axes = figure.add_subplot()
+    bars = axes.barh(range(len(labels)), values, color=_BAR)
+    for number, (bar, value) in enumerate(zip(bars, values)):
+        bar.set_gid(f"mark-{chart}-{number}")
+        axes.annotate(f"{value:,}" if isinstance(value, int) else f"{value:.1%}", (value, number),
+                      xytext=(3, 0), textcoords="offset points", va="center")
+    axes.set_yticks(range(len(labels)), labels)
+    axes.invert_yaxis()
+    axes.set_xlabel(xlabel)
+    axes.spines[["top", "right"]].set_visible(False)
+    return _svg(figure)
+
+
+def turns_chart(turns: list[tuple[str, int, int]]) -> str:
+    """Rows by number of entries (supervised turns), one panel per dataset."""
+    by_dataset: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for dataset, count, rows in turns:
+        by_dataset[dataset].append((count, rows))
+    figure = _figure(7, 1.4 * len(by_dataset) + 0.5)
+    number = 0
+    for panel, (dataset, counts) in enumerate(by_dataset.items(), start=1):
+        axes = figure.add_subplot(len(by_dataset), 1, panel)
+        for bar in axes.bar([c for c, _ in counts], [r for _, r in counts], color=_BAR):
+            bar.set_gid(f"mark-turns-{number}")
+            number += 1
+        axes.set_title(dataset, loc="left", fontsize=9)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_ylabel("rows")
+        axes.spines[["top", "right"]].set_visible(False)
+    figure.axes[-1].set_xlabel("entries per row (supervised turns)")
+    return _svg(figure)
+
+
+def length_chart(spec: SpecFigures) -> str:
+    """Token lengths (before truncation) per dataset, stacked by status, the cutoff marked."""
+    by_dataset: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
+    for dataset, status, bin_number, entries in spec.histogram:
+        by_dataset[dataset][status][bin_number] = entries
+    figure = _figure(7, 1.6 * len(by_dataset) + 0.8)
+    panels = figure.subplots(len(by_dataset), 1, sharex=True, squeeze=False)[:, 0]  # one length axis for all
+    number = 0
+    for axes, (dataset, statuses) in zip(panels, by_dataset.items()):
+        bottoms: dict[int, int] = defaultdict(int)
+        labelled: set[str] = set()
+        for status in STATUSES:
+            for bin_number, entries in sorted(statuses.get(status, {}).items()):
+                bar, = axes.bar(bin_number * spec.bin_width, entries, width=spec.bin_width, align="edge",
+                                bottom=bottoms[bin_number], color=STATUS_COLOURS[status],
+                                label=None if status in labelled else status)
+                labelled.add(status)
+                bar.set_gid(f"mark-lengths-{number}")
+                bottoms[bin_number] += entries
+                number += 1
+        axes.axvline(spec.cutoff, color="#D55E00", linestyle="--", linewidth=1)
+        axes.set_title(f"{dataset}  (cutoff {spec.cutoff:,} dashed)", loc="left", fontsize=9)
+        axes.set_ylabel("entries")
+        axes.spines[["top", "right"]].set_visible(False)
+        axes.legend(fontsize=7, frameon=False, loc="upper right")
+    figure.axes[-1].set_xlabel("tokens before truncation")
+    return _svg(figure)
+
+
+def fill_chart(plan: PlanFigures) -> str:
+    """Packs by how full they are, in bins of 5%."""
+    figure = _figure(7, 2.6)
+    axes = figure.add_subplot()
+    width = 100 / FILL_BINS
+    for number, (bin_number, packs) in enumerate(plan.fill_histogram):
+        bar, = axes.bar(bin_number * width, packs, width=width, align="edge", color=_BAR, edgecolor="white")
+        bar.set_gid(f"mark-fill-{number}")
+    axes.set_xlim(0, 100)
+    axes.set_xlabel(f"fill of a pack of {plan.capacity:,} tokens (%)")
+    axes.set_ylabel("packs")
+    axes.spines[["top", "right"]].set_visible(False)
+    return _svg(figure)

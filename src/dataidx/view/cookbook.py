@@ -1,0 +1,35 @@
+"""The cookbook of docs/sql.md as data: the questions people ask a store, and their SQL.
+
+Datasette offers them as canned queries (``dataidx serve``); tests keep them equal to the docs and
+run each one.
+"""
+
+from __future__ import annotations
+
+#: ``(title, sql)``, in the order of docs/sql.md.
+COOKBOOK: list[tuple[str, str]] = [
+    ('Share of each dataset in a mixture',
+     "SELECT dataset, entries, share FROM composition WHERE mixture = 'default';"),
+    ('Which rows repeat most (weights above 1, or `--sampling replacement`)',
+     "SELECT dataset, row, sum(repeats) AS times FROM repeats\nWHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row LIMIT 10;"),
+    ('How two mixtures differ, dataset by dataset',
+     "SELECT a.dataset, a.entries AS in_a, b.entries AS in_b, b.entries - a.entries AS change\nFROM composition AS a JOIN composition AS b ON a.dataset = b.dataset\nWHERE a.mixture = 'default' AND b.mixture = 'seed7';"),
+    ('Entries in one mixture that the other never uses',
+     "SELECT dataset, row, cut FROM repeats WHERE mixture = 'seed7'\nEXCEPT SELECT dataset, row, cut FROM repeats WHERE mixture = 'default';"),
+    ('How many turns conversations have, per dataset',
+     'SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\nGROUP BY dataset, entries ORDER BY dataset, turns;'),
+    ('What one position of a mixture is, and its seeds',
+     "SELECT e.*, m.seed AS mixture_seed, md.seed AS dataset_seed\nFROM entries AS e JOIN mixtures AS m ON m.name = e.mixture\nJOIN datasets AS d ON d.name = e.dataset\nJOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id\nWHERE e.mixture = 'default' AND e.position = 0;"),
+    ('Which rows were rejected, and why, per dataset',
+     'SELECT dataset, count(*) AS rejected, min(reason) AS example FROM rejects GROUP BY dataset;'),
+    ('How a mixture was made (seed, sampling, the config it came from, per dataset requested vs realised)',
+     'SELECT m.name, m.seed, m.sampling, m.dataidx_version, d.name AS dataset, md.size, md.weight,\n       md.requested, md.entries\nFROM mixtures AS m JOIN mixture_datasets AS md ON md.mixture_id = m.id JOIN datasets AS d ON d.id = md.dataset_id;'),
+    ('Why entries do not train, per dataset and reason (nothing is dropped without a row here)',
+     "SELECT spec, dataset, status, count(*) AS entries, max(full_tokens) AS longest\nFROM entry_lengths WHERE status NOT IN ('ok') GROUP BY spec, dataset, status;"),
+    ('Tokens and supervised tokens of a mixture, per dataset, under a spec',
+     "SELECT e.dataset, count(*) AS entries, sum(l.tokens) AS tokens, sum(l.supervised_tokens) AS supervised\nFROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset AND l.row = e.row AND coalesce(l.cut, -1) = coalesce(e.cut, -1)\nWHERE e.mixture = 'default' AND l.spec = 'default' AND l.status IN ('ok', 'truncated')\nGROUP BY e.dataset;"),
+    ('How full each plan is',
+     'SELECT plan, packs, entries, round(fill, 4) AS fill, left_out FROM pack_plans;'),
+    ('The emptiest packs of a plan',
+     "SELECT pack, count(*) AS samples, sum(tokens) AS tokens FROM pack_members\nWHERE plan = 'default' GROUP BY pack ORDER BY tokens LIMIT 5;"),
+]

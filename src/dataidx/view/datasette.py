@@ -1,0 +1,82 @@
+"""``dataidx serve``: a store in Datasette, the tool people already use to browse SQLite.
+
+The store is opened immutable (read-only, no locks), on 127.0.0.1, under the name Datasette gives
+the file (``demo`` for ``demo.db``), with metadata that says what every table and view holds and
+the cookbook of docs/sql.md as canned queries.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import UsageError
+from ..store import store_location
+from .cookbook import COOKBOOK
+
+#: One line per table and view of a store: what one row is.
+DESCRIPTIONS = {
+    # views: the stable interface (docs/sql.md)
+    "entries": "One row per position of a mixture: the (dataset, row, cut) it serves.",
+    "composition": "One row per dataset of a mixture: entries, distinct rows and share.",
+    "turns": "One row per source row of the base index: its entries (supervised turns) and last cut.",
+    "repeats": "One row per distinct entry of a mixture: how many positions repeat it.",
+    "rejects": "One row per source row a build left out under on_error: skip, with the reason.",
+    "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
+    "pack_plans": "One row per packing plan: capacity, seed, packs, fill and positions left out.",
+    "pack_members": "One row per member of a pack: the mixture position it holds and its tokens.",
+    "mixture_positions": "Every position of every mixture with its base entry, runs expanded.",
+    # tables (docs/store.md)
+    "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
+    "base_entries": "The base index: one (dataset, row, cut) per supervised turn, in source order.",
+    "builds": "One row per build: when, from which config, by which dataidx, in how long.",
+    "mixtures": "One row per mixture: seed, sampling mode, entry count and the config it came from.",
+    "mixture_datasets": "One row per dataset of a mixture: its seed, size, weight, and entries requested and drawn.",
+    "mixture_runs": "Whole-dataset stretches of a mixture: positions start.. hold entries first_entry..",
+    "mixture_entries": "Positions of a mixture that are not in a run, one row each.",
+    "rejected_rows": "Rows a build left out, with dataset, row and reason.",
+    "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
+    "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
+    "packing_plans": "One row per packing plan (see pack_plans).",
+    "packs": "One row per pack of a plan: its first member and how many.",
+    "packed_entries": "One row per member of every pack, in slot order.",
+    "alembic_version": "The schema revision of the store (dataidx migrate upgrades it).",
+}
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:60]
+
+
+def datasette_metadata(database: str) -> dict[str, Any]:
+    """Datasette metadata for a store served under the name ``database``."""
+    return {
+        "title": "dataidx store",
+        "description": f"A dataidx {__version__} store, read-only. The views are the stable interface; "
+                       "the canned queries are the cookbook of docs/sql.md.",
+        "databases": {database: {
+            "tables": {name: {"description": text} for name, text in DESCRIPTIONS.items()},
+            "queries": {_slug(title): {"title": title, "sql": sql} for title, sql in COOKBOOK},
+        }},
+    }
+
+
+def serve_store(store: str | os.PathLike[str], port: int = 8001) -> None:
+    """Serve the store file ``store`` with Datasette on 127.0.0.1:``port`` until interrupted."""
+    location = store_location(store)
+    if not isinstance(location, Path):
+        raise UsageError(f"{store}: dataidx serve shows a store file; a PostgreSQL store is served by any "
+                         "PostgreSQL client (see docs/postgres.md)")
+    if not location.is_file():
+        raise UsageError(f"{location}: no store file there")
+    try:
+        import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
+        from datasette.app import Datasette
+    except ImportError:
+        raise UsageError("dataidx serve needs Datasette: pip install 'dataidx[web]'") from None
+    datasette = Datasette(immutables=[str(location)], metadata=datasette_metadata(location.stem),
+                          settings={"sql_time_limit_ms": 5000})
+    uvicorn.run(datasette.app(), host="127.0.0.1", port=port, log_level="warning")

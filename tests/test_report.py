@@ -1,0 +1,176 @@
+"""dataidx report, looked at the way people see it: in headless Chromium (Debian's, driven by
+Playwright; nothing is downloaded), charts counted against SQL, tokens hovered; and dataidx
+serve, read over HTTP from a running Datasette."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dataidx.cli import cli
+from dataidx.index import build
+from dataidx.pack import pack_store
+from dataidx.render import render_store
+from dataidx.store import run_query
+from dataidx.view import COOKBOOK, DESCRIPTIONS, datasette_metadata, write_report
+
+from .conftest import REPO
+
+SCREENSHOT = REPO / "docs" / "report.png"
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's demo: built, rendered with the shipped tokenizer (cutoff 256: some entries are
+    too long) and packed."""
+    store = tmp_path_factory.mktemp("report") / "demo.db"
+    build(REPO / "data" / "demo_sft.yaml", store)
+    render_store(store, REPO / "data" / "demo_tokenizer", cutoff=256)
+    pack_store(store, "default", capacity=256)
+    return store
+
+
+@pytest.fixture(scope="module")
+def report(demo_store: Path) -> Path:
+    result = CliRunner().invoke(cli, ["report", str(demo_store), "-o", str(demo_store.with_name("report.html")),
+                                      "--spec", "default", "--plan", "default", "--samples", "4"])
+    assert result.exit_code == 0, result.output
+    assert "report steps 6/6" in result.output and "wrote" in result.output
+    return demo_store.with_name("report.html")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    playwright = pytest.importorskip("playwright.sync_api") if chromium else None
+    if chromium is None or playwright is None:
+        if os.environ.get("DATAIDX_REQUIRE_BROWSER"):
+            pytest.fail("Debian's chromium (and the playwright package) are needed for the browser tests")
+        pytest.skip("no chromium on this machine")
+    with playwright.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=chromium, headless=True)
+        yield launched
+        launched.close()
+
+
+def sql_count(store: Path, sql: str) -> int:
+    return run_query(store, sql)[1][0][0]
+
+
+def test_the_report_is_one_self_contained_file(report: Path) -> None:
+    text = report.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "</html>" in text
+    for fetch in ("<script src", "<link", "url(http", "src=\"http", "src='http", "@import"):
+        assert fetch not in text
+    assert text.count("<svg") == 5  # mixture, turns, lengths, supervised, fill
+
+
+def test_the_report_in_a_browser(report: Path, demo_store: Path, browser, tmp_path: Path) -> None:
+    page = browser.new_page(viewport={"width": 1000, "height": 1400})
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("request", lambda request: problems.append(f"fetched {request.url}")
+            if not request.url.startswith("file:") else None)
+    page.goto(report.as_uri())
+    width = int(page.get_attribute("#chart-lengths", "data-bin-width"))
+    expected = {
+        "mixture": sql_count(demo_store, "SELECT count(*) FROM composition WHERE mixture = 'default'"),
+        "turns": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT dataset, entries FROM turns) AS t"),
+        "lengths": sql_count(demo_store, f"SELECT count(*) FROM (SELECT DISTINCT dataset, status, full_tokens / {width} "
+                                         "FROM entry_lengths WHERE spec = 'default') AS t"),
+        "supervised": sql_count(demo_store, "SELECT count(DISTINCT dataset) FROM entry_lengths WHERE spec = 'default' "
+                                            "AND status IN ('ok', 'truncated')"),
+        "fill": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT min(sum(tokens) * 20 / 256, 19) "
+                                      "FROM pack_members WHERE plan = 'default' GROUP BY pack) AS t"),
+    }
+    drawn = {chart: page.locator(f"#chart-{chart} [id^='mark-{chart}-']").count() for chart in expected}
+    assert drawn == expected and all(drawn.values())
+    for chart in expected:  # each mark is an SVG shape the browser laid out, not an empty group
+        box = page.locator(f"#chart-{chart} [id='mark-{chart}-0'] path").first.bounding_box()
+        assert box is not None and box["width"] > 0 and box["height"] > 0, chart
+    # Hovering a supervised token shows its label; an unsupervised one says it is not trained on.
+    trained = page.locator("#samples .tok.sup").first
+    trained.hover()
+    assert page.is_visible("#tip")
+    assert f"label {trained.get_attribute('data-label')}" in page.inner_text("#tip")
+    page.locator("#samples .tok:not(.sup)").first.hover()
+    assert "label -100 (not trained on)" in page.inner_text("#tip")
+    assert page.locator("#samples .tok.special").count() > 0
+    assert "too_long" in page.inner_text("#lengths")  # the entries that will not train, with why
+    assert not problems, problems
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    if os.environ.get("DATAIDX_UPDATE_SCREENSHOT"):  # the README's picture: lengths by status, and why
+        page.mouse.move(0, 0)
+        top = page.locator("#lengths").bounding_box()["y"] + page.evaluate("window.scrollY")
+        page.screenshot(path=str(SCREENSHOT), full_page=True, clip={"x": 0, "y": top, "width": 1000, "height": 980})
+    page.close()
+
+
+def test_report_without_a_spec_and_its_errors(demo_store: Path, tmp_path: Path) -> None:
+    summary = write_report(demo_store, tmp_path / "plain.html", samples=2, seed=3)
+    text = summary.path.read_text(encoding="utf-8")
+    assert summary.bytes == len(text.encode()) and "converted (no --spec given)" in text
+    assert text.count("<svg") == 2 and "id='chart-lengths'" not in text
+    result = CliRunner().invoke(cli, ["report", str(demo_store), "-o", str(tmp_path / "x.html"), "--spec", "nope"])
+    assert result.exit_code == 1 and "render spec 'nope'" in result.output and "default" in result.output
+    result = CliRunner().invoke(cli, ["report", str(demo_store), "-o", str(tmp_path / "x.html"), "--mixture", "nope"])
+    assert result.exit_code == 1 and "mixture 'nope'" in result.output
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_datasette_metadata_describes_every_table_and_view(demo_store: Path) -> None:
+    _, names = run_query(demo_store, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    assert {name for name, in names} == set(DESCRIPTIONS)
+    queries = datasette_metadata("demo")["databases"]["demo"]["queries"]
+    assert len(queries) == len(COOKBOOK) and all(query["sql"] for query in queries.values())
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_serve_shows_the_store_in_datasette(demo_store: Path) -> None:
+    pytest.importorskip("datasette")
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "dataidx", "serve", str(demo_store), "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}/demo"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/composition.json?_shape=objects", timeout=5) as response:
+                    composition = json.load(response)
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read()
+                assert time.monotonic() < deadline, "datasette did not start"
+                time.sleep(0.3)
+        _, expected = run_query(demo_store, "SELECT dataset, entries FROM composition WHERE mixture = 'default'")
+        assert [(row["dataset"], row["entries"]) for row in composition["rows"]] == [tuple(row) for row in expected]
+        with urllib.request.urlopen(f"{base}/share_of_each_dataset_in_a_mixture.json?_shape=array", timeout=5) as response:
+            shares = json.load(response)
+        assert [row["dataset"] for row in shares] == [dataset for dataset, _ in expected]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/metadata.json", timeout=5) as response:
+            described = json.load(response)["databases"]["demo"]["tables"]
+        assert described["entries"]["description"] == DESCRIPTIONS["entries"]
+        with pytest.raises(urllib.error.HTTPError):  # read-only: Datasette refuses anything but a read
+            urllib.request.urlopen(f"{base}.json?sql=DELETE+FROM+datasets", timeout=5)
+        assert run_query(demo_store, "SELECT count(*) FROM datasets")[1][0][0] == 3
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
