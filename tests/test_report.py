@@ -174,3 +174,12 @@ def test_serve_shows_the_store_in_datasette(demo_store: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_serve_refuses_what_is_not_a_store_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.db").write_text("not a database")
+    for store, message in ((tmp_path / "none.db", "store not found"), (tmp_path / "notes.db", "not a dataidx store"),
+                           ("postgresql://me:secret@db/x?schema=s", "shows a store file")):
+        result = CliRunner().invoke(cli, ["serve", str(store)])
+        assert result.exit_code == 1 and message in result.output and "serving" not in result.output
+        assert "secret" not in result.output

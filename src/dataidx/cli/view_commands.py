@@ -52,8 +52,8 @@ def serve(store: str, port: int) -> None:
     """
     from ..view import serve_store
 
-    click.echo(f"serving {shown(store)} read-only on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)
-    serve_store(store, port)
+    serve_store(store, port, announce=lambda url: click.echo(f"serving {shown(store)} read-only at {url} "
+                                                             "(Ctrl-C stops)", err=True))
 
 
 COMMANDS = [report, serve]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ..store import store_location
+from ..store import connect_readonly, store_location
 from .cookbook import COOKBOOK
 
 #: One line per table and view of a store: what one row is.
@@ -64,14 +65,14 @@ def datasette_metadata(database: str) -> dict[str, Any]:
     }
 
 
-def serve_store(store: str | os.PathLike[str], port: int = 8001) -> None:
-    """Serve the store file ``store`` with Datasette on 127.0.0.1:``port`` until interrupted."""
+def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Callable[[str], None] | None = None) -> None:
+    """Serve the store file ``store`` with Datasette on 127.0.0.1:``port`` until interrupted;
+    ``announce(url)`` is called once the store is known good, before the server starts."""
     location = store_location(store)
     if not isinstance(location, Path):
         raise UsageError(f"{store}: dataidx serve shows a store file; a PostgreSQL store is served by any "
                          "PostgreSQL client (see docs/postgres.md)")
-    if not location.is_file():
-        raise UsageError(f"{location}: no store file there")
+    connect_readonly(location).close()  # a dataidx store of a revision this dataidx reads, or a clear error
     try:
         import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
         from datasette.app import Datasette
@@ -79,4 +80,6 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001) -> None:
         raise UsageError("dataidx serve needs Datasette: pip install 'dataidx[web]'") from None
     datasette = Datasette(immutables=[str(location)], metadata=datasette_metadata(location.stem),
                           settings={"sql_time_limit_ms": 5000})
+    if announce is not None:
+        announce(f"http://127.0.0.1:{port}/{location.stem}")
     uvicorn.run(datasette.app(), host="127.0.0.1", port=port, log_level="warning")
