@@ -14,7 +14,6 @@ every row into Python.
 from __future__ import annotations
 
 import argparse
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -61,42 +60,48 @@ def synthetic_spec(store: Path, work: Path) -> None:
               None if n <= CUTOFF else f"{n} tokens > cutoff {CUTOFF}") for i, n in enumerate(lengths.tolist())))
 
 
-def python_counts(store: Path) -> float:
-    """Seconds to count entries per dataset and lengths per dataset and status, row by row."""
-    started = time.perf_counter()
+def python_counts(store: str) -> None:
+    """Count entries per dataset and lengths per dataset and status, row by row."""
     _, rows = run_query(store, "SELECT dataset FROM entries WHERE mixture = 'default'")
     Counter(dataset for dataset, in rows)
     _, rows = run_query(store, "SELECT dataset, status, full_tokens FROM entry_lengths WHERE spec = 'bench'")
     Counter((dataset, status, tokens // 200) for dataset, status, tokens in rows)
-    return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--alpaca", type=int, default=1_000_000)
     parser.add_argument("--sharegpt", type=int, default=250_000)
+    parser.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (reused when its store is there)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dataidx-bench-report-") as folder:
-        work = Path(folder)
+        work = Path(args.keep or folder)
+        work.mkdir(parents=True, exist_ok=True)
         store = work / "bench.db"
         started = time.perf_counter()
-        build(generate(work, args.alpaca, args.sharegpt), store)
-        synthetic_spec(store, work)
-        pack_store(store, "bench", capacity=4096, name="bench")
+        if not store.exists():
+            build(generate(work, args.alpaca, args.sharegpt), store)
+            synthetic_spec(store, work)
+            pack_store(store, "bench", capacity=4096, name="bench")
         entries = run_query(store, "SELECT entries FROM mixtures WHERE name = 'default'")[1][0][0]
         print(f"store of {entries:,} entries ready in {time.perf_counter() - started:.1f} s")
         command = [sys.executable, "-m", "dataidx", "report", str(store), "-o", str(work / "report.html"),
                    "--spec", "bench", "--plan", "bench", "--samples", "5", "-q"]
-        started = time.perf_counter()
-        subprocess.run(command, check=True)
-        report_seconds = time.perf_counter() - started
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        # A wrapper process whose only child is the report, so its peak RSS is the report's alone.
+        measure = ("import resource, subprocess, sys, time; t = time.perf_counter(); subprocess.run(sys.argv[1:], "
+                   "check=True); print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        out = subprocess.run([sys.executable, "-c", measure, *command], check=True, capture_output=True, text=True).stdout
+        report_seconds, peak = float(out.split()[0]), int(out.split()[1]) / 1024
+        counting = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); "
+                    f"from bench_report import python_counts; python_counts({str(store)!r})"]
+        out = subprocess.run([sys.executable, "-c", measure, *counting], check=True, capture_output=True, text=True).stdout
+        python_seconds, python_peak = float(out.split()[0]), int(out.split()[1]) / 1024
         size = (work / "report.html").stat().st_size
         print_table(("way", "seconds", "peak RSS (MiB)", "output"), [
             ("dataidx report (fresh process, imports and tokenizer load included)", f"{report_seconds:.1f}",
              f"{peak:,.0f}", f"{size / 1024:,.0f} KiB HTML"),
             ("Python: fetch every entry and length row, count (composition and histogram only)",
-             f"{python_counts(store):.1f}", "-", "-"),
+             f"{python_seconds:.1f}", f"{python_peak:,.0f}", "two Counters"),
         ])
 
 

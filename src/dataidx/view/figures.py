@@ -114,17 +114,26 @@ def _spec_figures(connection: ReadConnection, path: str, name: str) -> SpecFigur
     width = max(1, math.ceil((longest + 1) / LENGTH_BINS))
     joined = "entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id JOIN datasets AS d ON d.id = b.dataset_id"
     trains = ", ".join(f"'{status}'" for status in TRAINS)
+    # One pass over the spec's rows; the per-dataset figures are sums of its few groups.
+    groups = _all(connection, "SELECT d.name, r.status, r.full_tokens / {width} AS bin, count(*), sum(r.tokens), "
+                              "sum(r.supervised_tokens), min(r.detail) FROM {joined} WHERE r.spec_id = {mark} "
+                              "GROUP BY d.position, d.name, r.status, bin ORDER BY d.position, r.status, bin",
+                  spec_id, width=str(width), joined=joined)
+    supervised: dict[str, list[int]] = {}
+    reasons: dict[tuple[str, str], list] = {}
+    for dataset, status, _, entries, tokens, supervised_tokens, detail in groups:
+        if status in TRAINS:
+            totals = supervised.setdefault(dataset, [0, 0, 0])
+            totals[0], totals[1], totals[2] = totals[0] + entries, totals[1] + tokens, totals[2] + supervised_tokens
+        else:
+            reason = reasons.setdefault((dataset, status), [0, detail])
+            reason[0] += entries
+            reason[1] = min(filter(None, (reason[1], detail)), default=None)
     return SpecFigures(
         name, cutoff, width,
-        histogram=_all(connection, "SELECT d.name, r.status, r.full_tokens / {width} AS bin, count(*) FROM {joined} "
-                                   "WHERE r.spec_id = {mark} GROUP BY d.position, d.name, r.status, bin "
-                                   "ORDER BY d.position, r.status, bin", spec_id, width=str(width), joined=joined),
-        supervised=_all(connection, "SELECT d.name, count(*), sum(r.tokens), sum(r.supervised_tokens) FROM {joined} "
-                                    "WHERE r.spec_id = {mark} AND r.status IN ({trains}) GROUP BY d.position, d.name "
-                                    "ORDER BY d.position", spec_id, joined=joined, trains=trains),
-        reasons=_all(connection, "SELECT d.name, r.status, count(*), min(r.detail) FROM {joined} WHERE r.spec_id = {mark} "
-                                 "AND r.status NOT IN ({trains}) GROUP BY d.position, d.name, r.status "
-                                 "ORDER BY d.position, r.status", spec_id, joined=joined, trains=trains),
+        histogram=[(dataset, status, bin_number, entries) for dataset, status, bin_number, entries, *_ in groups],
+        supervised=[(dataset, *totals) for dataset, totals in supervised.items()],
+        reasons=[(dataset, status, entries, detail) for (dataset, status), (entries, detail) in reasons.items()],
         not_training=_all(connection, "SELECT d.name, b.row, b.cut, r.status, r.full_tokens, r.detail FROM {joined} "
                                       "WHERE r.spec_id = {mark} AND r.status NOT IN ({trains}) ORDER BY r.entry_id "
                                       f"LIMIT {LISTED}", spec_id, joined=joined, trains=trains),
