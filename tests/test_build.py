@@ -213,6 +213,52 @@ def test_drops_are_counted_in_the_build_summary(tmp_path: Path) -> None:
     assert store_info(tmp_path / "s.db")["datasets"][0]["drops"] == 1
 
 
+def test_what_the_build_recorded_is_not_logged_again_at_fetch(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = write_jsonl(tmp_path / "chat.jsonl", [
+        {"conversations": [{"from": "human", "value": f"q{i}"}, {"from": "bot", "value": "?"},
+                           {"from": "gpt", "value": f"a{i}"}]} for i in range(50)])
+    config = write_yaml(tmp_path / "c.yaml", f"chat:\n  path: {data}\n  source: local\n  converter: sharegpt\n")
+    build(config, tmp_path / "s.db")
+    engine = DataEngine(tmp_path / "s.db")
+    with caplog.at_level("WARNING"):
+        samples = [engine[i] for i in range(len(engine))] + engine[0:len(engine)]
+    assert len(samples) == 100 and not caplog.records  # 50 rows lost a message; the build counted them
+    result = CliRunner().invoke(cli, ["info", str(tmp_path / "s.db")])
+    header, _, line = result.output.splitlines()[3:6]
+    assert "dropped messages" in header and line.split()[:6] == ["chat", "sharegpt", "50", "50", "50", "0"]
+
+
+def test_a_drop_the_build_did_not_record_is_logged_once_per_dataset(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    from dataidx.convert import converters, drop, register_converter
+
+    def qa(row: dict) -> dict:
+        return {"messages": [{"role": "user", "content": [{"type": "text", "value": row["q"]}], "loss_weight": 0.0},
+                             {"role": "assistant", "content": [{"type": "text", "value": row["a"]}], "loss_weight": 1.0}]}
+
+    def qa_changed(row: dict) -> dict:  # the same converter, later: it now leaves something out
+        drop("the hint is not JSON")
+        return qa(row)
+
+    rows = [{"q": f"q{i}", "a": f"a{i}"} for i in range(20)]
+    yaml = "".join(f"{name}:\n  path: {write_jsonl(tmp_path / f'{name}.jsonl', rows)}\n  source: local\n  converter: qa_test\n"
+                   for name in ("first", "second"))
+    register_converter("qa_test")(qa)
+    try:
+        build(write_yaml(tmp_path / "c.yaml", yaml), tmp_path / "s.db")
+        with pytest.warns(UserWarning, match="registered again"):
+            register_converter("qa_test")(qa_changed)
+        engine = DataEngine(tmp_path / "s.db")
+        with caplog.at_level("WARNING"):
+            [engine[i] for i in range(len(engine))]
+            DataEngine(tmp_path / "s.db")[0:len(engine)]  # another reader in the same process
+        warned = [r.getMessage() for r in caplog.records]
+        assert len(warned) == 2 and "dataset 'first' row 0" in warned[0] and "dataset 'second' row 0" in warned[1]
+        assert "the hint is not JSON" in warned[0] and "did not record" in warned[0]
+    finally:
+        converters._plugins.pop("qa_test", None)
+
+
 def test_build_refuses_to_overwrite_a_file_that_is_not_a_store(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
     config = write_yaml(tmp_path / "c.yaml", f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")

@@ -33,8 +33,9 @@ def info(store: str, as_json: bool) -> None:
     click.echo(f"store {details['store']} (schema {details['schema_revision']}, dataidx {build.get('dataidx_version')})")
     click.echo(f"built {build.get('created_at')} from {build.get('config')} in {build.get('seconds')} s\n")
     click.echo(table(
-        ["dataset", "converter", "rows", "entries", "source", "path"],
-        [(d["name"], d["converter"], d["rows"], d["entries"], d["source"], d["path"]) for d in details["datasets"]],
+        ["dataset", "converter", "rows", "entries", "dropped messages", "rejected rows", "source", "path"],
+        [(d["name"], d["converter"], d["rows"], d["entries"], d["drops"], d["rejected"], d["source"], d["path"])
+         for d in details["datasets"]],
     ))
     for mixture in details["mixtures"]:
         click.echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "

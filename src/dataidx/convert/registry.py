@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConversionError, DataidxError
@@ -49,15 +48,19 @@ def drop(reason: str) -> None:
         collected.append(reason)
 
 
-@contextmanager
-def collecting_drops() -> Iterator[list[str]]:
-    """Collect :func:`drop` reasons instead of logging them, for a build summary."""
-    collected: list[str] = []
-    token = _drops.set(collected)
-    try:
-        yield collected
-    finally:
-        _drops.reset(token)
+class collecting_drops:  # noqa: N801 - used as a function: ``with collecting_drops() as drops:``
+    """Collect :func:`drop` reasons instead of logging them, for a build summary or a reader.
+    A class, not a generator: readers enter it once per fetched row (1 us instead of 3.5)."""
+
+    __slots__ = ("collected", "token")
+
+    def __enter__(self) -> list[str]:
+        self.collected: list[str] = []
+        self.token = _drops.set(self.collected)
+        return self.collected
+
+    def __exit__(self, *exc_info: object) -> None:
+        _drops.reset(self.token)
 
 
 def present(row: dict[str, Any]) -> dict[str, Any]:

@@ -9,17 +9,21 @@ described, so a store replaced in the meantime is refused, never misread.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..convert import convert_row, converters
+from ..convert import collecting_drops, convert_row, converters
 from ..errors import StaleStoreError
 from ..store import ReadConnection, StoredDataset, connect_readonly
 from .rows import open_rows
 
 _FROZEN_IN: int | None = None
+#: ``(store, dataset)`` pairs this process has warned about (see :class:`Fetcher`).
+_WARNED: set[tuple[str, str]] = set()
+logger = logging.getLogger(__name__)
 
 
 def freeze_inherited_objects() -> None:
@@ -68,22 +72,41 @@ class ProcessState:
     def fetcher(self, dataset: StoredDataset) -> Fetcher:
         found = self.fetchers.get(dataset.id)
         if found is None:
-            found = self.fetchers[dataset.id] = Fetcher(dataset)
+            found = self.fetchers[dataset.id] = Fetcher(dataset, self.path)
         return found
 
 
 class Fetcher:
-    """Rows of one dataset turned into samples: read the raw row, convert it, cut it."""
+    """Rows of one dataset turned into samples: read the raw row, convert it, cut it.
 
-    def __init__(self, dataset: StoredDataset) -> None:
+    Messages a converter leaves out (an unknown role, a tool call that is not JSON) were counted
+    by the build (``dataidx info``), so fetching those rows again says nothing; a drop the build
+    did not record (the converter changed since) is logged once per dataset and process.
+    """
+
+    def __init__(self, dataset: StoredDataset, store: str) -> None:
         self.name = dataset.name
         self.rows = open_rows(dataset)
         plugin = converters.get(dataset.converter)
         self.convert, self.converter = plugin.func, plugin.name
+        self.recorded_drops = dataset.drops
+        self.store = store
 
     def sample(self, row: int, cut: int | None) -> dict[str, Any]:
-        sample = {"_dataset_name": self.name,
-                  **convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)}
+        with collecting_drops() as dropped:
+            converted = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
+        if dropped:
+            self._dropped(row, dropped[0])
+        sample = {"_dataset_name": self.name, **converted}
         if cut is not None:  # truncate() on the copy made above: one dict copy per sample, not two
             sample["messages"] = sample["messages"][:cut]
         return sample
+
+    def _dropped(self, row: int, reason: str) -> None:
+        key = (self.store, self.name)
+        if self.recorded_drops or key in _WARNED:
+            return
+        _WARNED.add(key)
+        logger.warning("dataset '%s' row %d: the converter left part of the row out (%s), which the build did not "
+                       "record: the converter changed since the build (dataidx build again counts such rows); "
+                       "not repeated for this dataset", self.name, row, reason)

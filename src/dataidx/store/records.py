@@ -36,18 +36,22 @@ class StoredDataset:
     rows: int
     files: list[dict[str, Any]]
     arrow_files: list[dict[str, Any]] | None
+    #: Messages the converter left out at build time (unknown roles, tool calls that are not
+    #: JSON): counted there, so a reader need not report them again.
+    drops: int = 0
 
 
 def read_datasets(connection: ReadConnection) -> dict[int, StoredDataset]:
     """The stored datasets by id, in config order."""
     query = (
         "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
-        "arrow_files FROM datasets ORDER BY position"
+        "arrow_files, drops FROM datasets ORDER BY position"
     )
     datasets = {}
     for row in connection.execute(query):
         info, files, arrow_files = (json.loads(v) if v is not None else None for v in (row[8], row[10], row[11]))
-        datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files)
+        datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files,
+                                         drops=row[12])
     return datasets
 
 
