@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from dataidx import DataEngine, __version__
 from dataidx.cli import cli
 from dataidx.errors import DataidxError, StoreError
 from dataidx.index import add_mixture, derive_seed
+from dataidx.read import verify_store
 from dataidx.store import (
     SCHEMA_REVISION,
     alembic_config,
@@ -188,6 +190,7 @@ def test_cli_mix_and_remove(tmp_path, sources, make_store) -> None:
 def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_store) -> None:
     store = make_store(yaml_for(sources, alpaca="  size: 7\n"))
     before = entries(store)
+    counted = composition(store)
     engine = create_engine(f"sqlite:///{store}")
     with engine.begin() as connection:
         command.downgrade(alembic_config(connection), "0001")
@@ -199,9 +202,29 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     assert result.exit_code == 0 and f"from schema revision 0001 to {SCHEMA_REVISION}" in result.stderr
     assert store_revision(store) == SCHEMA_REVISION
     assert entries(store) == before
+    assert composition(store) == counted  # counted again from the positions by revision 0006
     assert len(DataEngine(store)) == len(before)
     assert migrate_store(store) == (SCHEMA_REVISION, SCHEMA_REVISION)
     assert sorted(p.name for p in store.parent.iterdir() if p.name.endswith(".tmp")) == []
+
+
+@pytest.mark.parametrize("sampling", ["exact", "replacement"])
+def test_composition_counts_stored_at_write_time_equal_the_positions(sources, make_store, sampling: str) -> None:
+    store = make_store(yaml_for(sources, chat="  weight: 2.5\n", alpaca="  size: 7\n"), sampling=sampling)
+    add_mixture(store, write_yaml(sources["chat"].parent / "m.yaml", yaml_for(sources, alpaca="  weight: 3\n")), "m",
+                seed=5, sampling=sampling)
+    for mixture in ("default", "m"):
+        _, recount = run_query(store, "SELECT dataset, sum(repeats), count(*), count(DISTINCT row), max(repeats) "
+                                      f"FROM repeats WHERE mixture = '{mixture}' GROUP BY dataset ORDER BY dataset")
+        stored = sorted((r["dataset"], r["entries"], r["distinct_entries"], r["distinct_rows"], r["max_repeats"])
+                        for r in composition(store, mixture))
+        assert stored == [tuple(row) for row in recount]
+    assert verify_store(store)["ok"]
+    with sqlite3.connect(store) as connection:  # a count that no longer matches its positions
+        connection.execute("UPDATE mixture_datasets SET max_repeats = max_repeats + 1 WHERE mixture_id = 1")
+    connection.close()
+    report = verify_store(store)
+    assert not report["ok"] and any("mixture 'default', dataset 'chat'" in line for line in report["integrity"])
 
 
 @settings(max_examples=40, deadline=None)

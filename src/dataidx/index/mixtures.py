@@ -16,7 +16,7 @@ from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import Dataset, Mixture, MixtureDataset, insert_mixture_entries, rewriting
+from ..store import Dataset, Mixture, MixtureDataset, draw_counts, insert_mixture_entries, rewriting
 from .sampling import check_sampling, derive_seed, requested_count, resample
 
 
@@ -61,10 +61,12 @@ class MixtureWriter:
                           dataset_seed)
         insert_mixture_entries(self.connection, self.mixture_id, self.position, chosen)
         self.position += len(chosen)
+        distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, entries, chosen)
         self.connection.execute(insert(MixtureDataset).values(
             mixture_id=self.mixture_id, dataset_id=dataset_id, seed=dataset_seed, size=spec.size,
             weight=spec.weight, base_entries=entries, requested=requested_count(entries, spec.size, spec.weight),
-            entries=len(chosen),
+            entries=len(chosen), distinct_entries=distinct_entries, distinct_rows=distinct_rows,
+            max_repeats=max_repeats,
         ))
         summary.datasets[name] = len(chosen)
 

@@ -14,7 +14,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, source_files, sources
 from ..spec import DatasetSpec
-from ..store import StoredDataset, connect_readonly, read_datasets
+from ..store import StoredDataset, composition_problems, connect_readonly, read_datasets
 
 
 def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]:
@@ -46,10 +46,10 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     connection = connect_readonly(path)
     try:
         datasets = read_datasets(connection)
-        damage = connection.integrity()
+        damage = [f"SQLite integrity check: {line}" for line in connection.integrity()]
+        damage += composition_problems(connection)
     finally:
         connection.close()
     report = {d.name: dataset_problems(d, deep=True) for d in datasets.values()}
-    store = [f"SQLite integrity check: {line}" for line in damage]
-    ok = not store and not any(problems for problems in report.values())
-    return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": store}
+    ok = not damage and not any(problems for problems in report.values())
+    return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}

@@ -29,6 +29,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "store_info": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "composition": ".compose",
+    "composition_problems": ".compose",
     # writing
     "NewStore": ".write",
     "creating": ".write",
@@ -37,6 +38,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "streams_folder": ".location",
     "insert_base_entries": ".sqlite.bulk",
     "insert_mixture_entries": ".sqlite.bulk",
+    "draw_counts": ".sqlite.bulk",
     "save_render_spec": ".renders",
     "move_spec_tokenizer": ".renders",
     "save_packing_plan": ".packs",

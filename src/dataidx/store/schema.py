@@ -120,6 +120,10 @@ class MixtureDataset(Base):
     base_entries: Mapped[int] = mapped_column(INT, nullable=False)
     entries: Mapped[int] = mapped_column(INT, nullable=False)
     requested: Mapped[int | None] = mapped_column(INT, nullable=True)
+    # Counted when the mixture is written, so composition reads a row, not every position.
+    distinct_entries: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
+    distinct_rows: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
+    max_repeats: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
 
 
 class MixtureRun(Base):

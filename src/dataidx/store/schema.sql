@@ -61,7 +61,7 @@ CREATE TABLE mixture_datasets (
 	size INTEGER, 
 	weight FLOAT, 
 	base_entries INTEGER NOT NULL, 
-	entries INTEGER NOT NULL, requested INTEGER, 
+	entries INTEGER NOT NULL, requested INTEGER, distinct_entries INTEGER DEFAULT '0' NOT NULL, distinct_rows INTEGER DEFAULT '0' NOT NULL, max_repeats INTEGER DEFAULT '0' NOT NULL, 
 	CONSTRAINT pk_mixture_datasets PRIMARY KEY (mixture_id, dataset_id), 
 	CONSTRAINT fk_mixture_datasets_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id), 
 	CONSTRAINT fk_mixture_datasets_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id)
@@ -113,16 +113,6 @@ FROM mixture_positions AS p
 JOIN mixtures AS m ON m.id = p.mixture_id
 JOIN base_entries AS b ON b.id = p.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
-CREATE VIEW composition AS
-SELECT m.name AS mixture, d.name AS dataset, count(*) AS entries,
-       count(DISTINCT b.row) AS distinct_rows,
-       round(CAST(count(*) AS REAL) / m.entries, 6) AS share
-FROM mixture_positions AS p
-JOIN mixtures AS m ON m.id = p.mixture_id
-JOIN base_entries AS b ON b.id = p.entry_id
-JOIN datasets AS d ON d.id = b.dataset_id
-GROUP BY m.id, d.id
-ORDER BY m.id, d.position;
 CREATE VIEW repeats AS
 SELECT m.name AS mixture, d.name AS dataset, b.row AS row, b.cut AS cut, count(*) AS repeats
 FROM mixture_positions AS p
@@ -220,4 +210,12 @@ FROM packs AS k
 JOIN packing_plans AS p ON p.id = k.plan_id
 JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
 JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id;
-INSERT INTO alembic_version (version_num) VALUES ('0005');
+CREATE VIEW composition AS
+SELECT m.name AS mixture, d.name AS dataset, md.entries AS entries, md.distinct_rows AS distinct_rows,
+       round(CAST(md.entries AS REAL) / m.entries, 6) AS share
+FROM mixture_datasets AS md
+JOIN mixtures AS m ON m.id = md.mixture_id
+JOIN datasets AS d ON d.id = md.dataset_id
+WHERE md.entries > 0
+ORDER BY m.id, d.position;
+INSERT INTO alembic_version (version_num) VALUES ('0006');

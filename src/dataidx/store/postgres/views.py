@@ -20,14 +20,12 @@ FROM base_entries AS b
 JOIN datasets AS d ON d.id = b.dataset_id
 GROUP BY d.id, b.row""",
     "composition": """
-SELECT m.name AS mixture, d.name AS dataset, count(*) AS entries,
-       count(DISTINCT b.row) AS distinct_rows,
-       CAST(round(CAST(count(*) AS numeric) / m.entries, 6) AS double precision) AS share
-FROM mixture_positions AS p
-JOIN mixtures AS m ON m.id = p.mixture_id
-JOIN base_entries AS b ON b.id = p.entry_id
-JOIN datasets AS d ON d.id = b.dataset_id
-GROUP BY m.id, d.id
+SELECT m.name AS mixture, d.name AS dataset, md.entries AS entries, md.distinct_rows AS distinct_rows,
+       CAST(round(CAST(md.entries AS numeric) / m.entries, 6) AS double precision) AS share
+FROM mixture_datasets AS md
+JOIN mixtures AS m ON m.id = md.mixture_id
+JOIN datasets AS d ON d.id = md.dataset_id
+WHERE md.entries > 0
 ORDER BY m.id, d.position""",
     "repeats": """
 SELECT m.name AS mixture, d.name AS dataset, b.row AS row, b.cut AS cut, count(*) AS repeats
