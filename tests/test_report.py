@@ -130,6 +130,15 @@ def test_report_without_a_spec_and_its_errors(demo_store: Path, tmp_path: Path) 
     assert not (tmp_path / "x.html").exists()
 
 
+def test_dataset_names_are_drawn_as_text(tmp_path: Path) -> None:
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps({"instruction": f"q{i}", "input": "", "output": "a"}) + "\n" for i in range(5)))
+    (tmp_path / "c.yaml").write_text(f"'cost_$5_to_$ <b>&':\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    build(tmp_path / "c.yaml", tmp_path / "s.db")
+    text = write_report(tmp_path / "s.db", tmp_path / "r.html", samples=1).path.read_text(encoding="utf-8")
+    assert "cost_$5_to_$ &lt;b&gt;&amp;" in text and "<b>&" not in text
+
+
 def test_datasette_metadata_describes_every_table_and_view(demo_store: Path) -> None:
     _, names = run_query(demo_store, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     assert {name for name, in names} == set(DESCRIPTIONS)

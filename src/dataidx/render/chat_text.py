@@ -96,7 +96,12 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
                 run = []
             else:
                 raise RenderError(f"{where}: content block type '{kind}' cannot be rendered as text")
-        converted: dict[str, Any] = {"role": message.get("role"), "content": "".join([*pieces, escape("".join(run), where)])}
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise RenderError(f"{where}: role is {role!r}, not a string")
+        # The template writes the role between turn markers: a role is data too.
+        converted: dict[str, Any] = {"role": escape(role, where),
+                                     "content": "".join([*pieces, escape("".join(run), where)])}
         if reasoning:  # the field chat templates read (Qwen3, DeepSeek-R1, the built-ins)
             converted["reasoning_content"] = escape("".join(reasoning), where)
         if calls:

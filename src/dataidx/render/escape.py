@@ -34,10 +34,12 @@ class ControlTokens:
         for token_id, token in zip(tokenizer.all_special_ids, tokenizer.all_special_tokens):
             if token_id is not None:
                 self.ids.setdefault(token_id, token)
-        # Longest first: v1's order, so a token inside a longer one is broken with it.
+        # Longest first: v1's order, so a token inside a longer one is broken with it. A control
+        # token of one character cannot be broken: found in data, its check fails the entry.
         self.strings = sorted({s for s in self.ids.values() if len(s) >= 2}, key=len, reverse=True)
         self.backend = backend
-        self.pattern = re.compile("|".join(map(re.escape, self.strings))) if self.strings else None
+        found = sorted({s for s in self.ids.values() if s}, key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, found))) if found else None
         # Added tokens matched after normalisation can hide in text the raw scan does not flag.
         self.normalizer = backend.normalizer if any(getattr(t, "normalized", False) for t in added.values()) else None
 
@@ -52,7 +54,8 @@ class ControlTokens:
         found = [token_id for token_id in self.backend.encode(text, add_special_tokens=False).ids if token_id in self.ids]
         if found:
             raise RenderError(f"{where}: the text holds control token {self.ids[found[0]]!r}, which cannot be "
-                              "neutralised (the tokenizer's normaliser removes the U+200B that breaks it)")
+                              "neutralised (a token of one character, or a normaliser that removes the U+200B "
+                              "that breaks it)")
         return text
 
     def escape_json(self, value: Any, where: str) -> Any:

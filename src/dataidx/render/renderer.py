@@ -130,6 +130,9 @@ class Renderer:
             return {None: self._side(sample.get("messages") or [], tools, has_cut)}
         except DataidxError as exc:
             return Rendered(status="render_error", detail=str(exc))
+        except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
+            return Rendered(status="render_error", detail=f"the sample is not in the standard format: "
+                                                          f"{type(exc).__name__}: {exc}")
 
     def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> _Side:
         chat = chat_messages(messages, self.controls)

@@ -35,6 +35,17 @@ def _svg(figure: Figure) -> str:
     return text[text.index("<svg"):]  # the inline element, without the XML prolog and doctype
 
 
+def _label(text: str) -> str:
+    """Data as a label: matplotlib would read ``$...$`` in a dataset name as mathematics."""
+    return text.replace("$", r"\$")
+
+
+def _empty(message: str) -> str:
+    figure = _figure(7, 0.6)
+    figure.text(0.01, 0.5, message, va="center")
+    return _svg(figure)
+
+
 def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: str) -> str:
     """One bar per label; bar ``i`` has the id ``mark-<chart>-<i>``."""
     figure = _figure(7, 0.45 * len(labels) + 1)
@@ -44,7 +55,7 @@ def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: 
         bar.set_gid(f"mark-{chart}-{number}")
         axes.annotate(f"{value:,}" if isinstance(value, int) else f"{value:.1%}", (value, number),
                       xytext=(3, 0), textcoords="offset points", va="center")
-    axes.set_yticks(range(len(labels)), labels)
+    axes.set_yticks(range(len(labels)), [_label(label) for label in labels])
     axes.invert_yaxis()
     axes.set_xlabel(xlabel)
     axes.spines[["top", "right"]].set_visible(False)
@@ -53,6 +64,8 @@ def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: 
 
 def turns_chart(turns: list[tuple[str, int, int]]) -> str:
     """Rows by number of entries (supervised turns), one panel per dataset."""
+    if not turns:
+        return _empty("no base entries")
     by_dataset: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for dataset, count, rows in turns:
         by_dataset[dataset].append((count, rows))
@@ -63,7 +76,7 @@ def turns_chart(turns: list[tuple[str, int, int]]) -> str:
         for bar in axes.bar([c for c, _ in counts], [r for _, r in counts], color=_BAR):
             bar.set_gid(f"mark-turns-{number}")
             number += 1
-        axes.set_title(dataset, loc="left", fontsize=9)
+        axes.set_title(_label(dataset), loc="left", fontsize=9)
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.set_ylabel("rows")
         axes.spines[["top", "right"]].set_visible(False)
@@ -73,6 +86,8 @@ def turns_chart(turns: list[tuple[str, int, int]]) -> str:
 
 def length_chart(spec: SpecFigures) -> str:
     """Token lengths (before truncation) per dataset, stacked by status, the cutoff marked."""
+    if not spec.histogram:
+        return _empty("no base entries")
     by_dataset: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
     for dataset, status, bin_number, entries in spec.histogram:
         by_dataset[dataset][status][bin_number] = entries
@@ -92,7 +107,7 @@ def length_chart(spec: SpecFigures) -> str:
                 bottoms[bin_number] += entries
                 number += 1
         axes.axvline(spec.cutoff, color="#D55E00", linestyle="--", linewidth=1)
-        axes.set_title(f"{dataset}  (cutoff {spec.cutoff:,} dashed)", loc="left", fontsize=9)
+        axes.set_title(f"{_label(dataset)}  (cutoff {spec.cutoff:,} dashed)", loc="left", fontsize=9)
         axes.set_ylabel("entries")
         axes.spines[["top", "right"]].set_visible(False)
         axes.legend(fontsize=7, frameon=False, loc="upper right")

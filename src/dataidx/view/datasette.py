@@ -76,10 +76,11 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     try:
         import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
         from datasette.app import Datasette
+        from datasette.utils import tilde_encode
     except ImportError:
         raise UsageError("dataidx serve needs Datasette: pip install 'dataidx[web]'") from None
     datasette = Datasette(immutables=[str(location)], metadata=datasette_metadata(location.stem),
                           settings={"sql_time_limit_ms": 5000})
     if announce is not None:
-        announce(f"http://127.0.0.1:{port}/{location.stem}")
+        announce(f"http://127.0.0.1:{port}/{tilde_encode(location.stem)}")  # as Datasette spells names
     uvicorn.run(datasette.app(), host="127.0.0.1", port=port, log_level="warning")
