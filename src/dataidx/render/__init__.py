@@ -19,6 +19,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "Renderer": ".renderer",
     "RenderedMixture": ".served",
     "open_spec": ".served",
+    "render_positions": ".served",
     "rendered_position": ".served",
     "RenderSpec": ".spec",
     "StoredSpec": ".spec",

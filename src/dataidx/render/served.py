@@ -82,17 +82,22 @@ class RenderedMixture:
         return {"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()}
 
 
+def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
+                     verify: bool = True) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
+    """Mixture positions rendered under a spec, whatever their status: the renderer, and per
+    position its dataset name, row, cut and rendering (one read, one tokenizer batch)."""
+    reader = StoreReader(path, mixture, verify=verify)
+    _, renderer = open_spec(reader.path, spec, None)
+    triples = reader.triples(positions)
+    rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
+    return renderer, [(reader.datasets[dataset_id].name, row, cut, one)
+                      for (dataset_id, row, cut), one in zip(triples, rendered)]
+
+
 def rendered_position(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
                       verify: bool = True) -> list[dict[str, Any]]:
     """Mixture positions rendered with a spec, whatever their status (``dataidx show --render``):
     each dict has ``status`` (and ``detail`` when there is one) besides the model inputs."""
-    reader = StoreReader(path, mixture, verify=verify)
-    _, renderer = open_spec(reader.path, spec, None)
-    shown = []
-    for position in positions:
-        (dataset_id, row, cut), = reader.triples([position])
-        rendered = renderer.render(reader.sample(dataset_id, row, cut), has_cut=cut is not None)
-        extra = {"detail": rendered.detail} if rendered.detail else {}
-        shown.append({"_dataset_name": reader.datasets[dataset_id].name, "status": rendered.status, **extra,
-                      **rendered.as_dict()})
-    return shown
+    _, rendered = render_positions(path, mixture, spec, positions, verify=verify)
+    return [{"_dataset_name": name, "status": one.status, **({"detail": one.detail} if one.detail else {}),
+             **one.as_dict()} for name, _, _, one in rendered]

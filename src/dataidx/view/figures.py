@@ -141,18 +141,15 @@ def _spec_figures(connection: ReadConnection, path: str, name: str) -> SpecFigur
 
 
 def _plan_figures(connection: ReadConnection, path: str, name: str) -> PlanFigures:
-    found = _all(connection, "SELECT p.id, p.spec_id, p.capacity, p.packs, p.entries, p.tokens, p.fill "
+    found = _all(connection, "SELECT p.id, p.capacity, p.packs, p.entries, p.tokens, p.fill "
                              "FROM packing_plans AS p WHERE p.name = {mark}", name)
     if not found:
         raise not_found(connection, "packing_plans", "packing plan", name, path, "; run dataidx pack")
-    (plan_id, spec_id, capacity, packs, entries, tokens, fill), = found
-    per_pack = ("SELECT k.pack, sum(r.tokens) AS tokens FROM packs AS k JOIN packed_entries AS e "
-                "ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
-                "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
-                "WHERE k.plan_id = {mark} GROUP BY k.pack")
-    bin_of = "CASE WHEN t.tokens * {bins} / {capacity} >= {bins} THEN {last} ELSE t.tokens * {bins} / {capacity} END"
-    histogram = _all(connection, "SELECT " + bin_of + " AS bin, count(*) FROM (" + per_pack + ") AS t "
-                     "GROUP BY bin ORDER BY bin", spec_id, plan_id,
+    (plan_id, capacity, packs, entries, tokens, fill), = found
+    # Each pack's tokens were stored with it by dataidx pack.
+    bin_of = "CASE WHEN k.tokens * {bins} / {capacity} >= {bins} THEN {last} ELSE k.tokens * {bins} / {capacity} END"
+    histogram = _all(connection, "SELECT " + bin_of + " AS bin, count(*) FROM packs AS k WHERE k.plan_id = {mark} "
+                     "GROUP BY bin ORDER BY bin", plan_id,
                      bins=str(FILL_BINS), capacity=str(capacity), last=str(FILL_BINS - 1))
     return PlanFigures(name, capacity, packs, entries, tokens, fill, histogram)
 

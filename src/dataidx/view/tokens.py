@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from ..read import StoreReader
-from ..render import IGNORE, open_spec
+from ..render import IGNORE, render_positions
 
 
 def sampled_positions(entries: int, count: int, seed: int) -> list[int]:
@@ -22,20 +22,15 @@ def sampled_positions(entries: int, count: int, seed: int) -> list[int]:
 
 def rendered_samples(path: str, mixture: str, spec: str, positions: list[int]) -> list[str]:
     """HTML of each position rendered under ``spec``: its status and tokens."""
-    reader = StoreReader(path, mixture, verify=False)
-    _, renderer = open_spec(reader.path, spec, None)
-    tokenizer = renderer.tokenizer
-    special = set(tokenizer.all_special_ids) | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
-    triples = reader.triples(positions)
-    rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
+    renderer, rendered = render_positions(path, mixture, spec, positions, verify=False)
     blocks = []
-    for position, (dataset_id, row, cut), one in zip(positions, triples, rendered):
-        heading = (f"position {position} · {html.escape(reader.datasets[dataset_id].name)} row {row}"
+    for position, (dataset, row, cut, one) in zip(positions, rendered):
+        heading = (f"position {position} · {html.escape(dataset)} row {row}"
                    f"{'' if cut is None else f' cut {cut}'} · <b>{one.status}</b>"
                    f"{'' if not one.detail else ' · ' + html.escape(one.detail)}")
         sides = one.sides or {"": one}
         body = "".join(
-            (f"<div class='side'>{name}</div>" if name else "") + _tokens(tokenizer, side, special)
+            (f"<div class='side'>{name}</div>" if name else "") + _tokens(renderer.tokenizer, side, renderer.controls.ids)
             for name, side in sides.items()
         )
         blocks.append(f"<div class='sample'><div class='heading'>{heading}</div>{body}</div>")
@@ -56,7 +51,7 @@ def converted_samples(path: str, mixture: str, positions: list[int]) -> list[str
     return blocks
 
 
-def _tokens(tokenizer: Any, rendered: Any, special: set[int]) -> str:
+def _tokens(tokenizer: Any, rendered: Any, special: dict[int, str]) -> str:
     spans = []
     for token_id, label, weight in zip(rendered.input_ids, rendered.labels, rendered.loss_weights):
         text = tokenizer.decode([token_id])
