@@ -43,7 +43,7 @@ print("started", flush=True)
 if sys.argv[1] == "build":
     build(sys.argv[2], sys.argv[3])
 else:
-    add_mixture(sys.argv[3], sys.argv[2], "crash", seed=5)
+    add_mixture(sys.argv[3], sys.argv[2], "crash", seed=5, sampling=sys.argv[4] if len(sys.argv) > 4 else "exact")
 print("finished", flush=True)
 """
 
@@ -121,7 +121,10 @@ def test_kill_9_during_mix_never_damages_the_store(slow_setup) -> None:
                                           "  converter: alpaca\n  weight: 40\n")
     store_big = folder / "big.db"
     build(write_yaml(folder / "all.yaml", big.read_text().replace("  weight: 40\n", "")), store_big)
-    killed = kill_repeatedly(["mix", str(big), str(store_big)], store_big, (0.05, 0.2, 0.4, 0.8), 60_000, 60_000)
+    # With replacement every position is drawn and written one by one: slow enough to kill
+    # (an exact draw of whole repeats is 40 run rows, done before the first kill).
+    killed = kill_repeatedly(["mix", str(big), str(store_big), "replacement"], store_big,
+                             (0.05, 0.2, 0.4, 0.8), 60_000, 60_000)
     assert killed >= 2
     assert [m["name"] for m in store_info(store_big)["mixtures"]] in (["default"], ["default", "crash"])
     add_mixture(store_big, big, "after", seed=1)  # also clears the killed writers' temporaries

@@ -10,8 +10,11 @@ __all__, __getattr__ = lazy_face(__name__, {
     "DatasetSummary": ".datasets",
     "MixtureSummary": ".mixtures",
     "add_mixture": ".mixtures",
+    "Draw": ".sampling",
     "derive_seed": ".sampling",
+    "draw": ".sampling",
     "exact_draw": ".sampling",
     "replacement_draw": ".sampling",
     "resample": ".sampling",
+    "sample_mask": ".sampling",
 })

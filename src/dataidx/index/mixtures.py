@@ -16,8 +16,8 @@ from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import Dataset, Mixture, MixtureDataset, draw_counts, insert_mixture_entries, rewriting
-from .sampling import check_sampling, derive_seed, requested_count, resample
+from ..store import Dataset, Mixture, MixtureDataset, PositionWriter, draw_counts, rewriting
+from .sampling import Span, check_sampling, derive_seed, draw, requested_count
 
 
 @dataclass
@@ -53,22 +53,29 @@ class MixtureWriter:
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )).inserted_primary_key[0]
 
-    def add(self, dataset_id: int, name: str, first_entry: int, entries: int) -> None:
-        """Draw dataset ``name`` (entries ``first_entry ...``) by its spec's size and weight."""
+    def add(self, dataset_id: int, name: str, first_entry: int, entries: int, rows: int) -> None:
+        """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
+        rejected) by its spec's size and weight."""
         spec, summary = self.specs[name], self.summary
         dataset_seed = derive_seed(summary.seed, name)
-        chosen = resample(range(first_entry, first_entry + entries), spec.size, spec.weight, summary.sampling,
-                          dataset_seed)
-        insert_mixture_entries(self.connection, self.mixture_id, self.position, chosen)
-        self.position += len(chosen)
-        distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, entries, chosen)
+        chosen = draw(entries, spec.size, spec.weight, summary.sampling, dataset_seed)
+        positions = PositionWriter(self.connection, self.mixture_id, self.position)
+        for chunk in chosen.chunks():
+            if isinstance(chunk, Span):
+                positions.add_run(first_entry + chunk.start, chunk.length)
+            else:
+                positions.add_ids(chunk + first_entry)
+        positions.close()
+        drawn = len(chosen)
+        self.position += drawn
+        distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, chosen.counts(), rows)
         self.connection.execute(insert(MixtureDataset).values(
             mixture_id=self.mixture_id, dataset_id=dataset_id, seed=dataset_seed, size=spec.size,
             weight=spec.weight, base_entries=entries, requested=requested_count(entries, spec.size, spec.weight),
-            entries=len(chosen), distinct_entries=distinct_entries, distinct_rows=distinct_rows,
+            entries=drawn, distinct_entries=distinct_entries, distinct_rows=distinct_rows,
             max_repeats=max_repeats,
         ))
-        summary.datasets[name] = len(chosen)
+        summary.datasets[name] = drawn
 
     def finish(self) -> MixtureSummary:
         self.summary.entries = self.position - self.start
@@ -80,7 +87,8 @@ class MixtureWriter:
 
 def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> MixtureSummary:
     """Draw mixture ``name`` from the config's size/weight over a store's stored datasets."""
-    query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries).order_by(Dataset.position)
+    query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries, Dataset.rows,
+                   Dataset.rejected).order_by(Dataset.position)
     stored = {row.name: row for row in connection.execute(query)}
     missing = [spec.name for spec in config.datasets if spec.name not in stored]
     if missing:
@@ -91,7 +99,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
     writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling)
     for spec in config.datasets:
         dataset = stored[spec.name]
-        writer.add(dataset.id, dataset.name, dataset.first_entry, dataset.entries)
+        writer.add(dataset.id, dataset.name, dataset.first_entry, dataset.entries, dataset.rows - dataset.rejected)
     return writer.finish()
 
 

@@ -5,16 +5,125 @@ and no two runs agree. Here every draw comes from an explicit seed derived from 
 and the dataset's name (adding a dataset never changes another's draw), and the default
 ``exact`` mode takes distinct entries when shrinking and whole repeats plus a distinct
 remainder when growing. ``replacement`` reproduces v1's semantics, seeded.
+
+A draw holds no Python object per entry, so a mixture of tens of millions of entries is drawn in
+bounded memory: whole passes are one :class:`Span`, an exact remainder is a mask over the
+dataset (the sorted sample), and only draws with replacement are arrays of offsets. Each draw
+takes its numbers from the generator exactly as ``random.sample`` and ``random.choices`` on
+``range(n)`` do, so a stored seed draws the same entries as it always did
+(tests/test_sampling.py compares them).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import UsageError
 from ..spec import SAMPLING_MODES
+
+#: Offsets handed out per chunk by :meth:`Draw.chunks`.
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Span:
+    """Offsets ``start .. start + length - 1`` in order, ``times`` times over (whole passes)."""
+
+    start: int
+    length: int
+    times: int = 1
+
+
+@dataclass(frozen=True)
+class Selected:
+    """The offsets where ``mask`` is set, in increasing order (an exact sample, sorted)."""
+
+    mask: np.ndarray
+
+
+@dataclass(frozen=True)
+class Picks:
+    """Offsets in draw order (with replacement, or a draw of a draw)."""
+
+    offsets: np.ndarray
+
+
+Part = Span | Selected | Picks
+
+
+@dataclass(frozen=True)
+class Draw:
+    """Which offsets of a dataset of ``n`` entries a mixture takes, in mixture order."""
+
+    n: int
+    parts: tuple[Part, ...]
+
+    def __len__(self) -> int:
+        return sum(_part_length(part) for part in self.parts)
+
+    def chunks(self, size: int = CHUNK) -> Iterator[Span | np.ndarray]:
+        """The offsets in order: a :class:`Span` (one pass, ``times`` 1) or an array of at most
+        about ``size`` offsets at a time."""
+        for part in self.parts:
+            if isinstance(part, Span):
+                yield from [Span(part.start, part.length)] * part.times
+            elif isinstance(part, Selected):
+                for start in range(0, len(part.mask), size):
+                    found = np.flatnonzero(part.mask[start : start + size])
+                    if len(found):
+                        yield found + start
+            else:
+                for start in range(0, len(part.offsets), size):
+                    yield part.offsets[start : start + size]
+
+    def offsets(self) -> np.ndarray:
+        """Every offset in order as one array: for small draws and for drawing from a draw."""
+        pieces = [np.arange(c.start, c.start + c.length) if isinstance(c, Span) else c for c in self.chunks()]
+        return np.concatenate(pieces).astype(np.int64) if pieces else np.zeros(0, dtype=np.int64)
+
+    def counts(self) -> np.ndarray:
+        """How many times each offset ``0 .. n - 1`` is drawn."""
+        counts = np.zeros(self.n, dtype=np.int32 if len(self) < 2**31 else np.int64)
+        for part in self.parts:
+            if isinstance(part, Span):
+                counts[part.start : part.start + part.length] += part.times
+            elif isinstance(part, Selected):
+                counts += part.mask
+            else:
+                for start in range(0, len(part.offsets), CHUNK):
+                    unique, repeats = np.unique(part.offsets[start : start + CHUNK], return_counts=True)
+                    counts[unique] += repeats
+        return counts
+
+    def of(self, inner: Draw) -> Draw:
+        """This draw taken over the sequence ``inner`` draws (``size`` first, then ``weight``)."""
+        if inner.parts == (Span(0, inner.n),):
+            return Draw(inner.n, self.parts)
+        chosen = inner.offsets()
+        parts: list[Part] = []
+        for part in self.parts:
+            if isinstance(part, Span):
+                parts += [Picks(chosen[part.start : part.start + part.length])] * part.times
+            elif isinstance(part, Selected):
+                parts.append(Picks(chosen[part.mask]))
+            else:
+                parts.append(Picks(chosen[part.offsets]))
+        return Draw(inner.n, tuple(parts))
+
+
+def _part_length(part: Part) -> int:
+    if isinstance(part, Span):
+        return part.length * part.times
+    if isinstance(part, Selected):
+        return int(np.count_nonzero(part.mask))
+    return len(part.offsets)
 
 
 def check_sampling(sampling: str) -> None:
@@ -28,25 +137,72 @@ def derive_seed(mixture_seed: int, dataset: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def exact_draw(n: int, k: int, rng: random.Random) -> list[int]:
-    """``k`` indices of ``range(n)``: each ``k // n`` times, plus ``k % n`` distinct ones, sorted."""
+def sample_mask(n: int, k: int, rng: random.Random) -> np.ndarray:
+    """The set ``rng.sample(range(n), k)`` chooses, as a mask, taking the same numbers from ``rng``.
+
+    CPython's algorithm, with a byte per entry for its set (or a machine integer for its pool)
+    instead of a Python int: 1-8 bytes an entry instead of about 40.
+    """
+    if not 0 <= k <= n:
+        raise ValueError("Sample larger than population or is negative")
+    randbelow = rng._randbelow  # what random.sample itself calls
+    chosen = bytearray(n)
+    setsize = 21
+    if k > 5:
+        setsize += 4 ** math.ceil(math.log(k * 3, 4))
+    if n <= setsize:
+        pool = array("q")
+        pool.frombytes(np.arange(n, dtype=np.int64).tobytes())
+        for i in range(k):
+            j = randbelow(n - i)
+            chosen[pool[j]] = 1
+            pool[j] = pool[n - i - 1]
+    else:
+        for _ in range(k):
+            j = randbelow(n)
+            while chosen[j]:
+                j = randbelow(n)
+            chosen[j] = 1
+    return np.frombuffer(chosen, dtype=bool)
+
+
+def exact(n: int, k: int, rng: random.Random) -> Draw:
+    """``k`` offsets of ``range(n)``: each ``k // n`` times, plus ``k % n`` distinct ones, sorted."""
     if n == 0:
-        return []
+        return Draw(0, ())
     repeats, remainder = divmod(k, n)
-    return list(range(n)) * repeats + sorted(rng.sample(range(n), remainder))
+    parts: list[Part] = [Span(0, n, repeats)] if repeats else []
+    if remainder:
+        parts.append(Selected(sample_mask(n, remainder, rng)))
+    return Draw(n, tuple(parts))
+
+
+def with_replacement(n: int, k: int, rng: random.Random) -> Draw:
+    """``k`` offsets drawn with replacement, in draw order: ``rng.choices(range(n), k=k)``."""
+    if n == 0:
+        return Draw(0, ())
+    uniform, scale, floor = rng.random, float(n), math.floor
+    offsets = np.empty(k, dtype=np.int64)
+    for start in range(0, k, CHUNK):
+        count = min(CHUNK, k - start)
+        offsets[start : start + count] = np.fromiter((floor(uniform() * scale) for _ in range(count)), np.int64, count)
+    return Draw(n, (Picks(offsets),))
+
+
+DRAWS: dict[str, Callable[[int, int, random.Random], Draw]] = {
+    "exact": exact,
+    "replacement": with_replacement,
+}
+
+
+def exact_draw(n: int, k: int, rng: random.Random) -> list[int]:
+    """:func:`exact` as a list of offsets."""
+    return exact(n, k, rng).offsets().tolist()
 
 
 def replacement_draw(n: int, k: int, rng: random.Random) -> list[int]:
-    """``k`` indices drawn with replacement, in draw order (v1's ``random.choices``)."""
-    if n == 0:
-        return []
-    return rng.choices(range(n), k=k)
-
-
-DRAWS: dict[str, Callable[[int, int, random.Random], list[int]]] = {
-    "exact": exact_draw,
-    "replacement": replacement_draw,
-}
+    """:func:`with_replacement` as a list of offsets (v1's ``random.choices``)."""
+    return with_replacement(n, k, rng).offsets().tolist()
 
 
 def requested_count(n: int, size: int | None, weight: float | None) -> int:
@@ -55,19 +211,24 @@ def requested_count(n: int, size: int | None, weight: float | None) -> int:
     return k if weight is None else int(k * weight)
 
 
+def draw(n: int, size: int | None, weight: float | None, sampling: str, seed: int) -> Draw:
+    """One dataset of ``n`` entries adjusted: ``size`` first, then ``weight`` (``k = int(len * weight)``)."""
+    make = DRAWS[sampling]
+    rng = random.Random(seed)
+    chosen = Draw(n, (Span(0, n),) if n else ())
+    if size is not None:
+        chosen = make(n, size, rng)
+    if weight is not None:
+        chosen = make(len(chosen), int(len(chosen) * weight), rng).of(chosen)
+    return chosen
+
+
 def resample(entries: Sequence[int], size: int | None, weight: float | None, sampling: str, seed: int) -> list[int]:
-    """Adjust one dataset's entries: ``size`` first, then ``weight`` (``k = int(len * weight)``).
+    """:func:`draw` over a list of entries.
 
     Example::
 
         >>> resample(range(4), size=2, weight=None, sampling="exact", seed=1)
         [1, 2]
     """
-    draw = DRAWS[sampling]
-    rng = random.Random(seed)
-    chosen = list(entries)
-    if size is not None:
-        chosen = [chosen[i] for i in draw(len(chosen), size, rng)]
-    if weight is not None:
-        chosen = [chosen[i] for i in draw(len(chosen), int(len(chosen) * weight), rng)]
-    return chosen
+    return [entries[i] for i in draw(len(entries), size, weight, sampling, seed).offsets().tolist()]

@@ -58,25 +58,95 @@ def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, 
 
 def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: int, entry_ids: Sequence[int], *,
                            min_run: int = MIN_RUN) -> None:
-    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries.
+    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries."""
+    positions = PositionWriter(connection, mixture_id, first_id, min_run=min_run)
+    positions.add_ids(np.asarray(entry_ids, dtype=np.int64))
+    positions.close()
 
-    A whole dataset, or a whole repeat of one, is a run of consecutive entry ids: a run of at
-    least ``min_run`` is stored as one ``mixture_runs`` row; the scattered rest as one
-    ``mixture_entries`` row per position.
+
+class PositionWriter:
+    """Writes a mixture's positions as they come, a chunk of entry ids or a run at a time.
+
+    A whole dataset, or a whole repeat of one, is a run of consecutive entry ids: a stretch of
+    consecutive ids at least ``min_run`` long is stored as one ``mixture_runs`` row, the
+    scattered rest as one ``mixture_entries`` row per position. Stretches are found across
+    chunk boundaries, so the rows are the same however the ids are chunked; memory holds one
+    chunk, never the whole mixture.
     """
-    ids = np.asarray(entry_ids, dtype=np.int64)
-    breaks = np.flatnonzero(np.diff(ids) != 1) + 1
-    starts = np.concatenate([[0], breaks])
-    ends = np.concatenate([breaks, [len(ids)]])
-    pending = 0  # start of the ids not yet written
-    for start, end in zip(starts.tolist(), ends.tolist()):
-        if end - start < min_run:
-            continue
-        _send(connection, mixture_id, first_id + pending, ids[pending:start])
-        connection.execute(_MIXTURE_RUN, {"mixture": mixture_id, "start": first_id + start,
-                                          "first": int(ids[start]), "length": end - start})
-        pending = end
-    _send(connection, mixture_id, first_id + pending, ids[pending:])
+
+    def __init__(self, connection: Connection, mixture_id: int, first_id: int, *, min_run: int = MIN_RUN) -> None:
+        self.connection, self.mixture_id, self.min_run = connection, mixture_id, min_run
+        self.position = first_id  # the position of the first id not yet classified
+        self.stretch: tuple[int, int] | None = None  # (first entry id, length): may go on in the next chunk
+        self.scattered: list[np.ndarray] = []  # ids at positions after those written, before the stretch
+        self.scattered_count = 0
+
+    def add_run(self, first_entry: int, length: int) -> None:
+        """Entry ids ``first_entry .. first_entry + length - 1``, in order."""
+        if length:
+            self._extend(first_entry, length)
+
+    def add_ids(self, ids: np.ndarray) -> None:
+        """Entry ids in order, any pattern."""
+        if not len(ids):
+            return
+        breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+        starts = np.concatenate([[0], breaks])
+        lengths = np.diff(np.concatenate([starts, [len(ids)]]))
+        self._extend(int(ids[0]), int(lengths[0]))
+        if len(starts) == 1:
+            return
+        # The stretches between the first and the last: each long one a run, the rest scattered.
+        self._close_stretch()
+        middle = slice(1, len(starts) - 1)
+        done = int(starts[1])
+        for start, length in zip(starts[middle][lengths[middle] >= self.min_run].tolist(),
+                                 lengths[middle][lengths[middle] >= self.min_run].tolist()):
+            self._scatter(ids[done:start])
+            self._run(int(ids[start]), length)
+            done = start + length
+        self._scatter(ids[done : starts[-1]])
+        self.stretch = (int(ids[starts[-1]]), int(lengths[-1]))
+
+    def close(self) -> None:
+        self._close_stretch()
+        self._flush()
+
+    def _extend(self, first_entry: int, length: int) -> None:
+        if self.stretch is not None and sum(self.stretch) == first_entry:
+            self.stretch = (self.stretch[0], self.stretch[1] + length)
+            return
+        self._close_stretch()
+        self.stretch = (first_entry, length)
+
+    def _close_stretch(self) -> None:
+        if self.stretch is None:
+            return
+        first, length = self.stretch
+        self.stretch = None
+        if length >= self.min_run:
+            self._run(first, length)
+        else:
+            self._scatter(np.arange(first, first + length, dtype=np.int64))
+
+    def _run(self, first_entry: int, length: int) -> None:
+        self._flush()
+        self.connection.execute(_MIXTURE_RUN, {"mixture": self.mixture_id, "start": self.position,
+                                               "first": first_entry, "length": length})
+        self.position += length
+
+    def _scatter(self, ids: np.ndarray) -> None:
+        if len(ids):
+            self.scattered.append(ids)
+            self.scattered_count += len(ids)
+            if self.scattered_count >= CHUNK:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self.scattered:
+            _send(self.connection, self.mixture_id, self.position, np.concatenate(self.scattered))
+            self.position += self.scattered_count
+            self.scattered, self.scattered_count = [], 0
 
 
 def _send(connection: Connection, mixture_id: int, first_id: int, ids: np.ndarray) -> None:
@@ -85,21 +155,36 @@ def _send(connection: Connection, mixture_id: int, first_id: int, ids: np.ndarra
         connection.execute(_MIXTURE, {"first": first_id + offset, "mixture": mixture_id, "ids": json.dumps(chunk)})
 
 
-def draw_counts(connection: Connection, first_entry: int, entries: int, chosen: Sequence[int]) -> tuple[int, int, int]:
-    """``(distinct entries, distinct rows, largest repeat count)`` of one dataset's draw: the
-    entry ids ``chosen`` among its base entries ``first_entry .. first_entry + entries - 1``."""
-    ids = np.asarray(chosen, dtype=np.int64)
-    if not len(ids):
+def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, rows: int) -> tuple[int, int, int]:
+    """``(distinct entries, distinct rows, largest repeat count)`` of one dataset's draw, from
+    ``counts``, how often each of its base entries ``first_entry ...`` was drawn, and ``rows``,
+    how many rows those entries come from (each gives at least one).
+
+    When every entry is drawn, or each row gave one entry, the rows follow from the counts.
+    Otherwise they come from the store a chunk of entries at a time; a dataset's entries are
+    stored in row order, so a row is counted where it first appears among the drawn entries.
+    """
+    drawn = counts > 0
+    distinct_entries = int(np.count_nonzero(drawn))
+    if not distinct_entries:
         return 0, 0, 0
-    unique, repeats = np.unique(ids, return_counts=True)
-    # The rows of the dataset's entries in one JSON array: a row object per entry costs 10x more.
-    # id << 32 | row, sorted here: json_group_array promises no order.
-    found = connection.execute(text(
-        "SELECT json_group_array((id << 32) | row) FROM base_entries WHERE id BETWEEN :first AND :last"
-    ), {"first": first_entry, "last": first_entry + entries - 1}).scalar()
-    packed = np.sort(np.asarray(json.loads(found), dtype=np.int64))
-    rows = packed & 0xFFFFFFFF
-    return len(unique), len(np.unique(rows[unique - first_entry])), int(repeats.max())
+    if distinct_entries == len(counts) or len(counts) == rows:
+        return distinct_entries, rows if distinct_entries == len(counts) else distinct_entries, int(counts.max())
+    distinct_rows, last_row = 0, None
+    for offset in range(0, len(counts), CHUNK):
+        taken = drawn[offset : offset + CHUNK]
+        if not taken.any():
+            continue
+        # One JSON array per chunk (a row object per entry costs 10x more); id << 32 | row,
+        # sorted here: json_group_array promises no order.
+        found = connection.execute(text(
+            "SELECT json_group_array((id << 32) | row) FROM base_entries WHERE id BETWEEN :first AND :last"
+        ), {"first": first_entry + offset, "last": first_entry + offset + len(taken) - 1}).scalar()
+        rows = np.sort(np.asarray(json.loads(found), dtype=np.int64)) & 0xFFFFFFFF
+        unique = np.unique(rows[taken])
+        distinct_rows += len(unique) - int(unique[0] == last_row)
+        last_row = int(unique[-1])
+    return distinct_entries, distinct_rows, int(counts.max())
 
 
 def insert_pack_members(connection: Connection, plan_id: int, first_id: int, members: np.ndarray) -> None:
