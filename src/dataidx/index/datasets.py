@@ -1,17 +1,21 @@
 """Index one dataset into the store: load it, expand its rows into entries, record the rest.
 
-The vectorised path (a converter's ``fast`` function over the whole Arrow table) runs when the
-table is valid UTF-8 and the converter offers one; otherwise every row goes through the
-converter itself, where a failing row either stops the build (``on_error: raise``) with the
-dataset, row, converter and cause, or is recorded as a reject with its reason (``skip``).
-Preparing a dataset (load, expand) touches no database, so the build writes one dataset on a
-writer thread while it prepares the next; content hashes of the source files are computed on
-another thread meanwhile.
+Rows are read, converted and written a chunk at a time (:data:`CHUNK_ROWS` rows or
+:data:`CHUNK_BYTES` of Arrow data), so a build's memory holds a chunk or two whatever the size
+of the dataset, and the rows stored are the same however it is chunked. The vectorised path (a
+converter's ``fast`` function over a chunk's Arrow table) runs when the chunk is valid UTF-8 and
+the converter offers one; otherwise every row of the chunk goes through the converter itself,
+where a failing row either stops the build (``on_error: raise``) with the dataset, row,
+converter and cause, or is recorded as a reject with its reason (``skip``). Converting touches
+no database: chunk *k* is written on a writer thread while chunk *k + 1* is converted, and the
+source files are hashed on another thread meanwhile.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +32,9 @@ from ..sources import (
     BadRow,
     DatasetRows,
     RenamedRows,
+    RowChunk,
     RowSource,
+    arrow_files_at,
     arrow_files_of,
     fingerprint_files,
     load,
@@ -37,6 +43,10 @@ from ..sources import (
 from ..spec import DatasetSpec
 from ..store import Dataset, RejectedRow, insert_base_entries
 from .mixtures import MixtureWriter
+
+#: A chunk ends after this many rows or this many bytes of Arrow data, whichever comes first.
+CHUNK_ROWS = 1 << 20
+CHUNK_BYTES = 16 << 20
 
 
 @dataclass
@@ -50,55 +60,82 @@ class DatasetSummary:
     seconds: float = 0.0
 
 
-@dataclass
-class PreparedDataset:
-    """One dataset loaded and expanded in memory, ready to be written by :func:`write_dataset`."""
+class Writes:
+    """Work handed to one writer thread in order, at most ``depth`` tasks waiting: the converter
+    runs ahead of SQLite by a chunk or two, never by a whole dataset."""
 
-    spec: DatasetSpec
-    record: dict[str, Any]
-    found: TableCuts
-    fingerprints: Future[list[dict[str, Any]]]
-    seconds: float = 0.0
+    def __init__(self, executor: Executor, depth: int = 2) -> None:
+        self.executor, self.depth = executor, depth
+        self.pending: deque[Future[Any]] = deque()
+
+    def submit(self, task: Callable[..., Any], *args: Any) -> Future[Any]:
+        while len(self.pending) >= self.depth:
+            self.pending.popleft().result()
+        future = self.executor.submit(task, *args)
+        self.pending.append(future)
+        return future
 
 
-def prepare_dataset(spec: DatasetSpec, position: int, first_entry: int, hashing: Executor) -> PreparedDataset:
-    """Load dataset ``spec`` and compute its entries; touches no database, so it can run while
-    the previous dataset is being written."""
+def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection: Connection, writes: Writes,
+                  hashing: Executor, mixture: MixtureWriter) -> tuple[dict[str, Any], Future[DatasetSummary]]:
+    """Load dataset ``spec``, convert it chunk by chunk and hand each chunk's entries to
+    ``writes``; its record and its draw into ``mixture`` follow its last chunk.
+
+    Returns the dataset's record (``entries`` tells the next dataset where to start) and the
+    future of its summary.
+    """
     started = time.perf_counter()
     loaded = load(spec)
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
-    arrow_files = arrow_files_of(loaded.dataset)
+    # Rows read from the Arrow files need no Dataset, whose pages would count in memory.
+    arrow_files = arrow_files_at(loaded.arrow_paths) if loaded.arrow_paths else arrow_files_of(loaded.dataset)
     rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
+    del loaded
     if spec.columns:
         rows = RenamedRows(rows, spec.columns, spec.name)
     converter = converters.get(spec.converter or "none")
-    table = rows.table() if converter.fast is not None else None
-    found = converter.fast(table) if table is not None and _valid_utf8(table) else None
-    if found is None:
-        found = _row_path(rows, converter, spec)
     record = {
         "id": position + 1, "name": spec.name, "position": position, "path": spec.path, "source": spec.source,
         "loader_version": sources.get(spec.source).version, "split": spec.split, "converter": converter.name,
-        "converter_version": converter.version, "info": spec.info(), "rows": len(rows), "entries": len(found.rows),
-        "first_entry": first_entry, "drops": found.drops, "arrow_files": arrow_files,
-        "rejected": len(found.rejects), "on_error": spec.on_error,
+        "converter_version": converter.version, "info": spec.info(), "rows": len(rows), "entries": 0,
+        "first_entry": first_entry, "drops": 0, "arrow_files": arrow_files, "rejected": 0, "on_error": spec.on_error,
     }
-    return PreparedDataset(spec, record, found, fingerprints, time.perf_counter() - started)
+    for found in _converted(rows, converter, spec):
+        writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found)
+        record["entries"] += len(found.rows)
+        record["drops"] += found.drops
+        record["rejected"] += len(found.rejects)
+    return record, writes.submit(_write_record, connection, record, fingerprints, mixture, started)
 
 
-def write_dataset(connection: Connection, prepared: PreparedDataset, mixture: MixtureWriter) -> DatasetSummary:
-    """Insert a prepared dataset: its record, base entries and rejected rows, then its draw."""
-    started = time.perf_counter()
-    record, found = prepared.record, prepared.found
-    connection.execute(insert(Dataset), {**record, "files": prepared.fingerprints.result()})
-    insert_base_entries(connection, record["id"], record["first_entry"], found.rows, found.cuts)
+def _converted(rows: RowSource, converter: Plugin, spec: DatasetSpec) -> Iterator[TableCuts]:
+    """Each chunk's entries, row numbers counted from the dataset's first row."""
+    for chunk in rows.chunks(CHUNK_ROWS, CHUNK_BYTES):
+        table = chunk.table if converter.fast is not None else None
+        found = converter.fast(table) if table is not None and _valid_utf8(table) else None
+        if found is None:
+            found = _row_path(chunk, converter, spec)
+        else:
+            found.rows += chunk.first
+        yield found
+
+
+def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: TableCuts) -> None:
+    insert_base_entries(connection, dataset_id, first_id, found.rows, found.cuts)
     if found.rejects:
         connection.execute(insert(RejectedRow), [
-            {"dataset_id": record["id"], "row": row, "reason": reason} for row, reason in found.rejects
+            {"dataset_id": dataset_id, "row": row, "reason": reason} for row, reason in found.rejects
         ])
-    mixture.add(record["id"], record["name"], record["first_entry"], record["entries"])
+
+
+def _write_record(connection: Connection, record: dict[str, Any], fingerprints: Future[list[dict[str, Any]]],
+                  mixture: MixtureWriter, started: float) -> DatasetSummary:
+    """After a dataset's last chunk: its record, then its draw into the mixture."""
+    connection.execute(insert(Dataset), {**record, "files": fingerprints.result()})
+    mixture.add(record["id"], record["name"], record["first_entry"], record["entries"],
+                record["rows"] - record["rejected"])
     return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"],
-                          prepared.seconds + time.perf_counter() - started)
+                          time.perf_counter() - started)
 
 
 def _valid_utf8(table: pa.Table) -> bool:
@@ -110,13 +147,13 @@ def _valid_utf8(table: pa.Table) -> bool:
     return True
 
 
-def _row_path(rows: RowSource, converter: Plugin, spec: DatasetSpec) -> TableCuts:
-    """Convert every row with the converter itself: any converter, errors named by row."""
+def _row_path(chunk: RowChunk, converter: Plugin, spec: DatasetSpec) -> TableCuts:
+    """Convert every row of a chunk with the converter itself: any converter, errors named by row."""
     row_numbers: list[int] = []
     cut_values: list[int] = []
     rejects: list[tuple[int, str]] = []
     with collecting_drops() as drops:
-        for number, raw in enumerate(rows.iter_rows()):
+        for number, raw in enumerate(chunk.rows(), start=chunk.first):
             kept_drops = len(drops)
             try:
                 if isinstance(raw, BadRow):

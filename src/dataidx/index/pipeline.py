@@ -22,7 +22,7 @@ from ..config import load_config
 from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
 from ..store import Build, NewStore, creating
-from .datasets import DatasetSummary, prepare_dataset, write_dataset
+from .datasets import DatasetSummary, Writes, index_dataset
 from .mixtures import MixtureSummary, MixtureWriter
 
 Progress = Callable[[str], None]
@@ -70,19 +70,20 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
         ThreadPoolExecutor(1, thread_name_prefix="dataidx-hash") as hashing,
         ThreadPoolExecutor(1, thread_name_prefix="dataidx-write") as writer,
     ):
-        # SQLite's inserts release the GIL: dataset k is written, and drawn into the default
-        # mixture, while dataset k + 1 is prepared.
+        # SQLite's inserts release the GIL: one chunk is written, and each dataset drawn into
+        # the default mixture after its last chunk, while the next chunk is converted.
         mixture = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling)
+        writes = Writes(writer)
         first_entry = 1
         written = []
         for position, spec in enumerate(config.datasets):
             say(f"loading dataset '{spec.name}' from {spec.path}"
                 + (f" (streaming, materialised into {new.streams})" if spec.streaming else ""))
             with materialising_streams_into(new.streams):
-                prepared = prepare_dataset(spec, position, first_entry, hashing)
-            first_entry += prepared.record["entries"]
-            new.used_streams.update(entry["path"] for entry in prepared.record["arrow_files"] or [])
-            written.append(writer.submit(write_dataset, connection, prepared, mixture))
+                record, done = index_dataset(spec, position, first_entry, connection, writes, hashing, mixture)
+            first_entry += record["entries"]
+            new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
+            written.append(done)
         summary.datasets = [future.result() for future in written]
         summary.mixture = mixture.finish()
         summary.seconds = time.perf_counter() - started

@@ -1,10 +1,11 @@
 """One dataset's raw rows: loading a source (plugin family ``source``), reading its rows straight
 from Arrow files, and fingerprinting the files it came from."""
 
+from .arrow_files import arrow_files_at, arrow_files_of, arrow_files_state
 from .fingerprints import added_files, changed_files, fingerprint_files
 from .loaders import Loaded, load, materialising_streams_into, source_files, sources
 from .renamed import RenamedRows
-from .rows import ArrowRows, BadRow, DatasetRows, RowSource, arrow_files_of, arrow_files_state
+from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource
 
 __all__ = [
     "ArrowRows",
@@ -12,8 +13,10 @@ __all__ = [
     "DatasetRows",
     "Loaded",
     "RenamedRows",
+    "RowChunk",
     "RowSource",
     "added_files",
+    "arrow_files_at",
     "arrow_files_of",
     "arrow_files_state",
     "changed_files",

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import SourceError
-from .rows import BadRow, RowSource
+from .rows import BadRow, RowChunk, RowSource
 
 
 class RenamedRows:
@@ -46,7 +46,14 @@ class RenamedRows:
             yield row if isinstance(row, BadRow) else self._renamed(row)
 
     def table(self) -> pa.Table | None:
-        table = self.rows.table()
+        return self._renamed_table(self.rows.table())
+
+    def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
+        for chunk in self.rows.chunks(rows, nbytes):
+            yield RowChunk(chunk.first, chunk.length, self._renamed_table(chunk.table),
+                           lambda rows=chunk.rows: (r if isinstance(r, BadRow) else self._renamed(r) for r in rows()))
+
+    def _renamed_table(self, table: pa.Table | None) -> pa.Table | None:
         if table is None:
             return None
         # A renamed column replaces any unrenamed one already holding the target name.

@@ -9,13 +9,13 @@ store records none and readers fall back to loading the source again.
 from __future__ import annotations
 
 import bisect
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
+from .arrow_files import batch_layout
 from .arrow_json import Decoder, decode_json, decoded_json, json_decoders
 
 if TYPE_CHECKING:
@@ -45,8 +45,24 @@ class RowSource(Protocol):
 
     def table(self) -> pa.Table | None: ...
 
+    def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]: ...
+
     @property
     def column_names(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class RowChunk:
+    """Consecutive rows of a dataset, read into memory: the unit a build converts and writes.
+
+    ``table`` holds the raw columns for vectorised passes (None when the source has no Arrow
+    data); ``rows()`` gives the same rows as dicts, as ``iter_rows`` would.
+    """
+
+    first: int
+    length: int
+    table: pa.Table | None
+    rows: Callable[[], Iterator[dict[str, Any] | BadRow]]
 
 
 class ArrowRows:
@@ -109,13 +125,46 @@ class ArrowRows:
 
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
         for batch in self.batches():
-            try:
-                rows = batch.to_pylist()
-            except UNREADABLE:
-                rows = [_decoded(batch.slice(j, 1)) for j in range(batch.num_rows)]
-            if self._json:
-                rows = [row if isinstance(row, BadRow) else _parsed(row, self._json) for row in rows]
-            yield from rows
+            yield from self._rows_of(batch)
+
+    def _rows_of(self, batch: pa.RecordBatch) -> list[dict[str, Any] | BadRow]:
+        try:
+            rows = batch.to_pylist()
+        except UNREADABLE:
+            rows = [_decoded(batch.slice(j, 1)) for j in range(batch.num_rows)]
+        if self._json:
+            rows = [row if isinstance(row, BadRow) else _parsed(row, self._json) for row in rows]
+        return rows
+
+    def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
+        """The rows in chunks of whole record batches, up to ``rows`` rows or ``nbytes`` bytes.
+
+        The files are read, not mapped: a mapped page that was read stays in the process's
+        resident memory, so a pass over mapped files of 10 GB would hold 10 GB. A read chunk is
+        freed once converted, and a build holds a chunk or two whatever the size of its sources.
+        """
+        batches: list[pa.RecordBatch] = []
+        first = count = held = 0
+        for batch in self._read_batches():
+            batches.append(batch)
+            count += batch.num_rows
+            held += batch.nbytes
+            if count >= rows or held >= nbytes:
+                yield self._chunk(first, batches)
+                first += count
+                batches, count, held = [], 0, 0
+        if batches:
+            yield self._chunk(first, batches)
+
+    def _read_batches(self) -> Iterator[pa.RecordBatch]:
+        for entry in self.files:
+            with pa.OSFile(entry["path"]) as source:
+                yield from (batch for batch in pa.ipc.open_stream(source) if batch.num_rows)
+
+    def _chunk(self, first: int, batches: list[pa.RecordBatch]) -> RowChunk:
+        table = pa.Table.from_batches(batches, schema=self._schema(0))
+        return RowChunk(first, table.num_rows, table,
+                        lambda: (row for batch in batches for row in self._rows_of(batch)))
 
     def table(self) -> pa.Table | None:
         """All rows as one zero-copy Arrow table, for vectorised passes."""
@@ -127,31 +176,6 @@ class ArrowRows:
 def _mapped_buffer(path: str) -> pa.Buffer:
     with pa.memory_map(path, "r") as source:
         return source.read_buffer()  # stays valid (and mapped) after the file object closes
-
-
-def batch_layout(path: str) -> list[tuple[int, int]]:
-    """``(byte offset, rows)`` of every non-empty record batch of an Arrow stream file."""
-    layout = []
-    with pa.memory_map(path, "r") as source:
-        reader = pa.ipc.MessageReader.open_stream(source)
-        schema = None
-        while True:
-            offset = source.tell()
-            try:
-                message = reader.read_next_message()
-            except StopIteration:
-                break
-            if message is None:
-                break
-            if message.type == "schema":
-                schema = pa.ipc.read_schema(message)
-            elif message.type == "record batch":
-                rows = pa.ipc.read_record_batch(message, schema).num_rows
-                if rows:
-                    layout.append((offset, rows))
-            else:
-                raise ValueError(f"{path}: unexpected Arrow message '{message.type}'")
-    return layout
 
 
 class DatasetRows:
@@ -174,11 +198,21 @@ class DatasetRows:
         return None  # rows go through an indices mapping: only the row path is exact
 
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
-        for start in range(0, len(self.dataset), 1000):
+        return self._rows_between(0, len(self.dataset))
+
+    def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
+        """Rows ``rows`` at a time, with no table: only the row path reads through an indices mapping."""
+        for start in range(0, len(self.dataset), rows):
+            stop = min(start + rows, len(self.dataset))
+            yield RowChunk(start, stop - start, None, lambda start=start, stop=stop: self._rows_between(start, stop))
+
+    def _rows_between(self, first: int, stop: int) -> Iterator[dict[str, Any] | BadRow]:
+        for start in range(first, stop, 1000):
+            end = min(start + 1000, stop)
             try:
-                batch = self.dataset[start : start + 1000]
+                batch = self.dataset[start:end]
             except UNREADABLE:
-                yield from (_decoded_row(self.dataset, i) for i in range(start, min(start + 1000, len(self.dataset))))
+                yield from (_decoded_row(self.dataset, i) for i in range(start, end))
                 continue
             columns = list(batch)
             for values in zip(*(batch[c] for c in columns)):
@@ -213,35 +247,3 @@ def _decodes(column: pa.Array) -> bool:
     except UNREADABLE:
         return False
     return True
-
-
-def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:
-    """The Arrow files that hold exactly ``dataset``'s rows in order, with their batch layout,
-    or None if there are none (then readers load the source again)."""
-    if getattr(dataset, "_indices", None) is not None:
-        return None
-    paths = [entry["filename"] for entry in dataset.cache_files]
-    if not paths:
-        return None
-    files = []
-    for path in paths:
-        layout = batch_layout(path)
-        stat = os.stat(path)
-        files.append({"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                      "rows": sum(r for _, r in layout), "batches": layout})
-    if sum(f["rows"] for f in files) != len(dataset):
-        return None
-    return files
-
-
-def arrow_files_state(files: Sequence[dict[str, Any]]) -> str:
-    """``"intact"``, ``"missing"`` (a cleaned cache: load the source again) or ``"changed"``
-    (the cache was written anew since the build: its rows may no longer match the index)."""
-    for entry in files:
-        try:
-            stat = os.stat(entry["path"])
-        except OSError:
-            return "missing"
-        if stat.st_size != entry["size"] or stat.st_mtime_ns != entry.get("mtime_ns", stat.st_mtime_ns):
-            return "changed"
-    return "intact"
