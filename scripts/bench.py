@@ -197,7 +197,7 @@ def packing_table(count: int, capacity: int = 4096) -> list[tuple[str, ...]]:
     total = int(lengths.sum())
     lines = []
     for name, run in (
-        ("dataidx best-fit-decreasing", lambda: len(plan_packs(lengths, capacity, seed=0).packs)),
+        ("dataidx best-fit-decreasing", lambda: len(plan_packs(lengths, capacity, seed=0).sizes)),
         ("v1 next-fit on shuffled order", lambda: next_fit(shuffled, capacity)),
         ("v0 first-fit-decreasing, windows of 1000", lambda: windowed_first_fit_decreasing(shuffled, capacity)),
     ):

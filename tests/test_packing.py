@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -62,3 +64,18 @@ def test_bad_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="item length 0"):
         best_fit_decreasing([0, 3], 8)
     assert best_fit_decreasing([], 8) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(capacity=st.integers(1, 40), seed=st.integers(0, 2**32), data=st.data())
+def test_a_plan_is_the_bins_shuffled_as_random_shuffle_shuffles_a_list(capacity: int, seed: int,
+                                                                       data: st.DataObject) -> None:
+    """Plans hold arrays, not lists of lists, and stay the plans 0.2.0 stored: the bins in
+    best-fit-decreasing order, shuffled by random.Random(seed).shuffle."""
+    lengths = data.draw(st.lists(st.integers(1, capacity), max_size=60))
+    bins = best_fit_decreasing(lengths, capacity)
+    random.Random(seed).shuffle(bins)
+    plan = plan_packs(lengths, capacity, seed)
+    assert plan.packs == bins
+    assert plan.sizes.tolist() == [len(pack) for pack in bins]
+    assert plan.tokens == sum(lengths)

@@ -11,6 +11,7 @@ bin is found with one bit operation on a bitmask of occupied "remaining room" va
 from __future__ import annotations
 
 import random
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,17 +19,75 @@ import numpy as np
 
 @dataclass
 class PackPlan:
-    """Packs as lists of item indices (in placement order), in a seeded shuffled order."""
+    """Packs in a seeded shuffled order: ``members`` holds item indices pack after pack (each in
+    placement order), ``sizes`` each pack's member count. Arrays, not lists: a plan of 20M items
+    takes 8 bytes an item, not a Python object each."""
 
-    packs: list[list[int]]
+    members: np.ndarray
+    sizes: np.ndarray
     capacity: int
     seed: int
     tokens: int
 
     @property
+    def packs(self) -> list[list[int]]:
+        """The packs as lists of item indices (for small plans and tests)."""
+        return [pack.tolist() for pack in np.split(self.members, np.cumsum(self.sizes)[:-1])] if len(self.sizes) else []
+
+    @property
     def fill(self) -> float:
         """Share of the packs' capacity that holds tokens."""
-        return self.tokens / (len(self.packs) * self.capacity) if self.packs else 1.0
+        return self.tokens / (len(self.sizes) * self.capacity) if len(self.sizes) else 1.0
+
+
+def _check(lengths: np.ndarray, capacity: int) -> None:
+    if capacity <= 0:
+        raise ValueError(f"capacity must be positive, got {capacity}")
+    if len(lengths) and (lengths.max() > capacity or lengths.min() <= 0):
+        worst = int(lengths.max()) if lengths.max() > capacity else int(lengths.min())
+        raise ValueError(f"item length {worst} does not fit a pack of capacity {capacity}")
+
+
+def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Best-fit-decreasing: ``(order, bin_of, bins)``, items in the order they are placed and the
+    bin each of them goes to (bins numbered as they open)."""
+    order = np.argsort(-lengths, kind="stable")  # longest first, equal lengths in index order
+    sorted_lengths = lengths[order]
+    bin_of = np.empty(len(order), dtype=np.int64)
+    bins = 0
+    by_room = [array("q") for _ in range(capacity + 1)]  # open bins by remaining room
+    occupied = 0  # bit r set <=> some bin has exactly r tokens of room
+    boundaries = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    for start, end in zip(np.concatenate([[0], boundaries]).tolist(),
+                          np.concatenate([boundaries, [len(order)]]).tolist()):
+        length = int(sorted_lengths[start])
+        placed = start
+        while placed < end:
+            fitting = occupied >> length
+            if fitting:
+                room = length + (fitting & -fitting).bit_length() - 1
+                stack = by_room[room]
+                number = stack.pop()
+                if not stack:
+                    occupied &= ~(1 << room)
+            else:
+                room, number = capacity, bins
+                bins += 1
+            take = min(end - placed, room // length)
+            bin_of[placed : placed + take] = number
+            placed += take
+            left = room - take * length
+            if left:  # a full bin takes nothing more
+                by_room[left].append(number)
+                occupied |= 1 << left
+    return order, bin_of, bins
+
+
+def _grouped(order: np.ndarray, rank_of_bin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Items grouped by their bin's rank, each group in placement order, and the group sizes."""
+    ranks = rank_of_bin
+    grouped = np.argsort(ranks, kind="stable")
+    return order[grouped], np.bincount(ranks, minlength=int(ranks.max(initial=-1)) + 1)
 
 
 def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[list[int]]:
@@ -43,52 +102,43 @@ def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[
         [[1, 2], [3, 0]]
     """
     lengths = np.asarray(lengths, dtype=np.int64)
-    if capacity <= 0:
-        raise ValueError(f"capacity must be positive, got {capacity}")
-    if len(lengths) and (lengths.max() > capacity or lengths.min() <= 0):
-        worst = int(lengths.max()) if lengths.max() > capacity else int(lengths.min())
-        raise ValueError(f"item length {worst} does not fit a pack of capacity {capacity}")
+    _check(lengths, capacity)
     if not len(lengths):
         return []
-    order = np.lexsort((np.arange(len(lengths)), -lengths))
-    sorted_lengths = lengths[order]
-    bins: list[list[int]] = []
-    by_room: list[list[int]] = [[] for _ in range(capacity + 1)]  # open bins by remaining room
-    occupied = 0  # bit r set <=> some bin has exactly r tokens of room
-    boundaries = np.flatnonzero(np.diff(sorted_lengths)) + 1
-    for start, end in zip(np.concatenate([[0], boundaries]).tolist(),
-                          np.concatenate([boundaries, [len(order)]]).tolist()):
-        length = int(sorted_lengths[start])
-        items = order[start:end].tolist()
-        placed = 0
-        while placed < len(items):
-            fitting = occupied >> length
-            if fitting:
-                room = length + (fitting & -fitting).bit_length() - 1
-                stack = by_room[room]
-                number = stack.pop()
-                if not stack:
-                    occupied &= ~(1 << room)
-            else:
-                room, number = capacity, len(bins)
-                bins.append([])
-            take = min(len(items) - placed, room // length)
-            bins[number].extend(items[placed : placed + take])
-            placed += take
-            left = room - take * length
-            by_room[left].append(number)
-            occupied |= 1 << left
-    return bins
+    order, bin_of, _ = _assign(lengths, capacity)
+    members, sizes = _grouped(order, bin_of)
+    return [pack.tolist() for pack in np.split(members, np.cumsum(sizes)[:-1])]
+
+
+def shuffled_positions(count: int, seed: int) -> np.ndarray:
+    """Where ``random.Random(seed).shuffle`` puts each of ``count`` items, as an array: the same
+    numbers from the generator, a machine integer per item instead of a Python one."""
+    rng = random.Random(seed)
+    randbelow = rng._randbelow  # what random.shuffle itself calls
+    items = array("q")
+    items.frombytes(np.arange(count, dtype=np.int64).tobytes())
+    for i in reversed(range(1, count)):
+        j = randbelow(i + 1)
+        items[i], items[j] = items[j], items[i]
+    positions = np.empty(count, dtype=np.int64)
+    positions[np.frombuffer(items, dtype=np.int64)] = np.arange(count, dtype=np.int64)
+    return positions
 
 
 def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> PackPlan:
-    """Best-fit-decreasing packs, their order shuffled with ``seed`` (recorded with the plan).
+    """Best-fit-decreasing packs, their order shuffled with ``seed`` (recorded with the plan) as
+    ``random.shuffle`` would shuffle a list of them.
 
     Example::
 
         plan = plan_packs(token_counts, capacity=4096, seed=0)
         plan.fill, plan.packs[0]
     """
-    packs = best_fit_decreasing(lengths, capacity)
-    random.Random(seed).shuffle(packs)
-    return PackPlan(packs=packs, capacity=capacity, seed=seed, tokens=int(np.sum(lengths, dtype=np.int64)))
+    lengths = np.asarray(lengths, dtype=np.int64)
+    _check(lengths, capacity)
+    tokens = int(np.sum(lengths, dtype=np.int64))
+    if not len(lengths):
+        return PackPlan(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), capacity, seed, tokens)
+    order, bin_of, bins = _assign(lengths, capacity)
+    members, sizes = _grouped(order, shuffled_positions(bins, seed)[bin_of])
+    return PackPlan(members=members, sizes=sizes, capacity=capacity, seed=seed, tokens=tokens)

@@ -82,10 +82,9 @@ def pack_store(
     plan_started = time.perf_counter()
     plan = plan_packs(lengths, capacity, seed)
     plan_seconds = time.perf_counter() - plan_started
-    sizes = np.fromiter((len(p) for p in plan.packs), dtype=np.int64, count=len(plan.packs))
-    members = np.fromiter((i for p in plan.packs for i in p), dtype=np.int64, count=int(sizes.sum()))
+    sizes, members = plan.sizes, plan.members
     pack_tokens = np.add.reduceat(lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
-    summary = PackSummary(name, spec, mixture, capacity, seed, len(plan.packs), len(positions), plan.tokens,
+    summary = PackSummary(name, spec, mixture, capacity, seed, len(plan.sizes), len(positions), plan.tokens,
                           plan.fill, int(len(entries) - len(positions)), 0.0, plan_seconds)
     columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
                "seed": seed, "packs": summary.packs, "entries": summary.entries, "tokens": summary.tokens,

@@ -1,8 +1,9 @@
 """``dataidx render``: token lengths and statuses of every base entry under a spec, stored.
 
 Rendering is Python (template) plus Rust (tokenizer) per entry, so the pass splits the index into
-chunks rendered by one forked process per core; each returns plain arrays, and the parent writes
-them in one transaction on a copy of the store. A spec is stored under its name with its
+chunks rendered by one forked process per core; each returns plain rows, which the parent keeps in
+a temporary file (memory holds a chunk, whatever the size) and writes in one transaction on a copy
+of the store. A spec is stored under its name with its
 fingerprint: the same fingerprint again is a no-op, a different one replaces the lengths and
 the packing plans made from them.
 """
@@ -10,6 +11,8 @@ the packing plans made from them.
 from __future__ import annotations
 
 import os
+import pickle
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -19,7 +22,7 @@ from typing import Any
 
 from ..errors import ConversionError
 from ..read import EntryReader
-from ..store import connect_readonly, move_spec_tokenizer, render_counts, rewriting, save_render_spec
+from ..store import LengthRow, connect_readonly, move_spec_tokenizer, render_counts, rewriting, save_render_spec
 from .renderer import TRAINS, Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
@@ -93,14 +96,44 @@ def render_store(
     chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
     _WORKER = (reader, renderer)
     try:
-        rows = list(_rendered(chunks, jobs, last - first + 1, progress))
+        with RenderedRows() as rendered:
+            for rows in _rendered(chunks, jobs, last - first + 1, progress):
+                rendered.add(rows)
+            return _write(store, reader.stamp, spec, rendered, started)
     finally:
         _WORKER = None
-    return _write(store, reader.stamp, spec, rows, started)
+
+
+class RenderedRows:
+    """Rendered rows kept in a temporary file, a chunk at a time, until they are written: a render
+    of any size holds one chunk in memory, and takes the store's writer lock only to write."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()
+        self.entries = self.kept = 0
+
+    def __enter__(self) -> RenderedRows:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.file.close()
+
+    def add(self, rows: list[LengthRow]) -> None:
+        pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.entries += len(rows)
+        self.kept += sum(1 for row in rows if row[4] in TRAINS)
+
+    def chunks(self) -> Iterator[list[LengthRow]]:
+        self.file.seek(0)
+        while True:
+            try:
+                yield pickle.load(self.file)
+            except EOFError:
+                return
 
 
 def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
-              ) -> Iterator[tuple[int, int, int, int, str, str | None]]:
+              ) -> Iterator[list[LengthRow]]:
     done = 0
     if jobs == 1 or len(chunks) == 1:
         results: Iterator[tuple[int, list]] = (render_chunk(*chunk) for chunk in chunks)
@@ -110,7 +143,7 @@ def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Pr
         results = pool.map(render_chunk, *zip(*chunks))
     try:
         for _, rows in results:
-            yield from rows
+            yield rows
             done += len(rows)
             if progress is not None:
                 progress(done, total)
@@ -146,13 +179,13 @@ def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
         connection.close()
 
 
-def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec,
-           rows: list[tuple[int, int, int, int, str, str | None]], started: float) -> RenderSummary:
-    kept = sum(1 for row in rows if row[4] in TRAINS)
+def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec, rendered: RenderedRows,
+           started: float) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version}
     with rewriting(store, unchanged_since=stamp, task="rendering", command="render") as connection:
-        plans_removed, counts, seconds = save_render_spec(connection, columns, rows, kept, started)
-    return RenderSummary(spec, len(rows), kept, counts, seconds, plans_removed=plans_removed)
+        plans_removed, counts, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
+                                                          rendered.kept, started)
+    return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed)

@@ -16,6 +16,9 @@ from ..errors import StoreError
 from ..store import ReadConnection, StoredMixture
 from .renderer import TRAINS
 
+#: Rows fetched at a time when reading scattered positions.
+_FETCH = 1 << 16
+
 
 def position_entries(connection: ReadConnection, mixture: StoredMixture) -> np.ndarray:
     """Base entry id of every position of ``mixture``, in position order."""
@@ -32,9 +35,9 @@ def position_entries(connection: ReadConnection, mixture: StoredMixture) -> np.n
     explicit = connection.execute(
         sql("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}"),
         (mixture.start, mixture.start + mixture.entries - 1),
-    ).fetchall()
-    if explicit:
-        pairs = np.asarray(explicit, dtype=np.int64)
+    )
+    while found := explicit.fetchmany(_FETCH):  # a row tuple per position only a batch at a time
+        pairs = np.asarray(found, dtype=np.int64)
         entries[pairs[:, 0] - mixture.start] = pairs[:, 1]
         filled[pairs[:, 0] - mixture.start] = True
     if not filled.all():

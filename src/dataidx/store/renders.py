@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,24 +32,25 @@ def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str,
     return [tuple(row) for row in connection.execute(connection.dialect.sql(_COUNTS), (spec,))]
 
 
-def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: list[LengthRow], kept: int,
-                     started: float) -> tuple[int, list[tuple[str, str, int]], float]:
-    """Store ``spec`` (the ``render_specs`` columns but counts and times) with its lengths, in place
-    of any spec of its name and the packing plans made from it.
+def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
+                     kept: int, started: float) -> tuple[int, list[tuple[str, str, int]], float]:
+    """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
+    lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it.
 
     Returns the plans removed, the counts per dataset and status, and the seconds since ``started``.
     """
     plans_removed = delete_spec(connection, spec["name"]) or 0
     spec_id = connection.execute(insert(RenderSpecRow).values(
-        **spec, entries=len(lengths), kept=kept, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **spec, entries=entries, kept=kept, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=0.0,
     )).inserted_primary_key[0]
-    if lengths:
-        connection.exec_driver_sql(
-            "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(spec_id, *row) for row in lengths],
-        )
+    for chunk in lengths:
+        if chunk:
+            connection.exec_driver_sql(
+                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(spec_id, *row) for row in chunk],
+            )
     counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
