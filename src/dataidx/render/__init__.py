@@ -6,6 +6,8 @@ from .._lazy import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "chat_messages": ".chat_text",
+    "compile_template": ".chat_text",
+    "FAST_TEMPLATES": ".fast_templates",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
     "SpecLengths": ".positions",

@@ -159,9 +159,10 @@ class Renderer:
                         sides=sides)
 
     def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
-        ids = full.ids
-        if prompt is not None and ids[: len(prompt.ids)] == prompt.ids:  # v1's token diff
-            start, weight = len(prompt.ids), side.weights[-1]
+        ids = full.ids  # a new list on every access: read once
+        prompt_ids = prompt.ids if prompt is not None else None
+        if prompt_ids is not None and ids[: len(prompt_ids)] == prompt_ids:  # v1's token diff
+            start, weight = len(prompt_ids), side.weights[-1]
             tail = ids[start:] if weight > SUPERVISED_EPSILON else [IGNORE] * (len(ids) - start)
             return self._truncate(ids, [IGNORE] * start + tail, [0.0] * start + [weight] * (len(ids) - start))
         if prompt is not None or side.has_cut:
