@@ -1,0 +1,237 @@
+"""dataidx at scale: stores of about 2M, 10M and 20M entries, side by side, on this machine.
+
+    python scripts/bench_scale.py                          # 2M, 10M, 20M entries (about 20 minutes, 15 GB of disk)
+    python scripts/bench_scale.py --entries 2000000 --work /tmp/scale   # keep the data for another run
+
+For each size the data is generated (scripts/scale_data.py), the HF cache warmed in a child
+process, and every command then runs as a user meets it, in a fresh process, measured by a
+wrapper that reports its wall time and peak RSS (the child's alone):
+
+- ``dataidx build`` of the default mixture, the store's size per entry;
+- opening a store and reading the first sample, ``engine[i]`` at random and ``engine[list of 256]``;
+- ``dataidx info``, ``dataidx compose`` and the cookbook's composition queries;
+- ``dataidx mix`` of a second mixture (alpaca halved, sharegpt doubled: a draw of distinct
+  entries and one of whole repeats plus a remainder) and ``dataidx mix --sampling replacement``;
+- ``dataidx pack`` at 4096 over a spec of lognormal lengths written for every base entry.
+
+Rendering runs once on a sample (its cost is per entry, not per store), as scripts/bench.py
+measures it: ``dataidx render`` at 1 and 2 processes beside the ceiling, the tokenizer alone
+encoding the same texts (each entry whole and its prompt) in batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "scripts")]
+
+from bench import render_table  # noqa: E402
+from scale_data import generate  # noqa: E402
+
+DATAIDX = [sys.executable, "-m", "dataidx"]
+# A wrapper process whose only child is the command: its peak RSS is the command's alone.
+MEASURE = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
+           "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+           "print(json.dumps([time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")
+FETCHES = 20_000
+
+
+def measured(*command: str, env: dict[str, str]) -> tuple[float, float]:
+    """``(seconds, peak RSS in MiB)`` of a command in a fresh process."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, *command], check=True, capture_output=True, text=True,
+                         env=env).stdout
+    seconds, peak = json.loads(out)
+    return seconds, peak / 1024
+
+
+def snippet(code: str, *args: str, env: dict[str, str]) -> list:
+    """The JSON a snippet prints, run in a fresh process."""
+    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+FETCH = """
+import json, random, sys, time
+t = time.perf_counter()
+from dataidx import DataEngine
+engine = DataEngine(sys.argv[1]); engine[0]
+first = time.perf_counter() - t
+rng = random.Random(1)
+indices = [rng.randrange(len(engine)) for _ in range({fetches})]
+t = time.perf_counter()
+for i in indices: engine[i]
+single = len(indices) / (time.perf_counter() - t)
+t = time.perf_counter()
+for start in range(0, len(indices), 256): engine[indices[start:start + 256]]
+batched = len(indices) / (time.perf_counter() - t)
+print(json.dumps([first, single, batched]))
+"""
+
+COOKBOOK_QUERY = """
+import sys, time
+from dataidx.store import run_query
+t = time.perf_counter()
+run_query(sys.argv[1], sys.argv[2])
+print(time.perf_counter() - t)
+"""
+COOKBOOK_SECONDS = 120
+
+COMPOSITION = """
+import json, sys, time
+from dataidx.store import composition, run_query
+t = time.perf_counter()
+composition(sys.argv[1], "default")
+view = time.perf_counter() - t
+t = time.perf_counter()
+run_query(sys.argv[1], "SELECT dataset, entries, share FROM composition WHERE mixture = 'default'")
+run_query(sys.argv[1], "SELECT dataset, distinct_rows FROM composition WHERE mixture = 'default'")
+print(json.dumps([view, time.perf_counter() - t]))
+"""
+
+
+def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
+    """Spec 'bench' over every base entry: lognormal lengths (median ~400) written by SQL, a
+    million at a time, with the spec row of a real render of a small store."""
+    small = store.parent / "spec-source"
+    shutil.rmtree(small, ignore_errors=True)
+    from dataidx.index import build
+    from dataidx.render import render_store
+
+    build(generate(small, 50), small / "small.db")
+    render_store(small / "small.db", REPO / "data" / "demo_tokenizer", cutoff=cutoff, name="bench", jobs=1)
+    with sqlite3.connect(small / "small.db") as source:
+        columns = [row[1] for row in source.execute("PRAGMA table_info(render_specs)") if row[1] != "id"]
+        spec = source.execute(f"SELECT {', '.join(columns)} FROM render_specs").fetchone()
+    connection = sqlite3.connect(store)
+    first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
+    values = dict(zip(columns, spec), entries=last - first + 1, kept=last - first + 1)
+    connection.execute(f"INSERT INTO render_specs ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
+                       list(values.values()))
+    spec_id = connection.execute("SELECT id FROM render_specs WHERE name = 'bench'").fetchone()[0]
+    rng = np.random.default_rng(0)
+    for start in range(first, last + 1, 1_000_000):
+        count = min(1_000_000, last + 1 - start)
+        lengths = np.clip(rng.lognormal(6.0, 0.9, count).astype(np.int64), 16, cutoff)
+        connection.execute("INSERT INTO entry_renders SELECT ?, ? + key, value, value / 3, value, 'ok', NULL "
+                           "FROM json_each(?)", (spec_id, start, json.dumps(lengths.tolist())))
+    connection.commit()
+    connection.close()
+
+
+def scale_row(work: Path, entries: int, env: dict[str, str]) -> dict[str, str]:
+    folder = work / f"{entries}"
+    config = folder / "bench.yaml"
+    if not config.exists():
+        generate(folder, entries)
+    warm = ("import sys; from dataidx.config import load_config; from dataidx.sources import load\n"
+            "for spec in load_config(sys.argv[1]).datasets: load(spec)")
+    subprocess.run([sys.executable, "-c", warm, str(config)], check=True, env=env)
+    store = folder / "bench.db"
+    store.unlink(missing_ok=True)
+    build_s, build_rss = measured(*DATAIDX, "build", str(config), "-o", str(store), "-q", env=env)
+    count = sqlite3.connect(store).execute("SELECT entries FROM mixtures WHERE name = 'default'").fetchone()[0]
+    first, single, batched = snippet(FETCH.replace("{fetches}", str(FETCHES)), str(store), env=env)
+    info_s, _ = measured(*DATAIDX, "info", str(store), env=env)
+    compose_s, _ = measured(*DATAIDX, "compose", str(store), env=env)
+    view_s, queries_s = snippet(COMPOSITION, str(store), env=env)
+    mix = folder / "mix.yaml"
+    mix.write_text(config.read_text().replace("converter: alpaca", "converter: alpaca\n  weight: 0.5")
+                   .replace("converter: sharegpt", "converter: sharegpt\n  weight: 2.5"))
+    mix_s, mix_rss = measured(*DATAIDX, "mix", str(store), str(mix), "--name", "halved", env=env)
+    replacement_s, replacement_rss = measured(*DATAIDX, "mix", str(store), str(config), "--name", "drawn",
+                                              "--sampling", "replacement", env=env)
+    synthetic_spec(store)
+    pack_s, pack_rss = measured(*DATAIDX, "pack", str(store), "--spec", "bench", "--capacity", "4096", env=env)
+    size = store.stat().st_size
+    cookbook = cookbook_seconds(store, env)
+    return cookbook | {
+        "entries": f"{count:,}",
+        "build (s)": f"{build_s:.1f}",
+        "build peak RSS (MiB)": f"{build_rss:,.0f}",
+        "store (bytes/entry)": f"{size / count:.1f}",
+        "open -> first sample (s, imports included)": f"{first:.3f}",
+        "engine[i], random (samples/s)": f"{single:,.0f}",
+        "engine[list of 256] (samples/s)": f"{batched:,.0f}",
+        "`dataidx info` (s)": f"{info_s:.2f}",
+        "`dataidx compose` (s)": f"{compose_s:.2f}",
+        "composition() / two cookbook queries (s)": f"{view_s:.3f} / {queries_s:.3f}",
+        "`dataidx mix`, exact (s)": f"{mix_s:.1f}",
+        "`dataidx mix`, exact, peak RSS (MiB)": f"{mix_rss:,.0f}",
+        "`dataidx mix`, replacement (s)": f"{replacement_s:.1f}",
+        "`dataidx mix`, replacement, peak RSS (MiB)": f"{replacement_rss:,.0f}",
+        "`dataidx pack` 4096, all entries (s)": f"{pack_s:.1f}",
+        "`dataidx pack` peak RSS (MiB)": f"{pack_rss:,.0f}",
+    }
+
+
+def cookbook_seconds(store: Path, env: dict[str, str]) -> dict[str, str]:
+    """Each query of docs/sql.md on this store (its names: mixtures 'default' and 'halved', spec
+    'bench', plan 'default'), in a fresh process, cut off after two minutes."""
+    from dataidx.view import COOKBOOK
+
+    found = {}
+    for number, (title, sql) in enumerate(COOKBOOK, 1):
+        sql = sql.replace("'seed7'", "'halved'").replace("l.spec = 'default'", "l.spec = 'bench'")
+        try:
+            out = subprocess.run([sys.executable, "-c", COOKBOOK_QUERY, str(store), sql], check=True,
+                                 capture_output=True, text=True, env=env, timeout=COOKBOOK_SECONDS).stdout
+            seconds = f"{float(out):.2f}"
+        except subprocess.TimeoutExpired:
+            seconds = f"> {COOKBOOK_SECONDS}"
+        found[f"cookbook {number}: {title[:48]} (s)"] = seconds
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=int, nargs="*", default=[2_000_000, 10_000_000, 20_000_000])
+    parser.add_argument("--render", type=int, default=40_000, help="alpaca rows (and a quarter as many "
+                        "conversations) of the rendering sample; 0 skips it")
+    parser.add_argument("--work", type=Path, help="keep generated data and HF caches here (default: a temporary folder)")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="dataidx-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_DATASETS_CACHE": str(work / "hf"), "HF_DATASETS_OFFLINE": "1"}
+    os.environ.update(env)
+    random.seed(0)
+    rows = {}
+    for entries in args.entries:
+        rows[entries] = scale_row(work, entries, env)
+        print(f"{entries:,} entries done", file=sys.stderr)
+    if rows:
+        labels = list(next(iter(rows.values())))
+        table = [(label, *(row[label] for row in rows.values())) for label in labels]
+        header = ("figure", *(f"~{entries / 1e6:g}M" for entries in rows))
+        print(f"{os.cpu_count()} cores, python {sys.version.split()[0]}, data: alpaca rows + sharegpt conversations "
+              "(scripts/scale_data.py)")
+        print_table(header, table)
+    if args.render:
+        shutil.rmtree(work / "render", ignore_errors=True)
+        entries, lines, _ = render_table(work, args.render)
+        print(f"\nrendering: {entries:,} entries of scripts/bench.py's data, a byte-level BPE of 8k trained on it, "
+              "chatml, cutoff 4096")
+        print_table(("renderer", "entries/s", "seconds"), lines)
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in [*lines, header]) for i in range(len(header))]
+    for line in [header, *lines]:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+
+
+if __name__ == "__main__":
+    main()
