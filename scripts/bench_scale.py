@@ -183,7 +183,7 @@ def cookbook_seconds(store: Path, env: dict[str, str]) -> dict[str, str]:
 
     found = {}
     for number, (title, sql) in enumerate(COOKBOOK, 1):
-        sql = sql.replace("'seed7'", "'halved'").replace("l.spec = 'default'", "l.spec = 'bench'")
+        sql = sql.replace("'seed7'", "'halved'").replace("s.name = 'default'", "s.name = 'bench'")
         try:
             out = subprocess.run([sys.executable, "-c", COOKBOOK_QUERY, str(store), sql], check=True,
                                  capture_output=True, text=True, env=env, timeout=COOKBOOK_SECONDS).stdout

@@ -27,7 +27,7 @@ COOKBOOK: list[tuple[str, str]] = [
     ('Why entries do not train, per dataset and reason (nothing is dropped without a row here)',
      "SELECT spec, dataset, status, count(*) AS entries, max(full_tokens) AS longest\nFROM entry_lengths WHERE status NOT IN ('ok') GROUP BY spec, dataset, status;"),
     ('Tokens and supervised tokens of a mixture, per dataset, under a spec',
-     "SELECT e.dataset, count(*) AS entries, sum(l.tokens) AS tokens, sum(l.supervised_tokens) AS supervised\nFROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset AND l.row = e.row AND coalesce(l.cut, -1) = coalesce(e.cut, -1)\nWHERE e.mixture = 'default' AND l.spec = 'default' AND l.status IN ('ok', 'truncated')\nGROUP BY e.dataset;"),
+     "WITH m AS (SELECT id, start, entries FROM mixtures WHERE name = 'default'),\nspans AS (SELECT r.first_entry AS lo, r.first_entry + r.length - 1 AS hi FROM mixture_runs AS r JOIN m ON r.mixture_id = m.id\n          UNION ALL\n          SELECT e.entry_id, e.entry_id FROM mixture_entries AS e JOIN m ON e.id BETWEEN m.start AND m.start + m.entries - 1)\nSELECT d.name AS dataset, count(*) AS entries, sum(l.tokens) AS tokens, sum(l.supervised_tokens) AS supervised\nFROM spans CROSS JOIN render_specs AS s CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d\nWHERE s.name = 'default' AND l.spec_id = s.id AND l.entry_id BETWEEN spans.lo AND spans.hi\n  AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ('ok', 'truncated')\nGROUP BY d.id ORDER BY d.position;"),
     ('How full each plan is',
      'SELECT plan, packs, entries, round(fill, 4) AS fill, left_out FROM pack_plans;'),
     ('The emptiest packs of a plan',
