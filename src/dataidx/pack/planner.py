@@ -21,7 +21,7 @@ import numpy as np
 class PackPlan:
     """Packs in a seeded shuffled order: ``members`` holds item indices pack after pack (each in
     placement order), ``sizes`` each pack's member count. Arrays, not lists: a plan of 20M items
-    takes 8 bytes an item, not a Python object each."""
+    takes 4 bytes an item, not a Python object each."""
 
     members: np.ndarray
     sizes: np.ndarray
@@ -48,19 +48,25 @@ def _check(lengths: np.ndarray, capacity: int) -> None:
         raise ValueError(f"item length {worst} does not fit a pack of capacity {capacity}")
 
 
+def _index_type(count: int) -> type:
+    return np.int32 if count < 2**31 else np.int64
+
+
 def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Best-fit-decreasing: ``(order, bin_of, bins)``, items in the order they are placed and the
-    bin each of them goes to (bins numbered as they open)."""
-    order = np.argsort(-lengths, kind="stable")  # longest first, equal lengths in index order
+    bin each of them goes to (bins numbered as they open). 4-byte integers below 2**31 items."""
+    index = _index_type(len(lengths))
+    order = np.argsort(-lengths, kind="stable").astype(index)  # longest first, equal lengths in index order
     sorted_lengths = lengths[order]
-    bin_of = np.empty(len(order), dtype=np.int64)
+    bin_of = np.empty(len(order), dtype=index)
     bins = 0
     by_room = [array("q") for _ in range(capacity + 1)]  # open bins by remaining room
     occupied = 0  # bit r set <=> some bin has exactly r tokens of room
     boundaries = np.flatnonzero(np.diff(sorted_lengths)) + 1
-    for start, end in zip(np.concatenate([[0], boundaries]).tolist(),
-                          np.concatenate([boundaries, [len(order)]]).tolist()):
-        length = int(sorted_lengths[start])
+    groups = zip(np.concatenate([[0], boundaries]).tolist(), np.concatenate([boundaries, [len(order)]]).tolist())
+    lengths_of_groups = sorted_lengths[np.concatenate([[0], boundaries]).astype(np.int64)].tolist()
+    del sorted_lengths, boundaries
+    for (start, end), length in zip(groups, lengths_of_groups):
         placed = start
         while placed < end:
             fitting = occupied >> length
@@ -83,11 +89,11 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
     return order, bin_of, bins
 
 
-def _grouped(order: np.ndarray, rank_of_bin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _grouped(order: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Items grouped by their bin's rank, each group in placement order, and the group sizes."""
-    ranks = rank_of_bin
-    grouped = np.argsort(ranks, kind="stable")
-    return order[grouped], np.bincount(ranks, minlength=int(ranks.max(initial=-1)) + 1)
+    sizes = np.bincount(ranks, minlength=int(ranks.max(initial=-1)) + 1)
+    grouped = np.argsort(ranks, kind="stable").astype(order.dtype)
+    return order[grouped], sizes
 
 
 def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[list[int]]:
@@ -101,7 +107,7 @@ def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[
         >>> best_fit_decreasing([3, 5, 2, 4], capacity=7)
         [[1, 2], [3, 0]]
     """
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = _lengths(lengths)
     _check(lengths, capacity)
     if not len(lengths):
         return []
@@ -134,11 +140,19 @@ def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> Pac
         plan = plan_packs(token_counts, capacity=4096, seed=0)
         plan.fill, plan.packs[0]
     """
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = _lengths(lengths)
     _check(lengths, capacity)
     tokens = int(np.sum(lengths, dtype=np.int64))
     if not len(lengths):
         return PackPlan(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), capacity, seed, tokens)
     order, bin_of, bins = _assign(lengths, capacity)
-    members, sizes = _grouped(order, shuffled_positions(bins, seed)[bin_of])
+    ranks = shuffled_positions(bins, seed).astype(bin_of.dtype)[bin_of]
+    del bin_of
+    members, sizes = _grouped(order, ranks)
     return PackPlan(members=members, sizes=sizes, capacity=capacity, seed=seed, tokens=tokens)
+
+
+def _lengths(lengths: np.ndarray | list[int]) -> np.ndarray:
+    """Lengths as an integer array, 32-bit ones kept as they are (no 8-byte copy)."""
+    found = np.asarray(lengths)
+    return found if found.dtype in (np.int32, np.int64) else found.astype(np.int64)

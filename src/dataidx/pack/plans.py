@@ -68,17 +68,22 @@ def pack_store(
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
         entries = position_entries(connection, stored_mixture)
-        tokens, trains = spec_lengths(connection, stored_spec.id).of(entries)
+        spec_of_entries = spec_lengths(connection, stored_spec.id)
     finally:
         connection.close()
-    positions = np.flatnonzero(trains)
+    # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
+    tokens, trains = spec_of_entries.of(entries)
+    del spec_of_entries
+    positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)
     lengths = tokens[positions]
+    del tokens, trains
     too_long = lengths > capacity
     if too_long.any():
         raise StoreError(
             f"{store}: {int(too_long.sum())} entries of mixture '{mixture}' under spec '{spec}' are longer than "
             f"capacity {capacity} (longest {int(lengths.max())} tokens); render with --cutoff {capacity} or less"
         )
+    del too_long
     plan_started = time.perf_counter()
     plan = plan_packs(lengths, capacity, seed)
     plan_seconds = time.perf_counter() - plan_started
@@ -89,8 +94,14 @@ def pack_store(
     columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
                "seed": seed, "packs": summary.packs, "entries": summary.entries, "tokens": summary.tokens,
                "fill": summary.fill, "left_out": summary.left_out, "dataidx_version": __version__}
-    packed_positions = positions[members]
-    members_at = (packed_positions << 32) | entries[packed_positions]
+    del plan, lengths
+    members_at = positions[members].astype(np.int64)  # position << 32 | entry_id, built in place
+    del members, positions
+    entry_ids = entries[members_at]
+    del entries
+    members_at <<= 32
+    members_at |= entry_ids
+    del entry_ids
     with rewriting(store, unchanged_since=stamp, task="planning", command="pack") as writer:
         summary.seconds = save_packing_plan(writer, columns, members_at, sizes, pack_tokens, started)
     return summary

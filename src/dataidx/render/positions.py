@@ -16,21 +16,23 @@ from ..errors import StoreError
 from ..store import ReadConnection, StoredMixture
 from .renderer import TRAINS
 
-#: Rows fetched at a time when reading scattered positions.
+#: Rows fetched at a time when reading scattered positions; entries read at a time for lengths.
 _FETCH = 1 << 16
+_CHUNK = 1 << 20
 
 
 def position_entries(connection: ReadConnection, mixture: StoredMixture) -> np.ndarray:
-    """Base entry id of every position of ``mixture``, in position order."""
-    entries = np.zeros(mixture.entries, dtype=np.int64)
-    filled = np.zeros(mixture.entries, dtype=bool)
+    """Base entry id of every position of ``mixture``, in position order (4-byte ids while they fit)."""
     sql = connection.dialect.sql
+    last = connection.execute(sql("SELECT max(id) FROM base_entries")).fetchone()[0] or 0
+    entries = np.zeros(mixture.entries, dtype=np.int32 if last < 2**31 else np.int64)
+    filled = np.zeros(mixture.entries, dtype=bool)
     runs = connection.execute(
         sql("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark}"), (mixture.id,)
     ).fetchall()
     for start, first_entry, length in runs:
         offset = start - mixture.start
-        entries[offset : offset + length] = np.arange(first_entry, first_entry + length)
+        entries[offset : offset + length] = np.arange(first_entry, first_entry + length, dtype=entries.dtype)
         filled[offset : offset + length] = True
     explicit = connection.execute(
         sql("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}"),
@@ -61,18 +63,31 @@ _PACKED_LENGTH = "(CAST(entry_id AS bigint) << 33) | (CAST(tokens AS bigint) << 
 
 
 def spec_lengths(connection: ReadConnection, spec_id: int) -> SpecLengths:
-    """Every base entry's tokens and trains flag under a spec (the spec covers every entry)."""
-    # One JSON array of entry_id << 33 | tokens << 1 | trains: twice as fast as fetching rows.
-    dialect = connection.dialect
-    packed = dialect.json_array.format(_PACKED_LENGTH.format(trains=", ".join(f"'{s}'" for s in TRAINS)))
-    sql = dialect.sql("SELECT {packed} FROM entry_renders WHERE spec_id = {mark}", packed=packed)
-    found = connection.execute(sql, (spec_id,)).fetchone()[0]
-    values = np.array(json.loads(found or "[]"), dtype=np.int64)
-    if not len(values):
-        return SpecLengths(1, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
-    values.sort()  # by entry id
-    ids = values >> 33
-    first = int(ids[0])
-    if ids[-1] - first + 1 != len(ids) or (len(ids) > 1 and (np.diff(ids) != 1).any()):
+    """Every base entry's tokens and trains flag under a spec (the spec covers every entry).
+
+    Read a million entries at a time, each chunk as one JSON array of
+    ``entry_id << 33 | tokens << 1 | trains`` (twice as fast as fetching rows): a JSON text and
+    a Python int per entry only for a chunk, 5 bytes an entry in the arrays kept.
+    """
+    sql = connection.dialect.sql
+    first, last, count = connection.execute(
+        sql("SELECT min(entry_id), max(entry_id), count(*) FROM entry_renders WHERE spec_id = {mark}"), (spec_id,)
+    ).fetchone()
+    if not count:
+        return SpecLengths(1, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool))
+    if last - first + 1 != count:
         raise StoreError("a render spec does not cover every base entry; the store is damaged")
-    return SpecLengths(first, (values >> 1) & 0xFFFFFFFF, (values & 1).astype(bool))
+    packed = connection.dialect.json_array.format(_PACKED_LENGTH.format(trains=", ".join(f"'{s}'" for s in TRAINS)))
+    chunk = sql("SELECT {packed} FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}",
+                packed=packed)
+    tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)
+    for start in range(first, last + 1, _CHUNK):
+        stop = min(start + _CHUNK - 1, last)
+        values = np.array(json.loads(connection.execute(chunk, (spec_id, start, stop)).fetchone()[0] or "[]"),
+                          dtype=np.int64)
+        values.sort()  # by entry id
+        if not np.array_equal(values >> 33, np.arange(start, stop + 1)):
+            raise StoreError("a render spec does not cover every base entry; the store is damaged")
+        tokens[start - first : stop - first + 1] = (values >> 1) & 0xFFFFFFFF
+        trains[start - first : stop - first + 1] = (values & 1).astype(bool)
+    return SpecLengths(first, tokens, trains)
