@@ -234,3 +234,24 @@ def test_positions_chunked_anywhere_store_the_same_rows(ids: list[int], cuts: li
     assert stored[0] == stored[1]
     runs, entries = stored[0]
     assert sum(run.length for run in runs) + len(entries) == len(expanded)
+
+
+def test_a_chunk_that_fails_to_write_fails_the_build_and_leaves_no_store(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks are written on a writer thread; a failure there, even of the last chunk of the last
+    dataset, must stop the build, not commit a dataset whose entries were never written."""
+    from dataidx.errors import StoreError
+    from dataidx.store import insert_base_entries
+
+    config, _ = _data(tmp_path)
+
+    def failing(connection, dataset_id, *args):  # noqa: ANN001, ANN202 - the real insert's signature
+        if dataset_id == 5:  # the last dataset, one chunk
+            raise StoreError("disk full (injected)")
+        return insert_base_entries(connection, dataset_id, *args)
+
+    monkeypatch.setattr("dataidx.index.datasets.insert_base_entries", failing)
+    with pytest.raises(StoreError, match="disk full"):
+        build(config, tmp_path / "s.db")
+    assert not (tmp_path / "s.db").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.suffix in (".db", ".tmp") or ".tmp" in p.name] == []

@@ -75,6 +75,12 @@ class Writes:
         self.pending.append(future)
         return future
 
+    def drain(self) -> None:
+        """Wait for every task; the first that failed raises here, so the build's transaction
+        rolls back instead of committing a dataset whose entries were never written."""
+        while self.pending:
+            self.pending.popleft().result()
+
 
 def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection: Connection, writes: Writes,
                   hashing: Executor, mixture: MixtureWriter) -> tuple[dict[str, Any], Future[DatasetSummary]]:

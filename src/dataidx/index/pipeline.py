@@ -84,6 +84,7 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)
+        writes.drain()
         summary.datasets = [future.result() for future in written]
         summary.mixture = mixture.finish()
         summary.seconds = time.perf_counter() - started

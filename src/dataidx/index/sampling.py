@@ -73,7 +73,8 @@ class Draw:
         about ``size`` offsets at a time."""
         for part in self.parts:
             if isinstance(part, Span):
-                yield from [Span(part.start, part.length)] * part.times
+                for _ in range(part.times):
+                    yield Span(part.start, part.length)
             elif isinstance(part, Selected):
                 for start in range(0, len(part.mask), size):
                     found = np.flatnonzero(part.mask[start : start + size])

@@ -19,6 +19,8 @@ from ..errors import UsageError
 from .reader import StoreReader
 
 CHUNK = 1024
+#: Chunks between two releases of the source pages read (64k samples: tens of MiB of pages).
+_RELEASE_EVERY = 64
 FORMATS = (".jsonl", ".parquet")
 
 _BLOCK = pa.struct([("type", pa.string()), ("value", pa.string())])
@@ -37,6 +39,8 @@ def samples(reader: StoreReader, chunk: int = CHUNK) -> Iterator[list[dict[str, 
     """The mixture's samples in position order, ``chunk`` at a time."""
     for start in range(0, len(reader), chunk):
         yield reader.get_many(list(range(start, min(start + chunk, len(reader)))))
+        if start // chunk % _RELEASE_EVERY == _RELEASE_EVERY - 1:
+            reader.release_rows()
 
 
 def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:

@@ -69,6 +69,11 @@ class ProcessState:
             sql = self._sql[template] = self.connection.dialect.sql(template)
         return self.connection.fetch(sql, parameters)
 
+    def release_rows(self) -> None:
+        """Let go of the source pages read so far (see ``ArrowRows.release``)."""
+        for fetcher in self.fetchers.values():
+            fetcher.rows.release()
+
     def fetcher(self, dataset: StoredDataset) -> Fetcher:
         found = self.fetchers.get(dataset.id)
         if found is None:

@@ -100,6 +100,11 @@ class EntryReader:
         except KeyError:
             raise StoreError(f"{self.path}: base entries are missing; the store is damaged") from None
 
+    def release_rows(self) -> None:
+        """Let go of the source pages this process read so far: a pass over every row calls it
+        now and then, so its resident memory stays a chunk's, not the sources' size."""
+        self._process().release_rows()
+
     def sample(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
         """The sample of one entry: a row read from the mapped Arrow data, converted and cut."""
         return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)

@@ -65,6 +65,7 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
     for (slot, entry_id), rendered in zip(slots, renderer.render_many(items)):
         rows[slot] = (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
                       rendered.detail)
+    reader.release_rows()  # a pass over every entry: keep a chunk's source pages, not all of them
     return first, rows
 
 

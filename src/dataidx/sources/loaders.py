@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -49,6 +50,11 @@ class Loaded:
             assert self._open is not None
             self._dataset = self._open()
         return self._dataset
+
+    @dataset.setter
+    def dataset(self, dataset: Dataset) -> None:
+        """A plugin that wraps a loader may put another dataset in place: its own files then."""
+        self._dataset, self.arrow_paths = dataset, None
 
     def cache_paths(self) -> list[str]:
         """The Arrow cache files of the dataset, without opening it when they are known."""
@@ -199,10 +205,12 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: A
 
 
 def _whole_split_files(builder: Any, split: str) -> list[str] | None:
-    """The cache files ``builder.as_dataset(split)`` would read, when it reads each of them whole
-    (no slice of a file), else None. The same file instructions ``as_dataset`` follows."""
+    """The cache files ``builder.as_dataset(split)`` reads, found the way it finds them, when the
+    split is one whole named split (no slice such as ``train[:10%]``, no ``+``), else None."""
     from datasets.arrow_reader import ArrowReader  # here, not at import: a heavy library readers rarely need
 
+    if not re.fullmatch(r"[\w.-]+", split) or split not in (builder.info.splits or {}):
+        return None
     try:
         cache_dir = builder._fs._strip_protocol(builder._output_dir)
         name = builder.name if builder._check_legacy_cache() else builder.dataset_name
@@ -210,7 +218,7 @@ def _whole_split_files(builder: Any, split: str) -> list[str] | None:
             name, split, builder.info.splits.values())
     except (AttributeError, TypeError, ValueError, KeyError):  # another datasets: open the dataset instead
         return None
-    if not instructions or any(f.get("skip", 0) or f.get("take", -1) not in (-1, None) for f in instructions):
+    if not instructions or any(f.get("skip", 0) for f in instructions):
         return None
     return [f["filename"] for f in instructions]
 

@@ -53,6 +53,9 @@ class RenamedRows:
             yield RowChunk(chunk.first, chunk.length, self._renamed_table(chunk.table),
                            lambda rows=chunk.rows: (r if isinstance(r, BadRow) else self._renamed(r) for r in rows()))
 
+    def release(self) -> None:
+        self.rows.release()
+
     def _renamed_table(self, table: pa.Table | None) -> pa.Table | None:
         if table is None:
             return None

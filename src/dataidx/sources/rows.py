@@ -9,6 +9,8 @@ store records none and readers fall back to loading the source again.
 from __future__ import annotations
 
 import bisect
+import mmap
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,6 +49,8 @@ class RowSource(Protocol):
 
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]: ...
 
+    def release(self) -> None: ...
+
     @property
     def column_names(self) -> list[str]: ...
 
@@ -76,7 +80,9 @@ class ArrowRows:
     def __init__(self, files: Sequence[dict[str, Any]]) -> None:
         self.files = list(files)
         # Whole-file zero-copy buffers: reading a batch slices one, no shared file position to race on.
-        self._buffers = [_mapped_buffer(f["path"]) for f in self.files]
+        maps = [_mapped(f["path"]) for f in self.files]
+        self._maps = [mapped for mapped, _ in maps if mapped is not None]
+        self._buffers = [buffer for _, buffer in maps]
         self._layout: list[tuple[int, int]] = []  # (file index, byte offset) per batch
         self._starts: list[int] = []
         total = 0
@@ -119,6 +125,15 @@ class ArrowRows:
         row = {name: column[local].as_py() for name, column in columns}
         return decode_json(row, self._json) if self._json else row
 
+    def release(self) -> None:
+        """Let go of the pages read so far. A page of a map, once read, counts in the process's
+        resident memory until it is unmapped or released: a pass over every row (export,
+        render) would hold the whole files. Released pages are read again from the page cache
+        when needed; decoded batches are dropped with them."""
+        self._columns.clear()
+        for mapped in self._maps:
+            mapped.madvise(mmap.MADV_DONTNEED)
+
     def batches(self) -> Iterator[pa.RecordBatch]:
         for number in range(len(self._layout)):
             yield self._batch(number)
@@ -137,7 +152,7 @@ class ArrowRows:
         return rows
 
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
-        """The rows in chunks of whole record batches, up to ``rows`` rows or ``nbytes`` bytes.
+        """The rows in chunks of up to ``rows`` rows, or fewer once they hold ``nbytes`` bytes.
 
         The files are read, not mapped: a mapped page that was read stays in the process's
         resident memory, so a pass over mapped files of 10 GB would hold 10 GB. A read chunk is
@@ -146,13 +161,17 @@ class ArrowRows:
         batches: list[pa.RecordBatch] = []
         first = count = held = 0
         for batch in self._read_batches():
-            batches.append(batch)
-            count += batch.num_rows
-            held += batch.nbytes
-            if count >= rows or held >= nbytes:
-                yield self._chunk(first, batches)
-                first += count
-                batches, count, held = [], 0, 0
+            offset = 0
+            while offset < batch.num_rows:  # a batch longer than a chunk is sliced (zero-copy)
+                piece = batch.slice(offset, rows - count)
+                offset += piece.num_rows
+                batches.append(piece)
+                count += piece.num_rows
+                held += piece.nbytes
+                if count >= rows or held >= nbytes:
+                    yield self._chunk(first, batches)
+                    first += count
+                    batches, count, held = [], 0, 0
         if batches:
             yield self._chunk(first, batches)
 
@@ -173,9 +192,13 @@ class ArrowRows:
         return pa.Table.from_batches(list(self.batches()), schema=self._schema(0))
 
 
-def _mapped_buffer(path: str) -> pa.Buffer:
-    with pa.memory_map(path, "r") as source:
-        return source.read_buffer()  # stays valid (and mapped) after the file object closes
+def _mapped(path: str) -> tuple[mmap.mmap | None, pa.Buffer]:
+    """A read-only map of the file and a zero-copy Arrow buffer over it (an empty file: no map)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return None, pa.py_buffer(b"")
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)  # stays valid after the file closes
+    return mapped, pa.py_buffer(mapped)
 
 
 class DatasetRows:
@@ -199,6 +222,9 @@ class DatasetRows:
 
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
         return self._rows_between(0, len(self.dataset))
+
+    def release(self) -> None:
+        """Nothing of dataidx's to let go of: ``datasets`` owns the dataset's maps."""
 
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
         """Rows ``rows`` at a time, with no table: only the row path reads through an indices mapping."""
