@@ -69,3 +69,25 @@ def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(demo_store: P
         _, expected = run_query(demo_store, by_views.format(mixture=mixture))
         _, found = run_query(demo_store, from_runs.replace("name = 'default')", f"name = '{mixture}')"))
         assert sorted(found) == sorted(expected) and found
+
+
+@pytest.mark.parametrize(("title", "by_views", "position"), [
+    ("What one position of a mixture is", "SELECT e.*, m.seed, md.seed FROM entries AS e JOIN mixtures AS m ON m.name = "
+     "e.mixture JOIN datasets AS d ON d.name = e.dataset JOIN mixture_datasets AS md ON md.mixture_id = m.id AND "
+     "md.dataset_id = d.id WHERE e.mixture = '{mixture}' AND e.position = {position}", True),
+    ("The emptiest packs of a plan", "SELECT pack, count(*), sum(tokens) FROM pack_members WHERE plan = 'default' "
+     "GROUP BY pack ORDER BY sum(tokens), pack LIMIT 5", False),
+])
+def test_cookbook_lookups_answer_what_the_views_answer(demo_store: Path, title: str, by_views: str,
+                                                      position: bool) -> None:
+    """Queries that read runs or a row per pack instead of expanding every position."""
+    from dataidx.view import COOKBOOK
+
+    sql = next(sql for found, sql in COOKBOOK if found.startswith(title))
+    cases = [(m, p) for m in ("default", "seed7") for p in (0, 1, 17, 36)] if position else [("default", 0)]
+    for mixture, at in cases:
+        asked = sql.replace("name = 'default')", f"name = '{mixture}')").replace("+ 0", f"+ {at}")
+        asked = asked.replace("0 AS position", f"{at} AS position")
+        _, expected = run_query(demo_store, by_views.format(mixture=mixture, position=at))
+        _, found = run_query(demo_store, asked)
+        assert found == expected and found

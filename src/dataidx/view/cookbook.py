@@ -19,7 +19,7 @@ COOKBOOK: list[tuple[str, str]] = [
     ('How many turns conversations have, per dataset',
      'SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\nGROUP BY dataset, entries ORDER BY dataset, turns;'),
     ('What one position of a mixture is, and its seeds',
-     "SELECT e.*, m.seed AS mixture_seed, md.seed AS dataset_seed\nFROM entries AS e JOIN mixtures AS m ON m.name = e.mixture\nJOIN datasets AS d ON d.name = e.dataset\nJOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id\nWHERE e.mixture = 'default' AND e.position = 0;"),
+     "WITH m AS (SELECT id, name, start, seed FROM mixtures WHERE name = 'default'),\np AS (SELECT r.first_entry + (m.start + 0 - r.start) AS entry_id FROM mixture_runs AS r JOIN m ON r.mixture_id = m.id\n      WHERE m.start + 0 BETWEEN r.start AND r.start + r.length - 1\n      UNION ALL\n      SELECT e.entry_id FROM mixture_entries AS e JOIN m ON e.id = m.start + 0)\nSELECT m.name AS mixture, 0 AS position, d.name AS dataset, b.row, b.cut, m.seed AS mixture_seed, md.seed AS dataset_seed\nFROM p CROSS JOIN m JOIN base_entries AS b ON b.id = p.entry_id JOIN datasets AS d ON d.id = b.dataset_id\nJOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id;"),
     ('Which rows were rejected, and why, per dataset',
      'SELECT dataset, count(*) AS rejected, min(reason) AS example FROM rejects GROUP BY dataset;'),
     ('How a mixture was made (seed, sampling, the config it came from, per dataset requested vs realised)',
@@ -31,5 +31,5 @@ COOKBOOK: list[tuple[str, str]] = [
     ('How full each plan is',
      'SELECT plan, packs, entries, round(fill, 4) AS fill, left_out FROM pack_plans;'),
     ('The emptiest packs of a plan',
-     "SELECT pack, count(*) AS samples, sum(tokens) AS tokens FROM pack_members\nWHERE plan = 'default' GROUP BY pack ORDER BY tokens LIMIT 5;"),
+     "SELECT k.pack, k.members AS samples, k.tokens FROM packs AS k JOIN packing_plans AS p ON p.id = k.plan_id\nWHERE p.name = 'default' ORDER BY k.tokens, k.pack LIMIT 5;"),
 ]
