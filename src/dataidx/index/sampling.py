@@ -11,7 +11,7 @@ bounded memory: whole passes are one :class:`Span`, an exact remainder is a mask
 dataset (the sorted sample), and only draws with replacement are arrays of offsets. Each draw
 takes its numbers from the generator exactly as ``random.sample`` and ``random.choices`` on
 ``range(n)`` do, so a stored seed draws the same entries as it always did
-(tests/test_sampling.py compares them).
+(tests/test_chunked_writes.py compares them).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from ..convert import SUPERVISED_EPSILON
 from ..errors import RenderError
 from .escape import ControlTokens
 from .fast_templates import FAST_TEMPLATES
+from .templates import tojson
 
 #: Placeholder text for media blocks, as LLaMA-Factory's text templates write them.
 _MEDIA_TEXT = {"image_url": "<image>", "image": "<image>", "video_url": "<video>", "video": "<video>",
@@ -58,10 +59,6 @@ def compile_template(text: str) -> Any:
 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
-               sort_keys: bool = False) -> str:
-        return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
     environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     environment.filters["tojson"] = tojson

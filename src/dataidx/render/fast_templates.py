@@ -10,12 +10,11 @@ message). Any other template, a tokenizer's own included, renders through Jinja.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import RenderError
-from .templates import CHATML
+from .templates import CHATML, tojson
 
 #: ``render(messages, tools, add_generation_prompt, bos_token)``: chat messages as
 #: :func:`.chat_text.chat_messages` makes them.
@@ -32,16 +31,12 @@ _CHATML_TOOLS_END = (
 )
 
 
-def _tojson(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)  # the templates' tojson filter
-
-
 def _call_json(call: dict[str, Any]) -> str:
     function = call["function"]
     arguments = function["arguments"]
     if isinstance(arguments, str):  # kept as the data holds it: written verbatim
-        return '{"name": ' + _tojson(function["name"]) + ', "arguments": ' + arguments + "}"
-    return _tojson({"name": function["name"], "arguments": arguments})
+        return '{"name": ' + tojson(function["name"]) + ', "arguments": ' + arguments + "}"
+    return tojson({"name": function["name"], "arguments": arguments})
 
 
 def chatml(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool,
@@ -54,7 +49,7 @@ def chatml(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, a
         if system_first:
             out.append(messages[0]["content"] + "\n\n")
         out.append(_CHATML_TOOLS)
-        out.extend("\n" + _tojson(tool) for tool in tools)
+        out.extend("\n" + tojson(tool) for tool in tools)
         out.append(_CHATML_TOOLS_END)
     elif system_first:
         out.append("<|im_start|>system\n" + messages[0]["content"] + "<|im_end|>\n")

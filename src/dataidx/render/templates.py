@@ -11,10 +11,17 @@ eat any.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import RenderError
+
+
+def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
+           sort_keys: bool = False) -> str:
+    """The ``tojson`` filter the templates are written against, as ``transformers`` defines it."""
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 _SYSTEM_FIRST = "{%- if messages and messages[0].role == 'system' %}{% set system = messages[0].content %}" \
     "{% set rest = messages[1:] %}{% else %}{% set system = '' %}{% set rest = messages %}{% endif %}"

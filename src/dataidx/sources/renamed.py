@@ -45,9 +45,6 @@ class RenamedRows:
         for row in self.rows.iter_rows():
             yield row if isinstance(row, BadRow) else self._renamed(row)
 
-    def table(self) -> pa.Table | None:
-        return self._renamed_table(self.rows.table())
-
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
         for chunk in self.rows.chunks(rows, nbytes):
             yield RowChunk(chunk.first, chunk.length, self._renamed_table(chunk.table),

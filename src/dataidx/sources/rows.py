@@ -45,8 +45,6 @@ class RowSource(Protocol):
 
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]: ...
 
-    def table(self) -> pa.Table | None: ...
-
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]: ...
 
     def release(self) -> None: ...
@@ -185,12 +183,6 @@ class ArrowRows:
         return RowChunk(first, table.num_rows, table,
                         lambda: (row for batch in batches for row in self._rows_of(batch)))
 
-    def table(self) -> pa.Table | None:
-        """All rows as one zero-copy Arrow table, for vectorised passes."""
-        if not self._buffers:
-            return None
-        return pa.Table.from_batches(list(self.batches()), schema=self._schema(0))
-
 
 def _mapped(path: str) -> tuple[mmap.mmap | None, pa.Buffer]:
     """A read-only map of the file and a zero-copy Arrow buffer over it (an empty file: no map)."""
@@ -216,9 +208,6 @@ class DatasetRows:
     @property
     def column_names(self) -> list[str]:
         return list(self.dataset.column_names)
-
-    def table(self) -> pa.Table | None:
-        return None  # rows go through an indices mapping: only the row path is exact
 
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
         return self._rows_between(0, len(self.dataset))
