@@ -72,7 +72,7 @@ def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(demo_store: P
 
 
 @pytest.mark.parametrize(("title", "by_views", "position"), [
-    ("What one position of a mixture is", "SELECT e.*, m.seed, md.seed FROM entries AS e JOIN mixtures AS m ON m.name = "
+    ("What one position of a mixture is", "SELECT e.mixture, e.position, e.dataset, e.row, e.cut, m.seed, md.seed FROM entries AS e JOIN mixtures AS m ON m.name = "
      "e.mixture JOIN datasets AS d ON d.name = e.dataset JOIN mixture_datasets AS md ON md.mixture_id = m.id AND "
      "md.dataset_id = d.id WHERE e.mixture = '{mixture}' AND e.position = {position}", True),
     ("The emptiest packs of a plan", "SELECT pack, count(*), sum(tokens) FROM pack_members WHERE plan = 'default' "

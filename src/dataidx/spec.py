@@ -10,8 +10,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error`` and ``columns``; anything else is a typo.
-VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error", "columns")
+#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error``, ``columns`` and token budgets; anything
+#: else is a typo.
+VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error", "columns",
+              "tokens", "supervised_tokens")
+#: dataidx's budget keys: draw a dataset's entries until their tokens (or supervised tokens)
+#: under a render spec reach the budget, instead of counting entries with ``size``/``weight``.
+BUDGET_KEYS = ("tokens", "supervised_tokens")
 #: ``on_error``: stop the build at a row its converter fails on, or record it as a reject.
 ERROR_POLICIES = ("raise", "skip")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -36,10 +41,22 @@ class DatasetSpec:
     on_error: str = "raise"
     #: converter's column name -> the source column holding it (LLaMA-Factory v0's ``columns``)
     columns: dict[str, str] | None = None
+    #: a token budget (``tokens``) or a supervised-token budget (``supervised_tokens``), at most one
+    tokens: int | None = None
+    supervised_tokens: int | None = None
+
+    @property
+    def budget(self) -> tuple[str, int] | None:
+        """``(key, tokens)`` of the dataset's token budget, or None when it is drawn by entries."""
+        for key in BUDGET_KEYS:
+            if getattr(self, key) is not None:
+                return key, getattr(self, key)
+        return None
 
     def info(self) -> dict[str, Any]:
-        """The spec as the JSON-able mapping the store records."""
-        return {key: getattr(self, key) for key in VALID_KEYS}
+        """The spec as the JSON-able mapping the store records (budget keys only when given, so
+        stores of configs without them read as they always did)."""
+        return {key: getattr(self, key) for key in VALID_KEYS if key not in BUDGET_KEYS or getattr(self, key) is not None}
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,11 @@ class Config:
     origin: str
     text: str
     datasets: list[DatasetSpec] = field(default_factory=list)
+
+    @property
+    def budgeted(self) -> list[DatasetSpec]:
+        """The datasets drawn by a token budget, which need a render spec's lengths."""
+        return [spec for spec in self.datasets if spec.budget is not None]
 
     @property
     def sha256(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from ..convert import converters
 from ..errors import ConfigError
 from ..sources import sources
-from ..spec import ERROR_POLICIES, VALID_KEYS, YAML_SUFFIXES, Config, DatasetSpec
+from ..spec import BUDGET_KEYS, ERROR_POLICIES, VALID_KEYS, YAML_SUFFIXES, Config, DatasetSpec
 
 
 def load_config(target: str | os.PathLike[str], *, plugins: bool = True) -> Config:
@@ -108,6 +108,7 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
         isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0
     ):
         problems.append(f"{where}: key 'weight' must be a finite number >= 0, got {weight!r}")
+    problems += _check_budget(where, info)
     streaming = info.get("streaming")
     if streaming is not None and not isinstance(streaming, bool):
         problems.append(f"{where}: key 'streaming' must be true or false, got {streaming!r}")
@@ -115,6 +116,20 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
     if on_error not in ERROR_POLICIES:
         problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {on_error!r}")
     problems += _check_columns(where, info.get("columns"))
+    return problems
+
+
+def _check_budget(where: str, info: dict[str, Any]) -> list[str]:
+    given = [key for key in BUDGET_KEYS if info.get(key) is not None]
+    problems = [f"{where}: key '{key}' must be an integer > 0 (tokens under the render spec given to dataidx mix "
+                f"--spec), got {info[key]!r}" for key in given
+                if isinstance(info[key], bool) or not isinstance(info[key], int) or info[key] <= 0]
+    if len(given) > 1:
+        problems.append(f"{where}: keys 'tokens' and 'supervised_tokens' are two budgets for one draw; give one")
+    entries = [key for key in ("size", "weight") if info.get(key) is not None]
+    if given and entries:
+        problems.append(f"{where}: key '{given[0]}' is a token budget and '{entries[0]}' counts entries; give one "
+                        "or the other")
     return problems
 
 
@@ -148,4 +163,6 @@ def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
         streaming=bool(info.get("streaming", False)),
         on_error=info.get("on_error", "raise"),
         columns=dict(info["columns"]) if info.get("columns") else None,
+        tokens=info.get("tokens"),
+        supervised_tokens=info.get("supervised_tokens"),
     )

@@ -1,7 +1,9 @@
 """Write a named mixture of a store's base index: per-dataset seeded draws, positions by rowid.
 
-Only the stored base index is read (dataset ids, first entry, entry counts), never the sources,
-so a mixture can be drawn again or added later with the source files gone.
+Only the stored base index is read (dataset ids, first entry, entry counts) and, for token
+budgets, a render spec's stored lengths, never the sources, so a mixture can be drawn again or
+added later with the source files gone. A mixture of several epochs stores them one after
+another, each drawn with its own seed (:func:`~.sampling.epoch_seed`).
 """
 
 from __future__ import annotations
@@ -10,14 +12,26 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import numpy as np
 from sqlalchemy import Connection, func, insert, select, update
 
 from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import Dataset, Mixture, MixtureDataset, PositionWriter, draw_counts, rewriting
-from .sampling import Span, check_sampling, derive_seed, draw, requested_count
+from ..store import (
+    Dataset,
+    EpochDataset,
+    Mixture,
+    MixtureDataset,
+    MixtureEpoch,
+    PositionWriter,
+    draw_counts,
+    rewriting,
+)
+from .budgets import budget_draw
+from .sampling import Draw, Span, check_sampling, derive_seed, draw, epoch_seed, requested_count
+from .token_counts import MixtureLengths, read_mixture_lengths
 
 
 @dataclass
@@ -26,39 +40,70 @@ class MixtureSummary:
     seed: int
     sampling: str
     entries: int
+    #: entries per dataset, over all epochs
     datasets: dict[str, int] = field(default_factory=dict)
+    epochs: int = 1
+    spec: str | None = None
+    #: per epoch, per dataset: the tokens of its training entries under ``spec``
+    tokens: list[dict[str, int]] = field(default_factory=list)
+    #: budgeted datasets a build took whole, having no spec to count their tokens with
+    taken_whole: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Total:
+    """One dataset's draws summed over epochs, for its ``mixture_datasets`` row."""
+
+    first_entry: int
+    rows: int
+    counts: np.ndarray
+    entries: int = 0
 
 
 class MixtureWriter:
-    """Appends one mixture to a store, dataset by dataset, positions in config order.
+    """Appends one mixture to a store, dataset by dataset and epoch by epoch, positions in config
+    order within an epoch.
 
-    A dataset's draw needs only its id, first entry and entry count, so the build can draw each
-    dataset as soon as it is written, while it prepares the next one.
+    A dataset's draw needs only its id, first entry and entry count (and, for a budget, the
+    spec's lengths), so the build can draw each dataset as soon as it is written, while it
+    prepares the next one. With ``lengths`` a budget draws by tokens and every draw records the
+    tokens it took; without them a budget is an error, or with ``whole_budgets`` (the build,
+    which renders nothing yet) the dataset is taken whole.
     """
 
-    def __init__(self, connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> None:
+    def __init__(self, connection: Connection, config: Config, name: str, *, seed: int, sampling: str,
+                 epochs: int = 1, lengths: MixtureLengths | None = None, whole_budgets: bool = False) -> None:
         check_sampling(sampling)
         if not -(2**63) <= seed < 2**63:
             raise UsageError(f"seed {seed} does not fit in 64 bits")
+        if not 1 <= epochs <= 10_000:
+            raise UsageError(f"epochs must be from 1 to 10000, got {epochs}")
+        _check_budgets(config, sampling, lengths, whole_budgets)
         if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
             raise UsageError(f"mixture '{name}' already exists; remove it first or choose another --name")
         self.connection, self.config, self.specs = connection, config, {spec.name: spec for spec in config.datasets}
+        self.lengths, self.whole_budgets = lengths, whole_budgets
         # Position space is shared: each mixture takes the stretch after the last one.
         end = connection.execute(select(func.max(Mixture.start + Mixture.entries))).scalar()
-        self.start = self.position = end or 1
-        self.summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0)
+        self.start = self.position = self.epoch_start = end or 1
+        self.epoch = 0
+        self.summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0, epochs=epochs,
+                                      spec=None if lengths is None else lengths.spec, tokens=[{}])
+        self.totals: dict[int, _Total] = {}
         self.mixture_id = connection.execute(insert(Mixture).values(
             name=name, seed=seed, sampling=sampling, start=self.start, entries=0, config_sha256=config.sha256,
-            config_text=config.text, dataidx_version=__version__,
+            config_text=config.text, dataidx_version=__version__, epochs=epochs,
+            spec=None if lengths is None else lengths.spec,
+            spec_fingerprint=None if lengths is None else lengths.fingerprint,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )).inserted_primary_key[0]
 
     def add(self, dataset_id: int, name: str, first_entry: int, entries: int, rows: int) -> None:
         """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
-        rejected) by its spec's size and weight."""
+        rejected) into the current epoch, by its spec's budget or size and weight."""
         spec, summary = self.specs[name], self.summary
-        dataset_seed = derive_seed(summary.seed, name)
-        chosen = draw(entries, spec.size, spec.weight, summary.sampling, dataset_seed)
+        dataset_seed = derive_seed(epoch_seed(summary.seed, self.epoch), name)
+        chosen = self._draw(spec.name, first_entry, entries, dataset_seed)
         positions = PositionWriter(self.connection, self.mixture_id, self.position)
         for chunk in chosen.chunks():
             if isinstance(chunk, Span):
@@ -68,25 +113,98 @@ class MixtureWriter:
         positions.close()
         drawn = len(chosen)
         self.position += drawn
-        distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, chosen.counts(), rows)
-        self.connection.execute(insert(MixtureDataset).values(
-            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=dataset_seed, size=spec.size,
-            weight=spec.weight, base_entries=entries, requested=requested_count(entries, spec.size, spec.weight),
-            entries=drawn, distinct_entries=distinct_entries, distinct_rows=distinct_rows,
-            max_repeats=max_repeats,
+        counts = chosen.counts()
+        distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, counts, rows)
+        spent = {} if self.lengths is None else self.lengths.spent(first_entry, counts)
+        self.connection.execute(insert(EpochDataset).values(
+            mixture_id=self.mixture_id, epoch=self.epoch, dataset_id=dataset_id, seed=dataset_seed, entries=drawn,
+            distinct_entries=distinct_entries, distinct_rows=distinct_rows, max_repeats=max_repeats, **spent,
         ))
-        summary.datasets[name] = drawn
+        if spent:
+            summary.tokens[self.epoch][name] = spent["tokens"]
+        summary.datasets[name] = summary.datasets.get(name, 0) + drawn
+        if summary.epochs == 1:
+            self._insert_dataset(dataset_id, name, entries, drawn, distinct_entries, distinct_rows, max_repeats,
+                                 dataset_seed)
+            return
+        total = self.totals.setdefault(dataset_id, _Total(first_entry, rows, np.zeros(entries, dtype=np.int64)))
+        total.counts += counts
+        total.entries += drawn
+
+    def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
+        spec = self.specs[name]
+        if spec.budget is None:
+            return draw(entries, spec.size, spec.weight, self.summary.sampling, seed)
+        if self.lengths is None:  # a build: whole_budgets, checked when the writer was made
+            if name not in self.summary.taken_whole:
+                self.summary.taken_whole.append(name)
+            return draw(entries, None, None, self.summary.sampling, seed)
+        key, budget = spec.budget
+        return budget_draw(self.lengths.of(key, first_entry, entries), budget, seed, dataset=name, key=key)
+
+    def next_epoch(self) -> None:
+        """Close the current epoch: later :meth:`add` calls draw the next one, with its own seed."""
+        self.connection.execute(insert(MixtureEpoch).values(
+            mixture_id=self.mixture_id, epoch=self.epoch, seed=epoch_seed(self.summary.seed, self.epoch),
+            start=self.epoch_start, entries=self.position - self.epoch_start,
+        ))
+        self.epoch += 1
+        self.epoch_start = self.position
+        self.summary.tokens.append({})
+
+    def _insert_dataset(self, dataset_id: int, name: str, base_entries: int, drawn: int, distinct_entries: int,
+                        distinct_rows: int, max_repeats: int, seed: int) -> None:
+        spec = self.specs[name]
+        budget = dict.fromkeys(("token_budget", "supervised_token_budget"))
+        if spec.budget is not None:
+            budget["token_budget" if spec.budget[0] == "tokens" else "supervised_token_budget"] = spec.budget[1]
+        requested = None if spec.budget is not None else requested_count(base_entries, spec.size, spec.weight)
+        self.connection.execute(insert(MixtureDataset).values(
+            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=spec.size, weight=spec.weight,
+            base_entries=base_entries, requested=requested, entries=drawn, distinct_entries=distinct_entries,
+            distinct_rows=distinct_rows, max_repeats=max_repeats, **budget,
+        ))
 
     def finish(self) -> MixtureSummary:
+        """Close the last epoch and record each dataset's draws over all epochs."""
+        self.next_epoch()
+        self.summary.tokens.pop()
+        if self.epoch != self.summary.epochs:
+            raise UsageError(f"mixture '{self.summary.name}' was to have {self.summary.epochs} epochs, "
+                             f"{self.epoch} were drawn")
+        names = {dataset_id: name for name, dataset_id in self._dataset_ids().items()}
+        for dataset_id, total in self.totals.items():
+            distinct_entries, distinct_rows, max_repeats = draw_counts(
+                self.connection, total.first_entry, total.counts, total.rows)
+            self._insert_dataset(dataset_id, names[dataset_id], len(total.counts), total.entries, distinct_entries,
+                                 distinct_rows, max_repeats, derive_seed(self.summary.seed, names[dataset_id]))
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)
         )
         return self.summary
 
+    def _dataset_ids(self) -> dict[str, int]:
+        return {name: dataset_id for dataset_id, name in self.connection.execute(select(Dataset.id, Dataset.name))}
 
-def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str) -> MixtureSummary:
-    """Draw mixture ``name`` from the config's size/weight over a store's stored datasets."""
+
+def _check_budgets(config: Config, sampling: str, lengths: MixtureLengths | None, whole_budgets: bool) -> None:
+    budgeted = config.budgeted
+    if not budgeted:
+        return
+    first = budgeted[0]
+    where = f"{config.origin}: dataset '{first.name}': key '{first.budget[0]}'"
+    if lengths is None and not whole_budgets:
+        raise UsageError(f"{where} is a token budget, counted under a render spec: give the mixture one with "
+                         "--spec SPEC (one that dataidx render stored)")
+    if sampling != "exact":
+        raise UsageError(f"{where}: token budgets draw exactly (distinct entries, whole passes); "
+                         f"--sampling {sampling} does not apply to them")
+
+
+def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str, epochs: int = 1,
+                  lengths: MixtureLengths | None = None) -> MixtureSummary:
+    """Draw mixture ``name`` from the config's sizes, weights and budgets over a store's datasets."""
     query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries, Dataset.rows,
                    Dataset.rejected).order_by(Dataset.position)
     stored = {row.name: row for row in connection.execute(query)}
@@ -96,27 +214,35 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
             f"{config.origin}: mixture '{name}': datasets not in the store: {', '.join(missing)} "
             f"(the store has: {', '.join(stored)})"
         )
-    writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling)
-    for spec in config.datasets:
-        dataset = stored[spec.name]
-        writer.add(dataset.id, dataset.name, dataset.first_entry, dataset.entries, dataset.rows - dataset.rejected)
+    writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths)
+    for epoch in range(epochs):
+        if epoch:
+            writer.next_epoch()
+        for spec in config.datasets:
+            dataset = stored[spec.name]
+            writer.add(dataset.id, dataset.name, dataset.first_entry, dataset.entries,
+                       dataset.rows - dataset.rejected)
     return writer.finish()
 
 
 def add_mixture(
     store: str | os.PathLike[str], config: str | os.PathLike[str] | Config, name: str, *,
-    seed: int = DEFAULT_SEED, sampling: str = "exact",
+    seed: int = DEFAULT_SEED, sampling: str = "exact", epochs: int = 1, spec: str | None = None,
 ) -> MixtureSummary:
     """Add mixture ``name`` to an existing store from its base index alone (sources may be gone).
 
-    Only the config's dataset names, ``size`` and ``weight`` are used; other mixtures are never
-    touched. The store is rewritten on a copy and renamed into place.
+    Only the config's dataset names, ``size``, ``weight`` and token budgets are used; budgets
+    count tokens under render spec ``spec``, which the mixture records. ``epochs`` stores that
+    many epochs, each drawn with its own seed. Other mixtures are never touched. The store is
+    rewritten on a copy and renamed into place.
 
     Example::
 
         add_mixture("demo.db", "data/demo_sft.yaml", "seed7", seed=7)
-        DataEngine("demo.db", mixture="seed7")
+        add_mixture("demo.db", "data/demo_budgets.yaml", "by_tokens", spec="default", epochs=3)
+        DataEngine("demo.db", mixture="by_tokens", epoch=1)
     """
     config = config if isinstance(config, Config) else load_config(config, plugins=False)
-    with rewriting(store) as connection:
-        return write_mixture(connection, config, name, seed=seed, sampling=sampling)
+    lengths, stamp = (None, None) if spec is None else read_mixture_lengths(store, spec)
+    with rewriting(store, unchanged_since=stamp, task="drawing by tokens", command="mix") as connection:
+        return write_mixture(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths)

@@ -8,6 +8,7 @@ behind and never touches an existing one.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from .datasets import DatasetSummary, Writes, index_dataset
 from .mixtures import MixtureSummary, MixtureWriter
 
 Progress = Callable[[str], None]
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -72,7 +74,7 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
     ):
         # SQLite's inserts release the GIL: one chunk is written, and each dataset drawn into
         # the default mixture after its last chunk, while the next chunk is converted.
-        mixture = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling)
+        mixture = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True)
         writes = Writes(writer)
         first_entry = 1
         written = []
@@ -87,6 +89,11 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
         writes.drain()
         summary.datasets = [future.result() for future in written]
         summary.mixture = mixture.finish()
+        if summary.mixture.taken_whole:
+            logger.warning(
+                "datasets with a token budget (%s) are whole in the default mixture: a budget counts tokens under a "
+                "render spec, so draw it with dataidx render, then dataidx mix STORE CONFIG --name NAME --spec SPEC",
+                ", ".join(summary.mixture.taken_whole))
         summary.seconds = time.perf_counter() - started
         connection.execute(
             insert(Build),

@@ -43,9 +43,11 @@ class Span:
 
 @dataclass(frozen=True)
 class Selected:
-    """The offsets where ``mask`` is set, in increasing order (an exact sample, sorted)."""
+    """The offsets where ``mask`` is set, in increasing order (an exact sample, sorted), ``times``
+    times over."""
 
     mask: np.ndarray
+    times: int = 1
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,11 @@ class Draw:
                 for _ in range(part.times):
                     yield Span(part.start, part.length)
             elif isinstance(part, Selected):
-                for start in range(0, len(part.mask), size):
-                    found = np.flatnonzero(part.mask[start : start + size])
-                    if len(found):
-                        yield found + start
+                for _ in range(part.times):
+                    for start in range(0, len(part.mask), size):
+                        found = np.flatnonzero(part.mask[start : start + size])
+                        if len(found):
+                            yield found + start
             else:
                 for start in range(0, len(part.offsets), size):
                     yield part.offsets[start : start + size]
@@ -96,7 +99,7 @@ class Draw:
             if isinstance(part, Span):
                 counts[part.start : part.start + part.length] += part.times
             elif isinstance(part, Selected):
-                counts += part.mask
+                counts += part.mask * np.asarray(part.times, dtype=counts.dtype)
             else:
                 for start in range(0, len(part.offsets), CHUNK):
                     unique, repeats = np.unique(part.offsets[start : start + CHUNK], return_counts=True)
@@ -113,7 +116,7 @@ class Draw:
             if isinstance(part, Span):
                 parts += [Picks(chosen[part.start : part.start + part.length])] * part.times
             elif isinstance(part, Selected):
-                parts.append(Picks(chosen[part.mask]))
+                parts += [Picks(chosen[part.mask])] * part.times
             else:
                 parts.append(Picks(chosen[part.offsets]))
         return Draw(inner.n, tuple(parts))
@@ -123,7 +126,7 @@ def _part_length(part: Part) -> int:
     if isinstance(part, Span):
         return part.length * part.times
     if isinstance(part, Selected):
-        return int(np.count_nonzero(part.mask))
+        return int(np.count_nonzero(part.mask)) * part.times
     return len(part.offsets)
 
 
@@ -135,6 +138,15 @@ def check_sampling(sampling: str) -> None:
 def derive_seed(mixture_seed: int, dataset: str) -> int:
     """A dataset's own seed: a 63-bit hash of the mixture seed and the dataset name."""
     digest = hashlib.sha256(f"{mixture_seed}\x00{dataset}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def epoch_seed(mixture_seed: int, epoch: int) -> int:
+    """The seed epoch ``epoch`` draws with: the mixture seed itself for epoch 0 (so a mixture of
+    one epoch draws as it always did), a 63-bit hash of both for later epochs."""
+    if epoch == 0:
+        return mixture_seed
+    digest = hashlib.sha256(f"{mixture_seed}\x00epoch\x00{epoch}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 

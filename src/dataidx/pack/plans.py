@@ -11,15 +11,26 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import StoreError, UsageError
-from ..render import position_entries, read_spec, spec_lengths
+from ..index import epoch_seed
+from ..render import read_spec
 from ..spec import DEFAULT_SEED
-from ..store import connect_readonly, read_mixture, rewriting, save_packing_plan
+from ..store import (
+    EpochPacks,
+    SpecLengths,
+    connect_readonly,
+    position_entries,
+    read_mixture,
+    rewriting,
+    save_packing_plan,
+    spec_lengths,
+)
 from .planner import plan_packs
 
 
@@ -47,6 +58,9 @@ def pack_store(
 ) -> PackSummary:
     """Plan packs of ``capacity`` tokens over ``mixture`` with ``spec``'s lengths; store as ``name``.
 
+    A mixture of several epochs gets a plan per epoch, each shuffled with its own seed (the
+    plan's ``seed`` for epoch 0); the summary adds them up.
+
     Example::
 
         pack_store("demo.db", "default", capacity=4096, seed=0)
@@ -67,41 +81,53 @@ def pack_store(
         if pairs:
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
-        entries = position_entries(connection, stored_mixture)
-        spec_of_entries = spec_lengths(connection, stored_spec.id)
+        lengths = spec_lengths(connection, stored_spec.id)
+        summary = PackSummary(name, spec, mixture, capacity, seed, 0, 0, 0, 1.0, 0, 0.0, 0.0)
+        columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
+                   "seed": seed, "dataidx_version": __version__}
+
+        def epochs() -> Iterator[EpochPacks]:
+            for epoch in range(stored_mixture.epochs):
+                entries = position_entries(connection, read_mixture(connection, mixture, os.fspath(store), epoch))
+                plan_started = time.perf_counter()
+                packs = _epoch_packs(store, mixture, spec, entries, lengths, capacity, epoch_seed(seed, epoch))
+                summary.plan_seconds += time.perf_counter() - plan_started
+                del entries
+                yield packs
+                del packs
+
+        with rewriting(store, unchanged_since=stamp, task="planning", command="pack") as writer:
+            totals = save_packing_plan(writer, columns, epochs(), started)
     finally:
         connection.close()
+    summary.packs, summary.entries, summary.tokens = totals["packs"], totals["entries"], totals["tokens"]
+    summary.fill, summary.left_out, summary.seconds = totals["fill"], totals["left_out"], totals["seconds"]
+    return summary
+
+
+def _epoch_packs(store: str | os.PathLike[str], mixture: str, spec: str, entries: np.ndarray, lengths: SpecLengths,
+                 capacity: int, seed: int) -> EpochPacks:
+    """One epoch's plan over the base entries ``entries`` of its positions."""
     # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
-    tokens, trains = spec_of_entries.of(entries)
-    del spec_of_entries
+    tokens, trains = lengths.of(entries)
     positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)
-    lengths = tokens[positions]
+    item_lengths = tokens[positions]
     del tokens, trains
-    too_long = lengths > capacity
+    too_long = item_lengths > capacity
     if too_long.any():
         raise StoreError(
             f"{store}: {int(too_long.sum())} entries of mixture '{mixture}' under spec '{spec}' are longer than "
-            f"capacity {capacity} (longest {int(lengths.max())} tokens); render with --cutoff {capacity} or less"
+            f"capacity {capacity} (longest {int(item_lengths.max())} tokens); render with --cutoff {capacity} or less"
         )
     del too_long
-    plan_started = time.perf_counter()
-    plan = plan_packs(lengths, capacity, seed)
-    plan_seconds = time.perf_counter() - plan_started
+    plan = plan_packs(item_lengths, capacity, seed)
     sizes, members = plan.sizes, plan.members
-    pack_tokens = np.add.reduceat(lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
-    summary = PackSummary(name, spec, mixture, capacity, seed, len(plan.sizes), len(positions), plan.tokens,
-                          plan.fill, int(len(entries) - len(positions)), 0.0, plan_seconds)
-    columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
-               "seed": seed, "packs": summary.packs, "entries": summary.entries, "tokens": summary.tokens,
-               "fill": summary.fill, "left_out": summary.left_out, "dataidx_version": __version__}
-    del plan, lengths
+    pack_tokens = np.add.reduceat(item_lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
+    del plan, item_lengths
     members_at = positions[members].astype(np.int64)  # position << 32 | entry_id, built in place
-    del members, positions
+    del members
     entry_ids = entries[members_at]
-    del entries
     members_at <<= 32
     members_at |= entry_ids
     del entry_ids
-    with rewriting(store, unchanged_since=stamp, task="planning", command="pack") as writer:
-        summary.seconds = save_packing_plan(writer, columns, members_at, sizes, pack_tokens, started)
-    return summary
+    return EpochPacks(seed, members_at, sizes, pack_tokens, len(positions), int(len(entries) - len(positions)))

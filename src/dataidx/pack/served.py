@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
 from ..render import open_spec
-from ..store import connect_readonly, not_found
+from ..store import check_epoch, connect_readonly, not_found
 
 _MEMBERS = (
     "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
@@ -32,21 +32,31 @@ class PackedPlan:
     """
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
-                 verify: bool = True) -> None:
+                 verify: bool = True, epoch: int = 0) -> None:
         self.reader = EntryReader(path, verify=verify)
         self.plan = plan
         connection = connect_readonly(self.reader.path)
         try:
             row = connection.execute(connection.dialect.sql(
-                "SELECT p.id, p.packs, p.capacity, s.name FROM packing_plans AS p "
-                "JOIN render_specs AS s ON s.id = p.spec_id WHERE p.name = {mark}"), (plan,),
+                "SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
+                "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id "
+                "WHERE p.name = {mark}"), (plan,),
             ).fetchone()
             if row is None:
                 raise not_found(connection, "packing_plans", "packing plan", plan, self.reader.path, "; run dataidx pack")
+            self.plan_id, self.capacity, spec, self.mixture = row
+            self.epochs = connection.execute(connection.dialect.sql(
+                "SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch"), (self.plan_id,),
+            ).fetchall()
         finally:
             connection.close()
-        self.plan_id, self.packs, self.capacity, spec = row
         self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
+        self.set_epoch(epoch)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve the packs of epoch ``epoch`` of the plan's mixture from now on."""
+        self.first_pack, self.packs = self.epochs[check_epoch(epoch, len(self.epochs), self.mixture)]
+        self.epoch = epoch
 
     def __len__(self) -> int:
         return self.packs
@@ -55,7 +65,7 @@ class PackedPlan:
         """The rendered members of pack ``index`` (negative counts from the end)."""
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs")
-        members = self.reader.fetch(_MEMBERS, (self.spec.id, self.plan_id, index % self.packs))
+        members = self.reader.fetch(_MEMBERS, (self.spec.id, self.plan_id, self.first_pack + index % self.packs))
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []
         with paused_gc():

@@ -15,7 +15,15 @@ import os
 from typing import Any
 
 from ..errors import StaleStoreError, StoreError
-from ..store import ReadConnection, StoredDataset, connect_readonly, read_datasets, read_mixture
+from ..store import (
+    ReadConnection,
+    StoredDataset,
+    check_epoch,
+    connect_readonly,
+    read_datasets,
+    read_epochs,
+    read_mixture,
+)
 from .process import ProcessState, freeze_inherited_objects, paused_gc
 from .verify import dataset_problems
 
@@ -111,21 +119,25 @@ class EntryReader:
 
 
 class StoreReader(EntryReader):
-    """Positions of one mixture of a store -> ``{"_dataset_name": ..., **sample}`` dicts.
+    """Positions of one epoch of a mixture of a store -> ``{"_dataset_name": ..., **sample}`` dicts.
 
     Example::
 
         reader = StoreReader("demo.db")
         reader.get(0), reader.get_many([3, 1, 2])
+        reader.set_epoch(1)  # a mixture stored with dataidx mix --epochs 2 or more
     """
 
-    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True) -> None:
-        self.mixture = mixture
+    def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
+                 epoch: int = 0) -> None:
+        self.mixture, self.epoch = mixture, epoch
         super().__init__(path, verify=verify)
 
     def _open(self, connection: ReadConnection) -> None:
-        found = read_mixture(connection, self.mixture, self.path)
-        self.mixture_id, self.start, self.length = found.id, found.start, found.entries
+        found = read_mixture(connection, self.mixture, self.path, self.epoch)
+        self.mixture_id = found.id
+        self.epochs = read_epochs(connection, found.id)
+        self.start, self.length = found.start, found.entries
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
         self._runs = connection.execute(connection.dialect.sql(
             "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start"),
@@ -135,6 +147,11 @@ class StoreReader(EntryReader):
 
     def __len__(self) -> int:
         return self.length
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve epoch ``epoch`` of the mixture from now on (each is stored, with its own draw)."""
+        self.start, self.length = self.epochs[check_epoch(epoch, len(self.epochs), self.mixture)]
+        self.epoch = epoch
 
     def position(self, index: int) -> int:
         """``index`` as a position in ``range(len(self))``; negative counts from the end."""

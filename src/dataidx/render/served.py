@@ -15,8 +15,7 @@ import numpy as np
 
 from ..errors import StaleStoreError
 from ..read import StoreReader, paused_gc
-from ..store import connect_readonly, read_mixture
-from .positions import position_entries, spec_lengths
+from ..store import connect_readonly, position_entries, read_mixture, spec_lengths
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
 
@@ -41,18 +40,27 @@ class RenderedMixture:
     """
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, spec: str,
-                 tokenizer: Any = None, verify: bool = True) -> None:
-        self.reader = StoreReader(path, mixture, verify=verify)
+                 tokenizer: Any = None, verify: bool = True, epoch: int = 0) -> None:
+        self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch)
         self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
+        self._find_positions()
+
+    def _find_positions(self) -> None:
+        """The positions of the epoch served whose entries train (None: all of them)."""
         self.positions: np.ndarray | None = None
         if self.spec.kept != self.spec.entries:
             connection = connect_readonly(self.reader.path)
             try:
-                entries = position_entries(connection, read_mixture(connection, mixture, self.reader.path))
-                _, trains = spec_lengths(connection, self.spec.id).of(entries)
+                stored = read_mixture(connection, self.reader.mixture, self.reader.path, self.reader.epoch)
+                _, trains = spec_lengths(connection, self.spec.id).of(position_entries(connection, stored))
             finally:
                 connection.close()
             self.positions = np.flatnonzero(trains)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve epoch ``epoch`` of the mixture from now on."""
+        self.reader.set_epoch(epoch)
+        self._find_positions()
 
     def __len__(self) -> int:
         return len(self.reader) if self.positions is None else len(self.positions)

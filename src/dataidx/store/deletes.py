@@ -14,13 +14,16 @@ from sqlalchemy import Connection, delete, func, select
 from .connect import missing
 from .schema import (
     EntryRender,
+    EpochDataset,
     Mixture,
     MixtureDataset,
     MixtureEntry,
+    MixtureEpoch,
     MixtureRun,
     Pack,
     PackedEntry,
     PackingPlan,
+    PlanEpoch,
     RenderSpecRow,
 )
 from .write import rewriting
@@ -36,6 +39,7 @@ def delete_plans(connection: Connection, plan_ids: list[int]) -> None:
         if span[0] is not None:
             connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
         connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
+        connection.execute(delete(PlanEpoch).where(PlanEpoch.plan_id == plan_id))
         connection.execute(delete(PackingPlan).where(PackingPlan.id == plan_id))
 
 
@@ -60,7 +64,8 @@ def delete_spec(connection: Connection, name: str) -> int | None:
 
 
 def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
-    """Delete mixture ``name``, its positions and its packing plans; returns how many entries it had.
+    """Delete mixture ``name`` (every epoch), its positions and its packing plans; returns how many
+    entries it had.
 
     Example::
 
@@ -78,6 +83,8 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
         )
         connection.execute(delete(MixtureRun).where(MixtureRun.mixture_id == found.id))
         connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
+        connection.execute(delete(EpochDataset).where(EpochDataset.mixture_id == found.id))
+        connection.execute(delete(MixtureEpoch).where(MixtureEpoch.mixture_id == found.id))
         connection.execute(delete(Mixture).where(Mixture.id == found.id))
         return found.entries
 

@@ -1,12 +1,15 @@
-"""Writing a packing plan: its row, its packs and their members.
+"""Writing a packing plan: its row, and per epoch of its mixture the packs and their members.
 
 ``dataidx pack`` plans; this module is where a plan meets the store's tables. Members and packs
-travel as packed integers unpacked by SQLite in C (:mod:`.sqlite.bulk`).
+travel as packed integers unpacked by SQLite in C (:mod:`.sqlite.bulk`). Each epoch's packs
+follow the last epoch's in pack numbering, and ``plan_epochs`` says which are whose.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -14,24 +17,57 @@ import numpy as np
 from sqlalchemy import Connection, func, insert, select, update
 
 from .deletes import delete_plan
-from .schema import PackedEntry, PackingPlan
+from .schema import PackedEntry, PackingPlan, PlanEpoch
 from .sqlite.bulk import insert_pack_members, insert_packs
 
 
-def save_packing_plan(connection: Connection, plan: dict[str, Any], members: np.ndarray, sizes: np.ndarray,
-                      tokens: np.ndarray, started: float) -> float:
-    """Store ``plan`` (the ``packing_plans`` columns but times) in place of any plan of its name.
+@dataclass
+class EpochPacks:
+    """One epoch's plan: ``members`` holds every member, pack after pack, as
+    ``position << 32 | entry_id``; ``sizes`` and ``tokens`` each pack's member count and tokens."""
 
-    ``members`` holds every member, pack after pack, as ``position << 32 | entry_id``; ``sizes``
-    and ``tokens`` hold each pack's member count and tokens. Returns the seconds since ``started``.
-    """
+    seed: int
+    members: np.ndarray
+    sizes: np.ndarray
+    tokens: np.ndarray
+    entries: int
+    left_out: int
+
+    @property
+    def total_tokens(self) -> int:
+        return int(self.tokens.sum()) if len(self.tokens) else 0
+
+
+def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iterable[EpochPacks],
+                      started: float) -> dict[str, Any]:
+    """Store ``plan`` (its name, spec, mixture, capacity and seed) in place of any plan of its
+    name, with the packs of each epoch ``epochs`` yields (each is written before the next is
+    made). Returns the plan's totals over epochs: packs, entries, tokens, fill, left_out and
+    seconds since ``started``."""
     delete_plan(connection, plan["name"])
     plan_id = connection.execute(insert(PackingPlan).values(
-        **plan, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
+        **plan, packs=0, entries=0, tokens=0, fill=1.0, left_out=0, epochs=0,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
     )).inserted_primary_key[0]
-    first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar()
-    insert_pack_members(connection, plan_id, first, members)
-    insert_packs(connection, plan_id, first, sizes, tokens)
-    seconds = time.perf_counter() - started
-    connection.execute(update(PackingPlan).where(PackingPlan.id == plan_id).values(seconds=seconds))
-    return seconds
+    totals = {"packs": 0, "entries": 0, "tokens": 0, "left_out": 0, "epochs": 0}
+    for number, epoch in enumerate(epochs):
+        first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar()
+        insert_pack_members(connection, plan_id, first, epoch.members)
+        insert_packs(connection, plan_id, first, epoch.sizes, epoch.tokens, first_pack=totals["packs"])
+        packs, tokens = len(epoch.sizes), epoch.total_tokens
+        connection.execute(insert(PlanEpoch).values(
+            plan_id=plan_id, epoch=number, seed=epoch.seed, first_pack=totals["packs"], packs=packs,
+            entries=epoch.entries, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]), left_out=epoch.left_out,
+        ))
+        for key, value in (("packs", packs), ("entries", epoch.entries), ("tokens", tokens),
+                           ("left_out", epoch.left_out), ("epochs", 1)):
+            totals[key] += value
+    totals["fill"] = _fill(totals["tokens"], totals["packs"], plan["capacity"])
+    totals["seconds"] = time.perf_counter() - started
+    connection.execute(update(PackingPlan).where(PackingPlan.id == plan_id).values(**totals))
+    return totals
+
+
+def _fill(tokens: int, packs: int, capacity: int) -> float:
+    """Share of the packs' capacity that holds tokens (1.0 for no packs, as a plan reports it)."""
+    return tokens / (packs * capacity) if packs else 1.0

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import NotFoundError
 from .connect import not_found
 from .dialect import ReadConnection
 
@@ -57,18 +58,40 @@ def read_datasets(connection: ReadConnection) -> dict[int, StoredDataset]:
 
 @dataclass(frozen=True)
 class StoredMixture:
-    """A mixture: its positions are global rowids ``start .. start + entries - 1``."""
+    """One epoch of a mixture: its positions are global rowids ``start .. start + entries - 1``.
+
+    ``epochs`` is how many the mixture has; each is drawn with its own seed (``mixture_epochs``).
+    """
 
     id: int
     name: str
     start: int
     entries: int
+    epoch: int = 0
+    epochs: int = 1
 
 
-def read_mixture(connection: ReadConnection, name: str, store: str | os.PathLike[str]) -> StoredMixture:
-    """The stored mixture ``name``, or a NotFoundError listing the mixtures there are."""
-    sql = connection.dialect.sql("SELECT id, name, start, entries FROM mixtures WHERE name = {mark}")
+def read_epochs(connection: ReadConnection, mixture_id: int) -> list[tuple[int, int]]:
+    """``(start, entries)`` of each epoch of a mixture, in epoch order."""
+    sql = connection.dialect.sql("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch")
+    return [tuple(row) for row in connection.execute(sql, (mixture_id,)).fetchall()]
+
+
+def read_mixture(connection: ReadConnection, name: str, store: str | os.PathLike[str], epoch: int = 0) -> StoredMixture:
+    """Epoch ``epoch`` of the stored mixture ``name``, or a NotFoundError listing the mixtures
+    there are (also for an epoch it does not have)."""
+    sql = connection.dialect.sql("SELECT id, name FROM mixtures WHERE name = {mark}")
     row = connection.execute(sql, (name,)).fetchone()
     if row is None:
         raise not_found(connection, "mixtures", "mixture", name, store)
-    return StoredMixture(*row)
+    epochs = read_epochs(connection, row[0])
+    return StoredMixture(row[0], row[1], *epochs[check_epoch(epoch, len(epochs), name)], epoch=epoch,
+                         epochs=len(epochs))
+
+
+def check_epoch(epoch: int, epochs: int, mixture: str) -> int:
+    """``epoch`` when mixture ``mixture`` of ``epochs`` epochs has it, else a NotFoundError saying which it has."""
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < epochs:
+        have = "epoch 0" if epochs == 1 else f"epochs 0-{epochs - 1}"
+        raise NotFoundError(f"mixture '{mixture}' has {have}, not epoch {epoch!r} (dataidx mix --epochs N stores more)")
+    return epoch

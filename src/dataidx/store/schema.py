@@ -2,7 +2,8 @@
 
 Alembic migrations in ``migrations/`` create and upgrade this schema; these models are the
 single description the code reads and writes through (a test checks the two agree).
-A mixture's position ``i`` is global position ``mixtures.start + i``: either inside one of its
+A mixture's position ``i`` (of epoch ``k``) is global position ``mixture_epochs.start + i``
+(``mixtures.start + i`` for a mixture of one epoch): either inside one of its
 ``mixture_runs`` (consecutive base entries, stored as one row) or the rowid of a
 ``mixture_entries`` row. Either way reading it is one primary-key lookup.
 """
@@ -106,6 +107,40 @@ class Mixture(Base):
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
     config_text: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    #: ``start``/``entries`` cover every epoch; ``mixture_epochs`` holds each epoch's stretch.
+    epochs: Mapped[int] = mapped_column(INT, nullable=False, server_default="1")
+    #: the render spec (name and fingerprint when drawn) whose lengths the token budgets used
+    spec: Mapped[str | None] = mapped_column(String, nullable=True)
+    spec_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class MixtureEpoch(Base):
+    """Epoch ``epoch`` of a mixture: its own seed and its stretch of positions, ``start ..``."""
+
+    __tablename__ = "mixture_epochs"
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
+    epoch: Mapped[int] = mapped_column(INT, primary_key=True)
+    seed: Mapped[int] = mapped_column(INT, nullable=False)
+    start: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+class EpochDataset(Base):
+    """One dataset's draw in one epoch: its seed, what came out and, under the mixture's spec,
+    the entries that train and their tokens."""
+
+    __tablename__ = "epoch_datasets"
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
+    epoch: Mapped[int] = mapped_column(INT, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    seed: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    distinct_entries: Mapped[int] = mapped_column(INT, nullable=False)
+    distinct_rows: Mapped[int] = mapped_column(INT, nullable=False)
+    max_repeats: Mapped[int] = mapped_column(INT, nullable=False)
+    training_entries: Mapped[int | None] = mapped_column(INT, nullable=True)
+    tokens: Mapped[int | None] = mapped_column(INT, nullable=True)
+    supervised_tokens: Mapped[int | None] = mapped_column(INT, nullable=True)
 
 
 class MixtureDataset(Base):
@@ -124,6 +159,9 @@ class MixtureDataset(Base):
     distinct_entries: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
     distinct_rows: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
     max_repeats: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
+    # The budget asked for (``tokens`` or ``supervised_tokens`` in the config), per epoch.
+    token_budget: Mapped[int | None] = mapped_column(INT, nullable=True)
+    supervised_token_budget: Mapped[int | None] = mapped_column(INT, nullable=True)
 
 
 class MixtureRun(Base):
@@ -202,6 +240,23 @@ class PackingPlan(Base):
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
     seconds: Mapped[float] = mapped_column(Float, nullable=False)
+    #: one plan per epoch of its mixture; ``plan_epochs`` says which packs are whose
+    epochs: Mapped[int] = mapped_column(INT, nullable=False, server_default="1")
+
+
+class PlanEpoch(Base):
+    """The packs of one epoch of a plan: ``first_pack .. first_pack + packs - 1``, shuffled with ``seed``."""
+
+    __tablename__ = "plan_epochs"
+    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), primary_key=True)
+    epoch: Mapped[int] = mapped_column(INT, primary_key=True)
+    seed: Mapped[int] = mapped_column(INT, nullable=False)
+    first_pack: Mapped[int] = mapped_column(INT, nullable=False)
+    packs: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    fill: Mapped[float] = mapped_column(Float, nullable=False)
+    left_out: Mapped[int] = mapped_column(INT, nullable=False)
 
 
 class Pack(Base):
@@ -228,12 +283,13 @@ class PackedEntry(Base):
 
 #: The views users may rely on, created by the migrations; their columns are an interface.
 VIEW_COLUMNS = {
-    "entries": ("mixture", "position", "dataset", "row", "cut"),
+    "entries": ("mixture", "position", "dataset", "row", "cut", "epoch"),
     "composition": ("mixture", "dataset", "entries", "distinct_rows", "share"),
     "turns": ("dataset", "row", "entries", "last_cut"),
     "repeats": ("mixture", "dataset", "row", "cut", "repeats"),
     "rejects": ("dataset", "row", "reason"),
     "entry_lengths": ("spec", "dataset", "row", "cut", "tokens", "supervised_tokens", "status", "full_tokens", "detail"),
     "pack_plans": ("plan", "spec", "mixture", "capacity", "seed", "packs", "entries", "fill", "tokens", "left_out"),
-    "pack_members": ("plan", "pack", "slot", "position", "tokens"),
+    "pack_members": ("plan", "pack", "slot", "position", "tokens", "epoch"),
+    "token_composition": ("mixture", "epoch", "dataset", "entries", "tokens", "supervised_tokens", "share_of_tokens"),
 }

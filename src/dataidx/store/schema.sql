@@ -50,7 +50,7 @@ CREATE TABLE mixtures (
 	entries INTEGER NOT NULL, 
 	config_sha256 VARCHAR(64) NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
-	created_at VARCHAR NOT NULL, config_text TEXT DEFAULT '' NOT NULL, 
+	created_at VARCHAR NOT NULL, config_text TEXT DEFAULT '' NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, spec VARCHAR, spec_fingerprint VARCHAR(64), 
 	CONSTRAINT pk_mixtures PRIMARY KEY (id), 
 	CONSTRAINT uq_mixtures_name UNIQUE (name)
 );
@@ -61,7 +61,7 @@ CREATE TABLE mixture_datasets (
 	size INTEGER, 
 	weight FLOAT, 
 	base_entries INTEGER NOT NULL, 
-	entries INTEGER NOT NULL, requested INTEGER, distinct_entries INTEGER DEFAULT '0' NOT NULL, distinct_rows INTEGER DEFAULT '0' NOT NULL, max_repeats INTEGER DEFAULT '0' NOT NULL, 
+	entries INTEGER NOT NULL, requested INTEGER, distinct_entries INTEGER DEFAULT '0' NOT NULL, distinct_rows INTEGER DEFAULT '0' NOT NULL, max_repeats INTEGER DEFAULT '0' NOT NULL, token_budget INTEGER, supervised_token_budget INTEGER, 
 	CONSTRAINT pk_mixture_datasets PRIMARY KEY (mixture_id, dataset_id), 
 	CONSTRAINT fk_mixture_datasets_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id), 
 	CONSTRAINT fk_mixture_datasets_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id)
@@ -107,12 +107,6 @@ FROM mixture_runs AS r
 JOIN base_entries AS b ON b.id BETWEEN r.first_entry AND r.first_entry + r.length - 1
 UNION ALL
 SELECT mixture_id, id, entry_id FROM mixture_entries;
-CREATE VIEW entries AS
-SELECT m.name AS mixture, p.id - m.start AS position, d.name AS dataset, b.row AS row, b.cut AS cut
-FROM mixture_positions AS p
-JOIN mixtures AS m ON m.id = p.mixture_id
-JOIN base_entries AS b ON b.id = p.entry_id
-JOIN datasets AS d ON d.id = b.dataset_id;
 CREATE VIEW repeats AS
 SELECT m.name AS mixture, d.name AS dataset, b.row AS row, b.cut AS cut, count(*) AS repeats
 FROM mixture_positions AS p
@@ -165,7 +159,7 @@ CREATE TABLE packing_plans (
 	left_out INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, 
+	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, 
 	CONSTRAINT pk_packing_plans PRIMARY KEY (id), 
 	CONSTRAINT fk_packing_plans_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_packing_plans_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
@@ -204,12 +198,6 @@ SELECT p.name AS plan, s.name AS spec, m.name AS mixture, p.capacity AS capacity
 FROM packing_plans AS p
 JOIN render_specs AS s ON s.id = p.spec_id
 JOIN mixtures AS m ON m.id = p.mixture_id;
-CREATE VIEW pack_members AS
-SELECT p.name AS plan, k.pack AS pack, e.id - k.first_member AS slot, e.position AS position, r.tokens AS tokens
-FROM packs AS k
-JOIN packing_plans AS p ON p.id = k.plan_id
-JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
-JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id;
 CREATE VIEW composition AS
 SELECT m.name AS mixture, d.name AS dataset, md.entries AS entries, md.distinct_rows AS distinct_rows,
        round(CAST(md.entries AS REAL) / m.entries, 6) AS share
@@ -218,4 +206,69 @@ JOIN mixtures AS m ON m.id = md.mixture_id
 JOIN datasets AS d ON d.id = md.dataset_id
 WHERE md.entries > 0
 ORDER BY m.id, d.position;
-INSERT INTO alembic_version (version_num) VALUES ('0006');
+CREATE TABLE mixture_epochs (
+	mixture_id INTEGER NOT NULL, 
+	epoch INTEGER NOT NULL, 
+	seed INTEGER NOT NULL, 
+	start INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	CONSTRAINT pk_mixture_epochs PRIMARY KEY (mixture_id, epoch), 
+	CONSTRAINT fk_mixture_epochs_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id)
+);
+CREATE TABLE epoch_datasets (
+	mixture_id INTEGER NOT NULL, 
+	epoch INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	seed INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	distinct_entries INTEGER NOT NULL, 
+	distinct_rows INTEGER NOT NULL, 
+	max_repeats INTEGER NOT NULL, 
+	training_entries INTEGER, 
+	tokens INTEGER, 
+	supervised_tokens INTEGER, 
+	CONSTRAINT pk_epoch_datasets PRIMARY KEY (mixture_id, epoch, dataset_id), 
+	CONSTRAINT fk_epoch_datasets_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id), 
+	CONSTRAINT fk_epoch_datasets_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id)
+);
+CREATE TABLE plan_epochs (
+	plan_id INTEGER NOT NULL, 
+	epoch INTEGER NOT NULL, 
+	seed INTEGER NOT NULL, 
+	first_pack INTEGER NOT NULL, 
+	packs INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	tokens INTEGER NOT NULL, 
+	fill FLOAT NOT NULL, 
+	left_out INTEGER NOT NULL, 
+	CONSTRAINT pk_plan_epochs PRIMARY KEY (plan_id, epoch), 
+	CONSTRAINT fk_plan_epochs_plan_id_packing_plans FOREIGN KEY(plan_id) REFERENCES packing_plans (id)
+);
+CREATE VIEW entries AS
+SELECT m.name AS mixture, p.id - e.start AS position, d.name AS dataset, b.row AS row, b.cut AS cut,
+       e.epoch AS epoch
+FROM mixture_positions AS p
+JOIN mixtures AS m ON m.id = p.mixture_id
+JOIN mixture_epochs AS e ON e.mixture_id = p.mixture_id AND p.id BETWEEN e.start AND e.start + e.entries - 1
+JOIN base_entries AS b ON b.id = p.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
+CREATE VIEW pack_members AS
+SELECT p.name AS plan, k.pack - pe.first_pack AS pack, e.id - k.first_member AS slot, e.position AS position,
+       r.tokens AS tokens, pe.epoch AS epoch
+FROM packs AS k
+JOIN packing_plans AS p ON p.id = k.plan_id
+JOIN plan_epochs AS pe ON pe.plan_id = k.plan_id AND k.pack BETWEEN pe.first_pack AND pe.first_pack + pe.packs - 1
+JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
+JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id;
+CREATE VIEW token_composition AS
+SELECT m.name AS mixture, ed.epoch AS epoch, d.name AS dataset, ed.training_entries AS entries, ed.tokens AS tokens,
+       ed.supervised_tokens AS supervised_tokens,
+       round(CAST(ed.tokens AS REAL) / nullif(t.tokens, 0), 6) AS share_of_tokens
+FROM epoch_datasets AS ed
+JOIN mixtures AS m ON m.id = ed.mixture_id
+JOIN datasets AS d ON d.id = ed.dataset_id
+JOIN (SELECT mixture_id, epoch, sum(tokens) AS tokens FROM epoch_datasets GROUP BY mixture_id, epoch) AS t
+  ON t.mixture_id = ed.mixture_id AND t.epoch = ed.epoch
+WHERE ed.tokens IS NOT NULL AND ed.entries > 0
+ORDER BY m.id, ed.epoch, d.position;
+INSERT INTO alembic_version (version_num) VALUES ('0007');

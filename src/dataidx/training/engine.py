@@ -41,6 +41,9 @@ class DataEngine(Dataset):
     under that spec, rendered to ``input_ids``/``labels``/``loss_weights``/``attention_mask``;
     ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same).
 
+    ``epoch`` (or :meth:`set_epoch`, as with ``DistributedSampler``) serves one epoch of a
+    mixture stored with ``dataidx mix --epochs N``; each epoch is its own seeded draw.
+
     ``path`` may also be a LLaMA-Factory v1 YAML: the store is built on first use into the
     cache folder (``$DATAIDX_CACHE``, default ``~/.cache/dataidx``) with ``seed`` and
     ``sampling``, and rebuilt, with a warning, when a source changes.
@@ -60,18 +63,28 @@ class DataEngine(Dataset):
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
                  render: str | None = None, tokenizer: Any = None, seed: int = DEFAULT_SEED,
-                 sampling: str = "exact") -> None:
+                 sampling: str = "exact", epoch: int = 0) -> None:
         if is_config_path(path):  # a v1 YAML: built into the cache once, opened from there after
             path, _ = cached_store(path, seed=seed, sampling=sampling)
         self.mixture = mixture
         self.reader: StoreReader | RenderedMixture
         if render is None:
-            self.reader = StoreReader(path, mixture, verify=verify)
+            self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch)
         else:
-            self.reader = RenderedMixture(path, mixture, spec=render, tokenizer=tokenizer, verify=verify)
+            self.reader = RenderedMixture(path, mixture, spec=render, tokenizer=tokenizer, verify=verify, epoch=epoch)
 
     def __len__(self) -> int:
         return len(self.reader)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch served."""
+        return self.reader.reader.epoch if isinstance(self.reader, RenderedMixture) else self.reader.epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve epoch ``epoch`` from now on. Call it before each epoch's ``DataLoader`` iterator is
+        made: workers started then copy the dataset with its epoch (persistent workers keep theirs)."""
+        self.reader.set_epoch(epoch)
 
     def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(index, slice):
@@ -93,7 +106,8 @@ class DataEngine(Dataset):
 
     def __repr__(self) -> str:
         path = self.reader.reader.path if isinstance(self.reader, RenderedMixture) else self.reader.path
-        return f"DataEngine({hide_passwords(path)!r}, mixture={self.mixture!r}, entries={len(self)})"
+        epoch = f", epoch={self.epoch}" if self.epoch else ""
+        return f"DataEngine({hide_passwords(path)!r}, mixture={self.mixture!r}{epoch}, entries={len(self)})"
 
 
 class PackedDataset(Dataset):
@@ -108,11 +122,15 @@ class PackedDataset(Dataset):
     """
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
-                 verify: bool = True) -> None:
-        self.packs = PackedPlan(path, plan, tokenizer=tokenizer, verify=verify)
+                 verify: bool = True, epoch: int = 0) -> None:
+        self.packs = PackedPlan(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch)
 
     def __len__(self) -> int:
         return len(self.packs)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve the packs of epoch ``epoch`` (a plan of a mixture of several epochs has a plan per epoch)."""
+        self.packs.set_epoch(epoch)
 
     def __getitem__(self, index: int) -> list[dict[str, Any]]:
         return self.packs.get(_position(index))

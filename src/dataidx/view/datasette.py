@@ -21,14 +21,16 @@ from .cookbook import COOKBOOK
 #: One line per table and view of a store: what one row is.
 DESCRIPTIONS = {
     # views: the stable interface (docs/sql.md)
-    "entries": "One row per position of a mixture: the (dataset, row, cut) it serves.",
+    "entries": "One row per position of a mixture: the (dataset, row, cut) it serves, and its epoch.",
     "composition": "One row per dataset of a mixture: entries, distinct rows and share.",
     "turns": "One row per source row of the base index: its entries (supervised turns) and last cut.",
     "repeats": "One row per distinct entry of a mixture: how many positions repeat it.",
     "rejects": "One row per source row a build left out under on_error: skip, with the reason.",
     "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
     "pack_plans": "One row per packing plan: capacity, seed, packs, fill and positions left out.",
-    "pack_members": "One row per member of a pack: the mixture position it holds and its tokens.",
+    "pack_members": "One row per member of a pack: the mixture position it holds, its tokens and epoch.",
+    "token_composition": "One row per dataset and epoch of a mixture drawn under a spec: training entries, "
+                         "tokens, supervised tokens and share of tokens.",
     "mixture_positions": "Every position of every mixture with its base entry, runs expanded.",
     # tables (docs/store.md)
     "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
@@ -38,6 +40,10 @@ DESCRIPTIONS = {
     "mixture_datasets": "One row per dataset of a mixture: its seed, size, weight, and entries requested and drawn.",
     "mixture_runs": "Whole-dataset stretches of a mixture: positions start.. hold entries first_entry..",
     "mixture_entries": "Positions of a mixture that are not in a run, one row each.",
+    "mixture_epochs": "One row per epoch of a mixture: its seed and stretch of positions.",
+    "epoch_datasets": "One row per dataset and epoch of a mixture: its seed, counts and, under the mixture's "
+                      "spec, training entries and tokens.",
+    "plan_epochs": "One row per epoch of a packing plan: its seed, packs and fill.",
     "rejected_rows": "Rows a build left out, with dataset, row and reason.",
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",

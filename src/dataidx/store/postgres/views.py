@@ -1,6 +1,6 @@
 """The documented views in PostgreSQL's dialect, for stores published into a schema.
 
-The SQLite views (``schema.sql``) are the reference; most read the same in PostgreSQL. Three
+The SQLite views (``schema.sql``) are the reference; most read the same in PostgreSQL. Four
 differ: PostgreSQL wants every selected column grouped or functionally dependent on a grouped
 primary key, and has no ``round(real, n)``.
 """
@@ -34,6 +34,17 @@ JOIN mixtures AS m ON m.id = p.mixture_id
 JOIN base_entries AS b ON b.id = p.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id
 GROUP BY m.id, b.id, d.id""",
+    "token_composition": """
+SELECT m.name AS mixture, ed.epoch AS epoch, d.name AS dataset, ed.training_entries AS entries, ed.tokens AS tokens,
+       ed.supervised_tokens AS supervised_tokens,
+       CAST(round(CAST(ed.tokens AS numeric) / nullif(t.tokens, 0), 6) AS double precision) AS share_of_tokens
+FROM epoch_datasets AS ed
+JOIN mixtures AS m ON m.id = ed.mixture_id
+JOIN datasets AS d ON d.id = ed.dataset_id
+JOIN (SELECT mixture_id, epoch, sum(tokens) AS tokens FROM epoch_datasets GROUP BY mixture_id, epoch) AS t
+  ON t.mixture_id = ed.mixture_id AND t.epoch = ed.epoch
+WHERE ed.tokens IS NOT NULL AND ed.entries > 0
+ORDER BY m.id, ed.epoch, d.position""",
 }
 _VIEW = re.compile(r"^CREATE VIEW (\w+) AS\n(.*?);$", re.MULTILINE | re.DOTALL)
 

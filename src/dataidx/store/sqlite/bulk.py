@@ -195,11 +195,11 @@ def insert_pack_members(connection: Connection, plan_id: int, first_id: int, mem
 
 
 def insert_packs(connection: Connection, plan_id: int, first_member: int, sizes: np.ndarray,
-                 tokens: np.ndarray) -> None:
-    """Packs ``0, 1, ...`` of a plan with their member counts and tokens; pack ``i``'s members
-    start at ``first_member`` plus the sizes of the packs before it."""
+                 tokens: np.ndarray, first_pack: int = 0) -> None:
+    """Packs ``first_pack, first_pack + 1, ...`` of a plan with their member counts and tokens;
+    pack ``i``'s members start at ``first_member`` plus the sizes of the packs before it."""
     starts = np.concatenate([[0], np.cumsum(sizes)])
     for offset in range(0, len(sizes), CHUNK):
         chunk = (sizes[offset : offset + CHUNK] << 32) | tokens[offset : offset + CHUNK]
-        connection.execute(_PACKS, {"plan": plan_id, "pack": offset, "first": first_member + int(starts[offset]),
+        connection.execute(_PACKS, {"plan": plan_id, "pack": first_pack + offset, "first": first_member + int(starts[offset]),
                                     "packs": json.dumps(chunk.tolist())})

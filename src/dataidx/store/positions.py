@@ -1,7 +1,7 @@
 """A mixture's positions as one array of base entry ids, and a spec's lengths as arrays by entry.
 
-Packing and the rendered engine need, for every position, the entry behind it and that entry's
-token count and status. Runs expand by arithmetic and only explicit positions are read, so a
+Packing, the rendered engine and token budgets need, for every position, the entry behind it and
+that entry's token count and status. Runs expand by arithmetic and only explicit positions are read, so a
 1.9M-position mixture costs one small query plus one per spec, not a row object per position.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import StoreError
-from ..store import ReadConnection, StoredMixture
-from .renderer import TRAINS
+from .dialect import ReadConnection
+from .records import TRAINS, StoredMixture
 
 #: Rows fetched at a time when reading scattered positions; entries read at a time for lengths.
 _FETCH = 1 << 16
@@ -22,13 +22,15 @@ _CHUNK = 1 << 20
 
 
 def position_entries(connection: ReadConnection, mixture: StoredMixture) -> np.ndarray:
-    """Base entry id of every position of ``mixture``, in position order (4-byte ids while they fit)."""
+    """Base entry id of every position of ``mixture`` (of the epoch it was read for), in position
+    order (4-byte ids while they fit)."""
     sql = connection.dialect.sql
     last = connection.execute(sql("SELECT max(id) FROM base_entries")).fetchone()[0] or 0
     entries = np.zeros(mixture.entries, dtype=np.int32 if last < 2**31 else np.int64)
     filled = np.zeros(mixture.entries, dtype=bool)
     runs = connection.execute(
-        sql("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark}"), (mixture.id,)
+        sql("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
+            "AND start BETWEEN {mark} AND {mark}"), (mixture.id, mixture.start, mixture.start + mixture.entries - 1)
     ).fetchall()
     for start, first_entry, length in runs:
         offset = start - mixture.start
@@ -59,11 +61,16 @@ class SpecLengths:
         return self.tokens[entry_ids - self.first], self.trains[entry_ids - self.first]
 
 
-_PACKED_LENGTH = "(CAST(entry_id AS bigint) << 33) | (CAST(tokens AS bigint) << 1) | CAST(status IN ({trains}) AS integer)"
+_PACKED_LENGTH = (
+    "(CAST(entry_id AS bigint) << 33) | (CAST({column} AS bigint) << 1) | CAST(status IN ({trains}) AS integer)"
+)
+#: What :func:`spec_lengths` can read as an entry's length.
+LENGTH_COLUMNS = ("tokens", "supervised_tokens")
 
 
-def spec_lengths(connection: ReadConnection, spec_id: int) -> SpecLengths:
-    """Every base entry's tokens and trains flag under a spec (the spec covers every entry).
+def spec_lengths(connection: ReadConnection, spec_id: int, column: str = "tokens") -> SpecLengths:
+    """Every base entry's tokens (or ``supervised_tokens``) and trains flag under a spec (the spec
+    covers every entry).
 
     Read a million entries at a time, each chunk as one JSON array of
     ``entry_id << 33 | tokens << 1 | trains`` (twice as fast as fetching rows): a JSON text and
@@ -77,7 +84,10 @@ def spec_lengths(connection: ReadConnection, spec_id: int) -> SpecLengths:
         return SpecLengths(1, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool))
     if last - first + 1 != count:
         raise StoreError("a render spec does not cover every base entry; the store is damaged")
-    packed = connection.dialect.json_array.format(_PACKED_LENGTH.format(trains=", ".join(f"'{s}'" for s in TRAINS)))
+    if column not in LENGTH_COLUMNS:
+        raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
+    trains_sql = ", ".join(f"'{s}'" for s in TRAINS)
+    packed = connection.dialect.json_array.format(_PACKED_LENGTH.format(column=column, trains=trains_sql))
     chunk = sql("SELECT {packed} FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}",
                 packed=packed)
     tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)

@@ -1,0 +1,63 @@
+"""A render spec's stored lengths, as a mixture's token budgets and token counts read them.
+
+Read once per mixture, before its write begins (two 4-byte arrays and a flag per base entry),
+and sliced per dataset: a budget draws from a dataset's slice, and every draw of a mixture drawn
+under a spec records its training entries and their tokens.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..store import SpecLengths, connect_readonly, not_found, spec_lengths
+from .budgets import Lengths
+
+
+@dataclass(frozen=True)
+class MixtureLengths:
+    """Spec ``spec``'s tokens and supervised tokens of every base entry, and which train."""
+
+    spec: str
+    fingerprint: str
+    tokens: SpecLengths
+    supervised: SpecLengths
+
+    def _slice(self, lengths: SpecLengths, first_entry: int, entries: int) -> slice:
+        start = first_entry - lengths.first
+        if start < 0 or start + entries > len(lengths.tokens):
+            raise ValueError(f"render spec '{self.spec}' does not cover entries {first_entry}..")
+        return slice(start, start + entries)
+
+    def of(self, key: str, first_entry: int, entries: int) -> Lengths:
+        """A dataset's lengths (``key`` is ``tokens`` or ``supervised_tokens``) and trains flags."""
+        lengths = self.tokens if key == "tokens" else self.supervised
+        where = self._slice(lengths, first_entry, entries)
+        return Lengths(lengths.tokens[where], lengths.trains[where])
+
+    def spent(self, first_entry: int, counts: np.ndarray) -> dict[str, int]:
+        """The training entries a draw took (``counts`` per entry) and their tokens and supervised tokens."""
+        where = self._slice(self.tokens, first_entry, len(counts))
+        trains = self.tokens.trains[where]
+        taken = np.where(trains, counts, 0).astype(np.int64)
+        return {"training_entries": int(taken.sum()),
+                "tokens": int(np.dot(taken, self.tokens.tokens[where].astype(np.int64))),
+                "supervised_tokens": int(np.dot(taken, self.supervised.tokens[where].astype(np.int64)))}
+
+
+def read_mixture_lengths(store: str | os.PathLike[str], spec: str) -> tuple[MixtureLengths, int]:
+    """Spec ``spec``'s lengths in ``store`` and the stamp they were read at."""
+    connection = connect_readonly(store)
+    try:
+        found = connection.execute(connection.dialect.sql(
+            "SELECT id, fingerprint FROM render_specs WHERE name = {mark}"), (spec,)).fetchone()
+        if found is None:
+            raise not_found(connection, "render_specs", "render spec", spec, store, "; run dataidx render")
+        spec_id, fingerprint = found
+        lengths = MixtureLengths(spec, fingerprint, spec_lengths(connection, spec_id),
+                                 spec_lengths(connection, spec_id, "supervised_tokens"))
+        return lengths, connection.stamp()
+    finally:
+        connection.close()
