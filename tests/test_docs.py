@@ -32,6 +32,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     train_tokenizer(tokenizer)
     render_store(store, tokenizer, template="chatml", cutoff=96, truncation="drop")
     pack_store(store, "default", capacity=256)
+    add_mixture(store, REPO / "data" / "demo_budgets.yaml", "by_tokens", spec="default", epochs=3)
     return store
 
 
@@ -91,3 +92,22 @@ def test_cookbook_lookups_answer_what_the_views_answer(demo_store: Path, title: 
         _, expected = run_query(demo_store, by_views.format(mixture=mixture, position=at))
         _, found = run_query(demo_store, asked)
         assert found == expected and found
+
+
+def test_cookbook_token_and_coverage_answers_agree_with_the_positions(demo_store: Path) -> None:
+    from dataidx.view import COOKBOOK
+
+    most = next(sql for title, sql in COOKBOOK if title.startswith("Which dataset gets the most trained tokens"))
+    _, rows = run_query(demo_store, most)
+    assert sorted({epoch for epoch, *_ in rows}) == [0, 1, 2]
+    _, by_views = run_query(demo_store, "SELECT e.epoch, e.dataset, count(*), sum(l.tokens) FROM entries AS e "
+                                        "JOIN entry_lengths AS l ON l.spec = 'default' AND l.dataset = e.dataset AND "
+                                        "l.row = e.row AND coalesce(l.cut, -1) = coalesce(e.cut, -1) "
+                                        "WHERE e.mixture = 'by_tokens' GROUP BY e.epoch, e.dataset")
+    assert sorted((epoch, dataset, entries, tokens) for epoch, dataset, entries, tokens, *_ in rows) == sorted(by_views)
+    never = next(sql for title, sql in COOKBOOK if title.startswith("How many rows of a dataset were never seen"))
+    (_, rows_, _, never_seen, epochs), = run_query(demo_store, never)[1]
+    _, counted = run_query(demo_store, "SELECT count(*) FROM turns AS t WHERE t.dataset = 'demo_alpaca' AND NOT EXISTS "
+                                       "(SELECT 1 FROM entries AS e WHERE e.mixture = 'by_tokens' AND "
+                                       "e.dataset = t.dataset AND e.row = t.row)")
+    assert never_seen == counted[0][0] and epochs == 3 and rows_ == 12

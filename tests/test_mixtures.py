@@ -146,7 +146,8 @@ def test_provenance_is_recorded(tmp_path, sources, make_store) -> None:
     assert (mixture["seed"], mixture["sampling"], mixture["config_text"]) == (8, "replacement", text)
     assert mixture["dataidx_version"] == __version__
     assert mixture["datasets"]["chat"] == {"seed": derive_seed(8, "chat"), "size": 20, "weight": None,
-                                           "base_entries": 15, "requested": 20, "entries": 20}
+                                           "base_entries": 15, "requested": 20, "entries": 20,
+                                           "token_budget": None, "supervised_token_budget": None}
     assert mixture["datasets"]["alpaca"]["requested"] == 15
 
 
@@ -154,9 +155,9 @@ def test_composition_counts_shares_and_repeats(tmp_path, sources, make_store) ->
     store = make_store(yaml_for(sources, chat="  weight: 2\n", alpaca="  size: 5\n"))
     assert composition(store) == [
         {"dataset": "chat", "entries": 30, "share": round(30 / 35, 6), "base_entries": 15, "distinct_entries": 15,
-         "distinct_rows": 8, "max_repeats": 2},
+         "distinct_rows": 8, "max_repeats": 2, "coverage": 1.0},
         {"dataset": "alpaca", "entries": 5, "share": round(5 / 35, 6), "base_entries": 30, "distinct_entries": 5,
-         "distinct_rows": 5, "max_repeats": 1},
+         "distinct_rows": 5, "max_repeats": 1, "coverage": round(5 / 30, 6)},
     ]
     result = CliRunner().invoke(cli, ["compose", str(store), "--json"])
     assert json.loads(result.output) == composition(store)

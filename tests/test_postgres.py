@@ -20,6 +20,7 @@ from dataidx import DataEngine, PackedDataset
 from dataidx.cli import cli
 from dataidx.errors import StaleStoreError, StoreError
 from dataidx.index import build
+from dataidx.read import verify_store
 from dataidx.store import PostgresStore, postgres_conninfo, store_location
 
 from .conftest import REPO, write_jsonl, write_yaml
@@ -123,6 +124,31 @@ def test_mix_remove_render_and_pack_on_the_server(url: str, tmp_path: Path) -> N
     assert info["render_specs"] == [] and info["pack_plans"] == []
     result = run("migrate", url)
     assert result.exit_code == 0 and "already at schema revision" in result.output
+
+
+def test_token_budgets_and_epochs_on_the_server_match_a_file(url: str, tmp_path: Path) -> None:
+    file = str(tmp_path / "demo.db")
+    budgets = str(REPO / "data" / "demo_budgets.yaml")
+    tokenizer = str(REPO / "data" / "demo_tokenizer")
+    for target in (file, url):
+        assert run("build", DEMO, "-o", target, "-q").exit_code == 0
+        assert run("render", target, "--tokenizer", tokenizer, "--cutoff", "256", "-q").exit_code == 0
+        result = run("mix", target, budgets, "--name", "by_tokens", "--spec", "default", "--epochs", "3")
+        assert result.exit_code == 0, result.output
+        assert run("pack", target, "--spec", "default", "--mixture", "by_tokens", "--capacity", "256").exit_code == 0
+    for command in (["compose", "--json", "--mixture", "by_tokens", "--spec", "default"],
+                    ["compose", "--json", "--mixture", "by_tokens", "--spec", "default", "--epoch", "2"],
+                    ["query", "--json", "SELECT * FROM token_composition"],
+                    ["query", "--json", "SELECT * FROM entries WHERE mixture = 'by_tokens' ORDER BY epoch, position"],
+                    ["query", "--json", "SELECT * FROM pack_members ORDER BY epoch, pack, slot"]):
+        outputs = [run(command[0], target, *command[1:]) for target in (file, url)]
+        assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, outputs[1].output
+        assert json.loads(outputs[0].output) == json.loads(outputs[1].output), command
+    local, shared = DataEngine(file, "by_tokens", epoch=1), DataEngine(url, "by_tokens", epoch=1)
+    assert [shared[i] for i in range(len(shared))] == [local[i] for i in range(len(local))]
+    shared.set_epoch(2)
+    assert shared[0] == DataEngine(file, "by_tokens", epoch=2)[0]
+    assert verify_store(url)["ok"]
 
 
 @pytest.mark.parametrize("statement", [

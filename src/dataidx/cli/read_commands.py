@@ -41,13 +41,19 @@ def info(store: str, as_json: bool) -> None:
         click.echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
                    f"{mixture['sampling']} sampling, config sha256 {mixture['config_sha256'][:12]}, "
                    f"dataidx {mixture['dataidx_version']}, {mixture['created_at']}")
+        if mixture["spec"]:
+            click.echo(f"tokens counted under render spec '{mixture['spec']}'")
         click.echo(table(
-            ["dataset", "size", "weight", "base entries", "requested", "entries", "seed"],
-            [(name, d["size"], d["weight"], d["base_entries"], d["requested"], d["entries"], d["seed"])
-             for name, d in mixture["datasets"].items()],
+            ["dataset", "size", "weight", "tokens", "supervised tokens", "base entries", "requested", "entries", "seed"],
+            [(name, d["size"], d["weight"], d["token_budget"], d["supervised_token_budget"], d["base_entries"],
+              d["requested"], d["entries"], d["seed"]) for name, d in mixture["datasets"].items()],
         ))
         rendered = "".join(f", {samples} with render='{spec}'" for spec, samples in mixture["training_samples"].items())
-        click.echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
+        if len(mixture["epochs"]) > 1:
+            click.echo(f"{len(mixture['epochs'])} epochs of {', '.join(map(str, mixture['epochs']))} entries; "
+                       f"samples in all epochs: {mixture['entries']} with DataEngine{rendered}")
+        else:
+            click.echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
     if details["render_specs"]:
         click.echo("\nrender specs (dataidx render):")
         click.echo(table(
@@ -68,9 +74,10 @@ def info(store: str, as_json: bool) -> None:
 @click.argument("store")
 @click.argument("positions", nargs=-1, required=True, type=int)
 @click.option("--mixture", default="default", show_default=True, help="Mixture to read.")
+@click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the mixture.")
 @click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
 @click.option("--render", "spec", metavar="SPEC", help="Render with this spec (from dataidx render) instead.")
-def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool, spec: str | None) -> None:
+def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_verify: bool, spec: str | None) -> None:
     """Print entries at POSITIONS (negative counts from the end) as JSON lines.
 
     Each line is exactly what DataEngine returns for that position. With --render SPEC, the
@@ -86,12 +93,12 @@ def show(store: str, positions: tuple[int, ...], mixture: str, no_verify: bool, 
         if spec is not None:
             from ..render import rendered_position
 
-            for document in rendered_position(store, mixture, spec, list(positions), verify=not no_verify):
+            for document in rendered_position(store, mixture, spec, list(positions), verify=not no_verify, epoch=epoch):
                 echo_json(document)
             return
         from ..read import StoreReader
 
-        reader = StoreReader(store, mixture, verify=not no_verify)
+        reader = StoreReader(store, mixture, verify=not no_verify, epoch=epoch)
         for position in positions:
             echo_json(reader.get(position))
     except IndexError as exc:
@@ -149,21 +156,26 @@ def _parameter(text: str) -> tuple[str, int | float | str]:
 @click.command()
 @click.argument("store")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to describe.")
+@click.option("--epoch", type=click.IntRange(min=0), help="One epoch of the mixture (default: all of them together).")
+@click.option("--spec", help="Also the training entries, tokens and supervised tokens per dataset under this render spec.")
 @json_option("Print one JSON array of objects, one per dataset.")
-def compose(store: str, mixture: str, as_json: bool) -> None:
-    """Print what a mixture is made of: entries, share, distinct rows and repeats per dataset.
+def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_json: bool) -> None:
+    """Print what a mixture is made of: entries, share, distinct rows, repeats and coverage
+    (distinct rows seen out of all rows) per dataset, and with --spec the tokens each trains on.
 
     \b
     Example:
         dataidx compose demo.db --mixture default --json
+        dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
-    from ..store import COMPOSITION_COLUMNS, composition
+    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition
 
-    rows = composition(store, mixture)
+    rows = composition(store, mixture, epoch=epoch, spec=spec)
     if as_json:
         echo_json(rows)
-    else:
-        click.echo(table(list(COMPOSITION_COLUMNS), [tuple(row[c] for c in COMPOSITION_COLUMNS) for row in rows]))
+        return
+    columns = list(COMPOSITION_COLUMNS) + (list(TOKEN_COLUMNS) if spec else [])
+    click.echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
 
 
 @click.command()
@@ -197,9 +209,10 @@ def verify(store: str, as_json: bool) -> None:
 @click.argument("store")
 @click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete).")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to export.")
+@click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the mixture.")
 @click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) -> None:
+def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, quiet: bool) -> None:
     """Write a mixture's converted samples, in mixture order, to JSON lines or Parquet.
 
     Each sample is what DataEngine returns for its position; memory stays constant whatever
@@ -212,7 +225,7 @@ def export(store: str, output: str, mixture: str, no_verify: bool, quiet: bool) 
     """
     from ..read import export_mixture
 
-    written = export_mixture(store, output, mixture=mixture, verify=not no_verify,
+    written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
         click.echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)

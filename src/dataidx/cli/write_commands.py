@@ -44,6 +44,10 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
                  f"{d.seconds:.2f}") for d in summary.datasets]
         click.echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "seconds"], rows),
                    err=True)
+        if summary.mixture.taken_whole:
+            click.echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
+                       "render spec: the default mixture holds them whole; draw the budgets with dataidx render, then "
+                       "dataidx mix STORE CONFIG --name NAME --spec SPEC", err=True)
         click.echo(
             f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
             f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
@@ -58,21 +62,30 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
 @click.argument("config")
 @click.option("--name", required=True, help="Name of the new mixture.")
 @mixture_options
-def mix(store: str, config: str, name: str, seed: int, sampling: str) -> None:
-    """Add a named mixture to STORE from CONFIG's size/weight, using the stored index alone.
+@click.option("--spec", help="Render spec whose lengths count the tokens: needed by CONFIG's tokens/supervised_tokens "
+              "budgets, and recorded for dataidx compose.")
+@click.option("--epochs", type=click.IntRange(1, 10_000), default=1, show_default=True,
+              help="Epochs to store, each drawn with its own seed (DataEngine(..., epoch=k) serves one).")
+def mix(store: str, config: str, name: str, seed: int, sampling: str, spec: str | None, epochs: int) -> None:
+    """Add a named mixture to STORE from CONFIG's size/weight and token budgets, using the
+    stored index alone.
 
     The sources are not read (they may be gone) and other mixtures are not touched. CONFIG is
-    the same YAML; its dataset names must exist in the store.
+    the same YAML; its dataset names must exist in the store. A dataset with `tokens: N` (or
+    `supervised_tokens: N`) is drawn until its training entries under --spec add up to N.
 
     \b
     Example:
         dataidx mix demo.db data/demo_sft.yaml --name seed7 --seed 7
-        dataidx show demo.db 0 --mixture seed7
+        dataidx mix demo.db data/demo_budgets.yaml --name by_tokens --spec default --epochs 3
+        dataidx compose demo.db --mixture by_tokens --spec default --epoch 1
     """
     from ..index import add_mixture
 
-    summary = add_mixture(store, config, name, seed=seed, sampling=sampling)
-    click.echo(f"added mixture '{name}' of {summary.entries} entries (seed {seed}, {sampling}) to {shown(store)}", err=True)
+    summary = add_mixture(store, config, name, seed=seed, sampling=sampling, epochs=epochs, spec=spec)
+    drawn = f"{epochs} epochs, {summary.entries} entries in all" if epochs > 1 else f"{summary.entries} entries"
+    under = f", tokens under spec '{spec}'" if spec else ""
+    click.echo(f"added mixture '{name}' of {drawn} (seed {seed}, {sampling}{under}) to {shown(store)}", err=True)
 
 
 @click.command("remove-mixture")

@@ -71,8 +71,9 @@ def _misfit(sample: dict[str, Any]) -> str | None:
 
 
 def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
-                   verify: bool = True, progress: Callable[[int, int], None] | None = None) -> int:
-    """Write mixture ``mixture`` of ``store`` to ``output`` (.jsonl or .parquet); returns samples.
+                   verify: bool = True, progress: Callable[[int, int], None] | None = None, epoch: int = 0) -> int:
+    """Write epoch ``epoch`` of mixture ``mixture`` of ``store`` to ``output`` (.jsonl or
+    .parquet); returns samples.
 
     Example::
 
@@ -83,7 +84,7 @@ def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str]
         raise UsageError(f"{output}: unknown export format (by extension: {', '.join(FORMATS)})")
     if not output.parent.is_dir():
         raise UsageError(f"{output}: folder {output.parent} does not exist")
-    reader = StoreReader(store, mixture, verify=verify)
+    reader = StoreReader(store, mixture, verify=verify, epoch=epoch)
     temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     written = 0
     try:

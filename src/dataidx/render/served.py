@@ -91,10 +91,10 @@ class RenderedMixture:
 
 
 def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
-                     verify: bool = True) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
+                     verify: bool = True, epoch: int = 0) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
     """Mixture positions rendered under a spec, whatever their status: the renderer, and per
     position its dataset name, row, cut and rendering (one read, one tokenizer batch)."""
-    reader = StoreReader(path, mixture, verify=verify)
+    reader = StoreReader(path, mixture, verify=verify, epoch=epoch)
     _, renderer = open_spec(reader.path, spec, None)
     triples = reader.triples(positions)
     rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
@@ -103,9 +103,9 @@ def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, posi
 
 
 def rendered_position(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
-                      verify: bool = True) -> list[dict[str, Any]]:
+                      verify: bool = True, epoch: int = 0) -> list[dict[str, Any]]:
     """Mixture positions rendered with a spec, whatever their status (``dataidx show --render``):
     each dict has ``status`` (and ``detail`` when there is one) besides the model inputs."""
-    _, rendered = render_positions(path, mixture, spec, positions, verify=verify)
+    _, rendered = render_positions(path, mixture, spec, positions, verify=verify, epoch=epoch)
     return [{"_dataset_name": name, "status": one.status, **({"detail": one.detail} if one.detail else {}),
              **one.as_dict()} for name, _, _, one in rendered]

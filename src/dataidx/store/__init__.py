@@ -33,6 +33,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "spec_lengths": ".positions",
     "store_info": ".info",
     "COMPOSITION_COLUMNS": ".compose",
+    "TOKEN_COLUMNS": ".compose",
     "composition": ".compose",
     "composition_problems": ".compose",
     # writing

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import hide_passwords
 from .connect import SCHEMA_REVISION, connect_readonly
 from .dialect import ReadConnection
-from .records import TRAINS
+from .records import TRAINS, read_epochs
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
@@ -59,9 +59,12 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                 "config_text": mixture["config_text"],
                 "dataidx_version": mixture["dataidx_version"],
                 "created_at": mixture["created_at"],
+                "spec": mixture["spec"],
+                "epochs": [entries for _, entries in read_epochs(connection, mixture["id"])],
                 "datasets": {
                     names[d["dataset_id"]]: {
-                        key: d[key] for key in ("seed", "size", "weight", "base_entries", "requested", "entries")
+                        key: d[key] for key in ("seed", "size", "weight", "token_budget", "supervised_token_budget",
+                                                "base_entries", "requested", "entries")
                     }
                     for d in draws
                 },

@@ -32,4 +32,8 @@ COOKBOOK: list[tuple[str, str]] = [
      'SELECT plan, packs, entries, round(fill, 4) AS fill, left_out FROM pack_plans;'),
     ('The emptiest packs of a plan',
      "SELECT k.pack, k.members AS samples, k.tokens FROM packs AS k JOIN packing_plans AS p ON p.id = k.plan_id\nWHERE p.name = 'default' ORDER BY k.tokens, k.pack LIMIT 5;"),
+    ('Which dataset gets the most trained tokens, per epoch',
+     "SELECT epoch, dataset, entries, tokens, supervised_tokens, share_of_tokens FROM token_composition\nWHERE mixture = 'by_tokens' ORDER BY epoch, tokens DESC;"),
+    ('How many rows of a dataset were never seen in all the epochs of a mixture',
+     "SELECT d.name AS dataset, d.rows - d.rejected AS rows, md.distinct_rows AS seen,\n       d.rows - d.rejected - md.distinct_rows AS never_seen, m.epochs\nFROM mixture_datasets AS md JOIN mixtures AS m ON m.id = md.mixture_id JOIN datasets AS d ON d.id = md.dataset_id\nWHERE m.name = 'by_tokens' AND d.name = 'demo_alpaca';"),
 ]
