@@ -15,6 +15,7 @@ from ..convert import converters
 from ..errors import ConfigError
 from ..sources import sources
 from ..spec import BUDGET_KEYS, ERROR_POLICIES, VALID_KEYS, YAML_SUFFIXES, Config, DatasetSpec
+from .yaml_text import YamlProblem, parse_yaml, shown
 
 
 def load_config(target: str | os.PathLike[str], *, plugins: bool = True) -> Config:
@@ -42,7 +43,9 @@ def load_config(target: str | os.PathLike[str], *, plugins: bool = True) -> Conf
         except OSError as exc:
             raise ConfigError(target, [f"cannot read: {exc.strerror or exc}"]) from None
         try:
-            mapping = yaml.safe_load(text)
+            mapping = parse_yaml(text)
+        except YamlProblem as exc:
+            raise ConfigError(target, [str(exc)]) from None
         except yaml.YAMLError as exc:
             raise ConfigError(target, [f"not valid YAML: {' '.join(str(exc).split())}"]) from None
         return Config(origin=str(path.resolve()), text=text, datasets=parse_datasets(mapping, target, plugins=plugins))
@@ -91,7 +94,7 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
         problems.append(f"{where}: key 'path' must be a non-empty string")
     for key in ("split", "source", "converter"):
         if key in info and info[key] is not None and not isinstance(info[key], str):
-            problems.append(f"{where}: key '{key}' must be a string, got {info[key]!r}")
+            problems.append(f"{where}: key '{key}' must be a string, got {shown(info[key])}")
     source = info.get("source", "hf_hub")
     if plugins and isinstance(source, str) and source not in sources:
         problems.append(f"{where}: key 'source': unknown source '{source}' (known: {', '.join(sources.names())})")
@@ -102,19 +105,19 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
         )
     size = info.get("size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
-        problems.append(f"{where}: key 'size' must be an integer >= 0, got {size!r}")
+        problems.append(f"{where}: key 'size' must be an integer >= 0, got {shown(size)}")
     weight = info.get("weight")
     if weight is not None and (
         isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0
     ):
-        problems.append(f"{where}: key 'weight' must be a finite number >= 0, got {weight!r}")
+        problems.append(f"{where}: key 'weight' must be a finite number >= 0, got {shown(weight)}")
     problems += _check_budget(where, info)
     streaming = info.get("streaming")
     if streaming is not None and not isinstance(streaming, bool):
-        problems.append(f"{where}: key 'streaming' must be true or false, got {streaming!r}")
+        problems.append(f"{where}: key 'streaming' must be true or false, got {shown(streaming)}")
     on_error = info.get("on_error", "raise")
     if on_error not in ERROR_POLICIES:
-        problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {on_error!r}")
+        problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {shown(on_error)}")
     problems += _check_columns(where, info.get("columns"))
     return problems
 
@@ -122,7 +125,7 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
 def _check_budget(where: str, info: dict[str, Any]) -> list[str]:
     given = [key for key in BUDGET_KEYS if info.get(key) is not None]
     problems = [f"{where}: key '{key}' must be an integer > 0 (tokens under the render spec given to dataidx mix "
-                f"--spec), got {info[key]!r}" for key in given
+                f"--spec), got {shown(info[key])}" for key in given
                 if isinstance(info[key], bool) or not isinstance(info[key], int) or info[key] <= 0]
     if len(given) > 1:
         problems.append(f"{where}: keys 'tokens' and 'supervised_tokens' are two budgets for one draw; give one")
@@ -139,7 +142,7 @@ def _check_columns(where: str, columns: Any) -> list[str]:
     if not isinstance(columns, dict) or not all(isinstance(k, str) and isinstance(v, str) and k and v
                                                 for k, v in columns.items()):
         return [f"{where}: key 'columns' must map the converter's column names to source column names "
-                f"(e.g. {{instruction: question, output: answer}}), got {columns!r}"]
+                f"(e.g. {{instruction: question, output: answer}}), got {shown(columns)}"]
     sources_used = list(columns.values())
     return [f"{where}: key 'columns': source column '{name}' is given more than once"
             for name in sorted(set(sources_used)) if sources_used.count(name) > 1]

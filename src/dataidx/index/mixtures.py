@@ -134,13 +134,20 @@ class MixtureWriter:
     def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
         spec = self.specs[name]
         if spec.budget is None:
+            _check_reach(self.config.origin, name, spec.size, spec.weight, entries)
             return draw(entries, spec.size, spec.weight, self.summary.sampling, seed)
         if self.lengths is None:  # a build: whole_budgets, checked when the writer was made
             if name not in self.summary.taken_whole:
                 self.summary.taken_whole.append(name)
             return draw(entries, None, None, self.summary.sampling, seed)
         key, budget = spec.budget
-        return budget_draw(self.lengths.of(key, first_entry, entries), budget, seed, dataset=name, key=key)
+        lengths = self.lengths.of(key, first_entry, entries)
+        reach = int(lengths.lengths[lengths.eligible()].sum(dtype=np.int64))
+        if budget > MAX_PASSES * max(reach, 1):
+            raise UsageError(f"{self.config.origin}: dataset '{name}': key '{key}' asks for {budget:,} tokens of its "
+                             f"{reach:,} that train, more than {MAX_PASSES} times over; a budget counts tokens of "
+                             "the whole dataset drawn, not per entry")
+        return budget_draw(lengths, budget, seed, dataset=name, key=key)
 
     def next_epoch(self) -> None:
         """Close the current epoch: later :meth:`add` calls draw the next one, with its own seed."""
@@ -186,6 +193,23 @@ class MixtureWriter:
 
     def _dataset_ids(self) -> dict[str, int]:
         return {name: dataset_id for dataset_id, name in self.connection.execute(select(Dataset.id, Dataset.name))}
+
+
+#: The most times over a mixture may take one dataset's entries (or tokens): more is a typo, such
+#: as a token count given as ``size``, and would fill memory and disk rather than fail.
+MAX_PASSES = 1000
+
+
+def _check_reach(origin: str, name: str, size: int | None, weight: float | None, entries: int) -> None:
+    """Refuse a ``size``/``weight`` asking for more than :data:`MAX_PASSES` times a dataset's entries."""
+    most = MAX_PASSES * max(entries, 1)
+    asked = float(entries if size is None else size) * (1.0 if weight is None else weight)
+    if asked <= min(most, 2**31 - 1):
+        return
+    key, value = ("size", size) if size is not None and size > most else ("weight", weight)
+    raise UsageError(f"{origin}: dataset '{name}': key '{key}' ({value:,}) asks for {asked:,.0f} entries of its "
+                     f"{entries:,}, more than {MAX_PASSES} times over (or 2^31 entries): size and weight count "
+                     "entries, not tokens (a token budget is tokens: N or supervised_tokens: N)")
 
 
 def _check_budgets(config: Config, sampling: str, lengths: MixtureLengths | None, whole_budgets: bool) -> None:

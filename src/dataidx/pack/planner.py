@@ -60,8 +60,11 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
     sorted_lengths = lengths[order]
     bin_of = np.empty(len(order), dtype=index)
     bins = 0
-    by_room = [array("q") for _ in range(capacity + 1)]  # open bins by remaining room
-    occupied = 0  # bit r set <=> some bin has exactly r tokens of room
+    # A bin's room is never below ``base`` (capacity less every token there is), so rooms are
+    # kept as offsets from it: what planning holds grows with the tokens, never with the capacity.
+    base = max(0, capacity - int(np.sum(lengths, dtype=np.int64)))
+    by_room: dict[int, array] = {}  # open bins by remaining room
+    occupied = 0  # bit r set <=> some bin has exactly base + r tokens of room
     boundaries = np.flatnonzero(np.diff(sorted_lengths)) + 1
     groups = zip(np.concatenate([[0], boundaries]).tolist(), np.concatenate([boundaries, [len(order)]]).tolist())
     lengths_of_groups = sorted_lengths[np.concatenate([[0], boundaries]).astype(np.int64)].tolist()
@@ -69,13 +72,15 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
     for (start, end), length in zip(groups, lengths_of_groups):
         placed = start
         while placed < end:
-            fitting = occupied >> length
+            least = max(length, base)  # the least room that fits it
+            fitting = occupied >> (least - base)
             if fitting:
-                room = length + (fitting & -fitting).bit_length() - 1
+                room = least + (fitting & -fitting).bit_length() - 1
                 stack = by_room[room]
                 number = stack.pop()
                 if not stack:
-                    occupied &= ~(1 << room)
+                    del by_room[room]
+                    occupied &= ~(1 << (room - base))
             else:
                 room, number = capacity, bins
                 bins += 1
@@ -84,8 +89,8 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
             placed += take
             left = room - take * length
             if left:  # a full bin takes nothing more
-                by_room[left].append(number)
-                occupied |= 1 << left
+                by_room.setdefault(left, array("q")).append(number)
+                occupied |= 1 << (left - base)
     return order, bin_of, bins
 
 

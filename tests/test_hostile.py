@@ -1,0 +1,101 @@
+"""Input made to hurt: each test reproduces one item of issue 17 and holds dataidx to one line,
+bounded cost, nothing lost and nobody stopped."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dataidx.cli import cli
+from dataidx.config import load_config
+from dataidx.errors import ConfigError
+
+from .conftest import write_jsonl, write_yaml
+
+
+def run(*args: str):  # noqa: ANN201 - click's Result
+    return CliRunner().invoke(cli, [str(arg) for arg in args])
+
+
+def one_line_error(result, *fragments: str) -> None:  # noqa: ANN001
+    """A refusal as the README promises it: exit 1, one line on stderr, no traceback."""
+    assert result.exit_code == 1, (result.exit_code, result.output, result.exception)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+ALIAS_BOMB = """a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+demo:
+  path: data.jsonl
+  size: *h
+"""
+
+
+def test_item2_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path) -> None:
+    config = write_yaml(tmp_path / "bomb.yaml", ALIAS_BOMB)
+    started = time.perf_counter()
+    for command in (["build", config, "-o", tmp_path / "s.db", "-q"], ["mix", tmp_path / "s.db", config, "--name", "x"]):
+        one_line_error(run(*command), "bomb.yaml", "aliases expand to", "values")
+    with pytest.raises(ConfigError, match="aliases expand"):
+        from dataidx import DataEngine
+
+        DataEngine(config)
+    assert time.perf_counter() - started < 10  # 16 s and 1.6 GB per message before
+    # A value that is merely big is shown cut short, never whole.
+    write_jsonl(tmp_path / "data.jsonl", [{"messages": []}])
+    big = write_yaml(tmp_path / "big.yaml", f"demo:\n  path: {tmp_path / 'data.jsonl'}\n  size: [{', '.join(['1'] * 5000)}]\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(big)
+    assert len(str(error.value)) < 300 and "..." in str(error.value)
+
+
+def test_item9_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+    config = write_yaml(tmp_path / "twice.yaml", "one:\n  path: a.jsonl\ntwo:\n  path: b.jsonl\none:\n  path: c.jsonl\n")
+    with pytest.raises(ConfigError, match=r"line 5: key 'one' is given again \(first on line 1\)"):
+        load_config(config)
+    inner = write_yaml(tmp_path / "inner.yaml", "one:\n  path: a.jsonl\n  size: 3\n  size: 4\n")
+    with pytest.raises(ConfigError, match=r"line 4: key 'size' is given again \(first on line 3\)"):
+        load_config(inner)
+
+
+def test_item16_very_deep_yaml_is_one_error(tmp_path: Path) -> None:
+    config = write_yaml(tmp_path / "deep.yaml", "demo:\n  path: x\n  size: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    one_line_error(run("build", config, "-o", tmp_path / "s.db", "-q"), "deep.yaml", "nested deeper than 64 levels")
+
+
+@pytest.mark.parametrize("keys", ["  size: 1500000000\n", "  weight: 1.0e+300\n", "  size: 12000\n  weight: 2000\n"])
+def test_item3_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_they_count(tmp_path: Path,
+                                                                                        keys: str) -> None:
+    write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
+                                                       {"role": "assistant", "content": "yo"}]}] * 12)
+    config = write_yaml(tmp_path / "typo.yaml", f"demo:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n{keys}")
+    result = run("build", config, "-o", tmp_path / "s.db", "-q")
+    one_line_error(result, "typo.yaml", "dataset 'demo'", "of its 12, more than 1000 times over",
+                   "count entries, not tokens")
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
+    import tracemalloc
+
+    from dataidx.pack import best_fit_decreasing, plan_packs
+
+    lengths = [(i * 37) % 300 + 1 for i in range(37)]
+    tracemalloc.start()
+    plan = plan_packs(lengths, capacity=10**7, seed=0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 5 * 2**20  # 800 MB at this capacity before
+    assert plan.packs == [sorted(range(37), key=lambda i: -lengths[i])] and plan.tokens == sum(lengths)
+    assert best_fit_decreasing([5, 5, 4], capacity=9) == [[0], [1, 2]]  # the tighter, last opened bin
