@@ -99,3 +99,44 @@ def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
     assert peak < 5 * 2**20  # 800 MB at this capacity before
     assert plan.packs == [sorted(range(37), key=lambda i: -lengths[i])] and plan.tokens == sum(lengths)
     assert best_fit_decreasing([5, 5, 4], capacity=9) == [[0], [1, 2]]  # the tighter, last opened bin
+
+
+FOREVER = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    from dataidx.index import build
+
+    from .conftest import REPO
+
+    store = tmp_path / "demo.db"
+    build(REPO / "data" / "demo_sft.yaml", store)
+    return store
+
+
+def test_item5_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    started = time.perf_counter()
+    one_line_error(run("query", demo, FOREVER, "--timeout", "0.5"), "query stopped after 0.5 s (--timeout")
+    assert time.perf_counter() - started < 5
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'query', {str(demo)!r}, {FOREVER!r}]; main()"
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=10) != 0  # a recursive CTE ran on for 10 minutes after Ctrl-C before
+    assert "Traceback" not in process.stderr.read()
+    limited = run("query", demo, "SELECT position FROM entries ORDER BY position", "--limit", "5", "--json")
+    assert limited.exit_code == 0 and [r["position"] for r in __import__("json").loads(limited.stdout)] == [0, 1, 2, 3, 4]
+    assert "stopped at --limit 5 rows" in limited.stderr
+    assert "--limit" in run("query", "-h").output and "unlimited" in run("query", "-h").output
+
+
+def test_item14_query_calls_only_the_functions_a_read_needs(demo: Path) -> None:
+    one_line_error(run("query", demo, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
+    one_line_error(run("query", demo, "SELECT load_extension('x')"), "query refused")
+    fine = run("query", demo, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
+    assert fine.exit_code == 0, fine.output

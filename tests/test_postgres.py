@@ -390,3 +390,12 @@ def test_public_grants_and_missing_rights(server: str, url: str) -> None:
     sql(server, f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO PUBLIC")
     assert run("mix", url, DEMO, "--name", "other").exit_code == 0
     assert run("info", as_nobody).exit_code == 0
+
+
+def test_query_on_the_server_stops_at_its_timeout_and_limits_rows(url: str) -> None:
+    build(DEMO, url)
+    result = run("query", url, "SELECT pg_sleep(30)", "--timeout", "0.5")
+    assert result.exit_code == 1 and "query stopped after 0.5 s" in result.output
+    limited = run("query", url, "SELECT position FROM entries ORDER BY position", "--limit", "3", "--csv")
+    assert limited.exit_code == 0 and limited.stdout.split() == ["position", "0", "1", "2"]
+    assert "stopped at --limit 3 rows" in limited.stderr

@@ -112,12 +112,17 @@ def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_ve
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="Value of :NAME in the SQL (repeatable); digits are passed as numbers.")
-def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, ...]) -> None:
+@click.option("--timeout", type=click.FloatRange(min=0), default=60, show_default=True,
+              help="Stop the statement after this many seconds (0: no limit). Ctrl-C stops it too.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, show_default="unlimited",
+              help="Print at most this many rows, saying so on stderr when there were more.")
+def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, ...], timeout: float,
+          limit: int | None) -> None:
     """Run one read-only SQL statement against a store; writes are refused.
 
-    Views: entries(mixture, position, dataset, row, cut) and
-    composition(mixture, dataset, entries, distinct_rows, share). On PostgreSQL the SQL is
-    PostgreSQL's and runs in a read-only transaction.
+    Views: entries(mixture, position, dataset, row, cut, epoch) and
+    composition(mixture, dataset, entries, distinct_rows, share); see docs/sql.md. On
+    PostgreSQL the SQL is PostgreSQL's and runs in a read-only transaction.
 
     \b
     Example:
@@ -128,7 +133,10 @@ def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, 
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
-    columns, rows = run_query(store, sql, dict(_parameter(text) for text in params))
+    columns, rows = run_query(store, sql, dict(_parameter(text) for text in params), timeout=timeout or None,
+                              limit=limit)
+    more = limit is not None and len(rows) > limit
+    rows = rows[:limit] if more else rows
     if as_json:
         echo_json([dict(zip(columns, row)) for row in rows])
     elif as_csv:
@@ -139,6 +147,8 @@ def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, 
         click.echo(buffer.getvalue(), nl=False)
     else:
         click.echo(table(columns, rows))
+    if more:
+        click.echo(f"(stopped at --limit {limit} rows; there are more)", err=True)
 
 
 def _parameter(text: str) -> tuple[str, int | float | str]:

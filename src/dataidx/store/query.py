@@ -17,9 +17,12 @@ from .sqlite.query import query_file
 
 
 def run_query(
-    store: str | os.PathLike[str], sql: str, parameters: dict[str, Any] | None = None
+    store: str | os.PathLike[str], sql: str, parameters: dict[str, Any] | None = None, *,
+    timeout: float | None = None, limit: int | None = None,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Column names and rows of one read-only statement against ``store``.
+    """Column names and rows of one read-only statement against ``store``: with ``limit``, at
+    most ``limit + 1`` rows (so a caller can tell there were more); with ``timeout``, stopped
+    with a UsageError after that many seconds. Ctrl-C stops it on both backends.
 
     Example::
 
@@ -29,8 +32,8 @@ def run_query(
     location = store_location(store)
     if isinstance(location, PostgresStore):
         connection.close()
-        return query_postgres(location, sql, parameters)
+        return query_postgres(location, sql, parameters, timeout=timeout, limit=limit)
     try:
-        return query_file(connection, sql, parameters)
+        return query_file(connection, sql, parameters, timeout=timeout, limit=limit)
     finally:
         connection.close()

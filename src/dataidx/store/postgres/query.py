@@ -11,8 +11,11 @@ from ..location import PostgresStore
 from .read import connect, first_line
 
 
-def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | None) -> tuple[list[str], list[tuple]]:
-    """One SELECT in a read-only transaction, rolled back; ``:name`` parameters as in SQLite.
+def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | None, *,
+                   timeout: float | None = None, limit: int | None = None) -> tuple[list[str], list[tuple]]:
+    """One SELECT in a read-only transaction, rolled back; ``:name`` parameters as in SQLite;
+    at most ``limit + 1`` rows; stopped by the server after ``timeout`` seconds (psycopg
+    cancels it on the server at Ctrl-C).
 
     Sent as a prepared statement (extended protocol), so a second statement is refused. A
     read-only transaction stops writes to the database; what a privileged role may do outside
@@ -34,12 +37,17 @@ def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | 
     connection = connect(store, autocommit=False)
     try:
         connection.execute("SET TRANSACTION READ ONLY")
+        if timeout:
+            connection.execute(f"SET LOCAL statement_timeout = {int(timeout * 1000)}")
         cursor = connection.execute(statement, values, prepare=True)
-        rows = [tuple(_plain(value) for value in row) for row in cursor.fetchall()] if cursor.description else []
+        found = (cursor.fetchall() if limit is None else cursor.fetchmany(limit + 1)) if cursor.description else []
+        rows = [tuple(_plain(value) for value in row) for row in found]
         columns = [column.name for column in cursor.description or []]
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
         raise ReadOnlyError(f"query refused: the store is read-only here; only SELECT statements run "
                             f"({first_line(exc)})") from None
+    except psycopg.errors.QueryCanceled:
+        raise UsageError(f"query stopped after {timeout:g} s (--timeout; 0 for none)") from None
     except psycopg.errors.SyntaxError as exc:
         if "multiple commands" in str(exc):
             raise UsageError("query refused: one statement at a time") from None
