@@ -140,3 +140,42 @@ def test_item14_query_calls_only_the_functions_a_read_needs(demo: Path) -> None:
     one_line_error(run("query", demo, "SELECT load_extension('x')"), "query refused")
     fine = run("query", demo, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
     assert fine.exit_code == 0, fine.output
+
+
+def test_item13_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
+                                                       {"role": "assistant", "content": "yo"}]}])
+    evil = '"evil\\e]0;pwned\\a\\e[2J\\u202e\\x9b31m"'  # retitle, clear screen, reorder, C1 CSI colour
+    config = write_yaml(tmp_path / "evil.yaml", f"{evil}:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n")
+    store = tmp_path / "s.db"
+    outputs = [run("build", config, "-o", store), run("info", store), run("compose", store),
+               run("query", store, "SELECT dataset FROM entries"), run("query", store, "SELECT dataset FROM entries", "--json"),
+               run("mix", store, write_yaml(tmp_path / "other.yaml", f"{evil[:-1]}x\":\n  path: y\n"), "--name", "m")]
+    for result in outputs:
+        for stream in (result.stdout, result.stderr):
+            assert not any(ch in stream for ch in "\x1b\x07\x9b\u202e"), stream
+    assert "evil\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\x9b31m" in outputs[1].stdout
+    assert outputs[-1].exit_code == 1 and "evil\\x1b" in outputs[-1].stderr
+    assert __import__("json").loads(outputs[4].stdout)[0]["dataset"] == "evil\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
+
+
+def test_item8_import_v0_keeps_names_and_reasons_inside_their_comments(tmp_path: Path) -> None:
+    import json
+
+    injected = {"sneaky\nextra:\n  path: /etc/passwd\n  source: local": {"file_name": "a.json", "formatting": "weird"},
+                "two": {"file_name": "b.json", "formatting": "x\nplanted:\n  path: /etc/shadow\n  source: local"},
+                "line\u2028sep": {"file_name": "c.json", "formatting": "y\x85z"}}
+    info = tmp_path / "dataset_info.json"
+    info.write_text(json.dumps(injected))
+    result = run("import-v0", info, "-o", tmp_path / "out.yaml")
+    assert result.exit_code == 0, result.output
+    assert load_config_mapping(tmp_path / "out.yaml") is None  # every dataset was left out: nothing planted
+    text = (tmp_path / "out.yaml").read_text()
+    assert all(line.startswith("#") for line in text.splitlines()[:-1]) and text.splitlines()[-1] == "{}"
+
+
+def load_config_mapping(path: Path):  # noqa: ANN201
+    import yaml
+
+    found = yaml.safe_load(path.read_text())
+    return found or None

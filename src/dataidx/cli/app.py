@@ -16,6 +16,7 @@ from .._version import __version__
 from ..errors import DataidxError
 from ..plugins import load_plugin_modules
 from . import read_commands, view_commands, write_commands
+from .common import printable
 
 
 class Group(click.Group):
@@ -25,7 +26,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except DataidxError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(printable(str(exc))) from None
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -46,14 +47,44 @@ def shown(store: str) -> str:
     return hide_passwords(str(store))
 
 
+#: Characters a terminal acts on rather than shows: C0 and C1 controls (colours, titles,
+#: clearing the screen), DEL, and the bidirectional overrides that reorder what is shown.
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """``text`` with every character a terminal would act on escaped (``\\x1b``, ``\\u202e``):
+    names and values from a config or a store can colour, retitle or clear no one's screen.
+    With ``lines``, newlines are kept (a table's rows), otherwise escaped too (one line)."""
+    if lines:
+        return "\n".join(_UNSHOWABLE.sub(_escaped, line) for line in text.split("\n"))
+    return _UNSHOWABLE.sub(_escaped, text)
+
+
+def echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` of text that may hold names and values from configs and stores: shown
+    with control characters escaped, its lines kept."""
+    click.echo(printable(str(message), lines=True), err=err, nl=nl)
+
+
+def _json_text(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def echo_json(document: Any) -> None:
-    # default=str: a server's dates, times and the like print as text rather than fail.
-    click.echo(json.dumps(document, ensure_ascii=False, default=str))
+    # default=str: a server's dates, times and the like print as text rather than fail. JSON
+    # escapes C0 controls itself; C1 and bidi controls become \u escapes, the same JSON.
+    click.echo(_UNSHOWABLE.sub(_json_text, json.dumps(document, ensure_ascii=False, default=str)))
 
 
 def table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
     """A plain aligned text table, for people; ``--json`` is for programs."""
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    cells = [[("" if v is None else printable(str(v))) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 import time
 
 import click
 
 from ..errors import UsageError
-from .common import ProgressLine, echo_json, json_option, table
+from .common import ProgressLine, echo, echo_json, json_option, table
 
 
 @click.command()
@@ -30,40 +31,40 @@ def info(store: str, as_json: bool) -> None:
         echo_json(details)
         return
     build = details["build"] or {}
-    click.echo(f"store {details['store']} (schema {details['schema_revision']}, dataidx {build.get('dataidx_version')})")
-    click.echo(f"built {build.get('created_at')} from {build.get('config')} in {build.get('seconds')} s\n")
-    click.echo(table(
+    echo(f"store {details['store']} (schema {details['schema_revision']}, dataidx {build.get('dataidx_version')})")
+    echo(f"built {build.get('created_at')} from {build.get('config')} in {build.get('seconds')} s\n")
+    echo(table(
         ["dataset", "converter", "rows", "entries", "dropped messages", "rejected rows", "source", "path"],
         [(d["name"], d["converter"], d["rows"], d["entries"], d["drops"], d["rejected"], d["source"], d["path"])
          for d in details["datasets"]],
     ))
     for mixture in details["mixtures"]:
-        click.echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
+        echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
                    f"{mixture['sampling']} sampling, config sha256 {mixture['config_sha256'][:12]}, "
                    f"dataidx {mixture['dataidx_version']}, {mixture['created_at']}")
         if mixture["spec"]:
-            click.echo(f"tokens counted under render spec '{mixture['spec']}'")
-        click.echo(table(
+            echo(f"tokens counted under render spec '{mixture['spec']}'")
+        echo(table(
             ["dataset", "size", "weight", "tokens", "supervised tokens", "base entries", "requested", "entries", "seed"],
             [(name, d["size"], d["weight"], d["token_budget"], d["supervised_token_budget"], d["base_entries"],
               d["requested"], d["entries"], d["seed"]) for name, d in mixture["datasets"].items()],
         ))
         rendered = "".join(f", {samples} with render='{spec}'" for spec, samples in mixture["training_samples"].items())
         if len(mixture["epochs"]) > 1:
-            click.echo(f"{len(mixture['epochs'])} epochs of {', '.join(map(str, mixture['epochs']))} entries; "
+            echo(f"{len(mixture['epochs'])} epochs of {', '.join(map(str, mixture['epochs']))} entries; "
                        f"samples in all epochs: {mixture['entries']} with DataEngine{rendered}")
         else:
-            click.echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
+            echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
     if details["render_specs"]:
-        click.echo("\nrender specs (dataidx render):")
-        click.echo(table(
+        echo("\nrender specs (dataidx render):")
+        echo(table(
             ["spec", "template", "cutoff", "truncation", "entries", "train", "tokenizer"],
             [(s["name"], s["template"], s["cutoff"], s["truncation"], s["entries"], s["kept"], s["tokenizer"])
              for s in details["render_specs"]],
         ))
     if details["pack_plans"]:
-        click.echo("\npacking plans (dataidx pack):")
-        click.echo(table(
+        echo("\npacking plans (dataidx pack):")
+        echo(table(
             ["plan", "spec", "mixture", "capacity", "seed", "packs (samples per epoch)", "entries", "fill"],
             [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], p["packs"], p["entries"],
               f"{p['fill']:.2%}") for p in details["pack_plans"]],
@@ -144,11 +145,12 @@ def query(store: str, sql: str, as_json: bool, as_csv: bool, params: tuple[str, 
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows(rows)
-        click.echo(buffer.getvalue(), nl=False)
+        # CSV is data: written as it is to a pipe or file, escaped only where a terminal shows it.
+        (echo if sys.stdout.isatty() else click.echo)(buffer.getvalue(), nl=False)
     else:
-        click.echo(table(columns, rows))
+        echo(table(columns, rows))
     if more:
-        click.echo(f"(stopped at --limit {limit} rows; there are more)", err=True)
+        echo(f"(stopped at --limit {limit} rows; there are more)", err=True)
 
 
 def _parameter(text: str) -> tuple[str, int | float | str]:
@@ -185,7 +187,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         echo_json(rows)
         return
     columns = list(COMPOSITION_COLUMNS) + (list(TOKEN_COLUMNS) if spec else [])
-    click.echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
+    echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
 
 
 @click.command()
@@ -208,9 +210,9 @@ def verify(store: str, as_json: bool) -> None:
         echo_json(report)
     else:
         for line in report["integrity"]:
-            click.echo(line)
+            echo(line)
         for name, problems in report["datasets"].items():
-            click.echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
+            echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
     if not report["ok"]:
         raise click.exceptions.Exit(1)
 
@@ -238,7 +240,7 @@ def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, q
     written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
-        click.echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)
+        echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)
 
 
 @click.command()
@@ -260,14 +262,14 @@ def cache(older_than: float | None, as_json: bool) -> None:
 
     if older_than is not None:
         removed = clean_cache(older_than)
-        click.echo(f"removed {len(removed)} cached stores from {cache_dir()}", err=True)
+        echo(f"removed {len(removed)} cached stores from {cache_dir()}", err=True)
         return
     stores = cached_stores()
     if as_json:
         echo_json([{"store": str(s), "bytes": size, "last_used": used} for s, size, used in stores])
         return
-    click.echo(f"cache folder {cache_dir()}")
-    click.echo(table(["store", "MiB", "days since use"],
+    echo(f"cache folder {cache_dir()}")
+    echo(table(["store", "MiB", "days since use"],
                      [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
 
 

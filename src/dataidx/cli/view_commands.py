@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, shown
+from .common import ProgressLine, echo, shown
 
 
 @click.command()
@@ -33,7 +33,7 @@ def report(store: str, output: str, mixture: str, spec: str | None, plan: str | 
     summary = write_report(store, output, mixture=mixture, spec=spec, plan=plan, samples=samples, seed=seed,
                            progress=ProgressLine("report steps", quiet))
     if not quiet:
-        click.echo(f"wrote {summary.path} ({summary.bytes / 1024:,.0f} KiB) about {shown(store)} in "
+        echo(f"wrote {summary.path} ({summary.bytes / 1024:,.0f} KiB) about {shown(store)} in "
                    f"{summary.seconds:.2f} s", err=True)
 
 
@@ -52,7 +52,7 @@ def serve(store: str, port: int) -> None:
     """
     from ..view import serve_store
 
-    serve_store(store, port, announce=lambda url: click.echo(f"serving {shown(store)} read-only at {url} "
+    serve_store(store, port, announce=lambda url: echo(f"serving {shown(store)} read-only at {url} "
                                                              "(Ctrl-C stops)", err=True))
 
 

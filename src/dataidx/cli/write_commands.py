@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, mixture_options, shown, table
+from .common import ProgressLine, echo, mixture_options, shown, table
 
 
 @click.command()
@@ -37,18 +37,18 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
     """
     from .. import index
 
-    progress = None if quiet else (lambda message: click.echo(message, err=True))
+    progress = None if quiet else (lambda message: echo(message, err=True))
     summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress)
     if not quiet:
         rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected,
                  f"{d.seconds:.2f}") for d in summary.datasets]
-        click.echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "seconds"], rows),
+        echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "seconds"], rows),
                    err=True)
         if summary.mixture.taken_whole:
-            click.echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
+            echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
                        "render spec: the default mixture holds them whole; draw the budgets with dataidx render, then "
                        "dataidx mix STORE CONFIG --name NAME --spec SPEC", err=True)
-        click.echo(
+        echo(
             f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
             f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
             err=True,
@@ -85,7 +85,7 @@ def mix(store: str, config: str, name: str, seed: int, sampling: str, spec: str 
     summary = add_mixture(store, config, name, seed=seed, sampling=sampling, epochs=epochs, spec=spec)
     drawn = f"{epochs} epochs, {summary.entries} entries in all" if epochs > 1 else f"{summary.entries} entries"
     under = f", tokens under spec '{spec}'" if spec else ""
-    click.echo(f"added mixture '{name}' of {drawn} (seed {seed}, {sampling}{under}) to {shown(store)}", err=True)
+    echo(f"added mixture '{name}' of {drawn} (seed {seed}, {sampling}{under}) to {shown(store)}", err=True)
 
 
 @click.command("remove-mixture")
@@ -101,7 +101,7 @@ def remove_mixture_command(store: str, name: str) -> None:
     from ..store import remove_mixture
 
     entries = remove_mixture(store, name)
-    click.echo(f"removed mixture '{name}' ({entries} entries) from {shown(store)}", err=True)
+    echo(f"removed mixture '{name}' ({entries} entries) from {shown(store)}", err=True)
 
 
 @click.command()
@@ -117,9 +117,9 @@ def migrate(store: str) -> None:
 
     before, after = migrate_store(store)
     if before == after:
-        click.echo(f"{shown(store)} is already at schema revision {after}", err=True)
+        echo(f"{shown(store)} is already at schema revision {after}", err=True)
     else:
-        click.echo(f"migrated {shown(store)} from schema revision {before} to {after}", err=True)
+        echo(f"migrated {shown(store)} from schema revision {before} to {after}", err=True)
 
 
 @click.command()
@@ -158,12 +158,12 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
                            jobs=jobs, progress=ProgressLine("rendered entries", quiet))
     if quiet:
         return
-    click.echo(table(["dataset", "status", "entries"], summary.counts), err=True)
+    echo(table(["dataset", "status", "entries"], summary.counts), err=True)
     if summary.reused:
-        click.echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)", err=True)
+        echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)", err=True)
         return
     removed = f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed else ""
-    click.echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
+    echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
                f"in {summary.seconds:.2f} s{removed}", err=True)
 
 
@@ -191,7 +191,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     from ..pack import pack_store
 
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
-    click.echo(
+    echo(
         f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
         f"tokens, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
         f"in {summary.seconds:.2f} s", err=True,
@@ -199,7 +199,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     if global_batch_size is not None:
         steps, rest = divmod(summary.packs, global_batch_size)
         dropped = f"; the last {rest} packs do not fill a step and are dropped (drop_last)" if rest else ""
-        click.echo(f"{steps} step{'s' if steps != 1 else ''} per epoch at a global batch size of {global_batch_size} "
+        echo(f"{steps} step{'s' if steps != 1 else ''} per epoch at a global batch size of {global_batch_size} "
                    f"packs{dropped}", err=True)
 
 
@@ -223,8 +223,8 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
     imported = import_dataset_info(dataset_info, dataset_dir)
     Path(output).write_text(imported.yaml_text(dataset_info), encoding="utf-8")
     for name, reason in imported.left_out.items():
-        click.echo(f"left out '{name}': {reason}", err=True)
-    click.echo(f"wrote {len(imported.datasets)} datasets to {output}"
+        echo(f"left out '{name}': {reason}", err=True)
+    echo(f"wrote {len(imported.datasets)} datasets to {output}"
                + (f"; left out {len(imported.left_out)}" if imported.left_out else ""), err=True)
 
 
@@ -241,7 +241,7 @@ def remove_spec(store: str, name: str) -> None:
     from ..store import remove_render_spec
 
     plans = remove_render_spec(store, name)
-    click.echo(f"removed render spec '{name}' and {plans} packing plans from {shown(store)}", err=True)
+    echo(f"removed render spec '{name}' and {plans} packing plans from {shown(store)}", err=True)
 
 
 @click.command("remove-plan")
@@ -257,7 +257,7 @@ def remove_plan(store: str, name: str) -> None:
     from ..store import remove_packing_plan
 
     remove_packing_plan(store, name)
-    click.echo(f"removed packing plan '{name}' from {shown(store)}", err=True)
+    echo(f"removed packing plan '{name}' from {shown(store)}", err=True)
 
 
 COMMANDS = [build, mix, remove_mixture_command, migrate, render, pack, import_v0, remove_spec, remove_plan]

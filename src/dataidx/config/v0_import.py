@@ -40,12 +40,18 @@ class Imported:
     def yaml_text(self, origin: str) -> str:
         import yaml  # here, not at import: only this command writes YAML
 
-        lines = [f"# Imported from LLaMA-Factory v0 {origin} by `dataidx import-v0`."]
+        lines = [f"# Imported from LLaMA-Factory v0 {_one_line(origin)} by `dataidx import-v0`."]
         if self.left_out:
             lines.append("# Left out (v1 cannot express them):")
-            lines += [f"#   {name}: {reason}" for name, reason in self.left_out.items()]
+            lines += [f"#   {_one_line(name)}: {_one_line(reason)}" for name, reason in self.left_out.items()]
         body = yaml.safe_dump(self.datasets, sort_keys=False, allow_unicode=True) if self.datasets else "{}\n"
         return "\n".join(lines) + "\n" + body
+
+
+def _one_line(text: str) -> str:
+    """``text`` as it may stand in a YAML comment: escaped to ASCII, so no line break (``\\n``,
+    ``\\x85``, ``\\u2028``...) can end the comment and start YAML of its own."""
+    return json.dumps(str(text))[1:-1]
 
 
 def import_dataset_info(path: str | os.PathLike[str], dataset_dir: str | os.PathLike[str] | None = None) -> Imported:
@@ -119,7 +125,10 @@ def _entry(info: Any, folder: Path) -> dict[str, Any]:
     if info.get("split") and info["split"] != "train":
         entry["split"] = info["split"]
     if info.get("num_samples") is not None:
-        entry["size"] = int(info["num_samples"])
+        samples = info["num_samples"]
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+            raise _Unsupported(f"num_samples must be an integer >= 0, got {json.dumps(samples)[:60]}")
+        entry["size"] = samples
     return entry
 
 
