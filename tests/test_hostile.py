@@ -179,3 +179,41 @@ def load_config_mapping(path: Path):  # noqa: ANN201
 
     found = yaml.safe_load(path.read_text())
     return found or None
+
+
+def test_item10_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import sqlite3
+
+    from dataidx import DataEngine
+    from dataidx.cache import cached_stores
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DATAIDX_CACHE", str(cache))
+    write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
+                                                       {"role": "assistant", "content": "yo"}]}])
+    DataEngine(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n"))
+    mine = tmp_path / "precious.db"
+    sqlite3.connect(mine).close()
+    theirs = [cache / "results.db", cache / "notes-0123456789abcdef01234567.db", cache / "linked-0123456789abcdef0123456a.db"]
+    sqlite3.connect(theirs[0]).execute("CREATE TABLE t (x)").connection.close()
+    theirs[1].write_text("not a store, though named like one")
+    theirs[2].symlink_to(mine)
+    long_ago = time.time() - 400 * 86400
+    for path in [*cache.glob("*.db"), mine]:
+        os.utime(path, (long_ago, long_ago), follow_symlinks=False)
+    assert len(cached_stores(cache)) == 1
+    result = run("cache", "--clean", "30")
+    assert result.exit_code == 0 and "removed 1 cached stores" in result.stderr
+    assert all(path.exists() or path.is_symlink() for path in theirs) and mine.exists()
+
+
+def test_item11_no_password_in_an_errors_message_args_or_repr() -> None:
+    from dataidx.errors import StoreError, hide_passwords
+
+    error = StoreError("postgresql://bob:two words@db/x?sslpassword=s3cr3t: cannot connect")
+    for shown in (str(error), repr(error), *error.args):
+        assert "two words" not in shown and "s3cr3t" not in shown and "bob:***@db" in shown
+    assert hide_passwords("host=db password='a b' dbname=x") == "host=db password=*** dbname=x"
+    assert hide_passwords("postgresql://h:5432/db?password=pw&schema=s") == "postgresql://h:5432/db?password=***&schema=s"
+    one_line_error(run("info", "postgresql://bob:two words@127.0.0.1:1/x?schema=s"), "bob:***@")

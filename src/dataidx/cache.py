@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -75,12 +76,37 @@ def _problem(store: Path) -> str | None:
     return None
 
 
+#: The name :func:`cached_store` gives a store: the config's stem and 24 hex digits of its key.
+_CACHED_NAME = re.compile(r".+-[0-9a-f]{24}\.db")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _made_here(path: Path) -> bool:
+    """Whether ``path`` is a store this cache made: its name, a plain file (not a link to
+    somewhere else), a SQLite file. Anything else in the folder is someone else's."""
+    if not _CACHED_NAME.fullmatch(path.name) or path.is_symlink() or not path.is_file():
+        return False
+    before = path.stat()
+    try:  # without touching the access time that "last used" reads
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOATIME", 0))
+    except PermissionError:  # O_NOATIME needs the file's owner
+        descriptor = os.open(path, os.O_RDONLY)
+    try:
+        header = os.read(descriptor, len(_SQLITE_HEADER))
+    finally:
+        os.close(descriptor)
+    if path.stat().st_atime != before.st_atime:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    return header == _SQLITE_HEADER
+
+
 def cached_stores(folder: str | os.PathLike[str] | None = None) -> list[tuple[Path, int, float]]:
-    """``(store, bytes, last used)`` of every store in the cache folder, oldest use first; a
-    store's streams folder counts towards its size. "Last used" is the file's access time."""
+    """``(store, bytes, last used)`` of every store the cache made in its folder, oldest use
+    first; a store's streams folder counts towards its size. "Last used" is the file's access
+    time. Files the cache did not make are never listed, so never cleaned."""
     folder = Path(folder) if folder is not None else cache_dir()
     found = []
-    for store in folder.glob("*.db"):
+    for store in filter(_made_here, folder.glob("*.db")):
         streams = streams_folder(store)
         size = store.stat().st_size + sum(p.stat().st_size for p in streams.rglob("*") if p.is_file())
         found.append((store, size, max(store.stat().st_atime, store.stat().st_mtime)))

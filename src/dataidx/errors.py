@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import re
 
-# user:password@ in a database URL, and a password= key in its query: messages name the store,
-# never its password.
-_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/:@\s]*:)[^@\s]+@", re.IGNORECASE)
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s]*", re.IGNORECASE)
+# user:password@ in a database URL (spaces and all, up to the last @ of the line), and a
+# password= or sslpassword= key in its query or in a libpq "key=value" string, quoted or not:
+# messages name the store, never its password.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/:@\s]*:)[^\n]*@", re.IGNORECASE)
+_KEY_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^&\s'\"]*)", re.IGNORECASE)
 
 
 def hide_passwords(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***``."""
-    return _QUERY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
+    """``text`` with the password of every URL or connection string in it replaced by ``***``."""
+    return _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
 class DataidxError(Exception):
-    """Base class of every error dataidx raises deliberately; its message shows no password."""
+    """Base class of every error dataidx raises deliberately; no password shows in its message,
+    its ``args`` or its ``repr``, which logs and tracebacks print."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(hide_passwords(arg) if isinstance(arg, str) else arg for arg in args))
 
     def __str__(self) -> str:
         return hide_passwords(super().__str__())
