@@ -217,3 +217,70 @@ def test_item11_no_password_in_an_errors_message_args_or_repr() -> None:
     assert hide_passwords("host=db password='a b' dbname=x") == "host=db password=*** dbname=x"
     assert hide_passwords("postgresql://h:5432/db?password=pw&schema=s") == "postgresql://h:5432/db?password=***&schema=s"
     one_line_error(run("info", "postgresql://bob:two words@127.0.0.1:1/x?schema=s"), "bob:***@")
+
+
+def _limited(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:  # noqa: F821
+    """The CLI in a process that may write files of at most ``limit_bytes`` (a full disk, small)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    script = "import sys; from dataidx.cli import main; sys.argv = ['dataidx', *sys.argv[1:]]; main()"
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=cwd,
+                          preexec_fn=limit, timeout=120)
+
+
+def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo: Path) -> None:
+    import os
+
+    from .conftest import REPO
+
+    for args in (["build", "data/demo_sft.yaml", "-o", str(tmp_path / "full.db"), "-q"],
+                 ["mix", str(demo), "data/demo_sft.yaml", "--name", "more"],
+                 ["export", str(demo), "-o", str(tmp_path / "full.jsonl"), "-q"]):
+        found = _limited(16 * 1024 if args[0] != "mix" else os.path.getsize(demo) // 2, *args, cwd=REPO)
+        assert found.returncode == 1 and found.stderr.count("\n") == 1 and "Traceback" not in found.stderr, found.stderr
+        assert "cannot write" in found.stderr or "File too large" in found.stderr, found.stderr
+    assert not (tmp_path / "full.db").exists() and run("info", demo).exit_code == 0
+    one_line_error(run("export", demo, "-o", demo / "x.jsonl", "-q"), "demo.db")
+    one_line_error(run("info", "postgresql://u@localhost:99999/db?schema=s"), "invalid port")
+    for args in (["render", demo, "--tokenizer", REPO / "data" / "demo_tokenizer", "--cutoff", "9" * 20],
+                 ["pack", demo, "--spec", "default", "--capacity", "256", "--seed", "9" * 25]):
+        result = run(*args)  # a usage error, refused before any work (exit 2, as every bad option)
+        assert result.exit_code == 2 and "is not in the range" in result.stderr and "Traceback" not in result.stderr
+    from dataidx.errors import RenderError, UsageError
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+
+    with pytest.raises(RenderError, match="cutoff must be from 1"):
+        render_store(demo, REPO / "data" / "demo_tokenizer", cutoff=10**20)
+    with pytest.raises(UsageError, match="does not fit in 64 bits"):
+        pack_store(demo, "default", capacity=256, seed=10**25)
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)
+    started = time.perf_counter()
+    one_line_error(run("info", fifo), "not a regular file")
+    one_line_error(run("build", REPO / "data" / "demo_sft.yaml", "-o", fifo, "-q"), "not a regular file")
+    assert time.perf_counter() - started < 30
+
+
+def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokenizer: Path) -> None:
+    from .conftest import REPO
+
+    config = REPO / "data" / "demo_sft.yaml"
+    for name in ("we?ird%20name.db", "per%cent.db", "a#b.db"):
+        store = tmp_path / name
+        assert run("build", config, "-o", store, "-q").exit_code == 0
+        result = run("mix", store, config, "--name", "seed7", "--seed", "7")
+        assert result.exit_code == 0, result.output
+        assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "64", "-q").exit_code == 0
+        assert run("compose", store, "--mixture", "seed7").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a#b.db", "per%cent.db", "we?ird%20name.db"]
+    real, link = tmp_path / "real.db", tmp_path / "link.db"
+    assert run("build", config, "-o", real, "-q").exit_code == 0
+    link.symlink_to(real)
+    assert run("mix", link, config, "--name", "seed7").exit_code == 0
+    assert link.is_symlink() and "seed7" in run("info", real).output

@@ -8,6 +8,7 @@ for datasets, torch or SQLAlchemy.
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 import click
@@ -18,6 +19,11 @@ from ..plugins import load_plugin_modules
 from . import read_commands, view_commands, write_commands
 from .common import printable
 
+#: What the machine, not dataidx, refuses: a full disk or quota, a file size limit, no permission,
+#: a read-only file system, a missing folder. Any other OSError is a bug and keeps its traceback.
+_ENVIRONMENT = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT,
+                errno.ENOTDIR, errno.EISDIR}
+
 
 class Group(click.Group):
     """Turns library errors into one line and exit 1, here and only here; bugs keep tracebacks."""
@@ -27,6 +33,11 @@ class Group(click.Group):
             return super().invoke(ctx)
         except DataidxError as exc:
             raise click.ClickException(printable(str(exc))) from None
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(printable(f"{where}{exc.strerror or exc}")) from None
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -102,4 +102,5 @@ def mixture_options(func: F) -> F:
         "--sampling", type=click.Choice(SAMPLING_MODES), default="exact", show_default=True,
         help="exact: distinct when shrinking, whole repeats when growing; replacement: v1's random.choices.",
     )(func)
-    return click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the mixture.")(func)
+    return click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=DEFAULT_SEED, show_default=True,
+                        help="Seed of the mixture.")(func)

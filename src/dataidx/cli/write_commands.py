@@ -18,7 +18,7 @@ from .common import ProgressLine, echo, mixture_options, shown, table
 @mixture_options
 @click.option("--tokenizer", help="Also render every entry with this tokenizer (see dataidx render), as spec 'default'.")
 @click.option("--template", help="With --tokenizer: the template (default: the tokenizer's own).")
-@click.option("--cutoff", type=click.IntRange(min=1), default=4096, show_default=True, help="With --tokenizer.")
+@click.option("--cutoff", type=click.IntRange(1, 2**31 - 1), default=4096, show_default=True, help="With --tokenizer.")
 @click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
               help="With --tokenizer.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
@@ -127,7 +127,7 @@ def migrate(store: str) -> None:
 @click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a fast tokenizer.")
 @click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain) or a .jinja "
               "file; default: the tokenizer's own chat_template.")
-@click.option("--cutoff", required=True, type=click.IntRange(min=1), help="Most tokens an entry may train on.")
+@click.option("--cutoff", required=True, type=click.IntRange(1, 2**31 - 1), help="Most tokens an entry may train on.")
 @click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
               help="Entries over the cutoff: drop (status too_long), keep the start (right) or the end (left).")
 @click.option("--name", default="default", show_default=True, help="Name of the render spec.")
@@ -171,8 +171,9 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
 @click.argument("store")
 @click.option("--spec", required=True, help="Render spec whose lengths to pack (from dataidx render).")
 @click.option("--mixture", default="default", show_default=True, help="Mixture whose positions to pack.")
-@click.option("--capacity", required=True, type=click.IntRange(min=1), help="Tokens per pack.")
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the pack order.")
+@click.option("--capacity", required=True, type=click.IntRange(1, 2**31 - 1), help="Tokens per pack.")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=DEFAULT_SEED, show_default=True,
+              help="Seed of the pack order.")
 @click.option("--name", default="default", show_default=True, help="Name of the plan (replaced if it exists).")
 @click.option("--global-batch-size", type=click.IntRange(min=1), metavar="N",
               help="Packs per optimizer step over all ranks: print the steps per epoch it gives.")

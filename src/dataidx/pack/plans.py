@@ -67,8 +67,10 @@ def pack_store(
         # SELECT * FROM pack_plans; SELECT * FROM pack_members WHERE plan = 'default' AND pack = 0
     """
     started = time.perf_counter()
-    if capacity <= 0:
-        raise UsageError(f"capacity must be positive, got {capacity}")
+    if not 0 < capacity < 2**31:
+        raise UsageError(f"capacity must be from 1 to {2**31 - 1} tokens, got {capacity}")
+    if not -(2**63) <= seed < 2**63:
+        raise UsageError(f"seed {seed} does not fit in 64 bits")
     connection = connect_readonly(store)
     try:
         stamp = connection.stamp()

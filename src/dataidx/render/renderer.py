@@ -95,8 +95,8 @@ class Renderer:
     def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop") -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
-        if cutoff <= 0:
-            raise RenderError(f"cutoff must be positive, got {cutoff}")
+        if not 0 < cutoff < 2**31:
+            raise RenderError(f"cutoff must be from 1 to {2**31 - 1} tokens, got {cutoff}")
         if truncation not in TRUNCATIONS:
             raise RenderError(f"unknown truncation '{truncation}' (one of {', '.join(TRUNCATIONS)})")
         self.tokenizer = tokenizer

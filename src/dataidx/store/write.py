@@ -26,6 +26,8 @@ from .sqlite.files import (
     check_writable,
     create_store,
     current_stamp,
+    disk_errors,
+    real_path,
     refuse_to_overwrite,
     remove_stale_temporaries,
     remove_temporary,
@@ -72,6 +74,7 @@ def creating(target: str | os.PathLike[str], progress: Progress | None = None) -
             publish_to_postgres(folder / "store.db", location, server)
         prune_streams(new.streams, new.used_streams)
         return
+    location = real_path(location)
     check_writable(location)
     refuse_to_overwrite(location)
     with writer_lock(location):
@@ -79,9 +82,10 @@ def creating(target: str | os.PathLike[str], progress: Progress | None = None) -
         temporary = temporary_beside(location)
         remove_temporary(temporary)
         try:
-            with _filling(temporary, location) as new:
+            with disk_errors(location), _filling(temporary, location) as new:
                 yield new
-            replace_file(temporary, location)
+            with disk_errors(location):
+                replace_file(temporary, location)
             prune_streams(new.streams, new.used_streams)
         except BaseException:
             remove_temporary(temporary)

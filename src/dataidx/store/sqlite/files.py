@@ -11,15 +11,32 @@ import fcntl
 import os
 import secrets
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import QueuePool
 
-from ...errors import StoreError, UsageError
+from ...errors import DataidxError, StoreError, UsageError
 from ..schema import schema_script
 from .read import open_file
+
+
+def file_engine(path: str | os.PathLike[str], *, check_same_thread: bool = True) -> Engine:
+    """An engine on the SQLite file at ``path``, whatever its name holds: a ``sqlite:///`` URL
+    would read ``?`` and ``%xx`` in a file name as URL syntax."""
+    name = os.fspath(path)
+    return create_engine("sqlite://", poolclass=QueuePool,
+                         creator=lambda: sqlite3.connect(name, check_same_thread=check_same_thread))
+
+
+def real_path(path: Path) -> Path:
+    """The file a store path names, through any symbolic links: a write replaces the file the
+    link points at, never the link itself."""
+    return Path(os.path.realpath(path))
 
 
 def create_store(path: str | os.PathLike[str]) -> Engine:
@@ -30,7 +47,7 @@ def create_store(path: str | os.PathLike[str]) -> Engine:
     importing Alembic and running every migration, a tenth of a build's wall time.
     """
     # The build writes from a worker thread while the main thread prepares the next dataset.
-    engine = create_engine(f"sqlite:///{os.fspath(path)}", connect_args={"check_same_thread": False})
+    engine = file_engine(path, check_same_thread=False)
     _set_build_pragmas(engine)
     raw = engine.raw_connection()
     try:
@@ -68,7 +85,7 @@ def current_stamp(connection: Connection) -> int:
 @contextmanager
 def stamped_transaction(file: Path) -> Iterator[Connection]:
     """One transaction on a working copy that gives it a new stamp when the block succeeds."""
-    engine = create_engine(f"sqlite:///{file}")
+    engine = file_engine(file)
     _set_build_pragmas(engine)
     try:
         with engine.begin() as connection:
@@ -81,27 +98,49 @@ def stamped_transaction(file: Path) -> Iterator[Connection]:
 @contextmanager
 def rewritten_copy(path: Path) -> Iterator[Connection]:
     """A transaction on a copy of the store file, renamed over it if the block succeeds."""
+    path = real_path(path)
     check_writable(path)
     with writer_lock(path):
         remove_stale_temporaries(path)
         temporary = temporary_beside(path)
         try:
-            shutil.copyfile(path, temporary)
-            with stamped_transaction(temporary) as connection:
-                yield connection
-            replace_file(temporary, path)
-        except OSError as exc:
-            remove_temporary(temporary)
-            raise StoreError(f"{path}: cannot write: {exc}") from None
+            with disk_errors(path):
+                shutil.copyfile(path, temporary)
+                with stamped_transaction(temporary) as connection:
+                    yield connection
+                replace_file(temporary, path)
         except BaseException:
             remove_temporary(temporary)
             raise
+
+
+#: What SQLite says when the disk, a quota or a file size limit stops a write.
+_DISK_MESSAGES = ("disk i/o error", "database or disk is full", "unable to open database file", "readonly database")
+
+
+@contextmanager
+def disk_errors(path: Path) -> Iterator[None]:
+    """Writing ``path``: a full disk, a file size limit or a refusal from the file system is one
+    StoreError naming the store, not a traceback (the store itself is left as it was)."""
+    try:
+        yield
+    except DataidxError:
+        raise
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    except (sqlite3.OperationalError, OperationalError) as exc:
+        cause = getattr(exc, "orig", exc)
+        if not any(message in str(cause).lower() for message in _DISK_MESSAGES):
+            raise
+        raise StoreError(f"{path}: cannot write: {cause} (a full disk, a quota or a file size limit?)") from None
 
 
 def check_writable(target: Path) -> None:
     """A UsageError unless a store file can be written at ``target`` (by a rename in its folder)."""
     if target.is_dir():
         raise UsageError(f"{target}: is a folder; give the store's file name")
+    if target.exists() and not target.is_file():
+        raise UsageError(f"{target}: is not a regular file (a FIFO or a device?); give the store's file name")
     if not target.parent.is_dir():
         raise UsageError(f"{target}: folder {target.parent} does not exist")
     if not os.access(target.parent, os.W_OK):

@@ -10,7 +10,9 @@ import os
 from importlib import resources
 from typing import Any
 
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection
+
+from .files import file_engine
 
 
 def migrations_dir() -> str:
@@ -37,7 +39,7 @@ def upgrade(connection: Connection) -> None:
 
 def migrated_schema(path: str | os.PathLike[str]) -> str:
     """The schema script of a new store made by running every migration (``schema.sql``)."""
-    engine = create_engine(f"sqlite:///{os.fspath(path)}")
+    engine = file_engine(path)
     try:
         with engine.begin() as connection:
             upgrade(connection)

@@ -9,6 +9,7 @@ wait for it to finish.
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import threading
@@ -95,8 +96,6 @@ def query_file(connection: FileConnection, sql: str, parameters: dict[str, Any] 
 
 def _refused_function(sql: str) -> str | None:
     """The first function called in ``sql`` that the authorizer does not allow, if any."""
-    import re
-
     for name in re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", sql):
         if name.lower() not in READ_FUNCTIONS and name.upper() not in _KEYWORDS:
             return name

@@ -53,6 +53,8 @@ def check_store_file(path: Path) -> None:
         raise StoreError(f"{path}: store not found")
     if path.is_dir():
         raise StoreError(f"{path}: is a folder, not a store file")
+    if not path.is_file():  # opening a FIFO waits for a writer forever
+        raise StoreError(f"{path}: is not a regular file (a FIFO or a device?), not a store file")
     try:
         with path.open("rb") as handle:
             header = handle.read(len(SQLITE_HEADER))
