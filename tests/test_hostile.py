@@ -284,3 +284,68 @@ def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokeni
     link.symlink_to(real)
     assert run("mix", link, config, "--name", "seed7").exit_code == 0
     assert link.is_symlink() and "seed7" in run("info", real).output
+
+
+def test_item6_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> None:
+    import json
+    import os
+    import sqlite3
+
+    from dataidx.read import verify_store
+
+    write_jsonl(tmp_path / "data.jsonl", [{"instruction": f"question {i}", "input": "", "output": "answer AAAA"}
+                                          for i in range(20)])
+    config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n  converter: alpaca\n")
+    store = tmp_path / "s.db"
+    assert run("build", config, "-o", store, "-q").exit_code == 0
+    (arrow,) = json.loads(sqlite3.connect(store).execute("SELECT arrow_files FROM datasets").fetchone()[0])
+    assert verify_store(store)["ok"]
+    before = os.stat(arrow["path"])
+    data = Path(arrow["path"]).read_bytes()
+    Path(arrow["path"]).write_bytes(data.replace(b"answer AAAA", b"answer BBBB", 1))  # same size
+    os.utime(arrow["path"], ns=(before.st_atime_ns, before.st_mtime_ns))
+    report = verify_store(store)
+    assert not report["ok"] and "other content than the build read" in json.dumps(report)
+    result = run("verify", store)
+    assert result.exit_code == 1 and "other content" in result.output
+
+
+def test_item7_a_source_that_changes_while_the_build_reads_it_fails_the_build(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataidx.errors import SourceError
+    from dataidx.index import build
+    from dataidx.sources import load
+
+    source = write_jsonl(tmp_path / "data.jsonl", [{"instruction": f"q{i}", "input": "", "output": "a"} for i in range(9)])
+    config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {source}\n  source: local\n  converter: alpaca\n")
+
+    def load_then_change(spec):  # noqa: ANN001, ANN202 - the loader's own signature
+        loaded = load(spec)
+        with source.open("a") as out:  # another process appends while the build reads
+            out.write('{"instruction": "late", "input": "", "output": "b"}\n')
+        return loaded
+
+    monkeypatch.setattr("dataidx.index.datasets.load", load_then_change)
+    with pytest.raises(SourceError, match="data.jsonl changed while the build read it"):
+        build(config, tmp_path / "s.db")
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_item15_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_path: Path,
+                                                                                  tiny_tokenizer: Path) -> None:
+    import sqlite3
+
+    good = {"messages": [{"role": "user", "content": [{"type": "text", "value": "hi"}]},
+                         {"role": "assistant", "content": [{"type": "text", "value": "yo"}]}]}
+    bad = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}  # string content
+    write_jsonl(tmp_path / "m.jsonl", [good, bad, good, {**bad, "messages": [*bad["messages"][:1], {"role": "assistant"}]}])
+    config = write_yaml(tmp_path / "m.yaml", f"m:\n  path: {tmp_path / 'm.jsonl'}\n  source: local\n")
+    store = tmp_path / "m.db"
+    assert run("build", config, "-o", store, "-q").exit_code == 0
+    result = run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "64", "-q")
+    assert result.exit_code == 0, result.output
+    statuses = sqlite3.connect(store).execute("SELECT row, status, detail FROM entry_lengths ORDER BY row").fetchall()
+    assert [(row, status) for row, status, _ in statuses] == [(0, "ok"), (1, "render_error"), (2, "ok"),
+                                                               (3, "render_error")]
+    assert "not in the standard format" in statuses[1][2]
+    assert run("pack", store, "--spec", "default", "--capacity", "64").exit_code == 0

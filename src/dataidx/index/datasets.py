@@ -36,8 +36,11 @@ from ..sources import (
     RowSource,
     arrow_files_at,
     arrow_files_of,
+    changed_while_read,
+    file_stats,
     fingerprint_files,
     load,
+    source_files,
     sources,
 )
 from ..spec import DatasetSpec
@@ -91,6 +94,7 @@ def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection
     future of its summary.
     """
     started = time.perf_counter()
+    before = file_stats(source_files(spec))  # so a file that changes while it is read is noticed
     loaded = load(spec)
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
     # Rows read from the Arrow files need no Dataset, whose pages would count in memory.
@@ -111,7 +115,7 @@ def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection
         record["entries"] += len(found.rows)
         record["drops"] += found.drops
         record["rejected"] += len(found.rejects)
-    return record, writes.submit(_write_record, connection, record, fingerprints, mixture, started)
+    return record, writes.submit(_write_record, connection, record, fingerprints, before, mixture, started)
 
 
 def _converted(rows: RowSource, converter: Plugin, spec: DatasetSpec) -> Iterator[TableCuts]:
@@ -135,9 +139,15 @@ def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: 
 
 
 def _write_record(connection: Connection, record: dict[str, Any], fingerprints: Future[list[dict[str, Any]]],
-                  mixture: MixtureWriter, started: float) -> DatasetSummary:
-    """After a dataset's last chunk: its record, then its draw into the mixture."""
-    connection.execute(insert(Dataset), {**record, "files": fingerprints.result()})
+                  before: dict[str, tuple[int, int]], mixture: MixtureWriter, started: float) -> DatasetSummary:
+    """After a dataset's last chunk: its record, then its draw into the mixture; refused if a
+    source file changed between the stat before loading, the fingerprint and now."""
+    files = fingerprints.result()
+    moved = changed_while_read(before, files)
+    if moved:
+        raise SourceError(f"dataset '{record['name']}': {', '.join(moved)} changed while the build read it; "
+                          "build again once it is written")
+    connection.execute(insert(Dataset), {**record, "files": files})
     mixture.add(record["id"], record["name"], record["first_entry"], record["entries"],
                 record["rows"] - record["rejected"])
     return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"],

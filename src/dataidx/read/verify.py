@@ -32,11 +32,13 @@ def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]
             continue
         if current != version:
             problems.append(f"{family} '{name}' is version {current}, the store was built with version {version}")
-    state = arrow_files_state(dataset.arrow_files) if dataset.arrow_files else "intact"
+    state = arrow_files_state(dataset.arrow_files, deep=deep) if dataset.arrow_files else "intact"
     if state == "missing" and deep:
         problems.append("the Arrow data recorded at build time is gone (reads will load the source again)")
     elif state == "changed":
         problems.append("the Arrow data recorded at build time was written anew")
+    elif state == "edited":
+        problems.append("the Arrow data readers serve has other content than the build read (same size and mtime)")
     return problems
 
 

@@ -2,7 +2,7 @@
 from Arrow files, and fingerprinting the files it came from."""
 
 from .arrow_files import arrow_files_at, arrow_files_of, arrow_files_state
-from .fingerprints import added_files, changed_files, fingerprint_files
+from .fingerprints import added_files, changed_files, changed_while_read, file_stats, fingerprint_files
 from .loaders import Loaded, load, materialising_streams_into, source_files, sources
 from .renamed import RenamedRows
 from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource
@@ -20,6 +20,8 @@ __all__ = [
     "arrow_files_of",
     "arrow_files_state",
     "changed_files",
+    "changed_while_read",
+    "file_stats",
     "fingerprint_files",
     "load",
     "materialising_streams_into",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from .fingerprints import HASH, content_hash
+
 if TYPE_CHECKING:
     from datasets import Dataset
 
@@ -57,19 +59,22 @@ def arrow_files_of(dataset: Dataset) -> list[dict[str, Any]] | None:
 
 
 def arrow_files_at(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """Records of Arrow stream files read whole, in order: size, mtime and batch layout."""
+    """Records of Arrow stream files read whole, in order: size, mtime, content hash and batch
+    layout. Readers serve rows from these files, so ``dataidx verify`` checks their content, not
+    only their size and mtime."""
     files = []
     for path in paths:
-        layout = batch_layout(path)
         stat = os.stat(path)
-        files.append({"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+        layout = batch_layout(path)
+        files.append({"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, HASH: content_hash(path),
                       "rows": sum(r for _, r in layout), "batches": layout})
     return files
 
 
-def arrow_files_state(files: Sequence[dict[str, Any]]) -> str:
-    """``"intact"``, ``"missing"`` (a cleaned cache: load the source again) or ``"changed"``
-    (the cache was written anew since the build: its rows may no longer match the index)."""
+def arrow_files_state(files: Sequence[dict[str, Any]], *, deep: bool = False) -> str:
+    """``"intact"``, ``"missing"`` (a cleaned cache: load the source again), ``"changed"`` (the
+    cache was written anew since the build: its rows may no longer match the index) or, with
+    ``deep``, ``"edited"`` (same size and mtime, other content)."""
     for entry in files:
         try:
             stat = os.stat(entry["path"])
@@ -77,4 +82,11 @@ def arrow_files_state(files: Sequence[dict[str, Any]]) -> str:
             return "missing"
         if stat.st_size != entry["size"] or stat.st_mtime_ns != entry.get("mtime_ns", stat.st_mtime_ns):
             return "changed"
+    if deep:
+        for entry in files:
+            try:
+                if HASH in entry and content_hash(entry["path"]) != entry[HASH]:
+                    return "edited"
+            except OSError:
+                return "missing"
     return "intact"

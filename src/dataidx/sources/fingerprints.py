@@ -35,6 +35,30 @@ def fingerprint_files(paths: Iterable[str]) -> list[dict[str, Any]]:
     return found
 
 
+def file_stats(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """``path -> (size, mtime_ns)`` of the files that exist: taken before a build reads them."""
+    found = {}
+    for path in paths:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        found[path] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def changed_while_read(before: dict[str, tuple[int, int]], recorded: Sequence[dict[str, Any]]) -> list[str]:
+    """Files whose size or mtime moved between ``before`` (taken before reading), the
+    ``recorded`` fingerprints (taken after) and now: what a build read may not be what it hashed."""
+    moved = []
+    for entry in recorded:
+        path, fingerprint = entry["path"], (entry["size"], entry["mtime_ns"])
+        now = file_stats([path]).get(path)
+        if before.get(path, fingerprint) != fingerprint or now != fingerprint:
+            moved.append(path)
+    return moved
+
+
 def changed_files(recorded: Sequence[dict[str, Any]], *, deep: bool = False) -> list[str]:
     """What changed among the recorded files, one phrase per file; empty if nothing did.
 
