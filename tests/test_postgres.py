@@ -400,3 +400,20 @@ def test_query_on_the_server_stops_at_its_timeout_and_limits_rows(url: str) -> N
     limited = run("query", url, "SELECT position FROM entries ORDER BY position", "--limit", "3", "--csv")
     assert limited.exit_code == 0 and limited.stdout.split() == ["position", "0", "1", "2"]
     assert "stopped at --limit 3 rows" in limited.stderr
+
+
+def test_a_reader_holding_the_writers_lock_is_named_and_writers_do_not_wait_forever(
+        server: str, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    schema = store_location(url).schema
+    build(DEMO, url)
+    sql(server, "DO $$ BEGIN CREATE ROLE reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    as_reader = store_location(url.replace("postgresql://postgres@", "postgresql://reader@"))
+    monkeypatch.setattr("dataidx.store.postgres.publish.WRITER_WAIT", 1.0)
+    with psycopg.connect(postgres_conninfo(as_reader), autocommit=True, application_name="squatter") as squatter:
+        squatter.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"dataidx:{schema}",))  # any role can
+        result = run("mix", url, DEMO, "--name", "other")
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1
+        assert "held by user 'reader' (application 'squatter'" in result.stderr and "waited 1 s" in result.stderr
+    assert run("mix", url, DEMO, "--name", "other").exit_code == 0  # released: writes go on

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,8 +51,7 @@ def postgres_writer(store: PostgresStore) -> Iterator[Connection]:
         except DBAPIError as exc:
             raise StoreError(f"{store}: cannot connect: {first_line(exc.orig)}") from None
         with connection:
-            connection.exec_driver_sql("SELECT pg_advisory_lock(hashtext(%s))", (f"dataidx:{store.schema}",))
-            connection.commit()
+            _take_writer_lock(connection, store)
             try:
                 yield connection
             except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or raw (COPY)
@@ -61,6 +61,41 @@ def postgres_writer(store: PostgresStore) -> Iterator[Connection]:
                 raise StoreError(f"{store}: cannot write: {first_line(cause)}") from None
     finally:
         engine.dispose()  # closing the session releases the advisory lock
+
+
+#: Seconds a writer waits for the writers' lock of a store before it says who holds it and stops.
+WRITER_WAIT = 600.0
+_HOLDER = """
+SELECT a.usename, a.application_name, a.client_addr, a.pid, a.backend_start, a.state
+FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.classid::bigint = ((hashtext(%(key)s)::bigint >> 32) & 4294967295)
+  AND l.objid::bigint = (hashtext(%(key)s)::bigint & 4294967295)
+"""
+
+
+def _take_writer_lock(connection: Connection, store: PostgresStore) -> None:
+    """Take the store's writers' lock, a session advisory lock. Any role that can connect can
+    take one, so a writer waits at most :data:`WRITER_WAIT` seconds, then names who holds it."""
+    key = f"dataidx:{store.schema}"
+    deadline = time.monotonic() + WRITER_WAIT
+    while True:
+        taken = connection.exec_driver_sql("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).scalar()
+        connection.commit()
+        if taken:
+            return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(min(1.0, max(0.05, WRITER_WAIT / 20)))
+    holder = connection.exec_driver_sql(_HOLDER, {"key": key}).first()
+    connection.commit()
+    who = "a session that has since ended" if holder is None else (
+        f"user '{holder.usename}' (application '{holder.application_name or '-'}', pid {holder.pid}, "
+        f"from {holder.client_addr or 'a local socket'}, connected {holder.backend_start:%Y-%m-%d %H:%M:%S}, "
+        f"{holder.state})")
+    raise StoreError(f"{store}: the writers' lock of schema '{store.schema}' is held by {who}; waited "
+                     f"{WRITER_WAIT:g} s. Another write is running, or that session holds it (pg_advisory_lock): "
+                     "end it with pg_terminate_backend(pid) if it should not")
 
 
 @contextmanager
