@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataidx.cli import cli
 from dataidx.config import load_config
@@ -349,3 +351,59 @@ def test_item15_a_malformed_row_under_none_is_a_render_error_not_an_aborted_rend
                                                                (3, "render_error")]
     assert "not in the standard format" in statuses[1][2]
     assert run("pack", store, "--spec", "default", "--capacity", "64").exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
+def test_item18_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:
+    rows = [{"instruction": "fine", "input": "", "output": '[[[{{ not nesting: "text" ]]'}] * 3
+    lines = [__import__("json").dumps(row) for row in rows]
+    lines.insert(2, '{"instruction": "x", "input": "", "output": "y", "extra": ' + "[" * 20_000 + "]" * 20_000 + "}")
+    text = "\n".join(lines) + "\n" if name.endswith("l") else "[\n" + ",\n".join(lines) + "\n]\n"
+    (tmp_path / name).write_text(text)
+    config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / name}\n  source: local\n  converter: alpaca\n")
+    # In a process of its own: before, pyarrow's reader took the whole process down (SIGSEGV).
+    import subprocess
+    import sys
+
+    script = "import sys; from dataidx.cli import main; sys.argv = ['dataidx', *sys.argv[1:]]; main()"
+    found = subprocess.run([sys.executable, "-c", script, "build", str(config), "-o", str(tmp_path / "s.db"), "-q"],
+                           capture_output=True, text=True, timeout=120)
+    line = 3 if name.endswith("l") else 4
+    assert found.returncode == 1 and found.stderr.count("\n") == 1, found.stderr
+    assert f"{name}: line {line}: JSON nested deeper than 500 levels" in found.stderr
+    fine = tmp_path / "fine.jsonl"
+    fine.write_text("\n".join(lines[:2] + lines[3:]) + "\n")
+    ok = write_yaml(tmp_path / "ok.yaml", f"d:\n  path: {fine}\n  source: local\n  converter: alpaca\n")
+    assert run("build", ok, "-o", tmp_path / "ok.db", "-q").exit_code == 0  # brackets in text never count
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text(alphabet='ab[]{}"\\\n', max_size=6)),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(alphabet='k"[\\', max_size=3), children,
+                                                                       max_size=3),
+    max_leaves=25)
+
+
+def _depth(value) -> int:  # noqa: ANN001
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(json_values, min_size=1, max_size=4), block=st.sampled_from([1, 2, 5, 64, 1 << 20]))
+def test_item18_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_path_factory, values, block: int) -> None:
+    import json
+
+    from dataidx.sources import too_deep
+
+    path = tmp_path_factory.mktemp("depth") / "v.jsonl"
+    path.write_text("".join(json.dumps(value) + "\n" for value in values))
+    deepest = max(map(_depth, values))
+    for limit in {0, 1, deepest - 1, deepest}:
+        found = too_deep(str(path), limit, block_size=block)
+        assert (found is not None) == (deepest > limit)
+        if found is not None:
+            assert _depth(values[found - 1]) > limit and all(_depth(v) <= limit for v in values[: found - 1])

@@ -3,6 +3,7 @@ from Arrow files, and fingerprinting the files it came from."""
 
 from .arrow_files import arrow_files_at, arrow_files_of, arrow_files_state
 from .fingerprints import added_files, changed_files, changed_while_read, file_stats, fingerprint_files
+from .json_depth import MAX_NESTING, too_deep
 from .loaders import Loaded, load, materialising_streams_into, source_files, sources
 from .renamed import RenamedRows
 from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource
@@ -12,6 +13,7 @@ __all__ = [
     "BadRow",
     "DatasetRows",
     "Loaded",
+    "MAX_NESTING",
     "RenamedRows",
     "RowChunk",
     "RowSource",
@@ -27,4 +29,5 @@ __all__ = [
     "materialising_streams_into",
     "source_files",
     "sources",
+    "too_deep",
 ]

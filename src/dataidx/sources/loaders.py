@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SourceError
 from ..plugins import Registry
 from ..spec import DatasetSpec
+from .json_depth import MAX_NESTING, too_deep
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -245,14 +246,29 @@ def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
         raise SourceError(
             f"dataset '{spec.name}': folder {spec.path} mixes file types ({', '.join(sorted(builders))})"
         )
-    loaded = load_split(spec, builders.pop(), refresh=refresh, **kwargs)
+    builder = builders.pop()
+    if builder == "json":
+        refuse_deep_json(spec, files)
+    loaded = load_split(spec, builder, refresh=refresh, **kwargs)
     loaded.files = files
     return loaded
+
+
+def refuse_deep_json(spec: DatasetSpec, files: Sequence[str]) -> None:
+    """A SourceError naming the file and line where JSON nests past what any dataset needs,
+    before pyarrow's reader (which crashes the process on it) sees the file."""
+    for path in files:
+        if path.endswith((".json", ".jsonl")):
+            line = too_deep(path)
+            if line is not None:
+                raise SourceError(f"dataset '{spec.name}': {path}: line {line}: JSON nested deeper than "
+                                  f"{MAX_NESTING} levels; no dataset needs that, and the JSON reader cannot take it")
 
 
 @sources.register("hf_hub", version="1")
 def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
+    refuse_deep_json(spec, source_files(spec))
     loaded = load_split(spec, spec.path, refresh=refresh)
     loaded.files = source_files(spec)
     return loaded
