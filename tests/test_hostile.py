@@ -407,3 +407,67 @@ def test_item18_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_pat
         assert (found is not None) == (deepest > limit)
         if found is not None:
             assert _depth(values[found - 1]) > limit and all(_depth(v) <= limit for v in values[: found - 1])
+
+
+def epochs_while_mixing(store: str, config: Path) -> None:
+    """A DataLoader of 2 workers over 3 epochs, another mixture added and removed between them."""
+    from torch.utils.data import DataLoader
+
+    from dataidx import DataEngine
+    from dataidx.errors import StaleStoreError
+    from dataidx.index import add_mixture
+    from dataidx.store import remove_mixture
+
+    engine = DataEngine(store)
+    loader = DataLoader(engine, batch_size=4, num_workers=2, multiprocessing_context="fork", collate_fn=list)
+    expected = [engine[i] for i in range(len(engine))]
+    for epoch in range(3):
+        assert [sample for batch in loader for sample in batch] == expected, epoch
+        if epoch == 0:
+            add_mixture(store, config, f"other{epoch}", seed=epoch)  # an unrelated write: the store is replaced
+        if epoch == 1:
+            remove_mixture(store, "other0")
+    assert engine[0] == expected[0]
+    remove_mixture(store, "default")
+    add_mixture(store, config, "default", seed=99)  # what this engine reads, drawn again
+    with pytest.raises(StaleStoreError, match="mixture 'default' was removed or drawn again"):
+        [sample for batch in loader for sample in batch]
+    if store.startswith("postgresql"):  # a server connection reads the swapped schema: refused
+        with pytest.raises(StaleStoreError, match="mixture 'default' was removed or drawn again"):
+            engine[0]
+    else:  # this process keeps reading the file it opened
+        assert engine[0] == expected[0]
+
+
+def test_item19_writes_never_stop_readers_of_what_they_did_not_change(demo: Path) -> None:
+    from .conftest import REPO
+
+    epochs_while_mixing(str(demo), REPO / "data" / "demo_sft.yaml")
+
+
+def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: Path, tiny_tokenizer: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataidx.errors import StaleStoreError
+    from dataidx.index import add_mixture
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+    from dataidx.store import remove_mixture, rewriting
+
+    from .conftest import REPO
+
+    config = REPO / "data" / "demo_sft.yaml"
+    meanwhile = []
+
+    def rewriting_after_another_write(store, **kwargs):  # noqa: ANN001, ANN003, ANN202 - rewriting's own
+        meanwhile.pop(0)()  # another writer lands while this one worked
+        return rewriting(store, **kwargs)
+
+    monkeypatch.setattr("dataidx.render.lengths.rewriting", rewriting_after_another_write)
+    monkeypatch.setattr("dataidx.pack.plans.rewriting", rewriting_after_another_write)
+    meanwhile.append(lambda: add_mixture(demo, config, "during_render", seed=1))
+    assert render_store(demo, tiny_tokenizer, cutoff=256).entries == 28
+    meanwhile.append(lambda: add_mixture(demo, config, "during_pack", seed=2))
+    assert pack_store(demo, "default", capacity=512).packs > 0
+    meanwhile.append(lambda: remove_mixture(demo, "during_pack"))
+    with pytest.raises(StaleStoreError, match="mixture 'during_pack' was removed or drawn again while planning"):
+        pack_store(demo, "default", capacity=512, mixture="during_pack", name="p2")

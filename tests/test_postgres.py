@@ -206,7 +206,7 @@ def test_a_reader_notices_when_the_store_is_replaced(url: str) -> None:
     engine = DataEngine(url)
     first = engine[0]
     build(DEMO, url, seed=5)
-    with pytest.raises(StaleStoreError, match="replaced"):
+    with pytest.raises(StaleStoreError, match="the store was rebuilt"):
         engine[0]
     assert DataEngine(url)[0] is not None and first is not None
 
@@ -417,3 +417,10 @@ def test_a_reader_holding_the_writers_lock_is_named_and_writers_do_not_wait_fore
         assert result.exit_code == 1 and result.stderr.count("\n") == 1
         assert "held by user 'reader' (application 'squatter'" in result.stderr and "waited 1 s" in result.stderr
     assert run("mix", url, DEMO, "--name", "other").exit_code == 0  # released: writes go on
+
+
+def test_writes_never_stop_readers_of_what_they_did_not_change_on_the_server(url: str) -> None:
+    from .test_hostile import epochs_while_mixing
+
+    build(DEMO, url)
+    epochs_while_mixing(url, Path(DEMO))

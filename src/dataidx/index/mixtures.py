@@ -267,6 +267,6 @@ def add_mixture(
         DataEngine("demo.db", mixture="by_tokens", epoch=1)
     """
     config = config if isinstance(config, Config) else load_config(config, plugins=False)
-    lengths, stamp = (None, None) if spec is None else read_mixture_lengths(store, spec)
-    with rewriting(store, unchanged_since=stamp, task="drawing by tokens", command="mix") as connection:
+    lengths, read = (None, None) if spec is None else read_mixture_lengths(store, spec)
+    with rewriting(store, unchanged=read, task="drawing by tokens", command="mix") as connection:
         return write_mixture(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..store import SpecLengths, connect_readonly, not_found, spec_lengths
+from ..store import ReadIdentity, SpecLengths, connect_readonly, identity_of, not_found, spec_lengths
 from .budgets import Lengths
 
 
@@ -47,8 +47,8 @@ class MixtureLengths:
                 "supervised_tokens": int(np.dot(taken, self.supervised.tokens[where].astype(np.int64)))}
 
 
-def read_mixture_lengths(store: str | os.PathLike[str], spec: str) -> tuple[MixtureLengths, int]:
-    """Spec ``spec``'s lengths in ``store`` and the stamp they were read at."""
+def read_mixture_lengths(store: str | os.PathLike[str], spec: str) -> tuple[MixtureLengths, ReadIdentity]:
+    """Spec ``spec``'s lengths in ``store``, and what they were read from."""
     connection = connect_readonly(store)
     try:
         found = connection.execute(connection.dialect.sql(
@@ -58,6 +58,6 @@ def read_mixture_lengths(store: str | os.PathLike[str], spec: str) -> tuple[Mixt
         spec_id, fingerprint = found
         lengths = MixtureLengths(spec, fingerprint, spec_lengths(connection, spec_id),
                                  spec_lengths(connection, spec_id, "supervised_tokens"))
-        return lengths, connection.stamp()
+        return lengths, identity_of(connection, spec=spec)
     finally:
         connection.close()

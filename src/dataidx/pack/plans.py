@@ -25,6 +25,7 @@ from ..store import (
     EpochPacks,
     SpecLengths,
     connect_readonly,
+    identity_of,
     position_entries,
     read_mixture,
     rewriting,
@@ -73,7 +74,7 @@ def pack_store(
         raise UsageError(f"seed {seed} does not fit in 64 bits")
     connection = connect_readonly(store)
     try:
-        stamp = connection.stamp()
+        read = identity_of(connection, mixture=mixture, spec=spec)
         stored_spec = read_spec(connection, spec, os.fspath(store))
         stored_mixture = read_mixture(connection, mixture, os.fspath(store))
         pairs = [name for (name,) in connection.execute(connection.dialect.sql(
@@ -98,7 +99,7 @@ def pack_store(
                 yield packs
                 del packs
 
-        with rewriting(store, unchanged_since=stamp, task="planning", command="pack") as writer:
+        with rewriting(store, unchanged=read, task="planning", command="pack") as writer:
             totals = save_packing_plan(writer, columns, epochs(), started)
     finally:
         connection.close()

@@ -33,7 +33,7 @@ class PackedPlan:
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
                  verify: bool = True, epoch: int = 0) -> None:
-        self.reader = EntryReader(path, verify=verify)
+        self.reader = EntryReader(path, verify=verify, reads={"plan": plan})
         self.plan = plan
         connection = connect_readonly(self.reader.path)
         try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..convert import collecting_drops, convert_row, converters
 from ..errors import StaleStoreError
-from ..store import ReadConnection, StoredDataset, connect_readonly
+from ..store import ReadConnection, ReadIdentity, StoredDataset, connect_readonly, identity_of
 from .rows import open_rows
 
 _FROZEN_IN: int | None = None
@@ -50,17 +50,34 @@ def paused_gc() -> Iterator[None]:
 
 
 class ProcessState:
-    """One process's connection to a store and, lazily, one fetcher per dataset."""
+    """One process's connection to a store and, lazily, one fetcher per dataset.
 
-    def __init__(self, path: str, stamp: int, connection: ReadConnection | None = None) -> None:
-        self.pid, self.path = os.getpid(), path
+    A store written since the reader opened it (a new stamp) is read on when ``identity``, what
+    the reader reads, is unchanged: another mixture, spec or plan added or removed stops no one.
+    """
+
+    def __init__(self, path: str, stamp: int, connection: ReadConnection | None = None,
+                 identity: ReadIdentity | None = None) -> None:
+        self.pid, self.path, self.identity = os.getpid(), path, identity
         self.connection = connection or connect_readonly(path)
         if self.connection.stamp() != stamp:
-            self.connection.close()
-            raise StaleStoreError.replaced(path)
+            try:
+                self.check_unchanged()
+            except BaseException:
+                self.connection.close()
+                raise
+        self.connection.on_new_stamp = self.check_unchanged  # a schema swapped under a server connection
         self.connection.tune_for_fetches()
         self._sql: dict[str, str] = {}
         self.fetchers: dict[int, Fetcher] = {}
+
+    def check_unchanged(self) -> None:
+        """A StaleStoreError, naming what changed, unless what this reader reads is as it was."""
+        if self.identity is None:
+            raise StaleStoreError.replaced(self.path)
+        changed = self.identity.changed(identity_of(self.connection, **self.identity.names()))
+        if changed:
+            raise StaleStoreError(f"{self.path}: {changed} after this reader opened it; open it again")
 
     def fetch(self, template: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """All rows of a read whose select list starts with ``{stamped}`` (see :mod:`dataidx.store.dialect`)."""

@@ -20,6 +20,7 @@ from ..store import (
     StoredDataset,
     check_epoch,
     connect_readonly,
+    identity_of,
     read_datasets,
     read_epochs,
     read_mixture,
@@ -50,13 +51,15 @@ class EntryReader:
     is the recorded version. Connections and mapped files are per process (see ``_process``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True, reads: dict[str, str] | None = None) -> None:
         self.path = os.fspath(path)
         connection = connect_readonly(self.path)
         try:
             self.stamp = connection.stamp()
             self.datasets = read_datasets(connection)
             self._open(connection)
+            # What this reader depends on: a later write that leaves it alone never stops it.
+            self.identity = identity_of(connection, **{**self._reads(), **(reads or {})})
             if verify:
                 for dataset in self.datasets.values():
                     self._verify(dataset)
@@ -65,10 +68,14 @@ class EntryReader:
             raise
         # This process keeps reading the file it just described, even if it is replaced later;
         # other processes (DataLoader workers) reconnect and check it is still the same store.
-        self._local: ProcessState | None = ProcessState(self.path, self.stamp, connection)
+        self._local: ProcessState | None = ProcessState(self.path, self.stamp, connection, self.identity)
 
     def _open(self, connection: ReadConnection) -> None:
         """Read what a subclass needs while the store is being opened."""
+
+    def _reads(self) -> dict[str, str]:
+        """The mixture, spec or plan a subclass reads, besides the base index (see :mod:`dataidx.store.identity`)."""
+        return {}
 
     def _verify(self, dataset: StoredDataset) -> None:
         problems = dataset_problems(dataset)
@@ -87,7 +94,7 @@ class EntryReader:
         if local is None or local.pid != os.getpid():
             if local is not None:  # forked from the process that opened the store
                 freeze_inherited_objects()
-            local = self._local = ProcessState(self.path, self.stamp)
+            local = self._local = ProcessState(self.path, self.stamp, identity=self.identity)
         return local
 
     def fetch(self, template: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -129,9 +136,12 @@ class StoreReader(EntryReader):
     """
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
-                 epoch: int = 0) -> None:
+                 epoch: int = 0, reads: dict[str, str] | None = None) -> None:
         self.mixture, self.epoch = mixture, epoch
-        super().__init__(path, verify=verify)
+        super().__init__(path, verify=verify, reads=reads)
+
+    def _reads(self) -> dict[str, str]:
+        return {"mixture": self.mixture}
 
     def _open(self, connection: ReadConnection) -> None:
         found = read_mixture(connection, self.mixture, self.path, self.epoch)

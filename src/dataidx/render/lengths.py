@@ -22,7 +22,15 @@ from typing import Any
 
 from ..errors import ConversionError
 from ..read import EntryReader
-from ..store import LengthRow, connect_readonly, move_spec_tokenizer, render_counts, rewriting, save_render_spec
+from ..store import (
+    LengthRow,
+    ReadIdentity,
+    connect_readonly,
+    move_spec_tokenizer,
+    render_counts,
+    rewriting,
+    save_render_spec,
+)
 from .renderer import TRAINS, Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
@@ -100,7 +108,7 @@ def render_store(
         with RenderedRows() as rendered:
             for rows in _rendered(chunks, jobs, last - first + 1, progress):
                 rendered.add(rows)
-            return _write(store, reader.stamp, spec, rendered, started)
+            return _write(store, reader.identity, spec, rendered, started)
     finally:
         _WORKER = None
 
@@ -186,13 +194,13 @@ def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
         connection.close()
 
 
-def _write(store: str | os.PathLike[str], stamp: int, spec: RenderSpec, rendered: RenderedRows,
+def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
            started: float) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version}
-    with rewriting(store, unchanged_since=stamp, task="rendering", command="render") as connection:
+    with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         plans_removed, counts, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
                                                           rendered.kept, started)
     return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed)

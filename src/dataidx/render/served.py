@@ -41,7 +41,7 @@ class RenderedMixture:
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, spec: str,
                  tokenizer: Any = None, verify: bool = True, epoch: int = 0) -> None:
-        self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch)
+        self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch, reads={"spec": spec})
         self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
         self._find_positions()
 

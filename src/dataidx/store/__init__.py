@@ -28,6 +28,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "check_epoch": ".records",
     "render_counts": ".renders",
     "run_query": ".query",
+    "ReadIdentity": ".identity",
+    "identity_of": ".identity",
     "SpecLengths": ".positions",
     "position_entries": ".positions",
     "spec_lengths": ".positions",

@@ -11,7 +11,7 @@ so every fetch knows which store answered it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,6 +46,9 @@ class ReadConnection(Protocol):
     """A read-only connection to a current store, a file's or a PostgreSQL schema's."""
 
     dialect: Dialect
+    #: Called when a fetch finds the store written since this connection opened it: returns if
+    #: what the caller reads is unchanged, raises StaleStoreError if not (None: always raise).
+    on_new_stamp: Callable[[], None] | None
 
     def execute(self, sql: str, parameters: Sequence[Any] = ...) -> Cursor:
         """Run SQL in this connection's dialect."""

@@ -19,13 +19,13 @@ from sqlalchemy import Connection, Engine
 
 from ..errors import StaleStoreError, StoreError
 from .connect import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
+from .identity import ReadIdentity, read_identity
 from .location import PostgresStore, store_location, streams_folder
 from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
 from .postgres.swap import refuse_foreign_schema
 from .sqlite.files import (
     check_writable,
     create_store,
-    current_stamp,
     disk_errors,
     real_path,
     refuse_to_overwrite,
@@ -104,15 +104,16 @@ def _filling(file: Path, location: Path | PostgresStore) -> Iterator[NewStore]:
 
 
 @contextmanager
-def rewriting(store: str | os.PathLike[str], *, unchanged_since: int | None = None, task: str = "",
+def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None = None, task: str = "",
               command: str = "") -> Iterator[Connection]:
     """A transaction on a copy of a current store, put in its place only if the block succeeds;
     one writer at a time.
 
     Readers that already have the store open keep reading the old one; new opens see the new
-    one; an error or a kill mid-way leaves the store as it was. With ``unchanged_since`` (a
-    stamp read before the work) the write is refused if another writer replaced the store in
-    the meantime, saying which ``task`` to do again with which ``command``.
+    one; an error or a kill mid-way leaves the store as it was. With ``unchanged`` (what the
+    work read, taken before it) the write is refused if another writer changed that meanwhile,
+    saying what changed and which ``task`` to do again with which ``command``; writes of other
+    mixtures, specs or plans meanwhile are kept.
     """
     connect_readonly(store).close()  # the store's own errors first: missing, other revision
     location = store_location(store)
@@ -121,19 +122,25 @@ def rewriting(store: str | os.PathLike[str], *, unchanged_since: int | None = No
             working_copy = folder / "store.db"
             pull_from_postgres(location, server, working_copy)
             with stamped_transaction(working_copy) as connection:
-                _check_unchanged(connection, store, unchanged_since, task, command)
+                _check_unchanged(connection, store, unchanged, task, command)
                 yield connection
             publish_to_postgres(working_copy, location, server)
         return
     with rewritten_copy(location) as connection:
-        _check_unchanged(connection, store, unchanged_since, task, command)
+        _check_unchanged(connection, store, unchanged, task, command)
         yield connection
 
 
-def _check_unchanged(connection: Connection, store: str | os.PathLike[str], stamp: int | None, task: str,
+def _check_unchanged(connection: Connection, store: str | os.PathLike[str], read: ReadIdentity | None, task: str,
                      command: str) -> None:
-    if stamp is not None and current_stamp(connection) != stamp:
-        raise StaleStoreError(f"{store}: the store was replaced while {task}; run dataidx {command} again")
+    """Refuse the write if what the work read changed meanwhile (other writes may have landed)."""
+    if read is None:
+        return
+    now = read_identity(lambda sql, parameters: connection.exec_driver_sql(sql, tuple(parameters)).fetchall(),
+                        **read.names())
+    changed = read.changed(now)
+    if changed:
+        raise StaleStoreError(f"{store}: {changed} while {task}; run dataidx {command} again")
 
 
 def migrate_store(store: str | os.PathLike[str]) -> tuple[str | None, str]:

@@ -7,7 +7,7 @@ store's schema as its only ``search_path``, so the read path's SQL, spelled in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import StaleStoreError, StoreError
@@ -74,6 +74,9 @@ class PostgresReadConnection:
         self.psycopg = require_psycopg(store)
         self.raw = connect(store)
         self.opened_stamp: int | None = None
+        #: Called when a fetch finds a new stamp (another write swapped the schema): returns if
+        #: what the caller reads is unchanged, raises StaleStoreError if not. None: always refuse.
+        self.on_new_stamp: Callable[[], None] | None = None
 
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
         """Run a read; a connection the server dropped (a restart, a terminated backend) is
@@ -94,9 +97,16 @@ class PostgresReadConnection:
         """The schema is swapped in place by a write, so every fetch reads the stamp in the same
         statement; an empty answer asks for it, so no answer is ever another store's."""
         found = self.execute(sql, parameters).fetchall()
-        if (found[0][0] if found else self.stamp()) != self.opened_stamp:
-            raise StaleStoreError.replaced(self.store)
+        stamp = found[0][0] if found else self._current_stamp()
+        if stamp != self.opened_stamp:
+            if self.on_new_stamp is None:
+                raise StaleStoreError.replaced(self.store)
+            self.on_new_stamp()  # what this reader reads is the same in the new schema, or it raises
+            self.opened_stamp = stamp
         return [row[1:] for row in found]
+
+    def _current_stamp(self) -> int:
+        return self.execute(f"SELECT stamp FROM {STAMP_TABLE}").fetchone()[0]
 
     def stamp(self) -> int:
         stamp = self.execute(f"SELECT stamp FROM {STAMP_TABLE}").fetchone()[0]

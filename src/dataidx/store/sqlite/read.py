@@ -27,6 +27,8 @@ class FileConnection(sqlite3.Connection):
 
     dialect = SQLITE
     path: Path
+    #: A file a process opened stays the file it opened, so its fetches never see a new stamp.
+    on_new_stamp = None
 
     def fetch(self, sql: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
         # A file stays readable after it is replaced: the stamp checked at open covers every read.
