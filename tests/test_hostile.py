@@ -471,3 +471,38 @@ def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: P
     meanwhile.append(lambda: remove_mixture(demo, "during_pack"))
     with pytest.raises(StaleStoreError, match="mixture 'during_pack' was removed or drawn again while planning"):
         pack_store(demo, "default", capacity=512, mixture="during_pack", name="p2")
+
+
+class _Recording:
+    """A tokenizer backend that records the longest text it was asked to encode."""
+
+    def __init__(self, backend) -> None:  # noqa: ANN001
+        self.backend, self.longest = backend, 0
+
+    def encode_batch(self, texts, **kwargs):  # noqa: ANN001, ANN003, ANN201
+        self.longest = max([self.longest, *map(len, texts)])
+        return self.backend.encode_batch(texts, **kwargs)
+
+
+@pytest.mark.parametrize("truncation", ["drop", "right", "left"])
+def test_item1_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer: Path, truncation: str) -> None:
+    from transformers import AutoTokenizer
+
+    from dataidx.render import CHATML, Renderer
+
+    renderer = Renderer(AutoTokenizer.from_pretrained(tiny_tokenizer), CHATML, cutoff=64, truncation=truncation)
+    recording = renderer.backend = _Recording(renderer.backend)
+    text = lambda value: [{"type": "text", "value": value}]  # noqa: E731
+    huge = {"messages": [{"role": "user", "content": text("x" * 10_000_000)}, {"role": "assistant", "content": text("y")}]}
+    rendered = renderer.render(huge, False)
+    assert rendered.status == "too_long" and "not tokenized" in rendered.detail and recording.longest == 0
+    turns = [message for i in range(400) for message in (
+        {"role": "user", "content": text(f"hello {i} " * 4)}, {"role": "assistant", "content": text("fine " * 4)})]
+    cuts = renderer.render_many([({"messages": turns[: 2 * k]}, True) for k in range(1, 401)])
+    assert 0 < recording.longest <= renderer.hard_bound
+    assert cuts[0].status == "ok" and cuts[-1].status == "too_long"
+    # Entries under the bound render as before: the first cuts are exactly those of a fresh renderer.
+    fresh = Renderer(AutoTokenizer.from_pretrained(tiny_tokenizer), CHATML, cutoff=64, truncation=truncation)
+    assert [(c.input_ids, c.labels, c.status) for c in cuts[:3]] == \
+        [(c.input_ids, c.labels, c.status) for c in fresh.render_many([({"messages": turns[: 2 * k]}, True)
+                                                                          for k in range(1, 4)])]

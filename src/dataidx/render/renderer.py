@@ -27,6 +27,9 @@ from .escape import ControlTokens
 
 IGNORE = -100
 TRUNCATIONS = ("drop", "right", "left")
+#: Under right or left truncation an entry is rendered up to this many times the text that must
+#: be over the cutoff (the part kept is decided on its tokens); past it, it is ``too_long``.
+TRUNCATED_FACTOR = 4
 
 
 @dataclass
@@ -108,6 +111,11 @@ class Renderer:
         self.truncation = truncation
         self.chat = ChatText(template_text, tokenizer.special_tokens_map)
         self.bos_id = tokenizer.bos_token_id
+        # No token stands for more characters than the longest token's text has, so a text of
+        # more than cutoff * longest characters has more than cutoff tokens: it is never
+        # tokenized under "drop", and past TRUNCATED_FACTOR times that not under truncation either.
+        self.longest = max(1, max((len(token) for token in self.backend.get_vocab(with_added_tokens=True)), default=1))
+        self.hard_bound = (2 if truncation == "drop" else TRUNCATED_FACTOR) * cutoff * self.longest
 
     def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
@@ -123,16 +131,42 @@ class Renderer:
     def _draft(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side] | Rendered:
         """The texts of an entry's sequences (``None`` for a single one, else chosen/rejected)."""
         try:
+            over = self._over_bound(sample)
+            if over is not None:
+                return over
             tools = sample_tools(sample, self.controls)
             if "chosen_messages" in sample or "rejected_messages" in sample:
-                return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
-                        for side in ("chosen", "rejected")}
-            return {None: self._side(sample.get("messages") or [], tools, has_cut)}
+                sides = {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
+                         for side in ("chosen", "rejected")}
+            else:
+                sides = {None: self._side(sample.get("messages") or [], tools, has_cut)}
+            written = sum(len(side.full) for side in sides.values())
+            if written > self.hard_bound:  # what the template wrapped around the messages took it past
+                return self._too_long(written, "chat text")
+            return sides
         except DataidxError as exc:
             return Rendered(status="render_error", detail=str(exc))
         except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
             return Rendered(status="render_error", detail=f"the sample is not in the standard format: "
                                                           f"{type(exc).__name__}: {exc}")
+
+    def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
+        """``too_long`` for an entry whose message text alone is past the hard bound: its chat
+        text is neither written nor tokenized (one 100 MB row, a 2,000-turn conversation's later
+        cuts), so a render's cost is bounded by the cutoff, not by the data."""
+        characters = 0
+        for key in ("messages", "chosen_messages", "rejected_messages"):
+            for message in sample.get(key) or []:
+                for block in message.get("content") or []:
+                    value = block.get("value") if block.get("type") == "text" else None
+                    characters += len(value) if isinstance(value, str) else 0
+        return None if characters <= self.hard_bound else self._too_long(characters, "message text")
+
+    def _too_long(self, characters: int, what: str) -> Rendered:
+        least = characters // self.longest
+        return Rendered(status="too_long", full_tokens=least,
+                        detail=f"{characters} characters of {what}, so at least {least} tokens > cutoff "
+                               f"{self.cutoff}; not tokenized (past {self.hard_bound} characters)")
 
     def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> _Side:
         chat = chat_messages(messages, self.controls)
