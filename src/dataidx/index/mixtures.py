@@ -54,6 +54,7 @@ class MixtureSummary:
 class _Total:
     """One dataset's draws summed over epochs, for its ``mixture_datasets`` row."""
 
+    name: str
     first_entry: int
     rows: int
     counts: np.ndarray
@@ -127,7 +128,7 @@ class MixtureWriter:
             self._insert_dataset(dataset_id, name, entries, drawn, distinct_entries, distinct_rows, max_repeats,
                                  dataset_seed)
             return
-        total = self.totals.setdefault(dataset_id, _Total(first_entry, rows, np.zeros(entries, dtype=np.int64)))
+        total = self.totals.setdefault(dataset_id, _Total(name, first_entry, rows, np.zeros(entries, dtype=np.int64)))
         total.counts += counts
         total.entries += drawn
 
@@ -149,12 +150,15 @@ class MixtureWriter:
                              "the whole dataset drawn, not per entry")
         return budget_draw(lengths, budget, seed, dataset=name, key=key)
 
-    def next_epoch(self) -> None:
-        """Close the current epoch: later :meth:`add` calls draw the next one, with its own seed."""
+    def _close_epoch(self) -> None:
         self.connection.execute(insert(MixtureEpoch).values(
             mixture_id=self.mixture_id, epoch=self.epoch, seed=epoch_seed(self.summary.seed, self.epoch),
             start=self.epoch_start, entries=self.position - self.epoch_start,
         ))
+
+    def next_epoch(self) -> None:
+        """Close the current epoch: later :meth:`add` calls draw the next one, with its own seed."""
+        self._close_epoch()
         self.epoch += 1
         self.epoch_start = self.position
         self.summary.tokens.append({})
@@ -174,25 +178,20 @@ class MixtureWriter:
 
     def finish(self) -> MixtureSummary:
         """Close the last epoch and record each dataset's draws over all epochs."""
-        self.next_epoch()
-        self.summary.tokens.pop()
-        if self.epoch != self.summary.epochs:
+        self._close_epoch()
+        if self.epoch + 1 != self.summary.epochs:
             raise UsageError(f"mixture '{self.summary.name}' was to have {self.summary.epochs} epochs, "
-                             f"{self.epoch} were drawn")
-        names = {dataset_id: name for name, dataset_id in self._dataset_ids().items()}
+                             f"{self.epoch + 1} were drawn")
         for dataset_id, total in self.totals.items():
             distinct_entries, distinct_rows, max_repeats = draw_counts(
                 self.connection, total.first_entry, total.counts, total.rows)
-            self._insert_dataset(dataset_id, names[dataset_id], len(total.counts), total.entries, distinct_entries,
-                                 distinct_rows, max_repeats, derive_seed(self.summary.seed, names[dataset_id]))
+            self._insert_dataset(dataset_id, total.name, len(total.counts), total.entries, distinct_entries,
+                                 distinct_rows, max_repeats, derive_seed(self.summary.seed, total.name))
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)
         )
         return self.summary
-
-    def _dataset_ids(self) -> dict[str, int]:
-        return {name: dataset_id for dataset_id, name in self.connection.execute(select(Dataset.id, Dataset.name))}
 
 
 #: The most times over a mixture may take one dataset's entries (or tokens): more is a typo, such

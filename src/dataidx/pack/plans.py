@@ -91,7 +91,7 @@ def pack_store(
 
         def epochs() -> Iterator[EpochPacks]:
             for epoch in range(stored_mixture.epochs):
-                entries = position_entries(connection, read_mixture(connection, mixture, os.fspath(store), epoch))
+                entries = position_entries(connection, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
                 packs = _epoch_packs(store, mixture, spec, entries, lengths, capacity, epoch_seed(seed, epoch))
                 summary.plan_seconds += time.perf_counter() - plan_started

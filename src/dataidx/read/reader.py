@@ -22,7 +22,6 @@ from ..store import (
     connect_readonly,
     identity_of,
     read_datasets,
-    read_epochs,
     read_mixture,
 )
 from .process import ProcessState, freeze_inherited_objects, paused_gc
@@ -146,7 +145,7 @@ class StoreReader(EntryReader):
     def _open(self, connection: ReadConnection) -> None:
         found = read_mixture(connection, self.mixture, self.path, self.epoch)
         self.mixture_id = found.id
-        self.epochs = read_epochs(connection, found.id)
+        self.epochs = found.stretches
         self.start, self.length = found.start, found.entries
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
         self._runs = connection.execute(connection.dialect.sql(

@@ -60,7 +60,8 @@ def read_datasets(connection: ReadConnection) -> dict[int, StoredDataset]:
 class StoredMixture:
     """One epoch of a mixture: its positions are global rowids ``start .. start + entries - 1``.
 
-    ``epochs`` is how many the mixture has; each is drawn with its own seed (``mixture_epochs``).
+    ``stretches`` holds every epoch's ``(start, entries)``; each is drawn with its own seed
+    (``mixture_epochs``).
     """
 
     id: int
@@ -68,7 +69,16 @@ class StoredMixture:
     start: int
     entries: int
     epoch: int = 0
-    epochs: int = 1
+    stretches: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def epochs(self) -> int:
+        return len(self.stretches) or 1
+
+    def at(self, epoch: int) -> StoredMixture:
+        """Epoch ``epoch`` of the same mixture (a NotFoundError for one it does not have)."""
+        start, entries = self.stretches[check_epoch(epoch, self.epochs, self.name)]
+        return StoredMixture(self.id, self.name, start, entries, epoch, self.stretches)
 
 
 def read_epochs(connection: ReadConnection, mixture_id: int) -> list[tuple[int, int]]:
@@ -84,9 +94,8 @@ def read_mixture(connection: ReadConnection, name: str, store: str | os.PathLike
     row = connection.execute(sql, (name,)).fetchone()
     if row is None:
         raise not_found(connection, "mixtures", "mixture", name, store)
-    epochs = read_epochs(connection, row[0])
-    return StoredMixture(row[0], row[1], *epochs[check_epoch(epoch, len(epochs), name)], epoch=epoch,
-                         epochs=len(epochs))
+    stretches = tuple(read_epochs(connection, row[0]))
+    return StoredMixture(row[0], row[1], 0, 0, stretches=stretches).at(epoch)
 
 
 def check_epoch(epoch: int, epochs: int, mixture: str) -> int:

@@ -9,7 +9,6 @@ wait for it to finish.
 
 from __future__ import annotations
 
-import re
 import signal
 import sqlite3
 import threading
@@ -27,10 +26,19 @@ _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE
 _STEPS = 10_000
 
 
-def _authorize(action: int, first: str | None, second: str | None, *_args: Any) -> int:
-    if action == sqlite3.SQLITE_FUNCTION:  # the function's name is the second argument
-        return sqlite3.SQLITE_OK if (second or "").lower() in READ_FUNCTIONS else sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+class _Authorizer:
+    """Allows reads and the functions a read needs; remembers the first function it refused."""
+
+    def __init__(self) -> None:
+        self.refused: str | None = None
+
+    def __call__(self, action: int, first: str | None, second: str | None, *_args: Any) -> int:
+        if action == sqlite3.SQLITE_FUNCTION:  # the function's name is the second argument
+            if (second or "").lower() in READ_FUNCTIONS:
+                return sqlite3.SQLITE_OK
+            self.refused = self.refused or second
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
 
 
 class _Stop:
@@ -67,7 +75,8 @@ def query_file(connection: FileConnection, sql: str, parameters: dict[str, Any] 
     at most ``limit + 1`` rows (so a caller can tell there were more), stopped after ``timeout``
     seconds or at Ctrl-C."""
     connection.execute("PRAGMA query_only = ON")
-    connection.set_authorizer(_authorize)
+    authorizer = _Authorizer()
+    connection.set_authorizer(authorizer)
     stop = _Stop(timeout)
     connection.set_progress_handler(stop, _STEPS)
     try:
@@ -81,10 +90,8 @@ def query_file(connection: FileConnection, sql: str, parameters: dict[str, Any] 
             raise KeyboardInterrupt from None
         if stop.deadline is not None and "interrupted" in str(exc):
             raise UsageError(f"query stopped after {timeout:g} s (--timeout; 0 for none)") from None
-        if "not authorized" in str(exc) and "prohibited" not in str(exc):
-            refused = _refused_function(sql)
-            if refused:
-                raise ReadOnlyError(f"query refused: function {refused}() is not one a read needs") from None
+        if authorizer.refused:
+            raise ReadOnlyError(f"query refused: function {authorizer.refused}() is not one a read needs") from None
         if "not authorized" in str(exc) or "readonly" in str(exc) or "read-only" in str(exc):
             raise ReadOnlyError("query refused: the store is read-only here; only SELECT statements run") from None
         raise UsageError(f"query failed: {exc}") from None
@@ -92,17 +99,3 @@ def query_file(connection: FileConnection, sql: str, parameters: dict[str, Any] 
         connection.set_progress_handler(None, 0)
     columns = [d[0] for d in cursor.description or []]
     return columns, rows
-
-
-def _refused_function(sql: str) -> str | None:
-    """The first function called in ``sql`` that the authorizer does not allow, if any."""
-    for name in re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", sql):
-        if name.lower() not in READ_FUNCTIONS and name.upper() not in _KEYWORDS:
-            return name
-    return None
-
-
-#: Words followed by "(" in SQL that are not function calls.
-_KEYWORDS = {"IN", "VALUES", "AS", "EXISTS", "USING", "OVER", "FILTER", "ON", "AND", "OR", "NOT", "SELECT", "FROM",
-             "WHERE", "JOIN", "WITH", "RECURSIVE", "UNION", "ALL", "BY", "INTO", "TABLE", "IS", "THEN", "ELSE", "WHEN",
-             "CASE", "END", "BETWEEN", "LIKE", "GLOB", "HAVING", "LIMIT", "OFFSET", "PARTITION", "ROWS", "RANGE"}
