@@ -61,7 +61,8 @@ def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEE
             logger.warning("dataidx: rebuilding %s for %s: %s", store, config_path, problem)
         else:
             logger.warning("dataidx: building %s for %s (once; later runs open it)", store, config_path)
-        index.build(config, store, seed=seed, sampling=sampling)
+        # The cache's own file, named by its config: a rebuild replaces it whole, as it always has.
+        index.build(config, store, seed=seed, sampling=sampling, replace=True)
     return store, True
 
 

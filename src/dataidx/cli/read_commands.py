@@ -223,8 +223,9 @@ def verify(store: str, as_json: bool) -> None:
 @click.option("--mixture", default="default", show_default=True, help="Mixture to export.")
 @click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the mixture.")
 @click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT even if it exists and is not of its format.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, quiet: bool) -> None:
+def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, force: bool, quiet: bool) -> None:
     """Write a mixture's converted samples, in mixture order, to JSON lines or Parquet.
 
     Each sample is what DataEngine returns for its position; memory stays constant whatever
@@ -236,7 +237,9 @@ def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, q
         dataidx export demo.db --mixture seed7 -o seed7.parquet
     """
     from ..read import export_mixture
+    from ..store import check_output
 
+    check_output(output, "parquet" if output.endswith(".parquet") else "jsonl", store=store, force=force)
     written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:

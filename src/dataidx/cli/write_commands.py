@@ -21,13 +21,17 @@ from .common import ProgressLine, echo, mixture_options, shown, table
 @click.option("--cutoff", type=click.IntRange(1, 2**31 - 1), default=4096, show_default=True, help="With --tokenizer.")
 @click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
               help="With --tokenizer.")
+@click.option("--replace", is_flag=True, help="Build over a store even if it holds mixtures, render specs or packing "
+              "plans that the build does not write again (they are deleted).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
-def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | None, template: str | None,
-          cutoff: int, truncation: str, quiet: bool) -> None:
+@click.pass_context
+def build(context: click.Context, config: str, output: str, seed: int, sampling: str, tokenizer: str | None,
+          template: str | None, cutoff: int, truncation: str, replace: bool, quiet: bool) -> None:
     """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
 
     With --tokenizer, the entries' token lengths and statuses are recorded too, as render spec
-    'default' (the same as running dataidx render after the build).
+    'default' (the same as running dataidx render after the build). A store already at OUTPUT
+    is replaced only if it holds nothing the build does not write again, or with --replace.
 
     \b
     Example:
@@ -37,8 +41,15 @@ def build(config: str, output: str, seed: int, sampling: str, tokenizer: str | N
     """
     from .. import index
 
+    if tokenizer is None:
+        given = [f"--{name}" for name in ("template", "cutoff", "truncation")
+                 if context.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for rendering and "
+                                   "need --tokenizer (or run dataidx render after the build)")
     progress = None if quiet else (lambda message: echo(message, err=True))
-    summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress)
+    summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress, replace=replace,
+                          specs=("default",) if tokenizer is not None else ())
     if not quiet:
         rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected,
                  f"{d.seconds:.2f}") for d in summary.datasets]
@@ -208,7 +219,8 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
 @click.argument("dataset_info")
 @click.option("-o", "--output", required=True, help="v1 YAML to write.")
 @click.option("--dataset-dir", help="Folder the file names are relative to [default: DATASET_INFO's folder].")
-def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT even if it exists and is not a dataset YAML.")
+def import_v0(dataset_info: str, output: str, dataset_dir: str | None, force: bool) -> None:
     """Convert a LLaMA-Factory v0 dataset_info.json into a v1 YAML dataidx builds.
 
     Datasets v1 cannot express (v0 ranking/KTO data, alpaca history, custom ShareGPT tags,
@@ -220,7 +232,9 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None) -> None:
         dataidx build datasets.yaml -o all.db
     """
     from ..config import import_dataset_info
+    from ..store import check_output
 
+    check_output(output, "yaml", reads=[dataset_info], force=force)
     imported = import_dataset_info(dataset_info, dataset_dir)
     Path(output).write_text(imported.yaml_text(dataset_info), encoding="utf-8")
     for name, reason in imported.left_out.items():

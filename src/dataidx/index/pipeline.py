@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -47,6 +47,8 @@ def build(
     seed: int = DEFAULT_SEED,
     sampling: str = "exact",
     progress: Progress | None = None,
+    replace: bool = False,
+    specs: Collection[str] = (),
 ) -> BuildSummary:
     """Build a store at ``output`` (a file or a PostgreSQL URL) from a v1 dataset YAML (or a bare
     data file or folder).
@@ -55,10 +57,13 @@ def build(
 
         summary = build("data/demo_sft.yaml", "demo.db", seed=7)
         DataEngine("demo.db")[0]
+
+    A store already at ``output`` that holds more than this build writes again (mixture
+    ``default``, and the render ``specs`` the caller renders next) is refused unless ``replace``.
     """
     started = time.perf_counter()
     config = config if isinstance(config, Config) else load_config(config)
-    with creating(output, progress) as new:
+    with creating(output, progress, replace=replace, specs=specs) as new:
         return _write(config, new, seed, sampling, progress, started)
 
 

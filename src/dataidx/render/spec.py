@@ -40,15 +40,35 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Any:
     if not location.exists():
         raise RenderError(f"{location}: tokenizer not found (a model folder or its tokenizer.json)")
     if location.is_file():
+        if location.name != "tokenizer.json":
+            raise RenderError(f"{location}: not a tokenizer; give a local model folder (with tokenizer.json and "
+                              "tokenizer_config.json) or its tokenizer.json")
         # A bare tokenizer.json knows no BOS/EOS: renders would silently lack them.
         if not (location.parent / "tokenizer_config.json").is_file():
             raise RenderError(f"{location}: a tokenizer.json alone names no special tokens (BOS, EOS); give the "
                               "folder that holds it with its tokenizer_config.json")
         location = location.parent
+    elif not any((location / name).is_file() for name in _TOKENIZER_FILES):
+        raise RenderError(f"{location}: not a tokenizer folder: it holds none of {', '.join(_TOKENIZER_FILES)}; "
+                          "give a local model folder")
     try:
         return transformers.AutoTokenizer.from_pretrained(str(location), local_files_only=True)
     except Exception as exc:  # transformers raises many kinds for unreadable folders
-        raise RenderError(f"{location}: cannot load a tokenizer: {exc}") from None
+        if not (location / "tokenizer.json").is_file():
+            raise RenderError(f"{location}: cannot load a fast tokenizer: the folder has no tokenizer.json (save "
+                              "one there with AutoTokenizer.from_pretrained(...).save_pretrained)") from None
+        raise RenderError(f"{location}: cannot load a fast tokenizer from it: {_first_line(exc)}") from None
+
+
+#: Files one of which a tokenizer folder holds (fast, slow and tiktoken vocabularies).
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "tiktoken.model")
+
+
+def _first_line(exc: Exception) -> str:
+    """What a loading error says, without transformers' multi-line advice (which suggests
+    installing converters for slow tokenizers: dataidx renders with fast tokenizers only)."""
+    text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
+    return text.rstrip(":, ")
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:

@@ -56,6 +56,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "remove_mixture": ".deletes",
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
+    "check_output": ".outputs",
+    "held_beyond_build": ".holdings",
     # the schema
     "Base": ".schema",
     "Build": ".schema",

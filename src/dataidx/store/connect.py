@@ -31,7 +31,7 @@ def connect_readonly(store: str | os.PathLike[str] | PostgresStore) -> ReadConne
         connection = connect_readonly("demo.db")
         connection.execute("SELECT count(*) FROM entries").fetchone()
     """
-    connection, revision = _open(store)
+    connection, revision = open_any_revision(store)
     if revision != SCHEMA_REVISION:
         connection.close()
         if revision in REVISIONS:
@@ -48,12 +48,14 @@ def connect_readonly(store: str | os.PathLike[str] | PostgresStore) -> ReadConne
 
 def store_revision(store: str | os.PathLike[str] | PostgresStore) -> str | None:
     """The schema revision recorded in a store, whichever it is."""
-    connection, revision = _open(store)
+    connection, revision = open_any_revision(store)
     connection.close()
     return revision
 
 
-def _open(store: str | os.PathLike[str] | PostgresStore) -> tuple[ReadConnection, str | None]:
+def open_any_revision(store: str | os.PathLike[str] | PostgresStore) -> tuple[ReadConnection, str | None]:
+    """A read connection to a store of any schema revision, and that revision (for checks that
+    must read old stores too: what a rebuild would delete, which revision to migrate from)."""
     location = store_location(store)
     if isinstance(location, PostgresStore):
         return open_postgres(location)

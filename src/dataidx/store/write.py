@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine
 
 from ..errors import StaleStoreError, StoreError
 from .connect import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
+from .holdings import refuse_to_lose
 from .identity import ReadIdentity, read_identity
 from .location import PostgresStore, store_location, streams_folder
 from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
@@ -55,8 +56,13 @@ class NewStore:
 
 
 @contextmanager
-def creating(target: str | os.PathLike[str], progress: Progress | None = None) -> Iterator[NewStore]:
+def creating(target: str | os.PathLike[str], progress: Progress | None = None, *, replace: bool = False,
+             specs: Collection[str] = ()) -> Iterator[NewStore]:
     """A new, empty store that takes the place of ``target`` only when the block succeeds.
+
+    A store already there is replaced only if it holds nothing but what the block writes again
+    (mixture ``default`` and the render ``specs``), or with ``replace``: mixtures, specs and
+    plans added to it later are never deleted without a word.
 
     Example::
 
@@ -68,6 +74,8 @@ def creating(target: str | os.PathLike[str], progress: Progress | None = None) -
         with postgres_writer(location) as server, working_folder() as folder:
             refuse_foreign_schema(server, location)  # before the work, not only when publishing it
             server.commit()
+            if not replace:
+                refuse_to_lose(location, specs)
             with _filling(folder / "store.db", location) as new:
                 yield new
             (progress or (lambda _message: None))(f"publishing into schema '{location.schema}' of {location}")
@@ -78,6 +86,8 @@ def creating(target: str | os.PathLike[str], progress: Progress | None = None) -
     check_writable(location)
     refuse_to_overwrite(location)
     with writer_lock(location):
+        if not replace:
+            refuse_to_lose(location, specs)
         remove_stale_temporaries(location)
         temporary = temporary_beside(location)
         remove_temporary(temporary)

@@ -1,0 +1,114 @@
+"""Where a command may write a file of its own (a report, an export, a YAML): never over the
+store, the files the store was built from or the command's own input, and over an existing
+file only if it is of the kind the command writes (or with ``force``).
+
+``dataidx report -o demo.db`` or ``dataidx export -o data/train.jsonl`` is one slip of the
+keyboard; the file it would replace may be the only copy of a store or a dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from ..errors import StoreError, UsageError
+from .connect import open_any_revision
+from .location import PostgresStore, store_location
+
+#: How much of an existing file is read to tell its kind.
+_PEEK = 1 << 20
+
+
+def check_output(output: str | os.PathLike[str], kind: str, *, store: str | os.PathLike[str] | None = None,
+                 reads: Iterable[str | os.PathLike[str]] = (), force: bool = False) -> None:
+    """Refuse (UsageError) to write ``output`` over ``store``, a source file of it, a file in
+    ``reads``, or (unless ``force``) an existing file that is not of ``kind`` (html, jsonl,
+    parquet, yaml).
+
+    Example::
+
+        check_output("report.html", "html", store="demo.db")
+    """
+    target = Path(output)
+    if not target.exists():
+        return
+    protected = [(path, "the command reads it") for path in reads]
+    if store is not None:
+        location = store_location(store)
+        if not isinstance(location, PostgresStore):
+            protected.append((location, "it is the store"))
+        protected += [(path, "the store was built from it" if name is None else
+                       f"dataset '{name}' of the store was built from it") for name, path in _sources(store)]
+    for path, why in protected:
+        if _same_file(target, path):
+            raise UsageError(f"{output}: refusing to write over it: {why}; choose another output")
+    if not force and not _of_kind(target, kind):
+        raise UsageError(f"{output} exists and is not {_KINDS[kind]}; refusing to overwrite it "
+                         "(choose another output, or pass --force)")
+
+
+_KINDS = {"html": "an HTML file", "jsonl": "a JSON lines file", "parquet": "a Parquet file", "yaml": "a YAML file"}
+
+
+def _sources(store: str | os.PathLike[str]) -> list[tuple[str | None, str]]:
+    """(dataset, file) for every file the store's datasets were read from, and (None, file)
+    for the YAML it was built from."""
+    try:
+        connection, _revision = open_any_revision(store)
+    except StoreError:
+        return []
+    try:
+        rows = connection.execute("SELECT name, files FROM datasets ORDER BY position").fetchall()
+        configs = connection.execute("SELECT config_origin FROM builds").fetchall()
+    finally:
+        connection.close()
+    found: list[tuple[str | None, str]] = [(None, origin) for (origin,) in configs if origin]
+    for name, files in rows:
+        for entry in (json.loads(files) if isinstance(files, str) else files) or []:
+            found.append((name, entry["path"]))
+    return found
+
+
+def _same_file(a: Path, b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _of_kind(path: Path, kind: str) -> bool:
+    """Whether an existing file already holds what ``kind`` writes (an empty file holds anything)."""
+    if not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        head = handle.read(_PEEK)
+    if not head:
+        return True
+    if kind == "parquet":
+        return head.startswith(b"PAR1")
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not a character cut at the end of the peek
+            return False
+        text = head[: exc.start].decode("utf-8-sig")
+    if kind == "html":
+        return text.lstrip().lower().startswith(("<!doctype html", "<html"))
+    if kind == "jsonl":
+        first = text.lstrip().split("\n", 1)[0]
+        try:
+            return isinstance(json.loads(first), dict)
+        except json.JSONDecodeError:
+            return len(first) == len(text.lstrip()) and first.startswith("{")  # a first line past the peek
+    # yaml: a dataset YAML, a mapping of names to mappings (a README or a JSON file is not one)
+    if len(head) == _PEEK or text.lstrip().startswith(("{", "[")):
+        return False  # no dataset YAML is that long; JSON is YAML too, but not a file this writes
+    try:
+        parsed = yaml.safe_load(text)
+    except Exception:  # noqa: BLE001 - any file PyYAML cannot read (deep nesting included) is not one
+        return False
+    return parsed is None or (isinstance(parsed, dict) and all(isinstance(v, dict) for v in parsed.values()))
