@@ -1,4 +1,4 @@
-"""The vectorised cut paths give exactly the row path's entries and drops, on random rows."""
+"""The vectorised cut paths give exactly the row path's entries, drops and empty rows, on random rows."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dataidx.convert import NO_CUT, collecting_drops, converters, row_cuts
+from dataidx.convert import NO_CUT, collecting_drops, converters, row_expansion
 from dataidx.errors import ConversionError
 
 PLAIN = st.one_of(st.sampled_from(["", "hi", "a <b> c", "x < y"]), st.text(max_size=8))
@@ -33,16 +33,18 @@ def table_of(rows: list[dict]) -> pa.Table | None:
     return table
 
 
-def row_path(name: str, table: pa.Table) -> tuple[list, int] | None:
+def row_path(name: str, table: pa.Table) -> tuple[list, int, int] | None:
     plugin = converters.get(name)
-    found = []
+    found, empty = [], 0
     try:
         with collecting_drops() as drops:
             for number, raw in enumerate(table.to_pylist()):
-                found += [(number, NO_CUT if c is None else c) for c in row_cuts(plugin.func, raw, "d", number, name)]
+                cuts, trains_nothing = row_expansion(plugin.func, raw, "d", number, name)
+                found += [(number, NO_CUT if c is None else c) for c in cuts]
+                empty += trains_nothing
     except ConversionError:
         return None
-    return found, len(drops)
+    return found, len(drops), empty
 
 
 def check(name: str, rows: list[dict]) -> str:
@@ -57,6 +59,7 @@ def check(name: str, rows: list[dict]) -> str:
     assert slow is not None, "the fast path accepted a table the converter fails on"
     assert list(zip(fast.rows.tolist(), fast.cuts.tolist())) == slow[0]
     assert fast.drops == slow[1]
+    assert fast.empty == slow[2]
     return "fast"
 
 

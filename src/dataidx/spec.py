@@ -10,13 +10,18 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error``, ``columns`` and token budgets; anything
-#: else is a typo.
+#: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error``, ``columns``, token budgets and
+#: ``allow_empty``; anything else is a typo.
 VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error", "columns",
-              "tokens", "supervised_tokens")
+              "tokens", "supervised_tokens", "allow_empty")
 #: dataidx's budget keys: draw a dataset's entries until their tokens (or supervised tokens)
 #: under a render spec reach the budget, instead of counting entries with ``size``/``weight``.
 BUDGET_KEYS = ("tokens", "supervised_tokens")
+#: Keys recorded in a store only when given, so stores of configs without them read as they always did.
+RECORDED_WHEN_GIVEN = (*BUDGET_KEYS, "allow_empty")
+#: A dataset at least this share of whose rows train nothing is a mistake (a wrong or missing
+#: converter), unless it says ``allow_empty: true``.
+EMPTY_SHARE = 0.99
 #: ``on_error``: stop the build at a row its converter fails on, or record it as a reject.
 ERROR_POLICIES = ("raise", "skip")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -44,6 +49,8 @@ class DatasetSpec:
     #: a token budget (``tokens``) or a supervised-token budget (``supervised_tokens``), at most one
     tokens: int | None = None
     supervised_tokens: int | None = None
+    #: build even if (almost) no row has a supervised turn or a preference pair: pretraining text
+    allow_empty: bool = False
 
     @property
     def budget(self) -> tuple[str, int] | None:
@@ -54,9 +61,10 @@ class DatasetSpec:
         return None
 
     def info(self) -> dict[str, Any]:
-        """The spec as the JSON-able mapping the store records (budget keys only when given, so
-        stores of configs without them read as they always did)."""
-        return {key: getattr(self, key) for key in VALID_KEYS if key not in BUDGET_KEYS or getattr(self, key) is not None}
+        """The spec as the JSON-able mapping the store records (dataidx's newer keys only when given,
+        so stores of configs without them read as they always did)."""
+        return {key: getattr(self, key) for key in VALID_KEYS
+                if key not in RECORDED_WHEN_GIVEN or getattr(self, key) not in (None, False)}
 
 
 @dataclass(frozen=True)

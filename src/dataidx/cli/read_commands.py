@@ -34,9 +34,10 @@ def info(store: str, as_json: bool) -> None:
     echo(f"store {details['store']} (schema {details['schema_revision']}, dataidx {build.get('dataidx_version')})")
     echo(f"built {build.get('created_at')} from {build.get('config')} in {build.get('seconds')} s\n")
     echo(table(
-        ["dataset", "converter", "rows", "entries", "dropped messages", "rejected rows", "source", "path"],
-        [(d["name"], d["converter"], d["rows"], d["entries"], d["drops"], d["rejected"], d["source"], d["path"])
-         for d in details["datasets"]],
+        ["dataset", "converter", "rows", "entries", "dropped messages", "rejected rows", "empty rows", "source",
+         "path"],
+        [(d["name"], d["converter"], d["rows"], d["entries"], d["drops"], d["rejected"],
+          "?" if d["empty_rows"] is None else d["empty_rows"], d["source"], d["path"]) for d in details["datasets"]],
     ))
     for mixture in details["mixtures"]:
         echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "

@@ -51,10 +51,10 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
     summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress, replace=replace,
                           specs=("default",) if tokenizer is not None else ())
     if not quiet:
-        rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected,
+        rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected, d.empty,
                  f"{d.seconds:.2f}") for d in summary.datasets]
-        echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "seconds"], rows),
-                   err=True)
+        echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "empty rows",
+                    "seconds"], rows), err=True)
         if summary.mixture.taken_whole:
             echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
                        "render spec: the default mixture holds them whole; draw the budgets with dataidx render, then "

@@ -112,9 +112,9 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
     ):
         problems.append(f"{where}: key 'weight' must be a finite number >= 0, got {shown(weight)}")
     problems += _check_budget(where, info)
-    streaming = info.get("streaming")
-    if streaming is not None and not isinstance(streaming, bool):
-        problems.append(f"{where}: key 'streaming' must be true or false, got {shown(streaming)}")
+    for key in ("streaming", "allow_empty"):
+        if info.get(key) is not None and not isinstance(info[key], bool):
+            problems.append(f"{where}: key '{key}' must be true or false, got {shown(info[key])}")
     on_error = info.get("on_error", "raise")
     if on_error not in ERROR_POLICIES:
         problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {shown(on_error)}")
@@ -168,4 +168,5 @@ def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
         columns=dict(info["columns"]) if info.get("columns") else None,
         tokens=info.get("tokens"),
         supervised_tokens=info.get("supervised_tokens"),
+        allow_empty=bool(info.get("allow_empty", False)),
     )

@@ -2,7 +2,7 @@
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
 from . import formats  # noqa: F401  registers the built-in converters
-from .expansion import SUPERVISED_EPSILON, cuts, truncate
+from .expansion import SUPERVISED_EPSILON, cuts, trains_nothing, truncate
 from .media import MEDIA_COLUMNS, MediaMismatch
 from .registry import (
     Converter,
@@ -13,6 +13,7 @@ from .registry import (
     drop,
     register_converter,
     row_cuts,
+    row_expansion,
 )
 from .vectorised import NO_CUT, TableCuts
 
@@ -31,5 +32,7 @@ __all__ = [
     "drop",
     "register_converter",
     "row_cuts",
+    "row_expansion",
+    "trains_nothing",
     "truncate",
 ]

@@ -31,6 +31,13 @@ def cuts(sample: dict[str, Any]) -> list[int | None]:
     return found or [None]
 
 
+def trains_nothing(sample: dict[str, Any], found: list[int | None]) -> bool:
+    """Whether a converted sample gives nothing to learn from: no supervised turn (``found`` is
+    its cuts) and no preference pair. A dataset of such rows had the wrong converter, or none."""
+    return found == [None] and not any(isinstance(sample.get(side), list) and sample[side]
+                                       for side in ("chosen_messages", "rejected_messages"))
+
+
 def truncate(sample: dict[str, Any], cut: int | None) -> dict[str, Any]:
     """The sample an entry trains on: ``messages`` cut to the prefix, everything else as is."""
     if cut is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ConversionError, DataidxError
 from ..plugins import Registry
-from .expansion import cuts
+from .expansion import cuts, trains_nothing
 
 Sample = dict[str, Any]
 Converter = Callable[[dict[str, Any]], Sample]
@@ -88,8 +88,15 @@ def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, co
 
 def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> list[int | None]:
     """The cuts of one converted row; a sample that cannot be expanded fails like a conversion."""
+    return row_expansion(func, raw, dataset, row, converter)[0]
+
+
+def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
+                  converter: str) -> tuple[list[int | None], bool]:
+    """The cuts of one converted row and whether it trains nothing (:func:`.expansion.trains_nothing`)."""
     sample = convert_row(func, raw, dataset, row, converter)
     try:
-        return cuts(sample)
+        found = cuts(sample)
     except Exception as exc:
         raise ConversionError(dataset, row, converter, f"sample cannot be expanded: {type(exc).__name__}: {exc}") from exc
+    return found, trains_nothing(sample, found)

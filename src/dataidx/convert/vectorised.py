@@ -30,12 +30,19 @@ _PLACEHOLDER_BYTES = re.compile(_PLACEHOLDER.encode())
 @dataclass
 class TableCuts:
     """Entries of a table: parallel arrays of row numbers and cuts (``NO_CUT`` for None), the
-    messages the converter dropped, and rows rejected under ``on_error: skip`` with reasons."""
+    messages the converter dropped, rows rejected under ``on_error: skip`` with reasons, and the
+    rows that train nothing (no supervised turn, no preference pair; by default every row whose
+    one entry has no cut)."""
 
     rows: np.ndarray
     cuts: np.ndarray
     drops: int = 0
     rejects: list[tuple[int, str]] = field(default_factory=list)
+    empty: int = -1
+
+    def __post_init__(self) -> None:
+        if self.empty < 0:
+            self.empty = int(np.count_nonzero(self.cuts == NO_CUT))
 
 
 ArrowCuts = Callable[[pa.Table], "TableCuts | None"]
@@ -89,8 +96,18 @@ def _valid(table: pa.Table, column: str) -> np.ndarray:
     return pc.is_valid(table[column]).to_numpy(zero_copy_only=False)
 
 
-def _one_per_row(cuts: np.ndarray, drops: int = 0) -> TableCuts:
-    return TableCuts(rows=np.arange(len(cuts), dtype=np.int64), cuts=cuts.astype(np.int64), drops=drops)
+def _one_per_row(cuts: np.ndarray, drops: int = 0, empty: int = -1) -> TableCuts:
+    return TableCuts(rows=np.arange(len(cuts), dtype=np.int64), cuts=cuts.astype(np.int64), drops=drops, empty=empty)
+
+
+def _rows_without_lists(table: pa.Table, columns: tuple[str, ...]) -> int:
+    """Rows where none of ``columns`` holds a non-empty list: no preference pair to train on."""
+    held = np.zeros(table.num_rows, dtype=bool)
+    for column in columns:
+        if column in table.column_names and (pa.types.is_list(table[column].type)
+                                             or pa.types.is_large_list(table[column].type)):
+            held |= pc.fill_null(pc.list_value_length(table[column]), 0).to_numpy(zero_copy_only=False) > 0
+    return int(np.count_nonzero(~held))
 
 
 def alpaca_cuts(table: pa.Table) -> TableCuts | None:
@@ -161,14 +178,19 @@ def _expand(kept: np.ndarray, supervised: np.ndarray, offsets: np.ndarray) -> tu
     return all_rows[order], all_cuts[order]
 
 
-def _json_invalid(values: list) -> int:
-    bad = 0
-    for value in values:
+def _not_json(values: list) -> np.ndarray:
+    """A mask of the values that are not JSON text."""
+    bad = np.zeros(len(values), dtype=bool)
+    for position, value in enumerate(values):
         try:
             json.loads(value)
         except (json.JSONDecodeError, TypeError):
-            bad += 1
+            bad[position] = True
     return bad
+
+
+def _json_invalid(values: list) -> int:
+    return int(np.count_nonzero(_not_json(values)))
 
 
 _SHAREGPT_TAGS = pa.array(["system", "human", "gpt", "observation", "function_call"])
@@ -213,11 +235,10 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
 
 def none_cuts(table: pa.Table) -> TableCuts | None:
     """Rows already standard: supervised = assistant with loss_weight > 1e-6 (missing counts as 1)."""
-    if "messages" not in table.column_names:
-        return _one_per_row(np.full(table.num_rows, NO_CUT))
+    if "messages" not in table.column_names or _no_messages(table["messages"]):
+        return _one_per_row(np.full(table.num_rows, NO_CUT),
+                            empty=_rows_without_lists(table, ("chosen_messages", "rejected_messages")))
     type_ = table["messages"].type
-    if _no_messages(table["messages"]):
-        return _one_per_row(np.full(table.num_rows, NO_CUT))
     if not _list_of_struct(type_, ("role",)):
         return None
     messages, offsets = _flatten(table["messages"])
@@ -240,6 +261,7 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
     if _has_media(table):
         return None
     drops = 0
+    held = np.zeros(table.num_rows, dtype=bool)  # rows with a message left on either side
     for side in ("chosen", "rejected"):
         if side not in table.column_names or _no_messages(table[side]):
             continue
@@ -254,5 +276,10 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
         tool = _mask(pc.equal(roles, "tool"))
         if (~tool & (_mask(pc.is_null(contents)) | _placeholders(contents))).any():
             return None
-        drops += _json_invalid(contents.take(pa.array(np.flatnonzero(tool))).to_pylist())
-    return _one_per_row(np.full(table.num_rows, NO_CUT), drops)
+        kept = np.ones(len(messages), dtype=bool)
+        tool_at = np.flatnonzero(tool)
+        kept[tool_at[_not_json(contents.take(pa.array(tool_at)).to_pylist())]] = False
+        drops += int((~kept).sum())
+        kept_before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
+        held |= kept_before[offsets[1:]] > kept_before[offsets[:-1]]
+    return _one_per_row(np.full(table.num_rows, NO_CUT), drops, empty=int(np.count_nonzero(~held)))

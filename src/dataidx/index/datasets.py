@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from sqlalchemy import Connection, insert
 
-from ..convert import NO_CUT, TableCuts, collecting_drops, converters, row_cuts
+from ..convert import NO_CUT, TableCuts, collecting_drops, converters, row_expansion
 from ..errors import ConversionError, SourceError
 from ..plugins import Plugin
 from ..sources import (
@@ -45,6 +45,7 @@ from ..sources import (
 )
 from ..spec import DatasetSpec
 from ..store import Dataset, RejectedRow, insert_base_entries
+from .empty import refuse_empty
 from .mixtures import MixtureWriter
 
 #: A chunk ends after this many rows or this many bytes of Arrow data, whichever comes first.
@@ -59,6 +60,8 @@ class DatasetSummary:
     entries: int
     drops: int
     rejected: int = 0
+    #: rows whose sample has no supervised turn and no preference pair
+    empty: int = 0
     #: loading and expanding it, plus writing it (the two overlap with other datasets' steps)
     seconds: float = 0.0
 
@@ -100,6 +103,7 @@ def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection
     # Rows read from the Arrow files need no Dataset, whose pages would count in memory.
     arrow_files = arrow_files_at(loaded.arrow_paths) if loaded.arrow_paths else arrow_files_of(loaded.dataset)
     rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
+    text_files = bool(loaded.files) and all(str(path).endswith(".txt") for path in loaded.files)
     del loaded
     if spec.columns:
         rows = RenamedRows(rows, spec.columns, spec.name)
@@ -109,12 +113,16 @@ def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection
         "loader_version": sources.get(spec.source).version, "split": spec.split, "converter": converter.name,
         "converter_version": converter.version, "info": spec.info(), "rows": len(rows), "entries": 0,
         "first_entry": first_entry, "drops": 0, "arrow_files": arrow_files, "rejected": 0, "on_error": spec.on_error,
+        "empty_rows": 0,
     }
     for found in _converted(rows, converter, spec):
         writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found)
         record["entries"] += len(found.rows)
         record["drops"] += found.drops
         record["rejected"] += len(found.rejects)
+        record["empty_rows"] += found.empty
+    if not text_files:  # lines of plain text are pretraining text by nature
+        refuse_empty(spec, converter.name, record["rows"] - record["rejected"], record["empty_rows"], rows.column_names)
     return record, writes.submit(_write_record, connection, record, fingerprints, before, mixture, started)
 
 
@@ -151,7 +159,7 @@ def _write_record(connection: Connection, record: dict[str, Any], fingerprints: 
     mixture.add(record["id"], record["name"], record["first_entry"], record["entries"],
                 record["rows"] - record["rejected"])
     return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"],
-                          time.perf_counter() - started)
+                          record["empty_rows"], time.perf_counter() - started)
 
 
 def _valid_utf8(table: pa.Table) -> bool:
@@ -168,20 +176,22 @@ def _row_path(chunk: RowChunk, converter: Plugin, spec: DatasetSpec) -> TableCut
     row_numbers: list[int] = []
     cut_values: list[int] = []
     rejects: list[tuple[int, str]] = []
+    empty = 0
     with collecting_drops() as drops:
         for number, raw in enumerate(chunk.rows(), start=chunk.first):
             kept_drops = len(drops)
             try:
                 if isinstance(raw, BadRow):
                     raise SourceError(f"dataset '{spec.name}': {spec.path}: row {number}: {raw.reason}")
-                cuts = row_cuts(converter.func, raw, spec.name, number, converter.name)
+                cuts, trains_nothing = row_expansion(converter.func, raw, spec.name, number, converter.name)
             except (ConversionError, SourceError) as exc:
                 if spec.on_error == "raise":
                     raise
                 rejects.append((number, getattr(exc, "cause", None) or str(exc)))
                 del drops[kept_drops:]
                 continue
+            empty += trains_nothing
             row_numbers.extend([number] * len(cuts))
             cut_values.extend(NO_CUT if cut is None else cut for cut in cuts)
     return TableCuts(rows=np.array(row_numbers, dtype=np.int64), cuts=np.array(cut_values, dtype=np.int64),
-                     drops=len(drops), rejects=rejects)
+                     drops=len(drops), rejects=rejects, empty=empty)

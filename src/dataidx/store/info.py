@@ -94,7 +94,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         "datasets": [
             {
                 **{key: d[key] for key in ("name", "path", "source", "split", "converter", "converter_version",
-                                           "rows", "entries", "drops", "rejected", "on_error")},
+                                           "rows", "entries", "drops", "rejected", "on_error", "empty_rows")},
                 "files": json.loads(d["files"]),
                 "arrow_files": [f["path"] for f in json.loads(d["arrow_files"] or "null") or []],
             }

@@ -71,6 +71,8 @@ class Dataset(Base):
     arrow_files: Mapped[list | None] = mapped_column(JSON, nullable=True)
     rejected: Mapped[int] = mapped_column(INT, nullable=False, server_default="0")
     on_error: Mapped[str] = mapped_column(String, nullable=False, server_default="raise")
+    #: rows with no supervised turn and no preference pair; NULL in stores built before 0008
+    empty_rows: Mapped[int | None] = mapped_column(INT, nullable=True)
 
 
 class RejectedRow(Base):

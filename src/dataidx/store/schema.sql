@@ -29,7 +29,7 @@ CREATE TABLE datasets (
 	first_entry INTEGER NOT NULL, 
 	drops INTEGER NOT NULL, 
 	files JSON NOT NULL, 
-	arrow_files JSON, rejected INTEGER DEFAULT '0' NOT NULL, on_error VARCHAR DEFAULT 'raise' NOT NULL, 
+	arrow_files JSON, rejected INTEGER DEFAULT '0' NOT NULL, on_error VARCHAR DEFAULT 'raise' NOT NULL, empty_rows INTEGER, 
 	CONSTRAINT pk_datasets PRIMARY KEY (id), 
 	CONSTRAINT uq_datasets_name UNIQUE (name)
 );
@@ -271,4 +271,4 @@ JOIN (SELECT mixture_id, epoch, sum(tokens) AS tokens FROM epoch_datasets GROUP 
   ON t.mixture_id = ed.mixture_id AND t.epoch = ed.epoch
 WHERE ed.tokens IS NOT NULL AND ed.entries > 0
 ORDER BY m.id, ed.epoch, d.position;
-INSERT INTO alembic_version (version_num) VALUES ('0007');
+INSERT INTO alembic_version (version_num) VALUES ('0008');
