@@ -161,3 +161,31 @@ def test_item1_llamafactorys_preference_and_text_demos_build_as_they_should(tmp_
     refused(dataidx("build", "c4.yaml", "-o", "c.db", "-q", cwd=tmp_path),
             "dataset 'c4': 300 of 300 rows have no supervised turn and no preference pair with no converter; "
             "its columns are text; if that is on purpose (pretraining text), set allow_empty: true")
+
+
+# Item 6: a mixture drawn by tokens under lengths a new render replaced.
+
+def test_item6_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(demo: Path, tiny_tokenizer: Path) -> None:
+    write_yaml(demo / "budgets.yaml", "alp:\n  path: alpaca.jsonl\n  source: local\n  converter: alpaca\n  tokens: 40\n"
+               "chat:\n  path: chat.jsonl\n  source: local\n  converter: sharegpt\n")
+    assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
+    assert dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q", cwd=demo).returncode == 0
+    assert dataidx("mix", "s.db", "budgets.yaml", "--name", "bt", "--spec", "default", "--epochs", "2",
+                   cwd=demo).returncode == 0
+    again = dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "256", cwd=demo)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.splitlines()[-1] == (
+        "note: mixture 'bt' was drawn by token budgets under the old lengths of spec 'default' and are refused until "
+        "drawn again: dataidx remove-mixture s.db NAME, then dataidx mix s.db CONFIG --name NAME --spec default")
+    why = ("mixture 'bt' was drawn by token budgets under render spec 'default', which was rendered again since, "
+           "with other lengths: its budgets count lengths the store no longer holds; draw it again with dataidx "
+           "remove-mixture s.db bt, then dataidx mix s.db CONFIG --name bt --spec default")
+    for command in (["show", "s.db", "0", "--mixture", "bt"], ["compose", "s.db", "--mixture", "bt", "--spec", "default"],
+                    ["export", "s.db", "--mixture", "bt", "-o", "bt.jsonl"],
+                    ["pack", "s.db", "--spec", "default", "--mixture", "bt", "--capacity", "64"]):
+        refused(dataidx(*command, cwd=demo), f"s.db: {why}")
+    info = json.loads(dataidx("info", "s.db", "--json", cwd=demo).stdout)
+    assert [m["stale"] for m in info["mixtures"]] == [None, why]
+    assert dataidx("remove-mixture", "s.db", "bt", cwd=demo).returncode == 0
+    assert dataidx("mix", "s.db", "budgets.yaml", "--name", "bt", "--spec", "default", cwd=demo).returncode == 0
+    assert dataidx("compose", "s.db", "--mixture", "bt", "--spec", "default", cwd=demo).returncode == 0

@@ -45,6 +45,8 @@ def info(store: str, as_json: bool) -> None:
                    f"dataidx {mixture['dataidx_version']}, {mixture['created_at']}")
         if mixture["spec"]:
             echo(f"tokens counted under render spec '{mixture['spec']}'")
+        if mixture["stale"]:
+            echo(f"refused until drawn again: {mixture['stale']}")
         echo(table(
             ["dataset", "size", "weight", "tokens", "supervised tokens", "base entries", "requested", "entries", "seed"],
             [(name, d["size"], d["weight"], d["token_budget"], d["supervised_token_budget"], d["base_entries"],

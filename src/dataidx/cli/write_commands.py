@@ -176,6 +176,12 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
     removed = f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed else ""
     echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
                f"in {summary.seconds:.2f} s{removed}", err=True)
+    if summary.stale_mixtures:
+        names = ", ".join(f"'{mixture}'" for mixture in summary.stale_mixtures)
+        names = f"mixture {names} was" if len(summary.stale_mixtures) == 1 else f"mixtures {names} were"
+        echo(f"note: {names} drawn by token budgets under the old lengths of spec '{name}' and are "
+             f"refused until drawn again: dataidx remove-mixture {shown(store)} NAME, then dataidx mix {shown(store)} "
+             f"CONFIG --name NAME --spec {name}", err=True)
 
 
 @click.command()

@@ -25,6 +25,7 @@ from ..read import EntryReader
 from ..store import (
     LengthRow,
     ReadIdentity,
+    budget_mixtures_drawn_before,
     connect_readonly,
     move_spec_tokenizer,
     render_counts,
@@ -50,6 +51,8 @@ class RenderSummary:
     seconds: float
     reused: bool = False
     plans_removed: int = 0
+    #: mixtures drawn by token budgets under the spec's old lengths, refused until drawn again
+    stale_mixtures: list[str] = field(default_factory=list)
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
@@ -203,4 +206,6 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         plans_removed, counts, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
                                                           rendered.kept, started)
-    return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed)
+        stale = budget_mixtures_drawn_before(connection, spec.name)
+    return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed,
+                         stale_mixtures=list(stale))

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import hide_passwords
 from .connect import SCHEMA_REVISION, connect_readonly
 from .dialect import ReadConnection
-from .records import TRAINS, read_epochs
+from .records import TRAINS, read_epochs, stale_budget_mixtures
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
@@ -46,6 +46,8 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         datasets = _rows(connection, "SELECT * FROM datasets ORDER BY position")
         names = {d["id"]: d["name"] for d in datasets}
         mixtures = []
+        stale = stale_budget_mixtures(lambda sql, parameters: connection.execute(
+            connection.dialect.sql(sql), parameters).fetchall(), store=path)
         for mixture in _rows(connection, "SELECT * FROM mixtures ORDER BY id"):
             draws = _rows(connection, connection.dialect.sql(
                 "SELECT * FROM mixture_datasets WHERE mixture_id = {mark} ORDER BY dataset_id"), mixture["id"])
@@ -60,6 +62,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                 "dataidx_version": mixture["dataidx_version"],
                 "created_at": mixture["created_at"],
                 "spec": mixture["spec"],
+                "stale": stale.get(mixture["name"]),
                 "epochs": [entries for _, entries in read_epochs(connection, mixture["id"])],
                 "datasets": {
                     names[d["dataset_id"]]: {

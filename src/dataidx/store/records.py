@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, StaleStoreError
 from .connect import not_found
 from .dialect import ReadConnection
 
@@ -94,8 +95,38 @@ def read_mixture(connection: ReadConnection, name: str, store: str | os.PathLike
     row = connection.execute(sql, (name,)).fetchone()
     if row is None:
         raise not_found(connection, "mixtures", "mixture", name, store)
+    stale = stale_budget_mixtures(lambda sql, parameters: connection.execute(connection.dialect.sql(sql), parameters)
+                                  .fetchall(), mixture=name, store=store)
+    if stale:
+        raise StaleStoreError(f"{store}: {stale[name]}")
     stretches = tuple(read_epochs(connection, row[0]))
     return StoredMixture(row[0], row[1], 0, 0, stretches=stretches).at(epoch)
+
+
+# Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those drawn by.
+_STALE_BUDGETS = """
+SELECT m.name, m.spec, s.fingerprint IS NULL FROM mixtures AS m LEFT JOIN render_specs AS s ON s.name = m.spec
+WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint) AND {which}
+  AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
+              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))
+ORDER BY m.id
+"""
+
+
+def stale_budget_mixtures(execute: Callable[[str, tuple[Any, ...]], list[Any]], *, mixture: str | None = None,
+                          spec: str | None = None, store: object = "STORE") -> dict[str, str]:
+    """Mixture name -> why it cannot be served: its token budgets were met under lengths its
+    render spec no longer holds (the spec was rendered again, or removed). ``execute`` runs SQL
+    with ``{mark}`` parameters; ``mixture`` or ``spec`` narrows the search."""
+    which, parameters = ("m.name = {mark}", (mixture,)) if mixture is not None else \
+        ("m.spec = {mark}", (spec,)) if spec is not None else ("1 = 1", ())
+    found = {}
+    for name, under, removed in execute(_STALE_BUDGETS.replace("{which}", which), parameters):
+        change = "which was removed since" if removed else "which was rendered again since, with other lengths"
+        found[name] = (f"mixture '{name}' was drawn by token budgets under render spec '{under}', {change}: its "
+                       f"budgets count lengths the store no longer holds; draw it again with dataidx remove-mixture "
+                       f"{store} {name}, then dataidx mix {store} CONFIG --name {name} --spec {under}")
+    return found
 
 
 def check_epoch(epoch: int, epochs: int, mixture: str) -> int:

@@ -14,6 +14,7 @@ from sqlalchemy import Connection, insert, update
 
 from .deletes import delete_spec
 from .dialect import ReadConnection
+from .records import stale_budget_mixtures
 from .schema import RenderSpecRow
 from .sqlite.read import SQLITE
 
@@ -55,6 +56,13 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return plans_removed, counts, seconds
+
+
+def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:
+    """The mixtures drawn by token budgets under spec ``spec`` as it was before it was rendered
+    again (or removed): readers refuse them until they are drawn again."""
+    execute = lambda sql, parameters: connection.exec_driver_sql(SQLITE.sql(sql), parameters).fetchall()  # noqa: E731
+    return list(stale_budget_mixtures(execute, spec=spec))
 
 
 def move_spec_tokenizer(connection: Connection, spec: str, tokenizer: str) -> None:
