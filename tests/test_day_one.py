@@ -189,3 +189,39 @@ def test_item6_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(dem
     assert dataidx("remove-mixture", "s.db", "bt", cwd=demo).returncode == 0
     assert dataidx("mix", "s.db", "budgets.yaml", "--name", "bt", "--spec", "default", cwd=demo).returncode == 0
     assert dataidx("compose", "s.db", "--mixture", "bt", "--spec", "default", cwd=demo).returncode == 0
+
+
+# Item 10: steps, packs and messages per epoch.
+
+def test_item10_steps_and_packs_are_per_epoch_and_messages_name_the_epoch(demo: Path, tiny_tokenizer: Path) -> None:
+    assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
+    assert dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q", cwd=demo).returncode == 0
+    assert dataidx("mix", "s.db", "sft.yaml", "--name", "three", "--epochs", "3", cwd=demo).returncode == 0
+    packed = dataidx("pack", "s.db", "--spec", "default", "--mixture", "three", "--capacity", "64",
+                     "--global-batch-size", "2", cwd=demo)
+    assert packed.returncode == 0, packed.stderr
+    info = json.loads(dataidx("info", "s.db", "--json", cwd=demo).stdout)
+    epoch_packs = info["pack_plans"][0]["epoch_packs"]
+    assert len(epoch_packs) == 3 and sum(epoch_packs) == info["pack_plans"][0]["packs"]
+    lines = packed.stderr.splitlines()
+    assert lines[1] == f"packs per epoch: {', '.join(map(str, epoch_packs))}"
+    steps = {packs // 2 for packs in epoch_packs}
+    assert len(steps) == 1  # the same entries each epoch, shuffled: the same packs
+    rests = ", ".join(str(packs % 2) for packs in epoch_packs)
+    dropped = (f"; the last packs of each epoch that do not fill a step are dropped (drop_last): {rests}"
+               if any(packs % 2 for packs in epoch_packs) else "")
+    assert lines[2] == f"{steps.pop()} steps per epoch at a global batch size of 2 packs{dropped}"
+    refused(dataidx("show", "s.db", "99", "--mixture", "three", "--epoch", "2", cwd=demo),
+            "position 99 out of range for mixture 'three', epoch 2 of 3 of 12 entries")
+    shown = dataidx("show", "s.db", "0", "--mixture", "three", "--epoch", "1", cwd=demo)
+    assert shown.stderr == "mixture 'three', epoch 1 of 3 (--epoch K for another)\n"
+    composed = dataidx("compose", "s.db", "--mixture", "three", cwd=demo)
+    assert composed.stderr == "mixture 'three', all 3 epochs (--epoch K for one)\n"
+    exported = dataidx("export", "s.db", "--mixture", "three", "--epoch", "2", "-o", "e.jsonl", "-q", cwd=demo)
+    assert exported.returncode == 0 and exported.stderr == ""
+    exported = dataidx("export", "s.db", "--mixture", "three", "--epoch", "2", "-o", "e.jsonl", cwd=demo)
+    assert exported.stderr.splitlines()[-1] == "wrote 12 samples of mixture 'three', epoch 2 of 3 to e.jsonl"
+    from dataidx import DataEngine
+
+    with pytest.raises(IndexError, match=r"^position 12 out of range for mixture 'three', epoch 1 of 3 of 12 entries$"):
+        DataEngine(demo / "s.db", "three", epoch=1)[12]

@@ -357,7 +357,7 @@ def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny
     packs = len(PackedDataset(store))
     assert result.exit_code == 0 and packs % 4 and packs > 4
     assert f"{packs // 4} steps per epoch at a global batch size of 4 packs; the last {packs % 4} packs" in result.output
-    assert "packs (samples per epoch)" in CliRunner().invoke(cli, ["info", str(store)]).output
+    assert "packs per epoch" in CliRunner().invoke(cli, ["info", str(store)]).output
 
 
 def test_build_can_render_as_it_goes(tmp_path: Path) -> None:

@@ -104,3 +104,22 @@ def mixture_options(func: F) -> F:
     )(func)
     return click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=DEFAULT_SEED, show_default=True,
                         help="Seed of the mixture.")(func)
+
+
+def steps_line(steps: list[tuple[int, int]], global_batch_size: int) -> str:
+    """``3 steps per epoch at a global batch size of 4 packs...``: one epoch's steps, or each
+    epoch's when they differ, and the packs the loader drops at the end of an epoch."""
+    counts = {count for count, _ in steps}
+    if len(counts) == 1:
+        count = counts.pop()
+        said = f"{count} step{'s' if count != 1 else ''} per epoch"
+    else:
+        said = f"steps per epoch {', '.join(str(count) for count, _ in steps)} (epochs 0-{len(steps) - 1})"
+    rests = [rest for _, rest in steps]
+    if not any(rests):
+        dropped = ""
+    elif len(steps) == 1:
+        dropped = f"; the last {rests[0]} packs do not fill a step and are dropped (drop_last)"
+    else:
+        dropped = f"; the last packs of each epoch that do not fill a step are dropped (drop_last): {', '.join(map(str, rests))}"
+    return f"{said} at a global batch size of {global_batch_size} packs{dropped}"

@@ -68,9 +68,9 @@ def info(store: str, as_json: bool) -> None:
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(
-            ["plan", "spec", "mixture", "capacity", "seed", "packs (samples per epoch)", "entries", "fill"],
-            [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], p["packs"], p["entries"],
-              f"{p['fill']:.2%}") for p in details["pack_plans"]],
+            ["plan", "spec", "mixture", "capacity", "seed", "packs per epoch", "entries", "fill"],
+            [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], ", ".join(map(str, p["epoch_packs"])),
+              p["entries"], f"{p['fill']:.2%}") for p in details["pack_plans"]],
         ))
 
 
@@ -103,8 +103,11 @@ def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_ve
         from ..read import StoreReader
 
         reader = StoreReader(store, mixture, verify=not no_verify, epoch=epoch)
-        for position in positions:
-            echo_json(reader.get(position))
+        documents = [reader.get(position) for position in positions]  # an error names the epoch itself
+        if len(reader.epochs) > 1:
+            echo(f"{reader.serving} (--epoch K for another)", err=True)
+        for document in documents:
+            echo_json(document)
     except IndexError as exc:
         raise UsageError(str(exc)) from None
 
@@ -183,9 +186,13 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture default --json
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
-    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition
+    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
+    epochs = mixture_epochs(store, mixture)
+    if epochs > 1 and not as_json:
+        echo(serving(mixture, epoch, epochs) if epoch is not None else
+             f"mixture '{mixture}', all {epochs} epochs (--epoch K for one)", err=True)
     if as_json:
         echo_json(rows)
         return
@@ -240,13 +247,14 @@ def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, f
         dataidx export demo.db --mixture seed7 -o seed7.parquet
     """
     from ..read import export_mixture
-    from ..store import check_output
+    from ..store import check_output, mixture_epochs, serving
 
     check_output(output, "parquet" if output.endswith(".parquet") else "jsonl", store=store, force=force)
     written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
-        echo(f"wrote {written} samples of mixture '{mixture}' to {output}", err=True)
+        echo(f"wrote {written} samples of {serving(mixture, epoch, mixture_epochs(store, mixture))} to {output}",
+             err=True)
 
 
 @click.command()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, echo, mixture_options, shown, table
+from .common import ProgressLine, echo, mixture_options, shown, steps_line, table
 
 
 @click.command()
@@ -209,16 +209,16 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     from ..pack import pack_store
 
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
+    over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
     echo(
         f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
-        f"tokens, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
+        f"tokens{over}, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
         f"in {summary.seconds:.2f} s", err=True,
     )
+    if len(summary.epoch_packs) > 1:
+        echo(f"packs per epoch: {', '.join(map(str, summary.epoch_packs))}", err=True)
     if global_batch_size is not None:
-        steps, rest = divmod(summary.packs, global_batch_size)
-        dropped = f"; the last {rest} packs do not fill a step and are dropped (drop_last)" if rest else ""
-        echo(f"{steps} step{'s' if steps != 1 else ''} per epoch at a global batch size of {global_batch_size} "
-                   f"packs{dropped}", err=True)
+        echo(steps_line(summary.steps(global_batch_size), global_batch_size), err=True)
 
 
 @click.command("import-v0")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,6 +51,13 @@ class PackSummary:
     left_out: int
     seconds: float
     plan_seconds: float
+    #: packs of each epoch, in order (``packs`` is their sum)
+    epoch_packs: list[int] = field(default_factory=list)
+
+    def steps(self, global_batch_size: int) -> list[tuple[int, int]]:
+        """Per epoch: ``(optimizer steps, packs left over)`` at ``global_batch_size`` packs a step
+        (the DataLoader drops the last packs that do not fill a step)."""
+        return [divmod(packs, global_batch_size) for packs in self.epoch_packs]
 
 
 def pack_store(
@@ -94,6 +101,7 @@ def pack_store(
                 entries = position_entries(connection, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
                 packs = _epoch_packs(store, mixture, spec, entries, lengths, capacity, epoch_seed(seed, epoch))
+                summary.epoch_packs.append(len(packs.sizes))
                 summary.plan_seconds += time.perf_counter() - plan_started
                 del entries
                 yield packs

@@ -64,7 +64,8 @@ class PackedPlan:
     def get(self, index: int) -> list[dict[str, Any]]:
         """The rendered members of pack ``index`` (negative counts from the end)."""
         if not -self.packs <= index < self.packs:
-            raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs")
+            raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
+                             + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
         members = self.reader.fetch(_MEMBERS, (self.spec.id, self.plan_id, self.first_pack + index % self.packs))
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []

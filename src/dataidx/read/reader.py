@@ -23,6 +23,7 @@ from ..store import (
     identity_of,
     read_datasets,
     read_mixture,
+    serving,
 )
 from .process import ProcessState, freeze_inherited_objects, paused_gc
 from .verify import dataset_problems
@@ -162,10 +163,15 @@ class StoreReader(EntryReader):
         self.start, self.length = self.epochs[check_epoch(epoch, len(self.epochs), self.mixture)]
         self.epoch = epoch
 
+    @property
+    def serving(self) -> str:
+        """What this reader serves, for messages: ``mixture 'x', epoch 1 of 3``."""
+        return serving(self.mixture, self.epoch, len(self.epochs))
+
     def position(self, index: int) -> int:
         """``index`` as a position in ``range(len(self))``; negative counts from the end."""
         if not -self.length <= index < self.length:
-            raise IndexError(f"position {index} out of range for mixture '{self.mixture}' of {self.length} entries")
+            raise IndexError(f"position {index} out of range for {self.serving} of {self.length} entries")
         return index % self.length
 
     def _key(self, index: int) -> tuple[bool, int]:

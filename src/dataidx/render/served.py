@@ -67,7 +67,8 @@ class RenderedMixture:
 
     def _position(self, index: int) -> int:
         if not -len(self) <= index < len(self):
-            raise IndexError(f"index {index} out of range for {len(self)} training entries under spec '{self.spec.name}'")
+            raise IndexError(f"index {index} out of range for {len(self)} training entries of {self.reader.serving} "
+                             f"under spec '{self.spec.name}'")
         index %= len(self)
         return index if self.positions is None else int(self.positions[index])
 

@@ -80,6 +80,10 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                                            for spec in specs}
         plans = _rows(connection, "SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
                                   "FROM pack_plans ORDER BY plan")
+        for plan in plans:  # steps per epoch follow the packs of each epoch, not their sum
+            plan["epoch_packs"] = [packs for (packs,) in connection.execute(connection.dialect.sql(
+                "SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON p.id = e.plan_id "
+                "WHERE p.name = {mark} ORDER BY e.epoch"), (plan["plan"],))]
     finally:
         connection.close()
     build = builds[0] if builds else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError, StaleStoreError
-from .connect import not_found
+from .connect import connect_readonly, not_found
 from .dialect import ReadConnection
 
 #: What an entry can come to under a render spec, worst last; the first two train, the others
@@ -127,6 +127,21 @@ def stale_budget_mixtures(execute: Callable[[str, tuple[Any, ...]], list[Any]], 
                        f"budgets count lengths the store no longer holds; draw it again with dataidx remove-mixture "
                        f"{store} {name}, then dataidx mix {store} CONFIG --name {name} --spec {under}")
     return found
+
+
+def mixture_epochs(store: str | os.PathLike[str], mixture: str) -> int:
+    """How many epochs mixture ``mixture`` of ``store`` holds."""
+    connection = connect_readonly(store)
+    try:
+        return read_mixture(connection, mixture, store).epochs
+    finally:
+        connection.close()
+
+
+def serving(mixture: str, epoch: int, epochs: int) -> str:
+    """``mixture 'x'``, or ``mixture 'x', epoch 1 of 3`` when it has several: how messages name what
+    a reader serves."""
+    return f"mixture '{mixture}'" + (f", epoch {epoch} of {epochs}" if epochs > 1 else "")
 
 
 def check_epoch(epoch: int, epochs: int, mixture: str) -> int:
