@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -23,9 +24,9 @@ from dataidx.index import build
 from dataidx.pack import pack_store
 from dataidx.render import render_store
 from dataidx.store import run_query
-from dataidx.view import COOKBOOK, DESCRIPTIONS, datasette_metadata, write_report
+from dataidx.view import COOKBOOK, DESCRIPTIONS, VIEWS, datasette_metadata, write_report
 
-from .conftest import REPO
+from .conftest import REPO, alpaca_rows, write_jsonl
 
 SCREENSHOT = REPO / "docs" / "report.png"
 
@@ -177,12 +178,36 @@ def test_serve_shows_the_store_in_datasette(demo_store: Path) -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/metadata.json", timeout=5) as response:
             described = json.load(response)["databases"]["demo"]["tables"]
         assert described["entries"]["description"] == DESCRIPTIONS["entries"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:  # the views first
+            home = response.read().decode()
+        links = re.findall(r"href='/demo/(\w+)'", home)
+        assert links[: len(VIEWS)] == list(VIEWS) and set(VIEWS) <= set(DESCRIPTIONS)
         with pytest.raises(urllib.error.HTTPError):  # read-only: Datasette refuses anything but a read
             urllib.request.urlopen(f"{base}.json?sql=DELETE+FROM+datasets", timeout=5)
         assert run_query(demo_store, "SELECT count(*) FROM datasets")[1][0][0] == 3
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        output = server.communicate(timeout=30)[0]
+    # The refused write is one line in the terminal, not a traceback with its locals.
+    assert "Traceback" not in output and "locals" not in output, output
+    refused = [line for line in output.splitlines() if "refused" in line]
+    assert refused == ["dataidx serve: refused GET /demo.json?sql=DELETE+FROM+datasets (400): "
+                       "Statement must be a SELECT"], output
+
+
+def test_serve_on_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("datasette")
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
+    (tmp_path / "c.yaml").write_text(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    build(tmp_path / "c.yaml", tmp_path / "s.db")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "dataidx", "serve", str(tmp_path / "s.db"), "--port", str(port)],
+                              capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"Error: port {port} on 127.0.0.1 is in use; choose another with --port\n"
 
 
 def test_serve_refuses_what_is_not_a_store_file(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "write_report": ".report",
     "COOKBOOK": ".cookbook",
     "DESCRIPTIONS": ".datasette",
+    "VIEWS": ".datasette",
     "datasette_metadata": ".datasette",
     "serve_store": ".datasette",
 })
