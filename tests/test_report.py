@@ -86,11 +86,15 @@ def test_the_report_in_a_browser(report: Path, demo_store: Path, browser, tmp_pa
             if not request.url.startswith("file:") else None)
     page.goto(report.as_uri())
     width = int(page.get_attribute("#chart-lengths", "data-bin-width"))
-    expected = {
+    expected = {  # every chart counts the mixture's positions
         "mixture": sql_count(demo_store, "SELECT count(*) FROM composition WHERE mixture = 'default'"),
-        "turns": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT dataset, entries FROM turns) AS t"),
-        "lengths": sql_count(demo_store, f"SELECT count(*) FROM (SELECT DISTINCT dataset, status, full_tokens / {width} "
-                                         "FROM entry_lengths WHERE spec = 'default') AS t"),
+        "turns": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT t.dataset, t.entries FROM turns AS t "
+                                       "JOIN (SELECT DISTINCT dataset, row FROM entries WHERE mixture = 'default') AS r "
+                                       "ON r.dataset = t.dataset AND r.row = t.row) AS t"),
+        "lengths": sql_count(demo_store, f"SELECT count(*) FROM (SELECT DISTINCT l.dataset, l.status, l.full_tokens / "
+                                         f"{width} FROM entries AS e JOIN entry_lengths AS l ON l.spec = 'default' "
+                                         "AND l.dataset = e.dataset AND l.row = e.row AND l.cut IS e.cut "
+                                         "WHERE e.mixture = 'default') AS t"),
         "supervised": sql_count(demo_store, "SELECT count(DISTINCT dataset) FROM entry_lengths WHERE spec = 'default' "
                                             "AND status IN ('ok', 'truncated')"),
         "fill": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT min(sum(tokens) * 20 / 256, 19) "
@@ -106,7 +110,7 @@ def test_the_report_in_a_browser(report: Path, demo_store: Path, browser, tmp_pa
     trained.hover()
     assert page.is_visible("#tip")
     assert f"label {trained.get_attribute('data-label')}" in page.inner_text("#tip")
-    page.locator("#samples .tok:not(.sup)").first.hover()
+    page.locator("#samples .sample:not(.untrained) .tok:not(.sup)").first.hover()
     assert "label -100 (not trained on)" in page.inner_text("#tip")
     assert page.locator("#samples .tok.special").count() > 0
     assert "too_long" in page.inner_text("#lengths")  # the entries that will not train, with why

@@ -7,6 +7,7 @@ from .._lazy import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "ReportSummary": ".report",
     "write_report": ".report",
+    "report_figures": ".report",
     "COOKBOOK": ".cookbook",
     "DESCRIPTIONS": ".datasette",
     "VIEWS": ".datasette",

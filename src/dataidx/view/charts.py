@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..store import STATUSES
-from .figures import FILL_BINS, PlanFigures, SpecFigures
+from .figures import FILL_BINS, PlanFigures
+from .spec_figures import SpecFigures
 
 #: A colour per status, good to bad; colour-blind safe (Okabe-Ito).
 STATUS_COLOURS = dict(zip(STATUSES, ("#009E73", "#E69F00", "#D55E00", "#999999", "#CC79A7")))
