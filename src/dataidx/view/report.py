@@ -93,8 +93,9 @@ def _page(path: str, figures: Figures, samples: list[str], seed: int) -> str:
         sections.append(packing(figures))
     sections.append(rejects(figures))
     what = "rendered under spec '" + figures.spec.name + "'" if figures.spec else "converted (no --spec given)"
-    over = "every epoch" if figures.epoch is None else f"epoch {figures.epoch}"
-    sections.append(f"<section id='samples'><h2>{len(samples)} sampled entries of {over}, {html.escape(what)} "
+    over = f"epoch {figures.epoch}, " if figures.epoch is not None else \
+        f"all {len(figures.epochs)} epochs, " if len(figures.epochs) > 1 else ""
+    sections.append(f"<section id='samples'><h2>{len(samples)} sampled entries, {over}{html.escape(what)} "
                     f"(seed {seed})</h2><p>Supervised tokens are highlighted; special tokens are boxed; an entry "
                     "that does not train is grey; a character whose bytes span tokens is drawn in the first one's "
                     "box, the others left empty; hover a token for its id, label and loss weight.</p>"

@@ -35,7 +35,7 @@ def _over(figures: Figures) -> str:
     """What the figures count, for headings: 'all 3 epochs' or 'epoch 1'."""
     if figures.epoch is not None:
         return f"epoch {figures.epoch}"
-    return "the one epoch" if len(figures.epochs) == 1 else f"all {len(figures.epochs)} epochs"
+    return "all positions" if len(figures.epochs) == 1 else f"all {len(figures.epochs)} epochs"
 
 
 def summary(path: str, figures: Figures) -> str:
