@@ -5,36 +5,45 @@ from __future__ import annotations
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, echo, shown
+from .common import ProgressLine, echo, echo_json, json_option, shown
 
 
 @click.command()
 @click.argument("store")
 @click.option("-o", "--output", default="report.html", show_default=True, help="HTML file to write.")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to report on.")
+@click.option("--epoch", type=click.IntRange(min=0), help="One epoch of the mixture (default: all of them together).")
 @click.option("--spec", help="Render spec whose lengths, statuses and tokens to show (from dataidx render).")
-@click.option("--plan", help="Packing plan whose fill to show (from dataidx pack).")
+@click.option("--plan", help="Packing plan of the mixture whose fill to show (from dataidx pack).")
 @click.option("--samples", default=5, show_default=True, type=click.IntRange(min=0),
               help="Entries to show token by token (rendered with --spec, converted without).")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Seed of the sampled entries.")
+@json_option("Print the report's figures as one JSON document on stdout instead of writing HTML.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
-def report(store: str, output: str, mixture: str, spec: str | None, plan: str | None, samples: int, seed: int,
-           quiet: bool) -> None:
-    """Write one self-contained HTML page about a mixture: sources, seeds, shares, turns, token
-    lengths by status, supervised tokens, why entries do not train, pack fill, rejected rows and
-    sampled entries token by token (hover for id, label, weight). It opens offline.
+def report(store: str, output: str, mixture: str, epoch: int | None, spec: str | None, plan: str | None,
+           samples: int, seed: int, as_json: bool, quiet: bool) -> None:
+    """Write one self-contained HTML page about a mixture: sources, seeds, budgets, what each
+    epoch drew, shares, turns, token lengths by status, supervised tokens, why entries do not
+    train, pack fill, rejected rows and sampled entries token by token (hover for id, label,
+    weight). Every figure counts the mixture's positions, of all epochs or of --epoch K. It
+    opens offline.
 
     \b
     Example:
         dataidx report demo.db -o report.html --spec default --plan default --samples 5
+        dataidx report demo.db --mixture by_tokens --spec default --epoch 1 --json
     """
-    from ..view import write_report
+    from ..view import report_figures, write_report
 
-    summary = write_report(store, output, mixture=mixture, spec=spec, plan=plan, samples=samples, seed=seed,
-                           progress=ProgressLine("report steps", quiet))
+    if as_json:
+        echo_json(report_figures(store, mixture=mixture, epoch=epoch, spec=spec, plan=plan, samples=samples,
+                                 seed=seed))
+        return
+    summary = write_report(store, output, mixture=mixture, epoch=epoch, spec=spec, plan=plan, samples=samples,
+                           seed=seed, progress=ProgressLine("report steps", quiet))
     if not quiet:
         echo(f"wrote {summary.path} ({summary.bytes / 1024:,.0f} KiB) about {shown(store)} in "
-                   f"{summary.seconds:.2f} s", err=True)
+             f"{summary.seconds:.2f} s", err=True)
 
 
 @click.command()

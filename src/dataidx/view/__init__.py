@@ -7,8 +7,12 @@ from .._lazy import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "ReportSummary": ".report",
     "write_report": ".report",
+    "report_figures": ".report",
+    "token_texts": ".glyphs",
+    "split_characters": ".glyphs",
     "COOKBOOK": ".cookbook",
     "DESCRIPTIONS": ".datasette",
+    "VIEWS": ".datasette",
     "datasette_metadata": ".datasette",
     "serve_store": ".datasette",
 })

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
+from typing import Any
 
 import matplotlib
+import matplotlib.axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..store import STATUSES
-from .figures import FILL_BINS, PlanFigures, SpecFigures
+from .figures import FILL_BINS, PlanFigures
+from .spec_figures import SpecFigures
 
 #: A colour per status, good to bad; colour-blind safe (Okabe-Ito).
 STATUS_COLOURS = dict(zip(STATUSES, ("#009E73", "#E69F00", "#D55E00", "#999999", "#CC79A7")))
@@ -57,15 +60,22 @@ def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: 
                       xytext=(3, 0), textcoords="offset points", va="center")
     axes.set_yticks(range(len(labels)), [_label(label) for label in labels])
     axes.invert_yaxis()
+    if all(isinstance(value, int) for value in values):
+        _counts(axes.xaxis)
     axes.set_xlabel(xlabel)
     axes.spines[["top", "right"]].set_visible(False)
     return _svg(figure)
 
 
+def _counts(axis: matplotlib.axis.Axis) -> None:
+    """A count axis: integer ticks only."""
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
 def turns_chart(turns: list[tuple[str, int, int]]) -> str:
-    """Rows by number of entries (supervised turns), one panel per dataset."""
+    """Rows drawn by their number of entries (supervised turns), one panel per dataset."""
     if not turns:
-        return _empty("no base entries")
+        return _empty("no positions")
     by_dataset: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for dataset, count, rows in turns:
         by_dataset[dataset].append((count, rows))
@@ -77,8 +87,12 @@ def turns_chart(turns: list[tuple[str, int, int]]) -> str:
             bar.set_gid(f"mark-turns-{number}")
             number += 1
         axes.set_title(_label(dataset), loc="left", fontsize=9)
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_ylabel("rows")
+        # The turn counts there are, each an integer tick: one value is one tick, not 0.6 .. 1.4.
+        turns = [c for c, _ in counts]
+        axes.set_xlim(min(turns) - 0.7, max(turns) + 0.7)
+        axes.set_xticks(range(min(turns), max(turns) + 1) if max(turns) - min(turns) < 15 else turns)
+        _counts(axes.yaxis)
+        axes.set_ylabel("rows drawn")
         axes.spines[["top", "right"]].set_visible(False)
     figure.axes[-1].set_xlabel("entries per row (supervised turns)")
     return _svg(figure)
@@ -87,30 +101,32 @@ def turns_chart(turns: list[tuple[str, int, int]]) -> str:
 def length_chart(spec: SpecFigures) -> str:
     """Token lengths (before truncation) per dataset, stacked by status, the cutoff marked."""
     if not spec.histogram:
-        return _empty("no base entries")
+        return _empty("no positions")
     by_dataset: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
     for dataset, status, bin_number, entries in spec.histogram:
         by_dataset[dataset][status][bin_number] = entries
-    figure = _figure(7, 1.6 * len(by_dataset) + 0.8)
+    figure = _figure(7, 1.6 * len(by_dataset) + 1.1)
     panels = figure.subplots(len(by_dataset), 1, sharex=True, squeeze=False)[:, 0]  # one length axis for all
     number = 0
+    shown: dict[str, Any] = {}  # one legend for the figure: each status drawn, in STATUSES order
     for axes, (dataset, statuses) in zip(panels, by_dataset.items()):
         bottoms: dict[int, int] = defaultdict(int)
-        labelled: set[str] = set()
         for status in STATUSES:
             for bin_number, entries in sorted(statuses.get(status, {}).items()):
                 bar, = axes.bar(bin_number * spec.bin_width, entries, width=spec.bin_width, align="edge",
-                                bottom=bottoms[bin_number], color=STATUS_COLOURS[status],
-                                label=None if status in labelled else status)
-                labelled.add(status)
+                                bottom=bottoms[bin_number], color=STATUS_COLOURS[status])
+                shown.setdefault(status, bar)
                 bar.set_gid(f"mark-lengths-{number}")
                 bottoms[bin_number] += entries
                 number += 1
-        axes.axvline(spec.cutoff, color="#D55E00", linestyle="--", linewidth=1)
-        axes.set_title(f"{_label(dataset)}  (cutoff {spec.cutoff:,} dashed)", loc="left", fontsize=9)
-        axes.set_ylabel("entries")
+        cutoff = axes.axvline(spec.cutoff, color="#D55E00", linestyle="--", linewidth=1)
+        axes.set_title(_label(dataset), loc="left", fontsize=9)
+        axes.set_ylabel("positions")
+        _counts(axes.yaxis)
         axes.spines[["top", "right"]].set_visible(False)
-        axes.legend(fontsize=7, frameon=False, loc="upper right")
+    handles = [shown[status] for status in STATUSES if status in shown] + [cutoff]
+    figure.legend(handles, [status for status in STATUSES if status in shown] + [f"cutoff {spec.cutoff:,}"],
+                  loc="outside upper center", ncols=len(handles), fontsize=9, frameon=False)
     figure.axes[-1].set_xlabel("tokens before truncation")
     return _svg(figure)
 
@@ -126,5 +142,6 @@ def fill_chart(plan: PlanFigures) -> str:
     axes.set_xlim(0, 100)
     axes.set_xlabel(f"fill of a pack of {plan.capacity:,} tokens (%)")
     axes.set_ylabel("packs")
+    _counts(axes.yaxis)
     axes.spines[["top", "right"]].set_visible(False)
     return _svg(figure)

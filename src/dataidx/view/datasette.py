@@ -7,8 +7,11 @@ the cookbook of docs/sql.md as canned queries.
 
 from __future__ import annotations
 
+import errno
+import html
 import os
 import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from .._version import __version__
 from ..errors import UsageError
 from ..store import connect_readonly, store_location
 from .cookbook import COOKBOOK
+from .errors_page import quiet_errors
 
 #: One line per table and view of a store: what one row is.
 DESCRIPTIONS = {
@@ -58,12 +62,28 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:60]
 
 
+#: The views, in the order of docs/sql.md: what the home page links first.
+VIEWS = ("entries", "composition", "token_composition", "turns", "repeats", "rejects", "entry_lengths", "pack_plans",
+         "pack_members", "mixture_positions")
+
+
+def _home(database: str) -> str:
+    """The home page's description: a link to each view (the stable interface) before the tables."""
+    # A link names the database the way Datasette's URLs spell it; Datasette is optional (dataidx[web]).
+    from datasette.utils import tilde_encode
+
+    links = "".join(f"<li><a href='/{tilde_encode(database)}/{view}'>{view}</a>: {html.escape(DESCRIPTIONS[view])}</li>"
+                    for view in VIEWS)
+    return (f"<p>A dataidx {__version__} store, read-only. The views are the stable interface (docs/sql.md); "
+            f"the canned queries are its cookbook; the tables are described in docs/store.md.</p><ul>{links}</ul>"
+            f"<p><a href='/{tilde_encode(database)}'>Every table, view and canned query</a></p>")
+
+
 def datasette_metadata(database: str) -> dict[str, Any]:
     """Datasette metadata for a store served under the name ``database``."""
     return {
         "title": "dataidx store",
-        "description": f"A dataidx {__version__} store, read-only. The views are the stable interface; "
-                       "the canned queries are the cookbook of docs/sql.md.",
+        "description_html": _home(database),
         "databases": {database: {
             "tables": {name: {"description": text} for name, text in DESCRIPTIONS.items()},
             "queries": {_slug(title): {"title": title, "sql": sql} for title, sql in COOKBOOK},
@@ -71,9 +91,23 @@ def datasette_metadata(database: str) -> dict[str, Any]:
     }
 
 
+def _bound(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` for the server, or a UsageError naming the port."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(("127.0.0.1", port))
+    except OSError as error:
+        listening.close()
+        why = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be opened ({error.strerror})"
+        raise UsageError(f"port {port} on 127.0.0.1 {why}; choose another with --port") from None
+    return listening
+
+
 def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Callable[[str], None] | None = None) -> None:
     """Serve the store file ``store`` with Datasette on 127.0.0.1:``port`` until interrupted;
-    ``announce(url)`` is called once the store is known good, before the server starts."""
+    ``announce(url)`` is called once the store is known good and the port is ours, before the
+    server starts. Each request Datasette refuses (a write, bad SQL) is one line on stderr."""
     location = store_location(store)
     if not isinstance(location, Path):
         raise UsageError(f"{store}: dataidx serve shows a store file; a PostgreSQL store is served by any "
@@ -82,11 +116,17 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     try:
         import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
         from datasette.app import Datasette
+        from datasette.plugins import pm
         from datasette.utils import tilde_encode
     except ImportError:
         raise UsageError("dataidx serve needs Datasette: pip install 'dataidx[web]'") from None
+    listening = _bound(port)
+    if not pm.is_registered(quiet_errors()):
+        pm.register(quiet_errors(), name="dataidx-quiet-errors")
     datasette = Datasette(immutables=[str(location)], metadata=datasette_metadata(location.stem),
                           settings={"sql_time_limit_ms": 5000})
     if announce is not None:
         announce(f"http://127.0.0.1:{port}/{tilde_encode(location.stem)}")  # as Datasette spells names
-    uvicorn.run(datasette.app(), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(datasette.app(), log_level="warning", access_log=False))
+    with listening:
+        server.run(sockets=[listening])

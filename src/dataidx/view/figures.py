@@ -1,46 +1,35 @@
 """The report's figures, each one SQL aggregate over the store: nothing is read row by row into
 Python, so a report of millions of entries takes seconds and flat memory.
 
-Length histograms, supervised tokens and reasons count a spec's *base* entries (what each
-dataset holds); the mixture's share and repeats come from :func:`composition`.
+Every figure is over the mixture's positions (:mod:`.positions`): all its epochs, or the one
+``--epoch`` names, with a breakdown by epoch. A dataset's share and repeats come from
+:func:`composition`; what each epoch drew and against which budgets from ``mixture_datasets``
+and ``epoch_datasets``; lengths and tokens under a spec from :mod:`.spec_figures`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import TRAINS, ReadConnection, composition, not_found, store_info
+from ..errors import UsageError
+from ..store import ReadConnection, composition, not_found, read_mixture, store_info
+from .positions import TURNS, Selection, over_positions
+from .spec_figures import SpecFigures, spec_figures
 
-#: Bars per length histogram, and fill bins of a packing plan (of 5% each).
-LENGTH_BINS = 40
+#: Fill bins of a packing plan (of 5% each).
 FILL_BINS = 20
-#: Entries that will not train, listed one by one (the counts cover them all).
+#: Rejected rows listed one by one (the counts cover them all).
 LISTED = 50
 
 Progress = Callable[[int, int], None]
 
 
 @dataclass
-class SpecFigures:
-    """A render spec's lengths: ``histogram`` rows are ``(dataset, status, bin, entries)`` of
-    ``full_tokens // bin_width``; ``supervised`` rows ``(dataset, entries, tokens, supervised)``
-    of the entries that train; ``reasons`` ``(dataset, status, entries, example detail)``."""
-
-    name: str
-    cutoff: int
-    bin_width: int
-    histogram: list[tuple[str, str, int, int]]
-    supervised: list[tuple[str, int, int, int]]
-    reasons: list[tuple[str, str, int, str | None]]
-    not_training: list[tuple[str, int, int | None, str, int, str | None]]
-
-
-@dataclass
 class PlanFigures:
-    """A packing plan: its row of ``pack_plans`` and ``fill`` rows ``(bin, packs)`` by 5% of fill."""
+    """A packing plan of the mixture over the chosen epochs: totals, ``fill`` rows ``(bin, packs)``
+    by 5% of fill, and ``epochs`` rows ``(epoch, seed, packs, entries, tokens, fill, left_out)``."""
 
     name: str
     capacity: int
@@ -48,22 +37,39 @@ class PlanFigures:
     entries: int
     tokens: int
     fill: float
+    left_out: int
     fill_histogram: list[tuple[int, int]]
+    epochs: list[tuple[int, int, int, int, int, float, int]]
 
 
 @dataclass
 class Figures:
-    """Everything the report shows, gathered by :func:`gather`."""
+    """Everything the report shows, gathered by :func:`gather`. ``epochs`` rows are
+    ``(epoch, seed, entries)``; ``epoch_draws`` rows ``(epoch, dataset, seed, entries,
+    distinct_rows, training_entries, tokens, supervised_tokens)`` (tokens only for a mixture
+    drawn under a spec)."""
 
     info: dict[str, Any]
     mixture: dict[str, Any]
+    selection: Selection
+    epochs: list[tuple[int, int, int]]
     composition: list[dict[str, Any]]
-    turns: list[tuple[str, int, int]]
-    rejects: list[tuple[str, int, str]]
-    reject_counts: list[tuple[str, int]]
+    epoch_draws: list[tuple]
+    turns: list[tuple[str, int, int]] = field(default_factory=list)
+    rejects: list[tuple[str, int, str]] = field(default_factory=list)
+    reject_counts: list[tuple[str, int]] = field(default_factory=list)
     spec: SpecFigures | None = None
     plan: PlanFigures | None = None
-    steps: list[str] = field(default_factory=list)
+
+    @property
+    def epoch(self) -> int | None:
+        return self.selection.epoch
+
+    @property
+    def positions(self) -> int:
+        """Positions the figures count: the chosen epochs' entries."""
+        return sum(entries for epoch, _, entries in self.epochs
+                   if self.selection.first <= epoch <= self.selection.last)
 
 
 def _all(connection: ReadConnection, sql: str, *parameters: Any, **fragments: str) -> list[tuple]:
@@ -71,8 +77,9 @@ def _all(connection: ReadConnection, sql: str, *parameters: Any, **fragments: st
 
 
 def gather(path: str, connection: ReadConnection, mixture: str, spec: str | None, plan: str | None,
-           progress: Progress | None = None) -> Figures:
-    """The figures of ``mixture`` (and of ``spec`` and ``plan`` when named) in the store at ``path``."""
+           epoch: int | None = None, progress: Progress | None = None) -> Figures:
+    """The figures of ``mixture`` (of epoch ``epoch``, or of all), and of ``spec`` and ``plan``
+    when named, in the store at ``path``."""
     steps = 4 + (spec is not None) + (plan is not None)
     done = 0
 
@@ -82,74 +89,60 @@ def gather(path: str, connection: ReadConnection, mixture: str, spec: str | None
         if progress is not None:
             progress(done, steps)
 
+    found = read_mixture(connection, mixture, path, 0 if epoch is None else epoch)  # or a NotFoundError
     info = store_info(path)
-    chosen = next((m for m in info["mixtures"] if m["name"] == mixture), None)
-    if chosen is None:
-        raise not_found(connection, "mixtures", "mixture", mixture, path)
+    chosen = next(m for m in info["mixtures"] if m["name"] == mixture)
+    plan_row = _plan_row(connection, path, plan, mixture) if plan is not None else None
+    selection = Selection(found.id, *((0, found.epochs - 1) if epoch is None else (epoch, epoch)), epoch)
     step()
-    figures = Figures(info, chosen, composition(path, mixture), [], [], [])
+    epochs = _all(connection, "SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
+                  found.id)
+    draws = _all(connection, "SELECT ed.epoch, d.name, ed.seed, ed.entries, ed.distinct_rows, ed.training_entries, "
+                             "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
+                             "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} AND {mark} "
+                             "ORDER BY ed.epoch, d.position", found.id, selection.first, selection.last)
+    figures = Figures(info, chosen, selection, epochs, composition(path, mixture, epoch=epoch), draws)
     step()
-    figures.turns = _all(connection, "SELECT d.name, t.turns, count(*) FROM (SELECT dataset_id, row, count(*) AS turns "
-                                     "FROM base_entries GROUP BY dataset_id, row) AS t JOIN datasets AS d "
-                                     "ON d.id = t.dataset_id GROUP BY d.position, d.name, t.turns ORDER BY d.position, t.turns")
+    figures.turns = over_positions(connection, selection, TURNS)
     step()
     figures.reject_counts = _all(connection, "SELECT dataset, count(*) FROM rejects GROUP BY dataset ORDER BY dataset")
     figures.rejects = _all(connection, f"SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {LISTED}")
     step()
     if spec is not None:
-        figures.spec = _spec_figures(connection, path, spec)
+        figures.spec = spec_figures(connection, path, spec, selection)
         step()
-    if plan is not None:
-        figures.plan = _plan_figures(connection, path, plan)
+    if plan_row is not None:
+        figures.plan = _plan_figures(connection, plan_row, selection)
         step()
     return figures
 
 
-def _spec_figures(connection: ReadConnection, path: str, name: str) -> SpecFigures:
-    found = _all(connection, "SELECT id, cutoff FROM render_specs WHERE name = {mark}", name)
-    if not found:
-        raise not_found(connection, "render_specs", "render spec", name, path, "; run dataidx render")
-    (spec_id, cutoff), = found
-    longest = _all(connection, "SELECT max(full_tokens) FROM entry_renders WHERE spec_id = {mark}", spec_id)[0][0] or 0
-    width = max(1, math.ceil((longest + 1) / LENGTH_BINS))
-    joined = "entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id JOIN datasets AS d ON d.id = b.dataset_id"
-    trains = ", ".join(f"'{status}'" for status in TRAINS)
-    # One pass over the spec's rows; the per-dataset figures are sums of its few groups.
-    groups = _all(connection, "SELECT d.name, r.status, r.full_tokens / {width} AS bin, count(*), sum(r.tokens), "
-                              "sum(r.supervised_tokens), min(r.detail) FROM {joined} WHERE r.spec_id = {mark} "
-                              "GROUP BY d.position, d.name, r.status, bin ORDER BY d.position, r.status, bin",
-                  spec_id, width=str(width), joined=joined)
-    supervised: dict[str, list[int]] = {}
-    reasons: dict[tuple[str, str], list] = {}
-    for dataset, status, _, entries, tokens, supervised_tokens, detail in groups:
-        if status in TRAINS:
-            totals = supervised.setdefault(dataset, [0, 0, 0])
-            totals[0], totals[1], totals[2] = totals[0] + entries, totals[1] + tokens, totals[2] + supervised_tokens
-        else:
-            reason = reasons.setdefault((dataset, status), [0, detail])
-            reason[0] += entries
-            reason[1] = min(filter(None, (reason[1], detail)), default=None)
-    return SpecFigures(
-        name, cutoff, width,
-        histogram=[(dataset, status, bin_number, entries) for dataset, status, bin_number, entries, *_ in groups],
-        supervised=[(dataset, *totals) for dataset, totals in supervised.items()],
-        reasons=[(dataset, status, entries, detail) for (dataset, status), (entries, detail) in reasons.items()],
-        not_training=_all(connection, "SELECT d.name, b.row, b.cut, r.status, r.full_tokens, r.detail FROM {joined} "
-                                      "WHERE r.spec_id = {mark} AND r.status NOT IN ({trains}) ORDER BY r.entry_id "
-                                      f"LIMIT {LISTED}", spec_id, joined=joined, trains=trains),
-    )
-
-
-def _plan_figures(connection: ReadConnection, path: str, name: str) -> PlanFigures:
-    found = _all(connection, "SELECT p.id, p.capacity, p.packs, p.entries, p.tokens, p.fill "
-                             "FROM packing_plans AS p WHERE p.name = {mark}", name)
+def _plan_row(connection: ReadConnection, path: str, name: str, mixture: str) -> tuple:
+    found = _all(connection, "SELECT p.id, p.name, p.capacity, m.name FROM packing_plans AS p "
+                             "JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}", name)
     if not found:
         raise not_found(connection, "packing_plans", "packing plan", name, path, "; run dataidx pack")
-    (plan_id, capacity, packs, entries, tokens, fill), = found
-    # Each pack's tokens were stored with it by dataidx pack.
+    if found[0][3] != mixture:
+        raise UsageError(f"packing plan '{name}' packs mixture '{found[0][3]}', not '{mixture}': "
+                         f"pass --mixture {found[0][3]}, or a plan of mixture '{mixture}'")
+    return found[0]
+
+
+def _plan_figures(connection: ReadConnection, row: tuple, selection: Selection) -> PlanFigures:
+    plan_id, name, capacity, _ = row
+    epochs = _all(connection, "SELECT epoch, seed, packs, entries, tokens, fill, left_out FROM plan_epochs "
+                              "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} ORDER BY epoch",
+                  plan_id, selection.first, selection.last)
+    if not epochs:
+        raise UsageError(f"packing plan '{name}' has no epoch {selection.first}")
+    # Each pack's tokens were stored with it by dataidx pack; an epoch's packs are one stretch.
+    first_pack = _all(connection, "SELECT min(first_pack) FROM plan_epochs WHERE plan_id = {mark} "
+                                  "AND epoch BETWEEN {mark} AND {mark}", plan_id, selection.first, selection.last)[0][0]
+    packs = sum(e[2] for e in epochs)
     bin_of = "CASE WHEN k.tokens * {bins} / {capacity} >= {bins} THEN {last} ELSE k.tokens * {bins} / {capacity} END"
     histogram = _all(connection, "SELECT " + bin_of + " AS bin, count(*) FROM packs AS k WHERE k.plan_id = {mark} "
-                     "GROUP BY bin ORDER BY bin", plan_id,
-                     bins=str(FILL_BINS), capacity=str(capacity), last=str(FILL_BINS - 1))
-    return PlanFigures(name, capacity, packs, entries, tokens, fill, histogram)
-
+                     "AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin", plan_id, first_pack,
+                     first_pack + packs - 1, bins=str(FILL_BINS), capacity=str(capacity), last=str(FILL_BINS - 1))
+    tokens = sum(e[4] for e in epochs)
+    return PlanFigures(name, capacity, packs, sum(e[3] for e in epochs), tokens,
+                       tokens / (packs * capacity) if packs else 0.0, sum(e[6] for e in epochs), histogram, epochs)

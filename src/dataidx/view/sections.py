@@ -1,0 +1,133 @@
+"""The report's sections as HTML: each says what it counts (the mixture's positions, of every
+epoch or of one) in its heading, and draws its figures from :class:`.figures.Figures`."""
+
+from __future__ import annotations
+
+import html
+
+from ..errors import hide_passwords
+from . import charts
+from .document import summary_facts
+from .figures import Figures
+from .spec_figures import LISTED
+
+
+def table(header: list[str], rows: list[tuple]) -> str:
+    head = "".join(f"<th>{html.escape(str(cell))}</th>" for cell in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(cell))}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return "" if value is None else str(value)
+
+
+def _chart(name: str, svg: str, **data: object) -> str:
+    attributes = "".join(f" data-{key.replace('_', '-')}='{value}'" for key, value in data.items())
+    return f"<figure class='chart' id='chart-{name}'{attributes}>{svg}</figure>"
+
+
+def _over(figures: Figures) -> str:
+    """What the figures count, for headings: 'all 3 epochs' or 'epoch 1'."""
+    if figures.epoch is not None:
+        return f"epoch {figures.epoch}"
+    return "all positions" if len(figures.epochs) == 1 else f"all {len(figures.epochs)} epochs"
+
+
+def summary(path: str, figures: Figures) -> str:
+    mixture = figures.mixture
+    facts = [("store", hide_passwords(path)), *summary_facts(figures).items()]
+    sources = []
+    for dataset in figures.info["datasets"]:
+        files = dataset["files"]
+        fingerprint = ", ".join(f.get("xxh3_128", "")[:12] for f in files[:3]) + (" ..." if len(files) > 3 else "")
+        sources.append((dataset["name"], dataset["converter"], dataset["rows"], dataset["entries"],
+                        sum(f.get("size", 0) for f in files), fingerprint, dataset["path"]))
+    draws = [(name, str(d["seed"]), d["size"], d["weight"], d["token_budget"], d["supervised_token_budget"],
+              d["requested"], d["entries"]) for name, d in mixture["datasets"].items()]
+    stored_tokens = mixture["spec"] is not None
+    per_epoch = [(epoch, str(seed), dataset, entries, rows, *((trains, tokens, supervised) if stored_tokens else ()))
+                 for epoch, dataset, seed, entries, rows, trains, tokens, supervised in figures.epoch_draws]
+    config = ("" if (figures.info["build"] or {}).get("config_sha256") == mixture["config_sha256"] else
+              "<details><summary>The config that drew this mixture</summary><pre>"
+              f"{html.escape(mixture['config_text'])}</pre></details>")
+    return ("<section id='summary'><h2>Summary</h2>" + table(["", ""], facts) + config
+            + "<h3>Sources</h3>" + table(["dataset", "converter", "rows", "entries", "bytes", "xxh3-128", "path"], sources)
+            + "<h3>Draws</h3><p>What the config asked of each dataset per epoch (<code>size</code>, <code>weight</code>, "
+            "<code>tokens</code> and <code>supervised_tokens</code> budgets) and the entries drawn in all epochs.</p>"
+            + table(["dataset", "seed", "size", "weight", "tokens budget", "supervised tokens budget", "requested",
+                     "entries"], draws)
+            + f"<h3>What each epoch drew ({_over(figures)})</h3>"
+            + (f"<p>Tokens as counted under spec '{html.escape(mixture['spec'])}' when the mixture was drawn.</p>"
+               if stored_tokens else "")
+            + table(["epoch", "epoch seed", "dataset", "entries", "distinct rows",
+                     *(("entries that train", "tokens", "supervised tokens") if stored_tokens else ())], per_epoch)
+            + "</section>")
+
+
+def mixture_section(figures: Figures) -> str:
+    rows = figures.composition
+    chart = charts.horizontal_bars("mixture", [r["dataset"] for r in rows], [int(r["entries"]) for r in rows],
+                                   f"positions ({_over(figures)})")
+    composition = table(["dataset", "positions", "share", "base entries", "distinct entries", "distinct rows",
+                         "max repeats", "coverage"],
+                        [(r["dataset"], r["entries"], f"{r['share']:.2%}", r["base_entries"], r["distinct_entries"],
+                          r["distinct_rows"], r["max_repeats"], f"{r['coverage']:.2%}") for r in rows])
+    return (f"<section id='mixture'><h2>Mixture '{html.escape(figures.mixture['name'])}': {figures.positions:,} "
+            f"positions of {_over(figures)}</h2>" + _chart("mixture", chart, marks=len(rows)) + composition
+            + f"<h3>Rows drawn, by their entries (supervised turns), {_over(figures)}</h3>"
+            + _chart("turns", charts.turns_chart(figures.turns), marks=len(figures.turns)) + "</section>")
+
+
+def lengths(figures: Figures) -> str:
+    spec, over = figures.spec, _over(figures)
+    supervised = charts.horizontal_bars("supervised", [r[0] for r in spec.supervised],
+                                        [int(r[3]) for r in spec.supervised], f"supervised tokens ({over})")
+    per_epoch = "" if len(figures.epochs) == 1 or figures.epoch is not None else (
+        "<h4>Per epoch</h4>" + table(["epoch", "dataset", "positions", "positions that train", "tokens",
+                                      "supervised tokens"], spec.by_epoch))
+    not_training = "<p>Every position trains.</p>"
+    if spec.reasons:
+        listed = table(["dataset", "row", "cut", "status", "tokens", "why", "times drawn"], spec.not_training)
+        shown = min(LISTED, spec.not_training_entries)
+        not_training = (table(["dataset", "status", "positions", "example"], spec.reasons)
+                        + f"<details><summary>{spec.not_training_entries:,} distinct entries "
+                          f"({spec.not_training_positions:,} positions) do not train; the {shown} drawn most often"
+                          f"</summary>{listed}</details>")
+    return (f"<section id='lengths'><h2>Lengths under spec '{html.escape(spec.name)}', {over}</h2>"
+            f"<p>The mixture's positions of each dataset by token count before truncation, coloured by status "
+            f"(a repeated entry counts each time it is drawn).</p>"
+            + _chart("lengths", charts.length_chart(spec), marks=len(spec.histogram), bin_width=spec.bin_width)
+            + f"<h3>Supervised tokens per dataset, {over}</h3>" + _chart("supervised", supervised,
+                                                                          marks=len(spec.supervised))
+            + table(["dataset", "positions that train", "tokens", "supervised tokens"], spec.supervised) + per_epoch
+            + f"<h3>Positions that will not train, and why, {over}</h3>" + not_training + "</section>")
+
+
+def packing(figures: Figures) -> str:
+    plan = figures.plan
+    unpacked = plan.entries * plan.capacity - plan.tokens
+    packed = plan.packs * plan.capacity - plan.tokens
+    facts = [("packs", plan.packs), ("entries", plan.entries), ("tokens", plan.tokens), ("fill", f"{plan.fill:.2%}"),
+             ("positions left out by their status", plan.left_out),
+             ("padding without packing (each entry padded to the capacity)", unpacked),
+             ("padding with this plan", packed), ("padding saved", f"{1 - packed / unpacked:.2%}" if unpacked else "-")]
+    epochs = "" if len(plan.epochs) == 1 else table(
+        ["epoch", "seed", "packs", "entries", "tokens", "fill", "left out"],
+        [(e, str(seed), packs, entries, tokens, f"{fill:.2%}", left) for e, seed, packs, entries, tokens, fill, left
+         in plan.epochs])
+    return (f"<section id='packing'><h2>Packing plan '{html.escape(plan.name)}' ({plan.capacity:,} tokens a pack), "
+            f"{_over(figures)}</h2>" + _chart("fill", charts.fill_chart(plan), marks=len(plan.fill_histogram))
+            + table(["", ""], facts) + epochs + "</section>")
+
+
+def rejects(figures: Figures) -> str:
+    if not figures.reject_counts:
+        return "<section id='rejects'><h2>Rejected rows (the build)</h2><p>None: the build kept every row.</p></section>"
+    return ("<section id='rejects'><h2>Rejected rows (the build)</h2>"
+            + table(["dataset", "rows rejected"], figures.reject_counts)
+            + table(["dataset", "row", "reason"], figures.rejects) + "</section>")

@@ -1,0 +1,78 @@
+"""A render spec's figures over a mixture's positions: lengths by status, what trains, and why
+the rest does not. A position counts once each time it is drawn; so do its tokens."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..store import TRAINS, ReadConnection, not_found
+from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
+
+#: Bars per length histogram; distinct entries that do not train listed one by one (most drawn first).
+LENGTH_BINS = 40
+LISTED = 20
+
+
+@dataclass
+class SpecFigures:
+    """A render spec over the chosen positions. ``histogram`` rows are ``(dataset, status, bin,
+    positions)`` of ``full_tokens // bin_width``; ``supervised`` rows ``(dataset, positions,
+    tokens, supervised_tokens)`` of the positions that train; ``by_epoch`` rows ``(epoch, dataset,
+    positions, training, tokens, supervised_tokens)``; ``reasons`` rows ``(dataset, status,
+    positions, example detail)``; ``not_training`` the :data:`LISTED` entries drawn most often
+    that do not train, ``(dataset, row, cut, status, full_tokens, detail, times drawn)``, of
+    ``not_training_entries`` distinct ones."""
+
+    name: str
+    cutoff: int
+    bin_width: int
+    histogram: list[tuple[str, str, int, int]]
+    supervised: list[tuple[str, int, int, int]]
+    by_epoch: list[tuple[int, str, int, int, int, int]]
+    reasons: list[tuple[str, str, int, str | None]]
+    not_training: list[tuple[str, int, int | None, str, int, str | None, int]]
+    not_training_entries: int
+
+    @property
+    def not_training_positions(self) -> int:
+        return sum(reason[2] for reason in self.reasons)
+
+
+def spec_figures(connection: ReadConnection, path: str, name: str, selection: Selection) -> SpecFigures:
+    found = connection.execute(connection.dialect.sql("SELECT id, cutoff FROM render_specs WHERE name = {mark}"),
+                               (name,)).fetchall()
+    if not found:
+        raise not_found(connection, "render_specs", "render spec", name, path, "; run dataidx render")
+    (spec_id, cutoff), = found
+    longest = over_positions(connection, selection, LONGEST, spec_id)[0][0] or 0
+    width = max(1, math.ceil((longest + 1) / LENGTH_BINS))
+    trains = ", ".join(f"'{status}'" for status in TRAINS)
+    # One pass over the positions; every figure is a sum of its few groups.
+    groups = over_positions(connection, selection, LENGTH_GROUPS, spec_id, width=str(width))
+    histogram: dict[tuple[str, str, int], int] = defaultdict(int)
+    supervised: dict[str, list[int]] = {}
+    by_epoch: dict[tuple[int, str], list[int]] = {}
+    reasons: dict[tuple[str, str], list] = {}
+    for epoch, dataset, status, bin_number, positions, tokens, supervised_tokens, detail in groups:
+        histogram[dataset, status, bin_number] += positions
+        epoch_row = by_epoch.setdefault((epoch, dataset), [0, 0, 0, 0])
+        epoch_row[0] += positions
+        if status in TRAINS:
+            totals = supervised.setdefault(dataset, [0, 0, 0])
+            totals[0], totals[1], totals[2] = totals[0] + positions, totals[1] + tokens, totals[2] + supervised_tokens
+            epoch_row[1:] = [epoch_row[1] + positions, epoch_row[2] + tokens, epoch_row[3] + supervised_tokens]
+        else:
+            reason = reasons.setdefault((dataset, status), [0, detail])
+            reason[0] += positions
+            reason[1] = min(filter(None, (reason[1], detail)), default=None)
+    return SpecFigures(
+        name, cutoff, width,
+        histogram=[(dataset, status, bin_number, n) for (dataset, status, bin_number), n in histogram.items()],
+        supervised=[(dataset, *totals) for dataset, totals in supervised.items()],
+        by_epoch=[(epoch, dataset, *counts) for (epoch, dataset), counts in by_epoch.items()],
+        reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
+        not_training=over_positions(connection, selection, NOT_TRAINING, spec_id, trains=trains, listed=str(LISTED)),
+        not_training_entries=over_positions(connection, selection, NOT_TRAINING_COUNT, spec_id, trains=trains)[0][0],
+    )
