@@ -109,6 +109,12 @@ def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: 
             "or pass --force)")
     assert dataidx("export", "s.db", "-o", "notes.jsonl", "-q", "--force", cwd=demo).returncode == 0
     assert dataidx("export", "s.db", "-o", "notes.jsonl", "-q", cwd=demo).returncode == 0  # now an export: replaced
+    refused(dataidx("report", "s.db", "-o", "s.db", cwd=demo),
+            "s.db: refusing to write over it: it is the store; choose another output")
+    refused(dataidx("report", "s.db", "-o", "notes.jsonl", cwd=demo),
+            "notes.jsonl exists and is not an HTML file; refusing to overwrite it (choose another output, or pass --force)")
+    assert dataidx("report", "s.db", "-o", "r.html", "-q", cwd=demo).returncode == 0
+    assert dataidx("report", "s.db", "-o", "r.html", "-q", cwd=demo).returncode == 0  # a report again: replaced
     (demo / "dataset_info.json").write_text('{"a": {"file_name": "alpaca.jsonl"}}')
     refused(dataidx("import-v0", "dataset_info.json", "-o", "dataset_info.json", cwd=demo),
             "dataset_info.json: refusing to write over it: the command reads it; choose another output")

@@ -19,9 +19,10 @@ from .common import ProgressLine, echo, echo_json, json_option, shown
               help="Entries to show token by token (rendered with --spec, converted without).")
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Seed of the sampled entries.")
 @json_option("Print the report's figures as one JSON document on stdout instead of writing HTML.")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT even if it exists and is not an HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 def report(store: str, output: str, mixture: str, epoch: int | None, spec: str | None, plan: str | None,
-           samples: int, seed: int, as_json: bool, quiet: bool) -> None:
+           samples: int, seed: int, as_json: bool, force: bool, quiet: bool) -> None:
     """Write one self-contained HTML page about a mixture: sources, seeds, budgets, what each
     epoch drew, shares, turns, token lengths by status, supervised tokens, why entries do not
     train, pack fill, rejected rows and sampled entries token by token (hover for id, label,
@@ -33,12 +34,14 @@ def report(store: str, output: str, mixture: str, epoch: int | None, spec: str |
         dataidx report demo.db -o report.html --spec default --plan default --samples 5
         dataidx report demo.db --mixture by_tokens --spec default --epoch 1 --json
     """
+    from ..store import check_output
     from ..view import report_figures, write_report
 
     if as_json:
         echo_json(report_figures(store, mixture=mixture, epoch=epoch, spec=spec, plan=plan, samples=samples,
                                  seed=seed))
         return
+    check_output(output, "html", store=store, force=force)
     summary = write_report(store, output, mixture=mixture, epoch=epoch, spec=spec, plan=plan, samples=samples,
                            seed=seed, progress=ProgressLine("report steps", quiet))
     if not quiet:
