@@ -4,6 +4,7 @@ real CLI in a subprocess, and holds dataidx to the exact one line and exit code 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -231,3 +232,32 @@ def test_item10_steps_and_packs_are_per_epoch_and_messages_name_the_epoch(demo: 
 
     with pytest.raises(IndexError, match=r"^position 12 out of range for mixture 'three', epoch 1 of 3 of 12 entries$"):
         DataEngine(demo / "s.db", "three", epoch=1)[12]
+
+
+# Item 13: the README's walkthrough, as written, ends with steps to train.
+
+WALKTHROUGH = [
+    "dataidx build data/demo_sft.yaml -o demo.db",
+    "dataidx render demo.db --tokenizer data/demo_tokenizer --cutoff 512",
+    "dataidx pack demo.db --spec default --capacity 1024 --global-batch-size 2",
+    "dataidx mix demo.db data/demo_budgets.yaml --name by_tokens --spec default --epochs 3",
+    "dataidx report demo.db -o report.html --spec default --plan default",
+    "dataidx report demo.db -o by_tokens.html --mixture by_tokens --spec default",
+]
+
+
+def test_item13_the_readme_walkthrough_ends_with_steps_to_train(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    shutil.copytree(REPO / "data", tmp_path / "data")
+    said = {}
+    for command in WALKTHROUGH:
+        assert command in readme, command
+        result = dataidx(*command.split()[1:], cwd=tmp_path)
+        assert result.returncode == 0, (command, result.stderr)
+        said[command.split()[1]] = result.stderr
+    assert "3 steps per epoch at a global batch size of 2 packs" in said["pack"]
+    assert "in 6 packs of 1024 tokens, 87.94% full" in said["pack"]
+    assert "every one of the 28 entries renders `ok` under 512 tokens" in readme
+    assert "(28 train)" in said["render"]
+    assert "3 steps per epoch at 2 packs a\nstep" in readme or "3 steps per epoch at 2 packs a step" in readme
+    assert (tmp_path / "by_tokens.html").stat().st_size > 10_000
