@@ -70,3 +70,35 @@ def test_a_file_changed_with_its_mtime_put_back_is_still_checked_before_pyarrow(
     refused(cli("build", config, "-o", tmp_path / "2.db", "-q"),
             f"Error: dataset 'a': {data}: line 2: JSON nested deeper than 500 levels; no dataset needs that, "
             "and the JSON reader cannot take it")
+
+
+def test_a_local_file_left_on_the_default_hub_source_is_named_with_its_fix(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "x.json", ROWS)  # LLaMA-Factory's .json files are often JSON lines
+    write_yaml(tmp_path / "c.yaml", "demo:\n  path: data/x.json\n  converter: alpaca\n")  # no source: hf_hub
+    refused(cli("build", "c.yaml", "-o", "s.db", "-q", cwd=tmp_path),
+            f"Error: dataset 'demo': {tmp_path / 'data' / 'x.json'} is a local file, but the source is hf_hub "
+            "(the default, for hub datasets); add 'source: local' to dataset 'demo' to read it")
+    write_yaml(tmp_path / "ok.yaml", "demo:\n  path: data/x.json\n  source: local\n  converter: alpaca\n")
+    assert cli("build", "ok.yaml", "-o", "s.db", "-q", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("where", [1, 7000])  # in the first 10 MiB chunk datasets reads, and in a later one
+def test_a_malformed_json_lines_row_is_named_by_its_line_and_column(tmp_path: Path, where: int) -> None:
+    lines = [json.dumps({**ROWS[0], "output": "x" * 2000}) for _ in range(where + 3)]
+    lines[where + 1] = '{"instruction": "a", "input": "", "output": "b",}'  # a trailing comma
+    data = tmp_path / "bad.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    config = write_yaml(tmp_path / "c.yaml", f"bad:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    refused(cli("build", config, "-o", tmp_path / "s.db", "-q"),
+            f"Error: dataset 'bad': {data}: line {where + 2}, column 49: not valid JSON "
+            "(Expecting property name enclosed in double quotes)")
+
+
+def test_a_malformed_json_array_file_is_named_by_its_line_and_column(tmp_path: Path) -> None:
+    data = tmp_path / "bad.json"
+    data.write_text('[\n  {"instruction": "a", "input": "", "output": "b"},\n'
+                    '  {"instruction": "a", "input": "" "output": "b"}\n]\n')  # a missing comma
+    config = write_yaml(tmp_path / "c.yaml", f"bad:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    refused(cli("build", config, "-o", tmp_path / "s.db", "-q"),
+            f"Error: dataset 'bad': {data}: line 3, column 36: not valid JSON (Expecting ',' delimiter)")
+

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SourceError
 from ..plugins import Registry
 from ..spec import DatasetSpec
+from .failures import why_not_loaded
 from .json_depth import MAX_NESTING, too_deep
 
 if TYPE_CHECKING:
@@ -86,8 +87,8 @@ def load(spec: DatasetSpec) -> Loaded:
             return loaded
     except SourceError:
         raise
-    except Exception as exc:  # datasets raises many types; the user needs the root cause
-        raise SourceError(f"dataset '{spec.name}': cannot load {spec.path}: {_root_cause(exc)}") from exc
+    except Exception as exc:  # datasets raises many types; the user needs the cause, in the file's terms
+        raise SourceError(why_not_loaded(spec, exc, source_files(spec))) from exc
 
 
 def _cache_older_than_sources(loaded: Loaded) -> bool:
@@ -100,27 +101,20 @@ def _cache_older_than_sources(loaded: Loaded) -> bool:
 
 @contextmanager
 def _quiet_datasets() -> Iterator[None]:
-    """Silence ``datasets``' own progress bars for one load; dataidx reports progress itself."""
+    """Silence ``datasets``' own progress bars and logged errors for one load: dataidx reports
+    progress itself, and a failure as one line (``datasets`` logs one before raising it)."""
     import datasets  # here, not at import: reading a store never loads a source this way
 
     was_enabled = datasets.are_progress_bars_disabled() is False
+    verbosity = datasets.logging.get_verbosity()
     datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(max(verbosity, datasets.logging.CRITICAL))
     try:
         yield
     finally:
+        datasets.logging.set_verbosity(verbosity)
         if was_enabled:
             datasets.enable_progress_bars()
-
-
-def _root_cause(exc: BaseException) -> str:
-    messages = []
-    seen: BaseException | None = exc
-    while seen is not None:
-        text = " ".join(str(seen).split())
-        if text and text not in messages:
-            messages.append(text)
-        seen = seen.__cause__ or seen.__context__
-    return " <- ".join(reversed(messages[-2:])) if messages else type(exc).__name__
 
 
 def builder_for(spec: DatasetSpec, filename: str) -> str:
