@@ -102,3 +102,13 @@ def test_a_malformed_json_array_file_is_named_by_its_line_and_column(tmp_path: P
     refused(cli("build", config, "-o", tmp_path / "s.db", "-q"),
             f"Error: dataset 'bad': {data}: line 3, column 36: not valid JSON (Expecting ',' delimiter)")
 
+
+def test_pair_rows_in_v0s_shape_are_explained_not_a_type_error(tmp_path: Path) -> None:
+    rows = [{"instruction": f"q{i}", "input": "", "chosen": "good", "rejected": "bad"} for i in range(3)]
+    data = write_jsonl(tmp_path / "rank.jsonl", rows)
+    config = write_yaml(tmp_path / "c.yaml", f"rank:\n  path: {data}\n  source: local\n  converter: pair\n")
+    refused(cli("build", config, "-o", tmp_path / "s.db", "-q"),
+            "Error: dataset 'rank', row 0, converter 'pair': ValueError: chosen and rejected are strings: ranking "
+            "data in LLaMA-Factory v0's shape (single answers); v1's pair converter needs each side as a list of "
+            '{role, content} messages, the prompt included (e.g. chosen: [{"role": "user", "content": "<prompt>"}, '
+            '{"role": "assistant", "content": "<answer>"}])')
