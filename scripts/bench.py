@@ -8,6 +8,7 @@ It uses dataidx's converters, which produce v1's samples exactly (tests/test_gol
     python scripts/bench.py                        # generated data: 100k alpaca + 25k sharegpt rows
     python scripts/bench.py --alpaca 1000000 --sharegpt 250000
     python scripts/bench.py --config data/demo_sft.yaml
+    python scripts/bench.py --check                # default size, main table, against docs/performance.md
 
 LLaMA-Factory's own engine runs too when installed (optional; its PyPI release predates v1's
 per-turn expansion, so its start-up skips the conversion pass):
@@ -21,12 +22,13 @@ import importlib.util
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_data import write_config  # noqa: E402
@@ -371,41 +373,85 @@ def wall(*command: str, runs: int = 1) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", help="an existing v1 YAML instead of generated data")
-    parser.add_argument("--alpaca", type=int, default=100_000)
-    parser.add_argument("--sharegpt", type=int, default=25_000)
-    parser.add_argument("--fetches", type=int, default=20_000, help="random fetches per access pattern")
-    parser.add_argument("--loader", type=int, default=100_000, help="samples through the DataLoader")
-    parser.add_argument("--pack", type=int, default=1_000_000, help="lengths for the packing comparison")
-    parser.add_argument("--render", type=int, default=40_000, help="alpaca rows (plus a quarter as many "
-                        "sharegpt conversations) for the rendering figures")
-    parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.startup:  # a child process timed by the parent: build one engine and exit
-        engine_name, startup_config = args.startup
-        V1StyleEngine(startup_config) if engine_name == "v1" else llamafactory_engine(startup_config)
-        return
+#: Where ``--check`` reads its ranges: the fenced ``bench-check`` block.
+PERFORMANCE_MD = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 
-    # Imported before any timing: each engine's figures exclude its libraries' import time.
+
+class Range(NamedTuple):
+    better: str  # "higher" or "lower"
+    low: float
+    high: float
+    what: str
+
+
+def check_ranges(doc: Path) -> dict[str, Range]:
+    """The ranges of the ```` ```bench-check ```` block of ``doc``: one figure a line, ``key better
+    low high what it is``; ``#`` starts a comment."""
+    found = re.search(r"^```bench-check\n(.*?)^```", doc.read_text(), re.S | re.M)
+    if not found:
+        raise SystemExit(f"{doc}: no ```bench-check block")
+    ranges = {}
+    for number, line in enumerate(found.group(1).splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, better, low, high, *what = line.split()
+        if better not in ("higher", "lower") or float(low) > float(high):
+            raise SystemExit(f"{doc}: bench-check line {number}: expected 'key higher|lower low high what', got {line!r}")
+        ranges[key] = Range(better, float(low), float(high), " ".join(what))
+    return ranges
+
+
+def verdict(value: float, limits: Range) -> str:
+    """``ok`` inside the range; ``REGRESSION`` past it on the worse side; ``better`` past it on
+    the other (the range is the noise: a change moved the figure, and the doc should follow)."""
+    worse = value < limits.low if limits.better == "higher" else value > limits.high
+    better = value > limits.high if limits.better == "higher" else value < limits.low
+    return "REGRESSION" if worse else "better than the range: record it" if better else "ok"
+
+
+def regressions(figures: dict[str, float], ranges: dict[str, Range]) -> list[str]:
+    return [key for key, limits in ranges.items() if key in figures and verdict(figures[key], limits) == "REGRESSION"]
+
+
+def best_of(ranges: dict[str, Range], key: str, first: float, second: float) -> float:
+    """The more favourable of two runs' figures: what the code can do when the machine lets it."""
+    if key not in ranges:
+        return first
+    return max(first, second) if ranges[key].better == "higher" else min(first, second)
+
+
+def report_check(figures: dict[str, float], ranges: dict[str, Range]) -> int:
+    """Print each figure beside its range and verdict; 1 if any regressed (or is missing), else 0."""
+    print(f"\ncheck against {PERFORMANCE_MD.name} (ratios are v1-style / dataidx for times, dataidx / v1-style "
+          "for rates, so a slower machine moves both sides)")
+    lines = []
+    for key, limits in ranges.items():
+        if key not in figures:
+            lines.append((key, "missing", f"{limits.low:g}-{limits.high:g}", "REGRESSION: not measured", limits.what))
+            continue
+        said = verdict(figures[key], limits)
+        lines.append((key, f"{figures[key]:.4g}", f"{limits.low:g}-{limits.high:g} ({limits.better} is better)", said,
+                      limits.what))
+    print_table(("figure", "measured", "range", "verdict", "what"), lines, left=(0, 3, 4))
+    regressed = [line[0] for line in lines if line[3].startswith("REGRESSION")]
+    print(f"\nregression: {', '.join(regressed)}" if regressed else "\nno regression")
+    return 1 if regressed else 0
+
+
+def main_table(args: argparse.Namespace, config: str, work: Path) -> tuple[list[tuple[str, ...]], dict[str, float],
+                                                                          Path, int]:
+    """The side-by-side table of start-up, fetches, loader, memory, store size, info and mix; its
+    figures for ``--check`` (ratios against the v1-style engine of this run, and a few figures
+    no machine moves), the store built and its entries."""
     from dataidx import DataEngine
-    from dataidx.config import load_config
     from dataidx.index import add_mixture, build
-    from dataidx.sources import load
-    from dataidx.store import create_store
 
-    create_store(Path(tempfile.mkdtemp()) / "warm.db").dispose()  # warms the schema script and SQLAlchemy
-
-    work = Path(tempfile.mkdtemp(prefix="dataidx-bench-"))
-    config = args.config or str(generate(work, args.alpaca, args.sharegpt))
-    for spec in load_config(config).datasets:  # warm the HF cache: every engine then loads warm
-        load(spec)
-
+    work.mkdir(parents=True)
     store = work / "bench.db"
     # Start-up as a user meets it: a fresh process, imports included, caches warm.
     build_s = wall(str(Path(sys.executable).with_name("dataidx")), "build", config, "-o", str(store), "-q", runs=3)
-    v1_s = wall(sys.executable, __file__, "--startup", "v1", config)
+    v1_s = wall(sys.executable, __file__, "--startup", "v1", config, runs=3 if args.check else 1)
     has_lf = importlib.util.find_spec("llamafactory") is not None
     lf_s = wall(sys.executable, __file__, "--startup", "lf", config) if has_lf else None
     started = time.perf_counter()
@@ -421,9 +467,12 @@ def main() -> None:
     indices = [rng.randrange(len(engine)) for _ in range(min(args.fetches, 10 * len(engine)))]
     lf_indices = [i % len(lf[0]) for i in indices] if lf else []
     table: list[tuple[str, ...]] = []
+    figures: dict[str, float] = {}
 
     def row(label: str, ours: float, v1_figure: float | None, lf_figure: float | None, fmt: str,
-            higher_is_better: bool) -> None:
+            higher_is_better: bool, key: str | None = None, absolute: bool = False) -> None:
+        if key:  # what --check compares: the ratio to v1-style (higher is better), or the figure itself
+            figures[key] = ours if absolute else (ours / v1_figure if higher_is_better else v1_figure / ours)
         def ratio(other: float | None) -> str:
             if other is None or not ours or not other:
                 return ""
@@ -433,41 +482,89 @@ def main() -> None:
 
     lf_s = lf_s if lf else None
     row("entries", len(engine), len(v1), len(lf[0]) if lf else None, ",", True)
-    row("start-up, fresh process (s): build once (median of 3) / init every run", build_s, v1_s, lf_s, ".2f", False)
+    row("start-up, fresh process (s): build once (median of 3) / init every run", build_s, v1_s, lf_s, ".2f", False,
+        "startup_fresh")
     row("start-up, in process after imports (s)", build_in_process_s, v1_in_process_s, lf[1] if lf else None,
-        ".2f", False)
-    row("open -> first sample, fresh process (s)", fresh_open(store), v1_s, lf_s, ".4f", False)
-    for label, batch in (("engine[i], random (samples/s)", 1), ("engine[list of 256] (samples/s)", 256)):
+        ".2f", False, "startup_in_process")
+    row("open -> first sample, fresh process (s)", fresh_open(store), v1_s, lf_s, ".4f", False, "open_s", True)
+    for label, batch, key in (("engine[i], random (samples/s)", 1, "fetch_one"),
+                              ("engine[list of 256] (samples/s)", 256, "fetch_256")):
         contenders = [(engine, indices), (v1, indices)] + ([(lf[0], lf_indices)] if lf else [])
         found = rates(contenders, batch)
-        row(label, found[0], found[1], found[2] if lf else None, ",.0f", True)
+        row(label, found[0], found[1], found[2] if lf else None, ",.0f", True, key)
     ours_rate, ours_growth = loader_run(engine, args.loader)
     v1_rate, v1_growth = loader_run(v1, args.loader)
     lf_rate, lf_growth = loader_run(lf[0], args.loader) if lf else (None, None)
-    row("DataLoader, 2 workers, batch 32 (samples/s)", ours_rate, v1_rate, lf_rate, ",.0f", True)
+    row("DataLoader, 2 workers, batch 32 (samples/s)", ours_rate, v1_rate, lf_rate, ",.0f", True, "loader")
     prefetched = PrefetchedDataset(engine[: min(len(engine), 5000)], len(engine))
     ceiling, _ = loader_run(prefetched, args.loader)
     row("  ceiling: same loader over prefetched samples", ceiling, v1_rate, None, ",.0f", True)
-    row("private memory growth per worker (MiB)", ours_growth, v1_growth, lf_growth, ".1f", False)
-    row("store size (bytes/entry)", store.stat().st_size / len(engine), None, None, ".1f", False)
+    row("private memory growth per worker (MiB)", ours_growth, v1_growth, lf_growth, ".1f", False, "worker_mib", True)
+    row("store size (bytes/entry)", store.stat().st_size / len(engine), None, None, ".1f", False, "store_bytes", True)
     row("`dataidx info` wall (s)", wall(str(Path(sys.executable).with_name("dataidx")), "info", str(store), runs=3),
-        None, None, ".2f", False)
+        None, None, ".2f", False, "info_s", True)
     weighted = work / "weighted.yaml"
     weighted.write_text(Path(config).read_text().replace("converter: alpaca", "converter: alpaca\n  weight: 0.5"))
     started = time.perf_counter()
     add_mixture(store, weighted, "weighted", seed=1)
-    row("`dataidx mix` a new mixture (s)", time.perf_counter() - started, v1_s, lf_s, ".2f", False)
+    row("`dataidx mix` a new mixture (s)", time.perf_counter() - started, v1_s, lf_s, ".2f", False, "mix")
+    return table, figures, store, len(engine)
 
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="an existing v1 YAML instead of generated data")
+    parser.add_argument("--alpaca", type=int, default=100_000)
+    parser.add_argument("--sharegpt", type=int, default=25_000)
+    parser.add_argument("--fetches", type=int, default=20_000, help="random fetches per access pattern")
+    parser.add_argument("--loader", type=int, default=100_000, help="samples through the DataLoader")
+    parser.add_argument("--pack", type=int, default=1_000_000, help="lengths for the packing comparison")
+    parser.add_argument("--render", type=int, default=40_000, help="alpaca rows (plus a quarter as many "
+                        "sharegpt conversations) for the rendering figures")
+    parser.add_argument("--check", action="store_true", help="run the default size, the main table only, and "
+                        "compare each figure with the ranges in docs/performance.md; exit 1 on a regression")
+    parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.check and (args.config or (args.alpaca, args.sharegpt) != (100_000, 25_000)):
+        parser.error("--check runs the default size (its ranges were measured there): leave out --config, "
+                     "--alpaca and --sharegpt")
+    if args.startup:  # a child process timed by the parent: build one engine and exit
+        engine_name, startup_config = args.startup
+        V1StyleEngine(startup_config) if engine_name == "v1" else llamafactory_engine(startup_config)
+        return
+
+    # Imported before any timing: each engine's figures exclude its libraries' import time.
+    from dataidx.config import load_config
+    from dataidx.sources import load
+    from dataidx.store import create_store
+
+    create_store(Path(tempfile.mkdtemp()) / "warm.db").dispose()  # warms the schema script and SQLAlchemy
+
+    work = Path(tempfile.mkdtemp(prefix="dataidx-bench-"))
+    config = args.config or str(generate(work, args.alpaca, args.sharegpt))
+    for spec in load_config(config).datasets:  # warm the HF cache: every engine then loads warm
+        load(spec)
+
+    table, figures, store, entries_in_store = main_table(args, config, work / "first")
     print(f"data: {config}  ({os.cpu_count()} cores, python {sys.version.split()[0]})")
     print("v1-style: LLaMA-Factory v1 (ff6d4d12) data path in this script; "
           f"LF: llamafactory {_llamafactory_version()} from PyPI (no per-turn expansion)")
     print_table(("figure", "dataidx", "v1-style", "ratio", "LF", "ratio"), table)
+    if args.check:
+        ranges = check_ranges(PERFORMANCE_MD)
+        if regressions(figures, ranges):  # a shared VM: a regression must show in a second run too
+            print("\nout of range: measuring again (a busy minute of a shared machine moves single runs)")
+            table, again, _, _ = main_table(args, config, work / "second")
+            print_table(("figure", "dataidx", "v1-style", "ratio", "LF", "ratio"), table)
+            figures = {key: best_of(ranges, key, figures[key], again[key]) for key in figures}
+        sys.exit(report_check(figures, ranges))
 
     print(f"\npacking plans: {args.pack:,} lognormal lengths (16-4096 tokens), capacity 4096")
     header = ("planner", "entries/s", "packs/s", "seconds", "fill")
     print_table(header, packing_table(args.pack))
     seconds, fill, packs = stored_plan_seconds(store)
-    print(f"dataidx pack, stored plan over all {len(engine):,} positions of the store above (read lengths, plan, "
+    print(f"dataidx pack, stored plan over all {entries_in_store:,} positions of the store above (read lengths, plan, "
           f"write members): {seconds:.2f} s, {packs / seconds:,.0f} packs/s, {fill:.2%} full")
 
     print(f"\nfetching rows whose messages the build dropped: {args.fetches:,} random engine[i] on 50,000 "
@@ -481,10 +578,11 @@ def main() -> None:
     print(packed)
 
 
-def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
+def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int, ...] = (0,)) -> None:
+    """Columns padded to their widest cell: text columns (``left``) flush left, figures right."""
     widths = [max(len(r[i]) for r in lines + [header]) for i in range(len(header))]
     for line in [header] + lines:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+        print("  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))).rstrip())
 
 
 def _llamafactory_version() -> str:

@@ -146,7 +146,7 @@ BAD_INPUTS = {
     "unknown extension": ("a:\n  path: {tmp}/rows.xml\n  source: local\n", SourceError,
                           "dataset 'a': unknown file extension of {tmp}/rows.xml"),
     "malformed json": ("a:\n  path: {tmp}/broken.jsonl\n  source: local\n", SourceError,
-                       "dataset 'a': cannot load {tmp}/broken.jsonl"),
+                       "dataset 'a': {tmp}/broken.jsonl: line 2, column 17: not valid JSON (Expecting value)"),
     "converter fails on a row": ("a:\n  path: {tmp}/images.jsonl\n  source: local\n  converter: alpaca\n",
                                  ConversionError,
                                  "dataset 'a', row 1, converter 'alpaca': MediaMismatch: more <image> placeholders"),

@@ -170,13 +170,13 @@ def test_a_null_turn_is_never_indexed_quietly(tmp_path: Path) -> None:
     assert [s["messages"][-1]["content"][0]["value"] for s in DataEngine(tmp_path / "s.db")[:]] == ["a0"]
 
 
-def test_a_broken_json_line_names_the_file_and_row(tmp_path: Path) -> None:
+def test_a_broken_json_line_names_the_file_and_line(tmp_path: Path) -> None:
     data = tmp_path / "broken.jsonl"
     data.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c", "output": }\n')
     config = write_yaml(tmp_path / "c.yaml", f"b:\n  path: {data}\n  source: local\n")
     result = run("build", str(config), "-o", str(tmp_path / "s.db"))
     assert result.exit_code == 1
-    assert f"dataset 'b': cannot load {data}" in result.stderr and "row 1" in result.stderr
+    assert f"dataset 'b': {data}: line 2, column 32: not valid JSON (Expecting value)" in result.stderr
 
 
 def test_wrong_on_error_value_is_a_config_error(tmp_path: Path) -> None:

@@ -107,6 +107,9 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -
 def pair(raw: dict[str, Any]) -> Sample:
     """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
     row = present(raw)
+    wrong = [key for key in ("chosen", "rejected") if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
+    if wrong:
+        raise ValueError(_not_message_lists(row, wrong))
     sides = {}
     for key in ("chosen", "rejected"):
         media = MediaSplitter.for_row(row)
@@ -114,6 +117,17 @@ def pair(raw: dict[str, Any]) -> Sample:
         if media is not None:
             media.finish()
     return sides
+
+
+def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
+    """Why ``row[key]`` for each key of ``wrong`` is not a pair side, and what one looks like."""
+    names, kinds = " and ".join(wrong), {type(row[key]).__name__ for key in wrong}
+    example = 'e.g. chosen: [{"role": "user", "content": "<prompt>"}, {"role": "assistant", "content": "<answer>"}]'
+    if kinds == {"str"}:
+        return (f"{names} {'are strings' if len(wrong) > 1 else 'is a string'}: ranking data in LLaMA-Factory v0's "
+                "shape (single answers); v1's pair converter needs each side as a list of {role, content} "
+                f"messages, the prompt included ({example})")
+    return f"{names} must be a list of {{role, content}} messages, got {'/'.join(sorted(kinds))} ({example})"
 
 
 @converters.register("openai", version="1")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SourceError
 from ..plugins import Registry
 from ..spec import DatasetSpec
+from .failures import why_not_loaded
 from .json_depth import MAX_NESTING, too_deep
 
 if TYPE_CHECKING:
@@ -86,8 +87,8 @@ def load(spec: DatasetSpec) -> Loaded:
             return loaded
     except SourceError:
         raise
-    except Exception as exc:  # datasets raises many types; the user needs the root cause
-        raise SourceError(f"dataset '{spec.name}': cannot load {spec.path}: {_root_cause(exc)}") from exc
+    except Exception as exc:  # datasets raises many types; the user needs the cause, in the file's terms
+        raise SourceError(why_not_loaded(spec, exc, source_files(spec))) from exc
 
 
 def _cache_older_than_sources(loaded: Loaded) -> bool:
@@ -100,27 +101,20 @@ def _cache_older_than_sources(loaded: Loaded) -> bool:
 
 @contextmanager
 def _quiet_datasets() -> Iterator[None]:
-    """Silence ``datasets``' own progress bars for one load; dataidx reports progress itself."""
+    """Silence ``datasets``' own progress bars and logged errors for one load: dataidx reports
+    progress itself, and a failure as one line (``datasets`` logs one before raising it)."""
     import datasets  # here, not at import: reading a store never loads a source this way
 
     was_enabled = datasets.are_progress_bars_disabled() is False
+    verbosity = datasets.logging.get_verbosity()
     datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(max(verbosity, datasets.logging.CRITICAL))
     try:
         yield
     finally:
+        datasets.logging.set_verbosity(verbosity)
         if was_enabled:
             datasets.enable_progress_bars()
-
-
-def _root_cause(exc: BaseException) -> str:
-    messages = []
-    seen: BaseException | None = exc
-    while seen is not None:
-        text = " ".join(str(seen).split())
-        if text and text not in messages:
-            messages.append(text)
-        seen = seen.__cause__ or seen.__context__
-    return " <- ".join(reversed(messages[-2:])) if messages else type(exc).__name__
 
 
 def builder_for(spec: DatasetSpec, filename: str) -> str:
@@ -175,9 +169,12 @@ def materialising_streams_into(folder: str | os.PathLike[str]) -> Iterator[None]
         _STREAMS_INTO.reset(token)
 
 
-def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: Any) -> Loaded:
+def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, json_files: Sequence[str] = (),
+               **kwargs: Any) -> Loaded:
     """``load_dataset(*args, split=spec.split, **kwargs)``; a ``streaming: true`` source is
     consumed once and its rows written to a local Arrow cache, then read like any other.
+    ``json_files`` are checked for nesting (:func:`refuse_deep_json`) when, and only when,
+    pyarrow's JSON reader is about to parse them: not when the cache holds the prepared split.
 
     The steps are ``load_dataset``'s own (builder, ``download_and_prepare``, ``as_dataset``),
     but the dataset is opened only on demand when the split is whole cache files: see
@@ -192,9 +189,12 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: A
     if not spec.streaming:
         mode = DownloadMode.FORCE_REDOWNLOAD if refresh else DownloadMode.REUSE_DATASET_IF_EXISTS
         builder = load_dataset_builder(*args, download_mode=mode, **kwargs)
+        if refresh or not _prepared(builder):
+            refuse_deep_json(spec, json_files)
         builder.download_and_prepare(download_mode=mode)
         return Loaded(arrow_paths=_whole_split_files(builder, spec.split), files=[],
                       open_dataset=lambda: builder.as_dataset(split=spec.split))
+    refuse_deep_json(spec, json_files)  # a stream is parsed on every build
     stream = load_dataset(*args, split=spec.split, streaming=True, **kwargs)
     stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ctime_ns)
               for path in source_files(spec)]
@@ -203,6 +203,19 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, **kwargs: A
     # refresh (from_generator takes no download_mode).
     return Loaded(Dataset.from_generator(_stream_rows, gen_kwargs={"stream": stream}, features=stream.features,
                                          cache_dir=_STREAMS_INTO.get(), fingerprint=key))
+
+
+def _prepared(builder: Any) -> bool:
+    """Whether ``download_and_prepare`` will find the split in the cache instead of parsing the
+    files: its own test, the cache folder's dataset_info.json. The folder is keyed by the files'
+    paths and mtimes, and :func:`load` refreshes a source changed after it, so a changed file is
+    parsed again, and checked first."""
+    from datasets import config  # here, not at import: a heavy library readers rarely need
+
+    try:
+        return os.path.exists(os.path.join(builder._cache_dir, config.DATASET_INFO_FILENAME))
+    except (AttributeError, TypeError):  # another datasets: check the files
+        return False
 
 
 def _whole_split_files(builder: Any, split: str) -> list[str] | None:
@@ -247,9 +260,7 @@ def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
             f"dataset '{spec.name}': folder {spec.path} mixes file types ({', '.join(sorted(builders))})"
         )
     builder = builders.pop()
-    if builder == "json":
-        refuse_deep_json(spec, files)
-    loaded = load_split(spec, builder, refresh=refresh, **kwargs)
+    loaded = load_split(spec, builder, refresh=refresh, json_files=files if builder == "json" else (), **kwargs)
     loaded.files = files
     return loaded
 
@@ -268,7 +279,6 @@ def refuse_deep_json(spec: DatasetSpec, files: Sequence[str]) -> None:
 @sources.register("hf_hub", version="1")
 def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
-    refuse_deep_json(spec, source_files(spec))
-    loaded = load_split(spec, spec.path, refresh=refresh)
+    loaded = load_split(spec, spec.path, refresh=refresh, json_files=source_files(spec))
     loaded.files = source_files(spec)
     return loaded
