@@ -108,7 +108,7 @@ def test_pair_rows_in_v0s_shape_are_explained_not_a_type_error(tmp_path: Path) -
     data = write_jsonl(tmp_path / "rank.jsonl", rows)
     config = write_yaml(tmp_path / "c.yaml", f"rank:\n  path: {data}\n  source: local\n  converter: pair\n")
     refused(cli("build", config, "-o", tmp_path / "s.db", "-q"),
-            "Error: dataset 'rank', row 0, converter 'pair': ValueError: chosen and rejected are strings: ranking "
+            "Error: dataset 'rank', row 0, converter 'pair': chosen and rejected are strings: ranking "
             "data in LLaMA-Factory v0's shape (single answers); v1's pair converter needs each side as a list of "
             '{role, content} messages, the prompt included (e.g. chosen: [{"role": "user", "content": "<prompt>"}, '
             '{"role": "assistant", "content": "<answer>"}])')

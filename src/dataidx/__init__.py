@@ -14,6 +14,7 @@ from .errors import (
     ConfigError,
     ConversionError,
     DataidxError,
+    InvalidRow,
     NotFoundError,
     PluginError,
     ReadOnlyError,
@@ -68,7 +69,7 @@ _PUBLIC = {
     # plugins
     "register_converter": ".convert",
 }
-_ERRORS = ["ConfigError", "ConversionError", "DataidxError", "NotFoundError", "PluginError", "ReadOnlyError",
+_ERRORS = ["ConfigError", "ConversionError", "DataidxError", "InvalidRow", "NotFoundError", "PluginError", "ReadOnlyError",
            "RenderError", "SourceError", "StaleStoreError", "StoreError", "UsageError"]
 
 _lazy_names, __getattr__ = lazy_face(__name__, _PUBLIC)

@@ -66,6 +66,12 @@ class ConversionError(DataidxError, ValueError):
         super().__init__(f"dataset '{dataset}', row {row}, converter '{converter}': {cause}")
 
 
+class InvalidRow(DataidxError, ValueError):
+    """A converter's own words on why a row cannot be converted (raised from a converter, which
+    knows no row number): the build wraps them in a ConversionError naming dataset, row and
+    converter, without an exception type in front."""
+
+
 class StoreError(DataidxError):
     """A store is missing, unreachable, not a dataidx store, corrupt, or of another schema revision."""
 

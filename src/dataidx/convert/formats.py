@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..errors import InvalidRow
 from .media import MediaSplitter, text_blocks
 from .registry import Sample, converters, drop, present
 from .vectorised import alpaca_cuts, none_cuts, pair_cuts, sharegpt_cuts
@@ -109,7 +110,7 @@ def pair(raw: dict[str, Any]) -> Sample:
     row = present(raw)
     wrong = [key for key in ("chosen", "rejected") if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
     if wrong:
-        raise ValueError(_not_message_lists(row, wrong))
+        raise InvalidRow(_not_message_lists(row, wrong))
     sides = {}
     for key in ("chosen", "rejected"):
         media = MediaSplitter.for_row(row)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConversionError, DataidxError
+from ..errors import ConversionError, DataidxError, InvalidRow
 from ..plugins import Registry
 from .expansion import cuts, trains_nothing
 
@@ -75,6 +75,8 @@ def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, co
     """Run a converter on one row; any failure becomes a ConversionError naming all three."""
     try:
         sample = func(raw)
+    except InvalidRow as exc:
+        raise ConversionError(dataset, row, converter, str(exc)) from exc
     except DataidxError:
         raise
     except KeyError as exc:
