@@ -30,6 +30,47 @@ def one_line_error(result, *fragments: str) -> None:  # noqa: ANN001
         assert fragment in result.stderr, result.stderr
 
 
+# Issue 24: messages that were unclear, and overwrites.
+
+def test_migrate_of_a_store_whose_tables_are_not_its_recorded_revision_is_one_line(tmp_path: Path, make_store) -> None:
+    import sqlite3
+
+    write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"}])
+    store = make_store(f"a:\n  path: {tmp_path / 'a.jsonl'}\n  source: local\n  converter: alpaca\n")
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0006'")
+    before = store.read_bytes()
+    one_line_error(run("migrate", store), f"{store}: cannot upgrade from schema revision '0006': its tables are not "
+                   "those of that revision (duplicate column name: epochs); the store is left as it was: rebuild it")
+    assert store.read_bytes() == before
+
+
+def test_an_empty_plan_is_said_empty_and_one_leftover_pack_is_one_pack(tmp_path: Path, make_store,
+                                                                        tiny_tokenizer: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", [{"instruction": f"question {i}", "output": "answer"} for i in range(3)])
+    store = make_store(f"a:\n  path: {tmp_path / 'a.jsonl'}\n  source: local\n  converter: alpaca\n")
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "4", "-q").exit_code == 0
+    result = run("pack", store, "--spec", "default", "--capacity", "64", "--global-batch-size", "2")
+    assert result.exit_code == 0 and "in 0 packs of 64 tokens, empty: no position trains under the spec" in result.stderr
+    assert "100.00%" not in result.stderr and "100.00%" not in run("info", store).output
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q").exit_code == 0
+    result = run("pack", store, "--spec", "default", "--capacity", "20", "--global-batch-size", "2")
+    assert result.stderr.splitlines()[-1] == ("1 step per epoch at a global batch size of 2 packs; the last pack does "
+                                              "not fill a step and is dropped (drop_last)")
+
+
+def test_outputs_never_overwrite_the_store_its_sources_or_the_input(tmp_path: Path, make_store) -> None:
+    data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"}])
+    store = make_store(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    kept = store.read_bytes(), data.read_bytes()
+    one_line_error(run("report", store, "-o", store, "-q"), "refusing to write over it: it is the store")
+    one_line_error(run("export", store, "-o", data, "-q"), "dataset 'a' of the store was built from it")
+    info = tmp_path / "dataset_info.json"
+    info.write_text('{"a": {"file_name": "a.jsonl"}}')
+    one_line_error(run("import-v0", info, "-o", info), "refusing to write over it: the command reads it")
+    assert (store.read_bytes(), data.read_bytes()) == kept and info.read_text() == '{"a": {"file_name": "a.jsonl"}}'
+
+
 ALIAS_BOMB = """a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
 c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]

@@ -119,7 +119,8 @@ def steps_line(steps: list[tuple[int, int]], global_batch_size: int) -> str:
     if not any(rests):
         dropped = ""
     elif len(steps) == 1:
-        dropped = f"; the last {rests[0]} packs do not fill a step and are dropped (drop_last)"
+        dropped = ("; the last pack does not fill a step and is dropped (drop_last)" if rests[0] == 1 else
+                   f"; the last {rests[0]} packs do not fill a step and are dropped (drop_last)")
     else:
         dropped = f"; the last packs of each epoch that do not fill a step are dropped (drop_last): {', '.join(map(str, rests))}"
     return f"{said} at a global batch size of {global_batch_size} packs{dropped}"

@@ -70,7 +70,7 @@ def info(store: str, as_json: bool) -> None:
         echo(table(
             ["plan", "spec", "mixture", "capacity", "seed", "packs per epoch", "entries", "fill"],
             [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], ", ".join(map(str, p["epoch_packs"])),
-              p["entries"], f"{p['fill']:.2%}") for p in details["pack_plans"]],
+              p["entries"], f"{p['fill']:.2%}" if p["packs"] else "empty") for p in details["pack_plans"]],
         ))
 
 

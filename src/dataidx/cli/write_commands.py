@@ -210,9 +210,10 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
 
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
+    fill = f"{summary.fill:.2%} full" if summary.packs else "empty: no position trains under the spec"
     echo(
         f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
-        f"tokens{over}, {summary.fill:.2%} full (seed {seed}; {summary.left_out} positions left out by their status) "
+        f"tokens{over}, {fill} (seed {seed}; {summary.left_out} positions left out by their status) "
         f"in {summary.seconds:.2f} s", err=True,
     )
     if len(summary.epoch_packs) > 1:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DatabaseError
 
 from ..errors import StaleStoreError, StoreError
 from .connect import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
@@ -168,7 +169,12 @@ def migrate_store(store: str | os.PathLike[str]) -> tuple[str | None, str]:
     if before not in REVISIONS:
         raise StoreError(f"{store}: store schema revision {before!r} is unknown to this dataidx; upgrade dataidx")
     with rewritten_copy(location) as connection:
-        upgrade(connection)
+        try:
+            upgrade(connection)
+        except DatabaseError as exc:  # the tables are not what the recorded revision says
+            cause = " ".join(str(exc.orig).split())[:200]
+            raise StoreError(f"{store}: cannot upgrade from schema revision {before!r}: its tables are not those of "
+                             f"that revision ({cause}); the store is left as it was: rebuild it") from None
     return before, SCHEMA_REVISION
 
 
