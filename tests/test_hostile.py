@@ -71,6 +71,54 @@ def test_outputs_never_overwrite_the_store_its_sources_or_the_input(tmp_path: Pa
     assert (store.read_bytes(), data.read_bytes()) == kept and info.read_text() == '{"a": {"file_name": "a.jsonl"}}'
 
 
+def test_a_crafted_stores_triggers_are_dropped_by_writes_and_its_altered_views_refused(
+        tmp_path: Path, make_store, caplog: pytest.LogCaptureFixture) -> None:
+    import sqlite3
+
+    from dataidx import DataEngine
+
+    data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": f"q{i}", "output": f"a{i}"} for i in range(40)])
+    config = write_yaml(tmp_path / "a.yaml", f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    store = make_store(config)
+    with sqlite3.connect(store) as connection:  # every run of a new mixture made to serve entry 1 only
+        connection.execute("CREATE TRIGGER one_sample AFTER INSERT ON mixture_runs BEGIN "
+                           "UPDATE mixture_runs SET first_entry = 1, length = 1 WHERE rowid = NEW.rowid; END")
+    assert run("mix", store, config, "--name", "m").exit_code == 0
+    assert "dropped trigger 'one_sample' before writing" in caplog.text
+    rows = [sample["messages"][0]["content"][0]["value"] for sample in DataEngine(store, "m")]
+    assert sorted(rows) == sorted(f"q{i}" for i in range(40))
+    with sqlite3.connect(store) as connection:
+        connection.execute("CREATE TRIGGER later AFTER INSERT ON mixtures BEGIN SELECT 1; END")
+        connection.execute("DROP VIEW composition")
+        connection.execute("CREATE VIEW composition AS SELECT 'm' AS mixture, 'a' AS dataset, 1 AS entries")
+    report = run("verify", store)
+    assert report.exit_code == 1
+    assert "trigger 'later' is not part of a dataidx store" in report.output
+    assert "view 'composition' differs from the schema" in report.output
+    one_line_error(run("mix", store, config, "--name", "m2"),
+                   f"{store}: view 'composition' differs from dataidx's schema: the store was altered; rebuild it")
+
+
+def test_an_entry_naming_a_row_outside_its_dataset_is_refused_not_served_as_another(tmp_path: Path,
+                                                                                   make_store) -> None:
+    import sqlite3
+
+    from dataidx import DataEngine
+    from dataidx.errors import StoreError
+
+    data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": f"q{i}", "output": f"a{i}"} for i in range(5)])
+    store = make_store(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE base_entries SET row = -1 WHERE id = 1")
+        connection.execute("UPDATE base_entries SET cut = -1 WHERE id = 2")
+    engine = DataEngine(store)
+    with pytest.raises(StoreError, match=r"dataset 'a' has rows 0-4, but an entry names row -1; the store is damaged"):
+        engine[0]
+    with pytest.raises(StoreError, match=r"an entry names row 1 cut -1; the store is damaged"):
+        engine[1]
+    assert engine[2]["messages"][0]["content"][0]["value"] == "q2"
+
+
 ALIAS_BOMB = """a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
 c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]

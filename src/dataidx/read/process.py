@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..convert import collecting_drops, convert_row, converters
-from ..errors import StaleStoreError
+from ..errors import StaleStoreError, StoreError
 from ..store import ReadConnection, ReadIdentity, StoredDataset, connect_readonly, identity_of
 from .rows import open_rows
 
@@ -113,8 +113,15 @@ class Fetcher:
         self.convert, self.converter = plugin.func, plugin.name
         self.recorded_drops = dataset.drops
         self.store = store
+        self.count = dataset.rows
 
     def sample(self, row: int, cut: int | None) -> dict[str, Any]:
+        # A crafted store's entry could name row -1 (the last row, to Python) or cut -3 (all but
+        # three messages): what the build never writes is refused, not served as something else.
+        if not 0 <= row < self.count or (cut is not None and cut < 1):
+            raise StoreError(f"{self.store}: dataset '{self.name}' has rows 0-{self.count - 1}, but an entry names "
+                             f"row {row}" + ("" if cut is None or cut >= 1 else f" cut {cut}")
+                             + "; the store is damaged or was altered: rebuild it")
         with collecting_drops() as dropped:
             converted = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
         if dropped:

@@ -12,9 +12,10 @@ import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
@@ -22,6 +23,7 @@ from sqlalchemy.pool import QueuePool
 
 from ...errors import DataidxError, StoreError, UsageError
 from ..schema import schema_script
+from .objects import disarm
 from .read import open_file
 
 
@@ -83,16 +85,27 @@ def current_stamp(connection: Connection) -> int:
 
 
 @contextmanager
-def stamped_transaction(file: Path) -> Iterator[Connection]:
-    """One transaction on a working copy that gives it a new stamp when the block succeeds."""
+def stamped_transaction(file: Path, shown_as: Path | None = None) -> Iterator[Connection]:
+    """One transaction on a working copy that gives it a new stamp when the block succeeds; a
+    trigger or an altered view in the copy is dropped or refused first (see :mod:`.objects`)."""
     engine = file_engine(file)
     _set_build_pragmas(engine)
     try:
         with engine.begin() as connection:
+            disarm(_rows_of(connection), shown_as or file)
             yield connection
             renew_stamp(connection)
     finally:
         engine.dispose()
+
+
+def _rows_of(connection: Connection) -> Callable[[str], list[Any]]:
+    """Run SQL on ``connection``: its rows, or none for a statement that returns none."""
+
+    def execute(sql: str) -> list[Any]:
+        result = connection.exec_driver_sql(sql)
+        return result.fetchall() if result.returns_rows else []
+    return execute
 
 
 @contextmanager
@@ -106,7 +119,7 @@ def rewritten_copy(path: Path) -> Iterator[Connection]:
         try:
             with disk_errors(path):
                 shutil.copyfile(path, temporary)
-                with stamped_transaction(temporary) as connection:
+                with stamped_transaction(temporary, path) as connection:
                     yield connection
                 replace_file(temporary, path)
         except BaseException:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ...errors import StoreError
 from ..dialect import Dialect
+from .objects import schema_problems
 
 SQLITE = Dialect(mark="?", ids="SELECT value FROM json_each(?)", stamped="",
                  json_array="json_group_array({})")
@@ -42,7 +43,7 @@ class FileConnection(sqlite3.Connection):
 
     def integrity(self) -> list[str]:
         found = [row[0] for row in self.execute("PRAGMA integrity_check")]
-        return [] if found == ["ok"] else found
+        return ([] if found == ["ok"] else found) + schema_problems(lambda sql: self.execute(sql).fetchall())
 
     def tune_for_fetches(self) -> None:
         self.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
