@@ -207,6 +207,7 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     assert len(DataEngine(store)) == len(before)
     assert migrate_store(store) == (SCHEMA_REVISION, SCHEMA_REVISION)
     assert sorted(p.name for p in store.parent.iterdir() if p.name.endswith(".tmp")) == []
+    assert CliRunner().invoke(cli, ["verify", str(store)]).exit_code == 0  # its views are the schema's
 
 
 @pytest.mark.parametrize("sampling", ["exact", "replacement"])
