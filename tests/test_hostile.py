@@ -119,6 +119,25 @@ def test_an_entry_naming_a_row_outside_its_dataset_is_refused_not_served_as_anot
     assert engine[2]["messages"][0]["content"][0]["value"] == "q2"
 
 
+def test_a_report_of_a_huge_row_stays_small(tmp_path: Path, make_store, tiny_tokenizer: Path) -> None:
+    words = " ".join(["hello world"] * 40_000)  # 480 KB of text, some 80k tokens
+    data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"},
+                                              {"instruction": words, "output": words}])
+    store = make_store(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    plain = tmp_path / "plain.html"
+    assert run("report", store, "-o", plain, "-q", "--samples", "2").exit_code == 0
+    assert plain.stat().st_size < 300_000 and "more characters not shown" in plain.read_text()
+    # An entry over the cutoff but under the bound past which it is not tokenized: all its tokens are known.
+    data = write_jsonl(tmp_path / "b.jsonl", [{"instruction": "q", "output": "a"},
+                                              {"instruction": "q", "output": "z " * 300}])
+    store = make_store(f"b:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "64", "-q").exit_code == 0
+    rendered = tmp_path / "rendered.html"
+    assert run("report", store, "-o", rendered, "-q", "--spec", "default", "--samples", "2").exit_code == 0
+    page = rendered.read_text()
+    assert rendered.stat().st_size < 300_000 and "more tokens not shown (past the cutoff)" in page
+
+
 ALIAS_BOMB = """a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
 c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]

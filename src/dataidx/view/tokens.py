@@ -19,6 +19,9 @@ from ..render import IGNORE, render_positions
 from ..store import TRAINS
 from .glyphs import token_texts
 
+#: Characters of a message shown in a report without a render spec; the rest is counted.
+MESSAGE_CHARACTERS = 2_000
+
 
 def sampled_positions(epochs: list[tuple[int, int]], count: int, seed: int) -> list[tuple[int, int]]:
     """``count`` distinct ``(epoch, position)`` pairs of the epochs ``(epoch, entries)`` given, in
@@ -56,7 +59,7 @@ def rendered_samples(path: str, mixture: str, spec: str, picks: list[tuple[int, 
                        f"{'' if trains else ' · does not train: drawn grey'}")
             sides = one.sides or {"": one}
             body = "".join((f"<div class='side'>{name}</div>" if name else "")
-                           + _tokens(renderer.tokenizer, side, renderer.controls.ids, trains)
+                           + _tokens(renderer.tokenizer, side, renderer.controls.ids, trains, renderer.cutoff)
                            for name, side in sides.items())
             blocks.append(f"<div class='sample{'' if trains else ' untrained'}' data-status='{one.status}'>"
                           f"<div class='heading'>{heading}</div>{body}</div>")
@@ -72,17 +75,24 @@ def converted_samples(path: str, mixture: str, picks: list[tuple[int, int]], epo
             lines = []
             for message in sample.get("messages") or sample.get("chosen_messages") or []:
                 text = "".join(str(block.get("value")) for block in message.get("content") or [])
-                lines.append(f"<div class='message'><b>{html.escape(str(message.get('role')))}</b> "
-                             f"{html.escape(text)}</div>")
+                lines.append(f"<div class='message'><b>{html.escape(_cut(str(message.get('role')), 40))}</b> "
+                             f"{html.escape(_cut(text, MESSAGE_CHARACTERS))}</div>")
             blocks.append(f"<div class='sample'><div class='heading'>{_where(epoch, position, epochs)} · "
                           f"{html.escape(sample['_dataset_name'])}</div>{''.join(lines)}</div>")
     return blocks
 
 
-def _tokens(tokenizer: Any, rendered: Any, special: dict[int, str], trains: bool) -> str:
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else f"{text[:most]}… ({len(text) - most:,} more characters not shown)"
+
+
+def _tokens(tokenizer: Any, rendered: Any, special: dict[int, str], trains: bool, most: int) -> str:
+    """The spans of at most ``most`` tokens (the cutoff: what could train), then how many more."""
     spans = []
-    texts = token_texts(tokenizer, list(rendered.input_ids))
-    for token_id, label, weight, text in zip(rendered.input_ids, rendered.labels, rendered.loss_weights, texts):
+    ids = list(rendered.input_ids[:most])
+    # A few tokens past the last shown, so a character whose bytes go on past it is still whole.
+    texts = token_texts(tokenizer, list(rendered.input_ids[:most + 8]))[:most]
+    for token_id, label, weight, text in zip(ids, rendered.labels, rendered.loss_weights, texts):
         classes = "tok" + (" sup" if trains and label != IGNORE else "") + (" special" if token_id in special else "")
         if text is None:  # the rest of a character drawn in an earlier box
             classes, shown = classes + " cont", ""
@@ -90,4 +100,6 @@ def _tokens(tokenizer: Any, rendered: Any, special: dict[int, str], trains: bool
             shown = html.escape(text).replace("\n", "↵<br>") or "∅"
         spans.append(f"<span class='{classes}' data-id='{token_id}' data-label='{label}' "
                      f"data-weight='{weight:g}'>{shown}</span>")
-    return f"<div class='tokens'>{''.join(spans)}</div>"
+    hidden = len(rendered.input_ids) - len(ids)
+    more = f"<div class='more'>{hidden:,} more tokens not shown (past the cutoff)</div>" if hidden > 0 else ""
+    return f"<div class='tokens'>{''.join(spans)}</div>{more}"
