@@ -138,6 +138,22 @@ def test_a_report_of_a_huge_row_stays_small(tmp_path: Path, make_store, tiny_tok
     assert rendered.stat().st_size < 300_000 and "more tokens not shown (past the cutoff)" in page
 
 
+def test_a_report_of_many_datasets_draws_panels_for_the_largest_only(tmp_path: Path, make_store,
+                                                                    tiny_tokenizer: Path) -> None:
+    config = ""
+    for number in range(40):
+        data = write_jsonl(tmp_path / f"d{number}.jsonl", [{"instruction": "q", "output": "a"}] * (1 + number % 3))
+        config += f"d{number}:\n  path: {data}\n  source: local\n  converter: alpaca\n"
+    store = make_store(config)
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "64", "-q").exit_code == 0
+    page = tmp_path / "many.html"
+    assert run("report", store, "-o", page, "-q", "--spec", "default").exit_code == 0
+    text = page.read_text()
+    assert text.count("28 smaller datasets not drawn: see the tables") == 2  # turns and lengths panels
+    assert text.count("10 smaller datasets not drawn") == 2  # the mixture's and supervised tokens' bars
+    assert text.count("<td>d39</td>") >= 1  # every dataset is still in the tables
+
+
 ALIAS_BOMB = """a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
 b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
 c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib
@@ -50,8 +51,11 @@ def _empty(message: str) -> str:
 
 
 def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: str) -> str:
-    """One bar per label; bar ``i`` has the id ``mark-<chart>-<i>``."""
+    """One bar per label (the :data:`BARS` largest); bar ``i`` has the id ``mark-<chart>-<i>``."""
+    kept, hidden = _top(dict(zip(labels, values)), lambda value: value, BARS)
+    labels, values = list(kept), list(kept.values())
     figure = _figure(7, 0.45 * len(labels) + 1)
+    _left_out(figure, hidden)
     axes = figure.add_subplot()
     bars = axes.barh(range(len(labels)), values, color=_BAR)
     for number, (bar, value) in enumerate(zip(bars, values)):
@@ -72,6 +76,28 @@ def _counts(axis: matplotlib.axis.Axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
+#: Datasets drawn as panels of their own; the rest are named below the chart (their figures are in
+#: the tables), so a mixture of hundreds of datasets draws as fast as one of a dozen.
+PANELS = 12
+
+
+#: Bars of a bar chart with one per dataset.
+BARS = 30
+
+
+def _top(groups: dict[str, Any], weight: Callable[[Any], float], most: int = PANELS) -> tuple[dict[str, Any], int]:
+    """The ``most`` groups of largest ``weight``, in their order, and how many were left out."""
+    if len(groups) <= most:
+        return groups, 0
+    kept = set(sorted(groups, key=lambda name: -weight(groups[name]))[:most])
+    return {name: value for name, value in groups.items() if name in kept}, len(groups) - most
+
+
+def _left_out(figure: Figure, hidden: int) -> None:
+    if hidden:
+        figure.text(0.01, 0.005, f"{hidden:,} smaller datasets not drawn: see the tables", fontsize=8, color="#555")
+
+
 def turns_chart(turns: list[tuple[str, int, int]]) -> str:
     """Rows drawn by their number of entries (supervised turns), one panel per dataset."""
     if not turns:
@@ -79,7 +105,9 @@ def turns_chart(turns: list[tuple[str, int, int]]) -> str:
     by_dataset: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for dataset, count, rows in turns:
         by_dataset[dataset].append((count, rows))
+    by_dataset, hidden = _top(by_dataset, lambda counts: sum(rows for _, rows in counts))
     figure = _figure(7, 1.4 * len(by_dataset) + 0.5)
+    _left_out(figure, hidden)
     number = 0
     for panel, (dataset, counts) in enumerate(by_dataset.items(), start=1):
         axes = figure.add_subplot(len(by_dataset), 1, panel)
@@ -105,7 +133,9 @@ def length_chart(spec: SpecFigures) -> str:
     by_dataset: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
     for dataset, status, bin_number, entries in spec.histogram:
         by_dataset[dataset][status][bin_number] = entries
+    by_dataset, hidden = _top(by_dataset, lambda statuses: sum(sum(bins.values()) for bins in statuses.values()))
     figure = _figure(7, 1.6 * len(by_dataset) + 1.1)
+    _left_out(figure, hidden)
     panels = figure.subplots(len(by_dataset), 1, sharex=True, squeeze=False)[:, 0]  # one length axis for all
     number = 0
     shown: dict[str, Any] = {}  # one legend for the figure: each status drawn, in STATUSES order
