@@ -8,12 +8,35 @@ builtin a caller would naturally expect (``FileNotFoundError``, ``KeyError``...)
 from __future__ import annotations
 
 import re
+import reprlib
+from typing import Any
 
 # user:password@ in a database URL (spaces and all, up to the last @ of the line), and a
 # password= or sslpassword= key in its query or in a libpq "key=value" string, quoted or not:
 # messages name the store, never its password.
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/:@\s]*:)[^\n]*@", re.IGNORECASE)
 _KEY_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\"[^\"]*\"|[^&\s'\"]*)", re.IGNORECASE)
+
+
+#: The most characters of a message a store keeps per entry or row (a render ``detail``, a reject's reason).
+DETAIL_LIMIT = 500
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 60, 60
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short: a few items, a few levels, 60 characters a string. Any value
+    from data or a config goes into a message through this, so a message stays small."""
+    return _SHOWN.repr(value)
+
+
+def bounded(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    rest = f"... ({len(text) - limit} more characters)"
+    return text[: max(0, limit - len(rest))] + rest
 
 
 def hide_passwords(text: str) -> str:
@@ -62,7 +85,7 @@ class ConversionError(DataidxError, ValueError):
         self.dataset = dataset
         self.row = row
         self.converter = converter
-        self.cause = cause
+        self.cause = bounded(cause)  # a converter's message may quote the row: stored per reject
         super().__init__(f"dataset '{dataset}', row {row}, converter '{converter}': {cause}")
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..convert import converters
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
 from ..sources import sources
 from ..spec import BUDGET_KEYS, ERROR_POLICIES, VALID_KEYS, YAML_SUFFIXES, Config, DatasetSpec
-from .yaml_text import YamlProblem, parse_yaml, shown
+from .yaml_text import YamlProblem, parse_yaml
 
 
 def load_config(target: str | os.PathLike[str], *, plugins: bool = True) -> Config:

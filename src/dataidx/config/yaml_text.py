@@ -8,23 +8,16 @@ each is one error naming the line, and :func:`shown` prints a value bounded, nev
 
 from __future__ import annotations
 
-import reprlib
 from typing import Any
 
 import yaml
+
+from ..errors import shown
 
 #: Values (scalars, lists, mappings) a config may hold once its aliases are expanded.
 MAX_VALUES = 100_000
 #: How deep lists and mappings may nest.
 MAX_DEPTH = 64
-
-_SHOWN = reprlib.Repr()
-_SHOWN.maxlevel, _SHOWN.maxdict, _SHOWN.maxlist, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 60, 60
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` cut short: a few items, a few levels, 60 characters a string."""
-    return _SHOWN.repr(value)
 
 
 class YamlProblem(Exception):

@@ -2,7 +2,7 @@
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
 from . import formats  # noqa: F401  registers the built-in converters
-from .expansion import SUPERVISED_EPSILON, cuts, trains_nothing, truncate
+from .expansion import ROLES, SUPERVISED_EPSILON, cuts, role_problem, trains_nothing, truncate
 from .media import MEDIA_COLUMNS, MediaMismatch
 from .registry import (
     Converter,
@@ -20,6 +20,7 @@ from .vectorised import NO_CUT, TableCuts
 __all__ = [
     "MEDIA_COLUMNS",
     "NO_CUT",
+    "ROLES",
     "SUPERVISED_EPSILON",
     "Converter",
     "MediaMismatch",
@@ -31,6 +32,7 @@ __all__ = [
     "cuts",
     "drop",
     "register_converter",
+    "role_problem",
     "row_cuts",
     "row_expansion",
     "trains_nothing",

@@ -9,17 +9,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InvalidRow
+from ..errors import InvalidRow, shown
+from .expansion import ROLES
 from .media import MediaSplitter, text_blocks
 from .registry import Sample, converters, drop, present
 from .vectorised import alpaca_cuts, none_cuts, pair_cuts, sharegpt_cuts
 
+_NOT_JSON = (json.JSONDecodeError, TypeError)
 
-def _tool_call_blocks(value: str) -> list[dict[str, str]] | None:
+
+def loads(value: Any, what: str) -> Any:
+    """JSON text from data; InvalidRow (the row's reject) when it nests past the interpreter's
+    recursion limit, which would otherwise abort the whole build."""
+    try:
+        return json.loads(value)
+    except RecursionError:
+        raise InvalidRow(f"{what} is JSON nested too deep to read") from None
+
+
+def _tool_call_blocks(value: str, what: str) -> list[dict[str, str]] | None:
     """JSON tool call(s) as ``tool_call`` blocks; None when the value is not valid JSON."""
     try:
-        calls = json.loads(value)
-    except (json.JSONDecodeError, TypeError):
+        calls = loads(value, what)
+    except _NOT_JSON:
         return None
     if not isinstance(calls, list):
         calls = [calls]
@@ -63,7 +75,7 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
     for turn in row.get("conversations") or []:
         tag = turn["from"]
         if tag == "function_call":
-            blocks = _tool_call_blocks(turn["value"])
+            blocks = _tool_call_blocks(turn["value"], "a function_call value")
             if blocks is None:
                 drop("function_call value is not valid JSON")
                 continue
@@ -75,7 +87,7 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
                 "loss_weight": 1.0 if tag == "gpt" else 0.0,
             })
         else:
-            drop(f"unsupported role tag '{tag}'")
+            drop(f"unsupported role tag {shown(tag)}")
     if media is not None:
         media.finish()
     sample: Sample = {"messages": messages}
@@ -83,8 +95,8 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
     if tools:
         # v1 keeps any valid JSON, "[]" included, re-serialised; an invalid string is left out.
         try:
-            sample["tools"] = json.dumps(json.loads(tools))
-        except (json.JSONDecodeError, TypeError):
+            sample["tools"] = json.dumps(loads(tools, "tools"))
+        except _NOT_JSON:
             drop("tools is not valid JSON")
     return sample
 
@@ -94,7 +106,7 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -
     for turn in turns:
         role = turn["role"]
         if role == "tool":
-            blocks = _tool_call_blocks(turn["content"])
+            blocks = _tool_call_blocks(turn["content"], "a tool message's content")
             if blocks is None:
                 drop("tool message content is not valid JSON")
                 continue
@@ -140,8 +152,8 @@ def openai(raw: dict[str, Any]) -> Sample:
     media = MediaSplitter.for_row(row)
     messages = []
     for number, turn in enumerate(row.get("messages") or []):
-        if not isinstance(turn, dict) or turn.get("role") not in _OPENAI_ROLES:
-            raise ValueError(f"message {number}: role must be one of {', '.join(_OPENAI_ROLES)}")
+        if not isinstance(turn, dict) or not isinstance(turn.get("role"), str) or turn["role"] not in ROLES:
+            raise InvalidRow(f"message {number}: role must be one of {', '.join(ROLES)}")
         content = turn.get("content")
         if content is not None and not isinstance(content, str):
             raise ValueError(f"message {number}: content must be a string, got {type(content).__name__}")
@@ -153,7 +165,7 @@ def openai(raw: dict[str, Any]) -> Sample:
             arguments = function.get("arguments", {})
             if isinstance(arguments, str):
                 try:
-                    arguments = json.loads(arguments)
+                    arguments = loads(arguments, f"message {number}: tool call arguments")
                 except json.JSONDecodeError:
                     raise ValueError(f"message {number}: tool call arguments are not valid JSON") from None
             blocks.append({"type": "tool_call", "value": json.dumps({"name": function["name"], "arguments": arguments})})
@@ -168,9 +180,6 @@ def openai(raw: dict[str, Any]) -> Sample:
         tools = row["tools"]
         sample["tools"] = tools if isinstance(tools, str) else json.dumps(tools)
     return sample
-
-
-_OPENAI_ROLES = ("system", "user", "assistant", "tool")
 
 
 @converters.register("none", version="1", fast=none_cuts)

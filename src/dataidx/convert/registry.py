@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ConversionError, DataidxError, InvalidRow
 from ..plugins import Registry
-from .expansion import cuts, trains_nothing
+from .expansion import cuts, role_problem, trains_nothing
 
 Sample = dict[str, Any]
 Converter = Callable[[dict[str, Any]], Sample]
@@ -95,8 +95,12 @@ def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, conve
 
 def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
                   converter: str) -> tuple[list[int | None], bool]:
-    """The cuts of one converted row and whether it trains nothing (:func:`.expansion.trains_nothing`)."""
+    """The cuts of one converted row and whether it trains nothing (:func:`.expansion.trains_nothing`);
+    a role outside :data:`.expansion.ROLES` fails like a conversion."""
     sample = convert_row(func, raw, dataset, row, converter)
+    problem = role_problem(sample)
+    if problem is not None:
+        raise ConversionError(dataset, row, converter, problem)
     try:
         found = cuts(sample)
     except Exception as exc:

@@ -10,7 +10,6 @@ tests/test_vectorised.py proves both paths agree on random rows.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .data_checks import not_json, standard_roles
 from .expansion import SUPERVISED_EPSILON
 from .media import MEDIA_COLUMNS
 
@@ -178,19 +178,14 @@ def _expand(kept: np.ndarray, supervised: np.ndarray, offsets: np.ndarray) -> tu
     return all_rows[order], all_cuts[order]
 
 
-def _not_json(values: list) -> np.ndarray:
-    """A mask of the values that are not JSON text."""
-    bad = np.zeros(len(values), dtype=bool)
-    for position, value in enumerate(values):
-        try:
-            json.loads(value)
-        except (json.JSONDecodeError, TypeError):
-            bad[position] = True
-    return bad
-
-
-def _json_invalid(values: list) -> int:
-    return int(np.count_nonzero(_not_json(values)))
+def _side_roles_standard(table: pa.Table, column: str) -> bool:
+    """Whether a preference side holds no messages or only standard roles (else: the row path)."""
+    if column not in table.column_names or _no_messages(table[column]):
+        return True
+    if not _list_of_struct(table[column].type, ("role",)):
+        return False
+    messages, offsets = _flatten(table[column])
+    return not _has_null_messages(messages, offsets) and standard_roles(_field(messages, "role"))
 
 
 _SHAREGPT_TAGS = pa.array(["system", "human", "gpt", "observation", "function_call"])
@@ -207,7 +202,10 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
     if has_tools:
         tools = table["tools"]
         present = pc.and_(pc.is_valid(tools), pc.not_equal(pc.fill_null(tools, ""), ""))
-        tool_drops = _json_invalid(tools.filter(present).to_pylist())
+        invalid = not_json(tools.filter(present).to_pylist())
+        if invalid is None:
+            return None
+        tool_drops = int(np.count_nonzero(invalid))
     if _no_messages(table["conversations"]):
         return _one_per_row(np.full(table.num_rows, NO_CUT), tool_drops)
     if not _list_of_struct(table["conversations"].type, ("from", "value")):
@@ -223,11 +221,10 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
         return None  # the row path raises for these, naming the row
     kept = known.copy()
     call_at = np.flatnonzero(call)
-    for position, value in zip(call_at, values.take(pa.array(call_at)).to_pylist()):
-        try:
-            json.loads(value)
-        except (json.JSONDecodeError, TypeError):
-            kept[position] = False
+    invalid = not_json(values.take(pa.array(call_at)).to_pylist())
+    if invalid is None:
+        return None
+    kept[call_at[invalid]] = False
     gpt = _mask(pc.equal(tags, "gpt"))
     rows, cuts = _expand(kept, kept & (gpt | call), offsets)
     return TableCuts(rows=rows, cuts=cuts, drops=int((~kept).sum()) + tool_drops)
@@ -235,6 +232,8 @@ def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
 
 def none_cuts(table: pa.Table) -> TableCuts | None:
     """Rows already standard: supervised = assistant with loss_weight > 1e-6 (missing counts as 1)."""
+    if not all(_side_roles_standard(table, side) for side in ("chosen_messages", "rejected_messages")):
+        return None
     if "messages" not in table.column_names or _no_messages(table["messages"]):
         return _one_per_row(np.full(table.num_rows, NO_CUT),
                             empty=_rows_without_lists(table, ("chosen_messages", "rejected_messages")))
@@ -244,7 +243,10 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
     messages, offsets = _flatten(table["messages"])
     if _has_null_messages(messages, offsets):
         return None
-    assistant = _mask(pc.equal(_field(messages, "role"), "assistant"))
+    roles = _field(messages, "role")
+    if not standard_roles(roles):
+        return None  # the row path rejects the row, naming it
+    assistant = _mask(pc.equal(roles, "assistant"))
     if type_.value_type.get_field_index("loss_weight") >= 0:
         weights = _field(messages, "loss_weight")
         if not (pa.types.is_floating(weights.type) or pa.types.is_integer(weights.type) or pa.types.is_null(weights.type)):
@@ -271,14 +273,17 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
         if _has_null_messages(messages, offsets):
             return None
         roles, contents = _field(messages, "role"), _field(messages, "content")
-        if pc.any(pc.is_null(roles)).as_py():
+        if not standard_roles(roles):
             return None
         tool = _mask(pc.equal(roles, "tool"))
         if (~tool & (_mask(pc.is_null(contents)) | _placeholders(contents))).any():
             return None
         kept = np.ones(len(messages), dtype=bool)
         tool_at = np.flatnonzero(tool)
-        kept[tool_at[_not_json(contents.take(pa.array(tool_at)).to_pylist())]] = False
+        invalid = not_json(contents.take(pa.array(tool_at)).to_pylist())
+        if invalid is None:
+            return None
+        kept[tool_at[invalid]] = False
         drops += int((~kept).sum())
         kept_before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
         held |= kept_before[offsets[1:]] > kept_before[offsets[:-1]]

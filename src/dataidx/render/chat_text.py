@@ -19,8 +19,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from ..convert import SUPERVISED_EPSILON
-from ..errors import RenderError
+from ..convert import ROLES, SUPERVISED_EPSILON
+from ..errors import RenderError, bounded, shown
 from .escape import ControlTokens
 from .fast_templates import FAST_TEMPLATES
 from .templates import tojson
@@ -93,12 +93,12 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
                 pieces += [escape("".join(run), where), _MEDIA_TEXT[kind]]
                 run = []
             else:
-                raise RenderError(f"{where}: content block type '{kind}' cannot be rendered as text")
+                raise RenderError(f"{where}: content block type {shown(kind)} cannot be rendered as text")
         role = message.get("role")
-        if not isinstance(role, str):
-            raise RenderError(f"{where}: role is {role!r}, not a string")
-        # The template writes the role between turn markers: a role is data too.
-        converted: dict[str, Any] = {"role": escape(role, where),
+        # The template writes the role between its turn markers: any other role forges turns.
+        if not (isinstance(role, str) and role in ROLES):
+            raise RenderError(f"{where}: role {shown(role)} is not one of {', '.join(ROLES)}")
+        converted: dict[str, Any] = {"role": role,
                                      "content": "".join([*pieces, escape("".join(run), where)])}
         if reasoning:  # the field chat templates read (Qwen3, DeepSeek-R1, the built-ins)
             converted["reasoning_content"] = escape("".join(reasoning), where)
@@ -114,8 +114,11 @@ def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[
     try:
         call = json.loads(value)
         name, arguments = call["name"], call.get("arguments", {})
-    except (json.JSONDecodeError, TypeError, KeyError) as exc:
-        raise RenderError(f"message {number}: tool call is not {{\"name\": ..., \"arguments\": ...}} JSON ({exc})") from None
+    except RecursionError:
+        raise RenderError(f"message {number}: tool call is JSON nested too deep to read") from None
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
+        raise RenderError(f"message {number}: tool call is not {{\"name\": ..., \"arguments\": ...}} JSON "
+                          f"({bounded(str(exc), 200)})") from None
     if controls is not None:
         name, arguments = controls.escape_json([name, arguments], f"message {number} tool call")
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
@@ -130,6 +133,8 @@ def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) 
     if isinstance(tools, str):
         try:
             tools = json.loads(tools)
+        except RecursionError:
+            raise RenderError("tools is JSON nested too deep to read") from None
         except json.JSONDecodeError as exc:
             raise RenderError(f"tools is not valid JSON ({exc})") from None
     if isinstance(tools, dict):
@@ -171,15 +176,21 @@ class ChatText:
 
     def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool,
              **options: Any) -> str:
-        """The template's text; ``options`` are extra template variables (``enable_thinking``)."""
-        if self._fast is not None:  # a built-in's Python renderer: the same text (tests/test_render_fast.py)
-            return self._fast(chat, tools, generation_prompt, self._bos)
-        variables = {**self._variables, "messages": chat, "tools": tools, "add_generation_prompt": generation_prompt,
-                     **options}
+        """The template's text; ``options`` are extra template variables (``enable_thinking``).
+        Whatever the template raises on this conversation (its ``raise_exception``, a division by
+        zero, recursion in a macro or in JSON) is a RenderError: one entry's ``render_error``."""
         try:
+            if self._fast is not None:  # a built-in's Python renderer: the same text (tests/test_render_fast.py)
+                return self._fast(chat, tools, generation_prompt, self._bos)
+            variables = {**self._variables, "messages": chat, "tools": tools,
+                         "add_generation_prompt": generation_prompt, **options}
             return "".join(self.template.root_render_func(self.template.new_context(variables, shared=True)))
+        except RenderError:
+            raise
         except self._errors as exc:
-            raise RenderError(f"chat template failed: {exc}") from None
+            raise RenderError(f"chat template failed: {bounded(str(exc), 200)}") from None
+        except Exception as exc:  # noqa: BLE001 - a template is code from the user: any error is the entry's
+            raise RenderError(f"chat template failed: {type(exc).__name__}: {bounded(str(exc), 200)}") from None
 
     def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
               full: str, wanted: list[int], **options: Any) -> list[Span]:

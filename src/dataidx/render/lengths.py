@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
-from ..errors import ConversionError
+from ..errors import ConversionError, bounded
 from ..read import EntryReader
 from ..store import (
     LengthRow,
@@ -69,13 +69,14 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
         try:
             items.append((reader.sample(dataset_id, row, cut), cut is not None))
         except ConversionError as exc:
-            rows.append((entry_id, 0, 0, 0, "render_error", str(exc)))
+            rows.append((entry_id, 0, 0, 0, "render_error", bounded(str(exc))))
             continue
         slots.append((len(rows), entry_id))
         rows.append(None)
     for (slot, entry_id), rendered in zip(slots, renderer.render_many(items)):
+        detail = rendered.detail if rendered.detail is None else bounded(rendered.detail)  # stored per entry
         rows[slot] = (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
-                      rendered.detail)
+                      detail)
     reader.release_rows()  # a pass over every entry: keep a chunk's source pages, not all of them
     return first, rows
 

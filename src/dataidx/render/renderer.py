@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..convert import SUPERVISED_EPSILON
-from ..errors import DataidxError, RenderError
+from ..errors import DataidxError, RenderError, bounded
 from ..store import STATUSES, TRAINS
 from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens
@@ -145,10 +145,12 @@ class Renderer:
                 return self._too_long(written, "chat text")
             return sides
         except DataidxError as exc:
-            return Rendered(status="render_error", detail=str(exc))
+            return Rendered(status="render_error", detail=bounded(str(exc)))
+        except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
+            return Rendered(status="render_error", detail="the sample nests too deep to render")
         except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
-            return Rendered(status="render_error", detail=f"the sample is not in the standard format: "
-                                                          f"{type(exc).__name__}: {exc}")
+            return Rendered(status="render_error", detail=bounded(f"the sample is not in the standard format: "
+                                                                  f"{type(exc).__name__}: {exc}"))
 
     def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
         """``too_long`` for an entry whose message text alone is past the hard bound: its chat
@@ -184,7 +186,7 @@ class Renderer:
         try:
             sides = {name: self._labelled(side, *encoded[name]) for name, side in draft.items()}
         except DataidxError as exc:
-            return Rendered(status="render_error", detail=str(exc))
+            return Rendered(status="render_error", detail=bounded(str(exc)))
         if None in sides:
             return sides[None]
         worst = max((side.status for side in sides.values()), key=STATUSES.index)

@@ -1,0 +1,35 @@
+"""Checks the vectorised cut paths run over many values at once, answering as the converters
+would: is a value JSON text, is every role standard. Where a converter would reject a row, a check
+says so and the table goes to the row path, which names the row."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .expansion import ROLES
+
+_ROLES = pa.array(ROLES)
+
+
+def not_json(values: list) -> np.ndarray | None:
+    """A mask of the values that are not JSON text; None when one nests too deep to read (the
+    converter rejects that row: ``RecursionError`` must never escape a build)."""
+    bad = np.zeros(len(values), dtype=bool)
+    for position, value in enumerate(values):
+        try:
+            json.loads(value)
+        except (json.JSONDecodeError, TypeError):
+            bad[position] = True
+        except RecursionError:
+            return None
+    return bad
+
+
+def standard_roles(roles: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether every role is one of :data:`.expansion.ROLES`, none null."""
+    found = pc.is_in(roles, value_set=_ROLES.cast(roles.type))
+    return bool(pc.fill_null(found, False).to_numpy(zero_copy_only=False).all())
