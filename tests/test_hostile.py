@@ -506,3 +506,45 @@ def test_item1_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer:
     assert [(c.input_ids, c.labels, c.status) for c in cuts[:3]] == \
         [(c.input_ids, c.labels, c.status) for c in fresh.render_many([({"messages": turns[: 2 * k]}, True)
                                                                           for k in range(1, 4)])]
+
+
+# Issue 24: serve, report and SQL
+
+#: A pack_plans view with the real columns that never finishes: a recursive CTE without a bound.
+HANGING_PACK_PLANS = (
+    "CREATE VIEW pack_plans AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
+    "SELECT 'p' AS plan, 's' AS spec, 'm' AS mixture, 8 AS capacity, 0 AS seed, 0 AS packs, 0 AS entries, "
+    "0.0 AS fill, 0 AS tokens, 0 AS left_out FROM r WHERE x < 0"
+)
+
+
+def crafted(store: Path, *statements: str) -> Path:
+    """``store`` changed behind dataidx's back with plain sqlite3, as a hostile file would be."""
+    import sqlite3
+
+    with sqlite3.connect(store) as connection:
+        for statement in statements:
+            connection.execute(statement)
+    connection.close()
+    return store
+
+
+def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c(
+        demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    crafted(demo, "DROP VIEW pack_plans", HANGING_PACK_PLANS)
+    monkeypatch.setattr("dataidx.store.sqlite.read.READ_SECONDS", 0.5)
+    started = time.perf_counter()
+    one_line_error(run("info", demo), "a read of the store was stopped after 0.5 s")
+    one_line_error(run("report", demo, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
+    assert time.perf_counter() - started < 10  # both ran until killed before
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo)!r}]; main()"
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=10) != 0  # Ctrl-C was ignored while SQLite ran the view
+    assert "Traceback" not in process.stderr.read()
+

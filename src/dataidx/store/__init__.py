@@ -18,6 +18,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "connect_readonly": ".connect",
     "not_found": ".connect",
     "store_revision": ".connect",
+    "stopped_read": ".sqlite.read",
     "STATUSES": ".records",
     "TRAINS": ".records",
     "StoredDataset": ".records",
