@@ -548,3 +548,17 @@ def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c
     assert process.wait(timeout=10) != 0  # Ctrl-C was ignored while SQLite ran the view
     assert "Traceback" not in process.stderr.read()
 
+
+def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+
+    render_store(demo, tiny_tokenizer, cutoff=256)
+    pack_store(demo, "default", capacity=512)
+    fine = run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
+    assert fine.exit_code == 0, fine.output
+    # Pasted into the fill histogram's SQL, this ran fts3_tokenizer outside any authorizer.
+    crafted(demo, "UPDATE packing_plans SET capacity = '512 + length(hex(fts3_tokenizer(''simple'')))'")
+    one_line_error(run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
+                   "packing plan 'default' has capacity \"512 + length(", "not a count of tokens")
+    assert not (tmp_path / "r.html").exists()
