@@ -562,3 +562,41 @@ def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo: Path, tiny_to
     one_line_error(run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
                    "packing plan 'default' has capacity \"512 + length(", "not a count of tokens")
     assert not (tmp_path / "r.html").exists()
+
+
+def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple[int, str]]:
+    """Status and body of each GET of ``paths`` from the app ``dataidx serve`` runs on port 8001."""
+    import asyncio
+
+    import httpx
+
+    from dataidx.view import datasette_app
+
+    async def get_all() -> list[tuple[int, str]]:
+        app = datasette_app(store, 8001)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8001") as client:
+            answers = [await client.get(path, headers={"host": host}) for path in paths]
+        return [(answer.status_code, answer.text) for answer in answers]
+
+    return asyncio.run(get_all())
+
+
+def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_host(
+        demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("datasette")
+    from urllib.parse import quote
+
+    leak, write, fine = served(demo, "/demo.json?sql=" + quote("SELECT hex(fts3_tokenizer('simple')) AS address"),
+                               "/demo.json?sql=" + quote("SELECT fts3_tokenizer('x', zeroblob(8)) AS written"),
+                               "/demo.json?sql=" + quote("SELECT count(*) AS n, upper('a') AS a FROM entries"))
+    assert leak[0] == 400 and '"rows": []' in leak[1] and "not authorized to use function: fts3" in leak[1], leak
+    assert write[0] == 400 and "not authorized" in write[1], write
+    assert fine[0] == 200 and '"n"' in fine[1], fine
+    assert served(demo, "/demo/composition.json", host="localhost:8001")[0][0] == 200
+    capsys.readouterr()
+    for host in ("rebound.example:8001", "127.0.0.1:9999", "127.0.0.1"):
+        status, body = served(demo, "/demo/entries.json", host=host)[0]
+        assert status == 421 and "entries" not in body  # a rebound name read the whole store before
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and "Host 'rebound.example:8001' is not 127.0.0.1:8001" in lines[0], lines
+

@@ -15,4 +15,5 @@ __all__, __getattr__ = lazy_face(__name__, {
     "VIEWS": ".datasette",
     "datasette_metadata": ".datasette",
     "serve_store": ".datasette",
+    "datasette_app": ".datasette",
 })
