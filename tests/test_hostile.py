@@ -600,3 +600,29 @@ def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_ho
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3 and "Host 'rebound.example:8001' is not 127.0.0.1:8001" in lines[0], lines
 
+
+@pytest.mark.parametrize("name", ["odd#name.db", "other?x=.db", "_internal.db"])
+def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, tmp_path: Path, name: str) -> None:
+    pytest.importorskip("datasette")
+    import json
+    import sqlite3
+
+    from dataidx.view import served_name
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    store = folder / name
+    store.write_bytes(demo.read_bytes())
+    with sqlite3.connect(folder / "other") as other:  # what "other?x=.db" opened, read-write
+        other.execute("CREATE TABLE secret (x)")
+    other.close()
+    (status, body), = served(store, "/-/databases.json")
+    assert status == 200
+    databases = [d for d in json.loads(body) if d["name"] != "_internal"]
+    assert len(databases) == 1 and databases[0]["is_mutable"] is False, databases
+    served_as = databases[0]["name"]
+    assert served_as == served_name(store) and not served_as.startswith("_")  # the name serve announces
+    (status, body), = served(store, f"/{served_as}.json")
+    tables = {table["name"] for table in json.loads(body)["tables"]}
+    assert status == 200 and "base_entries" in tables and "secret" not in tables, body[:300]
+    assert sorted(p.name for p in folder.iterdir()) == sorted({name, "other"})  # '#' created an empty 'odd' before

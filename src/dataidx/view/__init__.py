@@ -16,4 +16,5 @@ __all__, __getattr__ = lazy_face(__name__, {
     "datasette_metadata": ".datasette",
     "serve_store": ".datasette",
     "datasette_app": ".datasette",
+    "served_name": ".guard",
 })

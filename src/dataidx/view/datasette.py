@@ -1,8 +1,9 @@
 """``dataidx serve``: a store in Datasette, the tool people already use to browse SQLite.
 
-The store is opened immutable (read-only, no locks), on 127.0.0.1, under the name Datasette gives
-the file (``demo`` for ``demo.db``), kept to itself by :mod:`.guard`, with metadata that says
-what every table and view holds and the cookbook of docs/sql.md as canned queries.
+The store is opened immutable (read-only, no locks), on 127.0.0.1, under the file's stem (``demo``
+for ``demo.db``; ``store`` for a stem that is not a plain name), kept to itself by :mod:`.guard`,
+with metadata that says what every table and view holds and the cookbook of docs/sql.md as
+canned queries.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..errors import UsageError
 from ..store import connect_readonly, store_location
 from .cookbook import COOKBOOK
 from .errors_page import quiet_errors
-from .guard import loopback_only, read_functions_only
+from .guard import loopback_only, read_functions_only, served_name, store_database
 
 #: One line per table and view of a store: what one row is.
 DESCRIPTIONS = {
@@ -106,7 +107,7 @@ def _bound(port: int) -> socket.socket:
 
 
 def datasette_app(location: Path, port: int) -> Any:
-    """The ASGI app ``dataidx serve`` runs: Datasette over the store file at ``location``,
+    """The ASGI app ``dataidx serve`` runs: Datasette over the one store file at ``location``,
     immutable, its SQL limited to the functions a read needs, answering only 127.0.0.1:``port``."""
     from datasette.app import Datasette  # the extra dataidx[web] brings Datasette and its server
     from datasette.plugins import pm
@@ -114,8 +115,10 @@ def datasette_app(location: Path, port: int) -> Any:
     for plugin in (quiet_errors(), read_functions_only()):
         if not pm.is_registered(plugin):
             pm.register(plugin, name=plugin.__name__)
-    datasette = Datasette(immutables=[str(location)], metadata=datasette_metadata(location.stem),
-                          settings={"sql_time_limit_ms": 5000})
+    name = served_name(location)
+    datasette = Datasette(metadata=datasette_metadata(name), settings={"sql_time_limit_ms": 5000})
+    datasette.remove_database("_memory")  # a database Datasette adds when given no files: not ours to serve
+    datasette.add_database(store_database(datasette, location), name=name)
     return loopback_only(datasette.app(), port)
 
 
@@ -136,7 +139,7 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     listening = _bound(port)
     app = datasette_app(location, port)
     if announce is not None:
-        announce(f"http://127.0.0.1:{port}/{tilde_encode(location.stem)}")  # as Datasette spells names
+        announce(f"http://127.0.0.1:{port}/{tilde_encode(served_name(location))}")  # as Datasette spells names
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     with listening:
         server.run(sockets=[listening])

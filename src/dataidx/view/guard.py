@@ -1,4 +1,4 @@
-"""What ``dataidx serve`` keeps out: functions a read does not need, and other hosts.
+"""What ``dataidx serve`` keeps out: functions a read does not need, other hosts, other files.
 
 - Every connection Datasette opens gets an authorizer that refuses any function outside the list
   ``dataidx query`` allows (``fts3_tokenizer`` hands out a library address and takes a pointer);
@@ -6,14 +6,19 @@
 - A request whose ``Host`` is not the loopback address and port served is answered 421 with one
   line on stderr: a web page whose name was rebound to 127.0.0.1 (DNS rebinding) would otherwise
   read the whole store through the user's browser.
+- The store is opened by a ``file:`` URI built from its quoted absolute path (Datasette pastes
+  the path into one, so ``#`` or ``?`` in a name opened another file), under a name Datasette
+  cannot mistake for one of its own databases.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..store import READ_FUNCTIONS
@@ -71,3 +76,26 @@ def loopback_only(app: Asgi, port: int) -> Asgi:
 
     return guarded
 
+
+def served_name(path: Path) -> str:
+    """The database name a store is served under: its file's stem where that is a plain name,
+    ``store`` where it is not (or where it would be one of Datasette's own, ``_internal``)."""
+    stem = path.stem
+    return stem if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", stem) else "store"
+
+
+def store_database(datasette: Any, path: Path) -> Any:
+    """A Datasette database of the one file at ``path``, immutable, opened by a quoted URI."""
+    from datasette.database import Database  # Datasette is the optional extra dataidx[web]
+
+    uri = f"{path.resolve().as_uri()}?immutable=1"  # as_uri quotes '#', '?' and '%'
+
+    class StoreFile(Database):
+        def connect(self, write: bool = False) -> sqlite3.Connection:
+            if write:
+                raise sqlite3.OperationalError("the store is served read-only")
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._all_file_connections.append(connection)
+            return connection
+
+    return StoreFile(datasette, path=str(path), is_mutable=False)
