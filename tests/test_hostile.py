@@ -794,3 +794,123 @@ def test_json_nested_too_deep_in_a_string_is_one_rows_reject_and_the_pass_goes_o
     statuses = sqlite3.connect(store).execute("SELECT row, status, detail FROM entry_lengths ORDER BY row").fetchall()
     assert [(row, status) for row, status, _ in statuses] == [(0, "render_error"), (1, "ok")]
     assert "nested too deep" in statuses[0][2]
+
+
+# Issue 24: serve, report and SQL
+
+#: A pack_plans view with the real columns that never finishes: a recursive CTE without a bound.
+HANGING_PACK_PLANS = (
+    "CREATE VIEW pack_plans AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
+    "SELECT 'p' AS plan, 's' AS spec, 'm' AS mixture, 8 AS capacity, 0 AS seed, 0 AS packs, 0 AS entries, "
+    "0.0 AS fill, 0 AS tokens, 0 AS left_out FROM r WHERE x < 0"
+)
+
+
+def crafted(store: Path, *statements: str) -> Path:
+    """``store`` changed behind dataidx's back with plain sqlite3, as a hostile file would be."""
+    import sqlite3
+
+    with sqlite3.connect(store) as connection:
+        for statement in statements:
+            connection.execute(statement)
+    connection.close()
+    return store
+
+
+def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c(
+        demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    crafted(demo, "DROP VIEW pack_plans", HANGING_PACK_PLANS)
+    monkeypatch.setattr("dataidx.store.sqlite.read.READ_SECONDS", 0.5)
+    started = time.perf_counter()
+    one_line_error(run("info", demo), "a read of the store was stopped after 0.5 s")
+    one_line_error(run("report", demo, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
+    assert time.perf_counter() - started < 10  # both ran until killed before
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo)!r}]; main()"
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=10) != 0  # Ctrl-C was ignored while SQLite ran the view
+    assert "Traceback" not in process.stderr.read()
+
+
+def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+
+    render_store(demo, tiny_tokenizer, cutoff=256)
+    pack_store(demo, "default", capacity=512)
+    fine = run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
+    assert fine.exit_code == 0, fine.output
+    # Pasted into the fill histogram's SQL, this ran fts3_tokenizer outside any authorizer.
+    crafted(demo, "UPDATE packing_plans SET capacity = '512 + length(hex(fts3_tokenizer(''simple'')))'")
+    one_line_error(run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
+                   "packing plan 'default' has capacity \"512 + length(", "not a count of tokens")
+    assert not (tmp_path / "r.html").exists()
+
+
+def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple[int, str]]:
+    """Status and body of each GET of ``paths`` from the app ``dataidx serve`` runs on port 8001."""
+    import asyncio
+
+    import httpx
+
+    from dataidx.view import datasette_app
+
+    async def get_all() -> list[tuple[int, str]]:
+        app = datasette_app(store, 8001)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8001") as client:
+            answers = [await client.get(path, headers={"host": host}) for path in paths]
+        return [(answer.status_code, answer.text) for answer in answers]
+
+    return asyncio.run(get_all())
+
+
+def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_host(
+        demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("datasette")
+    from urllib.parse import quote
+
+    leak, write, fine = served(demo, "/demo.json?sql=" + quote("SELECT hex(fts3_tokenizer('simple')) AS address"),
+                               "/demo.json?sql=" + quote("SELECT fts3_tokenizer('x', zeroblob(8)) AS written"),
+                               "/demo.json?sql=" + quote("SELECT count(*) AS n, upper('a') AS a FROM entries"))
+    assert leak[0] == 400 and '"rows": []' in leak[1] and "not authorized to use function: fts3" in leak[1], leak
+    assert write[0] == 400 and "not authorized" in write[1], write
+    assert fine[0] == 200 and '"n"' in fine[1], fine
+    assert served(demo, "/demo/composition.json", host="localhost:8001")[0][0] == 200
+    capsys.readouterr()
+    for host in ("rebound.example:8001", "127.0.0.1:9999", "127.0.0.1"):
+        status, body = served(demo, "/demo/entries.json", host=host)[0]
+        assert status == 421 and "entries" not in body  # a rebound name read the whole store before
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and "Host 'rebound.example:8001' is not 127.0.0.1:8001" in lines[0], lines
+
+
+@pytest.mark.parametrize("name", ["odd#name.db", "other?x=.db", "_internal.db"])
+def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, tmp_path: Path, name: str) -> None:
+    pytest.importorskip("datasette")
+    import json
+    import sqlite3
+
+    from dataidx.view import served_name
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    store = folder / name
+    store.write_bytes(demo.read_bytes())
+    with sqlite3.connect(folder / "other") as other:  # what "other?x=.db" opened, read-write
+        other.execute("CREATE TABLE secret (x)")
+    other.close()
+    (status, body), = served(store, "/-/databases.json")
+    assert status == 200
+    databases = [d for d in json.loads(body) if d["name"] != "_internal"]
+    assert len(databases) == 1 and databases[0]["is_mutable"] is False, databases
+    served_as = databases[0]["name"]
+    assert served_as == served_name(store) and not served_as.startswith("_")  # the name serve announces
+    (status, body), = served(store, f"/{served_as}.json")
+    tables = {table["name"] for table in json.loads(body)["tables"]}
+    assert status == 200 and "base_entries" in tables and "secret" not in tables, body[:300]
+    assert sorted(p.name for p in folder.iterdir()) == sorted({name, "other"})  # '#' created an empty 'odd' before

@@ -9,6 +9,7 @@ for datasets, torch or SQLAlchemy.
 from __future__ import annotations
 
 import errno
+import sqlite3
 from typing import Any
 
 import click
@@ -16,6 +17,7 @@ import click
 from .._version import __version__
 from ..errors import DataidxError
 from ..plugins import load_plugin_modules
+from ..store import stopped_read
 from . import read_commands, view_commands, write_commands
 from .common import printable
 
@@ -33,6 +35,13 @@ class Group(click.Group):
             return super().invoke(ctx)
         except DataidxError as exc:
             raise click.ClickException(printable(str(exc))) from None
+        except sqlite3.OperationalError as exc:  # a read SQLite stopped: its deadline passed, or Ctrl-C
+            stopped = stopped_read(exc)
+            if stopped is None:
+                raise
+            if isinstance(stopped, KeyboardInterrupt):
+                raise stopped from None
+            raise click.ClickException(printable(str(stopped))) from None
         except OSError as exc:
             if exc.errno not in _ENVIRONMENT:
                 raise

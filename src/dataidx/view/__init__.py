@@ -15,4 +15,6 @@ __all__, __getattr__ = lazy_face(__name__, {
     "VIEWS": ".datasette",
     "datasette_metadata": ".datasette",
     "serve_store": ".datasette",
+    "datasette_app": ".datasette",
+    "served_name": ".guard",
 })

@@ -1,8 +1,9 @@
 """``dataidx serve``: a store in Datasette, the tool people already use to browse SQLite.
 
-The store is opened immutable (read-only, no locks), on 127.0.0.1, under the name Datasette gives
-the file (``demo`` for ``demo.db``), with metadata that says what every table and view holds and
-the cookbook of docs/sql.md as canned queries.
+The store is opened immutable (read-only, no locks), on 127.0.0.1, under the file's stem (``demo``
+for ``demo.db``; ``store`` for a stem that is not a plain name), kept to itself by :mod:`.guard`,
+with metadata that says what every table and view holds and the cookbook of docs/sql.md as
+canned queries.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import UsageError
 from ..store import connect_readonly, store_location
 from .cookbook import COOKBOOK
 from .errors_page import quiet_errors
+from .guard import loopback_only, read_functions_only, served_name, store_database
 
 #: One line per table and view of a store: what one row is.
 DESCRIPTIONS = {
@@ -104,6 +106,22 @@ def _bound(port: int) -> socket.socket:
     return listening
 
 
+def datasette_app(location: Path, port: int) -> Any:
+    """The ASGI app ``dataidx serve`` runs: Datasette over the one store file at ``location``,
+    immutable, its SQL limited to the functions a read needs, answering only 127.0.0.1:``port``."""
+    from datasette.app import Datasette  # the extra dataidx[web] brings Datasette and its server
+    from datasette.plugins import pm
+
+    for plugin in (quiet_errors(), read_functions_only()):
+        if not pm.is_registered(plugin):
+            pm.register(plugin, name=plugin.__name__)
+    name = served_name(location)
+    datasette = Datasette(metadata=datasette_metadata(name), settings={"sql_time_limit_ms": 5000})
+    datasette.remove_database("_memory")  # a database Datasette adds when given no files: not ours to serve
+    datasette.add_database(store_database(datasette, location), name=name)
+    return loopback_only(datasette.app(), port)
+
+
 def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Callable[[str], None] | None = None) -> None:
     """Serve the store file ``store`` with Datasette on 127.0.0.1:``port`` until interrupted;
     ``announce(url)`` is called once the store is known good and the port is ours, before the
@@ -115,18 +133,13 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     connect_readonly(location).close()  # a dataidx store of a revision this dataidx reads, or a clear error
     try:
         import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
-        from datasette.app import Datasette
-        from datasette.plugins import pm
         from datasette.utils import tilde_encode
     except ImportError:
         raise UsageError("dataidx serve needs Datasette: pip install 'dataidx[web]'") from None
     listening = _bound(port)
-    if not pm.is_registered(quiet_errors()):
-        pm.register(quiet_errors(), name="dataidx-quiet-errors")
-    datasette = Datasette(immutables=[str(location)], metadata=datasette_metadata(location.stem),
-                          settings={"sql_time_limit_ms": 5000})
+    app = datasette_app(location, port)
     if announce is not None:
-        announce(f"http://127.0.0.1:{port}/{tilde_encode(location.stem)}")  # as Datasette spells names
-    server = uvicorn.Server(uvicorn.Config(datasette.app(), log_level="warning", access_log=False))
+        announce(f"http://127.0.0.1:{port}/{tilde_encode(served_name(location))}")  # as Datasette spells names
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     with listening:
         server.run(sockets=[listening])

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..store import ReadConnection, composition, not_found, read_mixture, store_info
 from .positions import TURNS, Selection, over_positions
 from .spec_figures import SpecFigures, spec_figures
@@ -106,7 +106,8 @@ def gather(path: str, connection: ReadConnection, mixture: str, spec: str | None
     figures.turns = over_positions(connection, selection, TURNS)
     step()
     figures.reject_counts = _all(connection, "SELECT dataset, count(*) FROM rejects GROUP BY dataset ORDER BY dataset")
-    figures.rejects = _all(connection, f"SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {LISTED}")
+    figures.rejects = _all(connection, "SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {mark}",
+                           LISTED)
     step()
     if spec is not None:
         figures.spec = spec_figures(connection, path, spec, selection)
@@ -122,6 +123,10 @@ def _plan_row(connection: ReadConnection, path: str, name: str, mixture: str) ->
                              "JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}", name)
     if not found:
         raise not_found(connection, "packing_plans", "packing plan", name, path, "; run dataidx pack")
+    capacity = found[0][2]
+    if type(capacity) is not int or not 0 < capacity < 2**31:  # a store's value, read as data, never as SQL
+        raise StoreError(f"{path}: packing plan '{name}' has capacity {capacity!r}, not a count of tokens: "
+                         "the store is damaged or was not made by dataidx")
     if found[0][3] != mixture:
         raise UsageError(f"packing plan '{name}' packs mixture '{found[0][3]}', not '{mixture}': "
                          f"pass --mixture {found[0][3]}, or a plan of mixture '{mixture}'")
@@ -139,10 +144,9 @@ def _plan_figures(connection: ReadConnection, row: tuple, selection: Selection) 
     first_pack = _all(connection, "SELECT min(first_pack) FROM plan_epochs WHERE plan_id = {mark} "
                                   "AND epoch BETWEEN {mark} AND {mark}", plan_id, selection.first, selection.last)[0][0]
     packs = sum(e[2] for e in epochs)
-    bin_of = "CASE WHEN k.tokens * {bins} / {capacity} >= {bins} THEN {last} ELSE k.tokens * {bins} / {capacity} END"
-    histogram = _all(connection, "SELECT " + bin_of + " AS bin, count(*) FROM packs AS k WHERE k.plan_id = {mark} "
-                     "AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin", plan_id, first_pack,
-                     first_pack + packs - 1, bins=str(FILL_BINS), capacity=str(capacity), last=str(FILL_BINS - 1))
+    histogram = _all(connection, "SELECT min(k.tokens * {mark} / {mark}, {mark}) AS bin, count(*) FROM packs AS k "
+                     "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin",
+                     FILL_BINS, capacity, FILL_BINS - 1, plan_id, first_pack, first_pack + packs - 1)
     tokens = sum(e[4] for e in epochs)
     return PlanFigures(name, capacity, packs, sum(e[3] for e in epochs), tokens,
                        tokens / (packs * capacity) if packs else 0.0, sum(e[6] for e in epochs), histogram, epochs)

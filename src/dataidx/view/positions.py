@@ -71,7 +71,7 @@ GROUP BY d.position, d.name, c.turns ORDER BY d.position, c.turns
 
 #: Positions by epoch, dataset, status and length bin under a spec: every length figure is a sum of these.
 LENGTH_GROUPS = """
-SELECT spans.epoch, d.name, l.status, l.full_tokens / {width} AS bin, count(*), sum(l.tokens),
+SELECT spans.epoch, d.name, l.status, l.full_tokens / {mark} AS bin, count(*), sum(l.tokens),
        sum(l.supervised_tokens), min(l.detail)
 FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
 WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi
@@ -92,7 +92,7 @@ FROM spans CROSS JOIN entry_renders AS l CROSS JOIN base_entries AS b CROSS JOIN
 WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi AND l.status NOT IN ({trains})
   AND b.id = l.entry_id AND d.id = b.dataset_id
 GROUP BY l.entry_id, d.name, b.row, b.cut, l.status, l.full_tokens, l.detail
-ORDER BY drawn DESC, l.entry_id LIMIT {listed}
+ORDER BY drawn DESC, l.entry_id LIMIT {mark}
 """
 
 #: How many distinct entries drawn do not train.

@@ -50,7 +50,7 @@ def spec_figures(connection: ReadConnection, path: str, name: str, selection: Se
     width = max(1, math.ceil((longest + 1) / LENGTH_BINS))
     trains = ", ".join(f"'{status}'" for status in TRAINS)
     # One pass over the positions; every figure is a sum of its few groups.
-    groups = over_positions(connection, selection, LENGTH_GROUPS, spec_id, width=str(width))
+    groups = over_positions(connection, selection, LENGTH_GROUPS, width, spec_id)
     histogram: dict[tuple[str, str, int], int] = defaultdict(int)
     supervised: dict[str, list[int]] = {}
     by_epoch: dict[tuple[int, str], list[int]] = {}
@@ -73,6 +73,6 @@ def spec_figures(connection: ReadConnection, path: str, name: str, selection: Se
         supervised=[(dataset, *totals) for dataset, totals in supervised.items()],
         by_epoch=[(epoch, dataset, *counts) for (epoch, dataset), counts in by_epoch.items()],
         reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
-        not_training=over_positions(connection, selection, NOT_TRAINING, spec_id, trains=trains, listed=str(LISTED)),
+        not_training=over_positions(connection, selection, NOT_TRAINING, spec_id, LISTED, trains=trains),
         not_training_entries=over_positions(connection, selection, NOT_TRAINING_COUNT, spec_id, trains=trains)[0][0],
     )

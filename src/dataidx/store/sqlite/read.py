@@ -7,6 +7,7 @@ and every DataLoader worker start from this module.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,48 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 #: Pages come through a shared memory map; a small private cache keeps DataLoader workers lean.
 MMAP_BYTES = 1 << 40
 CACHE_KIB = 256
+#: Seconds a connection's reads may take from its open before they are stopped: a store's own
+#: metadata answers in milliseconds, a crafted view (a recursive CTE) would run forever.
+READ_SECONDS = 60.0
+#: SQLite virtual machine steps between two looks at the clock: a fetch (a rowid lookup, a few
+#: hundred steps) never reaches one.
+WATCH_STEPS = 10_000
+
+
+class Watch:
+    """Every read connection's progress handler: stops its statements once ``deadline`` (on
+    ``time.monotonic``) has passed. Ctrl-C stops them too: Python runs the SIGINT handler when
+    SQLite calls this, the KeyboardInterrupt aborts the statement ("interrupted"), and
+    :func:`stopped_read` turns that back into a KeyboardInterrupt."""
+
+    __slots__ = ("deadline", "seconds", "expired", "path")
+
+    def __init__(self, seconds: float | None, path: Path) -> None:
+        self.seconds, self.path = seconds, path
+        self.deadline = None if not seconds else time.monotonic() + seconds
+        self.expired = False
+
+    def __call__(self) -> int:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.expired = True
+            _EXPIRED[:] = [self]
+            return 1
+        return 0
+
+
+_EXPIRED: list[Watch] = []
+
+
+def stopped_read(error: BaseException) -> BaseException | None:
+    """What a read that SQLite stopped ("interrupted") means: a StoreError saying which deadline
+    passed, or a KeyboardInterrupt (Ctrl-C during the statement); None for any other error."""
+    if not isinstance(error, sqlite3.OperationalError) or str(error) != "interrupted":
+        return None
+    if _EXPIRED:
+        watch = _EXPIRED.pop()
+        return StoreError(f"{watch.path}: a read of the store was stopped after {watch.seconds:g} s: no view or "
+                          "query of a store dataidx made runs this long (a crafted store?)")
+    return KeyboardInterrupt()
 
 
 class FileConnection(sqlite3.Connection):
@@ -36,16 +79,25 @@ class FileConnection(sqlite3.Connection):
         try:
             return self.execute(sql, parameters).fetchall()
         except sqlite3.DatabaseError as exc:
+            stopped = stopped_read(exc)
+            if stopped is not None:
+                raise stopped from None
             raise StoreError(f"{self.path}: cannot read store: {exc}") from None
 
     def stamp(self) -> int:
         return self.execute("PRAGMA user_version").fetchone()[0]
 
+    def watch(self, seconds: float | None) -> None:
+        """Stop this connection's statements ``seconds`` from now (None: only at Ctrl-C)."""
+        self.set_progress_handler(Watch(seconds, self.path), WATCH_STEPS)
+
     def integrity(self) -> list[str]:
+        self.watch(None)  # checking every page of a large file takes as long as the file is large
         found = [row[0] for row in self.execute("PRAGMA integrity_check")]
         return ([] if found == ["ok"] else found) + schema_problems(lambda sql: self.execute(sql).fetchall())
 
     def tune_for_fetches(self) -> None:
+        self.watch(None)  # a reader's connection lives as long as training; its fetches are lookups
         self.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         self.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
@@ -73,10 +125,14 @@ def open_file(path: Path) -> tuple[FileConnection, str | None]:
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                  factory=FileConnection)
     connection.path = path
+    connection.watch(READ_SECONDS)
     try:
         row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.DatabaseError as exc:
         connection.close()
+        stopped = stopped_read(exc)
+        if stopped is not None:
+            raise stopped from None
         if "no such table" in str(exc):
             raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
         raise StoreError(f"{path}: cannot read store: {exc}") from None
