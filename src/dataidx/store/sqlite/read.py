@@ -22,9 +22,10 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 #: Pages come through a shared memory map; a small private cache keeps DataLoader workers lean.
 MMAP_BYTES = 1 << 40
 CACHE_KIB = 256
-#: Seconds a connection's reads may take from its open before they are stopped: a store's own
-#: metadata answers in milliseconds, a crafted view (a recursive CTE) would run forever.
-READ_SECONDS = 60.0
+#: Seconds a connection's reads may take from its open before they are stopped: a crafted view (a
+#: recursive CTE) would run forever. Generous, because a pass over 20M positions (compose under
+#: another spec, pack's lengths, a budget draw) is minutes of honest reads; Ctrl-C stops any sooner.
+READ_SECONDS = 600.0
 #: SQLite virtual machine steps between two looks at the clock: a fetch (a rowid lookup, a few
 #: hundred steps) never reaches one.
 WATCH_STEPS = 10_000
