@@ -506,3 +506,126 @@ def test_item1_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer:
     assert [(c.input_ids, c.labels, c.status) for c in cuts[:3]] == \
         [(c.input_ids, c.labels, c.status) for c in fresh.render_many([({"messages": turns[: 2 * k]}, True)
                                                                           for k in range(1, 4)])]
+
+
+# Issue 24: training
+
+TRAINING_CONFIG = "qa:\n  path: {data}\n  source: local\n  converter: alpaca\n  size: 30\n"
+
+
+@pytest.fixture(scope="module")
+def epochs_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Path:
+    """A store built once (mixture 'default' of one epoch, rendered and packed) with mixture
+    'three' of 3 stored epochs, each its own draw of 30 of 40 rows."""
+    from dataidx.index import add_mixture, build
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+
+    from .conftest import alpaca_rows
+
+    folder = tmp_path_factory.mktemp("epochs")
+    config = write_yaml(folder / "config.yaml", TRAINING_CONFIG.format(data=write_jsonl(folder / "qa.jsonl",
+                                                                                        alpaca_rows(40))))
+    build(config, folder / "epochs.db")
+    add_mixture(folder / "epochs.db", config, "three", epochs=3, seed=5)
+    render_store(folder / "epochs.db", tiny_tokenizer, cutoff=128)
+    pack_store(folder / "epochs.db", spec="default", capacity=96)
+    pack_store(folder / "epochs.db", spec="default", capacity=40, mixture="three", name="three")
+    return folder / "epochs.db"
+
+
+def _training_datasets(store: Path) -> dict:
+    from dataidx import DataEngine, PackedDataset
+
+    return {"samples": DataEngine(store), "rendered": DataEngine(store, render="default"),
+            "packed": PackedDataset(store, plan="default")}
+
+
+def _plain(batch):  # noqa: ANN001, ANN202 - batches with tensors as lists, to compare with ==
+    import torch
+
+    if isinstance(batch, dict):
+        return {key: _plain(value) for key, value in batch.items()}
+    if isinstance(batch, list):
+        return [_plain(item) for item in batch]
+    return batch.tolist() if isinstance(batch, torch.Tensor) else batch
+
+
+def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_store: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    from accelerate.data_loader import DataLoaderShard
+
+    from dataidx import Collator, DataEngine
+    from dataidx.errors import NotFoundError
+
+    for kind, data in _training_datasets(epochs_store).items():
+        loader = DataLoaderShard(data, batch_size=4, collate_fn=list if kind == "samples" else Collator(0))
+        served = []
+        for epoch in range(3):
+            loader.set_epoch(epoch)  # calls data.set_epoch(epoch), as transformers.Trainer does every epoch
+            served.append(_plain(list(loader)))
+        assert served[0] == served[1] == served[2] and served[0], kind
+    wraps = [r for r in caplog.records if "set_epoch(1) serves epoch 0" in r.getMessage()]
+    assert len(wraps) == 1 and wraps[0].levelname == "WARNING"  # once per process, store and mixture
+    # A mixture of 3 stored epochs serves epoch k % 3 for set_epoch(k); each epoch is its own draw.
+    three = DataEngine(epochs_store, "three")
+    draws = []
+    for epoch in range(6):
+        three.set_epoch(epoch)
+        draws.append([three.reader.entry(i) for i in range(len(three))])
+        assert three.epoch == epoch % 3
+    assert draws[:3] == draws[3:] and draws[0] != draws[1] != draws[2]
+    # An epoch a user names is one the mixture has.
+    with pytest.raises(NotFoundError, match="has epoch 0, not epoch 1"):
+        DataEngine(epochs_store, epoch=1)
+    assert run("show", epochs_store, "0", "--epoch", "1").exit_code == 1
+
+
+def test_a_transformers_trainer_runs_three_epochs_over_a_store_built_once(epochs_store: Path, tiny_tokenizer: Path,
+                                                                          tmp_path: Path) -> None:
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+
+    from dataidx import Collator, DataEngine
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                         max_position_embeddings=256))
+    collate = Collator(pad_token_id=tokenizer.pad_token_id)
+    engine = DataEngine(epochs_store, render="default")
+    epochs = []
+    engine_set_epoch = engine.set_epoch
+    engine.set_epoch = lambda epoch: (epochs.append(epoch), engine_set_epoch(epoch))[1]  # record each call
+    arguments = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3, per_device_train_batch_size=8,
+                                  report_to=[], use_cpu=True, save_strategy="no", logging_strategy="no",
+                                  dataloader_num_workers=0, disable_tqdm=True,
+                                  remove_unused_columns=False)  # else the Trainer drops loss_weights before collate
+    trainer = Trainer(model=model, args=arguments, train_dataset=engine,
+                      data_collator=lambda batch: {k: v for k, v in collate(batch).items() if k != "loss_weights"})
+    result = trainer.train()
+    # Trainer and accelerate's DataLoaderShard each call it every epoch; 1 and 2 served the stored epoch again.
+    assert sorted(set(epochs)) == [0, 1, 2] and engine.epoch == 0
+    assert result.global_step == 3 * -(-len(engine) // 8)
+
+
+def test_set_epoch_takes_any_integer_and_refuses_bools_and_floats_in_words(epochs_store: Path) -> None:
+    import numpy as np
+    import torch
+
+    from dataidx import DataEngine, PackedDataset
+    from dataidx.errors import UsageError
+
+    three, packs = DataEngine(epochs_store, "three"), PackedDataset(epochs_store)
+    for epoch, served in ((np.int64(2), 2), (torch.tensor(1), 1), (np.uint8(4), 1)):
+        three.set_epoch(epoch)
+        assert three.epoch == served and type(three.epoch) is int
+    assert DataEngine(epochs_store, "three", epoch=np.int32(2)).epoch == 2
+    packs.set_epoch(np.int64(3))
+    assert packs.packs.epoch == 0
+    for data in (three, packs):
+        for bad, words in ((True, "not bool True"), (1.0, "not float 1.0"), ("1", "not str '1'"),
+                           (-1, "0 or more, not -1")):
+            with pytest.raises(UsageError, match="epoch") as error:
+                data.set_epoch(bad)
+            assert words in str(error.value) and "\n" not in str(error.value)
+
