@@ -914,3 +914,265 @@ def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, 
     tables = {table["name"] for table in json.loads(body)["tables"]}
     assert status == 200 and "base_entries" in tables and "secret" not in tables, body[:300]
     assert sorted(p.name for p in folder.iterdir()) == sorted({name, "other"})  # '#' created an empty 'odd' before
+
+
+# Issue 24: training
+
+TRAINING_CONFIG = "qa:\n  path: {data}\n  source: local\n  converter: alpaca\n  size: 30\n"
+
+
+@pytest.fixture(scope="module")
+def epochs_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Path:
+    """A store built once (mixture 'default' of one epoch, rendered and packed) with mixture
+    'three' of 3 stored epochs, each its own draw of 30 of 40 rows."""
+    from dataidx.index import add_mixture, build
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+
+    from .conftest import alpaca_rows
+
+    folder = tmp_path_factory.mktemp("epochs")
+    config = write_yaml(folder / "config.yaml", TRAINING_CONFIG.format(data=write_jsonl(folder / "qa.jsonl",
+                                                                                        alpaca_rows(40))))
+    build(config, folder / "epochs.db")
+    add_mixture(folder / "epochs.db", config, "three", epochs=3, seed=5)
+    render_store(folder / "epochs.db", tiny_tokenizer, cutoff=128)
+    pack_store(folder / "epochs.db", spec="default", capacity=96)
+    pack_store(folder / "epochs.db", spec="default", capacity=40, mixture="three", name="three")
+    return folder / "epochs.db"
+
+
+def _training_datasets(store: Path) -> dict:
+    from dataidx import DataEngine, PackedDataset
+
+    return {"samples": DataEngine(store), "rendered": DataEngine(store, render="default"),
+            "packed": PackedDataset(store, plan="default")}
+
+
+def _plain(batch):  # noqa: ANN001, ANN202 - batches with tensors as lists, to compare with ==
+    import torch
+
+    if isinstance(batch, dict):
+        return {key: _plain(value) for key, value in batch.items()}
+    if isinstance(batch, list):
+        return [_plain(item) for item in batch]
+    return batch.tolist() if isinstance(batch, torch.Tensor) else batch
+
+
+def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_store: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    from accelerate.data_loader import DataLoaderShard
+
+    from dataidx import Collator, DataEngine
+    from dataidx.errors import NotFoundError
+
+    for kind, data in _training_datasets(epochs_store).items():
+        loader = DataLoaderShard(data, batch_size=4, collate_fn=list if kind == "samples" else Collator(0))
+        served = []
+        for epoch in range(3):
+            loader.set_epoch(epoch)  # calls data.set_epoch(epoch), as transformers.Trainer does every epoch
+            served.append(_plain(list(loader)))
+        assert served[0] == served[1] == served[2] and served[0], kind
+    wraps = [r for r in caplog.records if "set_epoch(1) serves epoch 0" in r.getMessage()]
+    assert len(wraps) == 1 and wraps[0].levelname == "WARNING"  # once per process, store and mixture
+    # A mixture of 3 stored epochs serves epoch k % 3 for set_epoch(k); each epoch is its own draw.
+    three = DataEngine(epochs_store, "three")
+    draws = []
+    for epoch in range(6):
+        three.set_epoch(epoch)
+        draws.append([three.reader.entry(i) for i in range(len(three))])
+        assert three.epoch == epoch % 3
+    assert draws[:3] == draws[3:] and draws[0] != draws[1] != draws[2]
+    # An epoch a user names is one the mixture has.
+    with pytest.raises(NotFoundError, match="has epoch 0, not epoch 1"):
+        DataEngine(epochs_store, epoch=1)
+    assert run("show", epochs_store, "0", "--epoch", "1").exit_code == 1
+
+
+def test_a_transformers_trainer_runs_three_epochs_over_a_store_built_once(epochs_store: Path, tiny_tokenizer: Path,
+                                                                          tmp_path: Path) -> None:
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
+
+    from dataidx import Collator, DataEngine
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                         max_position_embeddings=256))
+    collate = Collator(pad_token_id=tokenizer.pad_token_id)
+    engine = DataEngine(epochs_store, render="default")
+    epochs = []
+    engine_set_epoch = engine.set_epoch
+    engine.set_epoch = lambda epoch: (epochs.append(epoch), engine_set_epoch(epoch))[1]  # record each call
+    arguments = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3, per_device_train_batch_size=8,
+                                  report_to=[], use_cpu=True, save_strategy="no", logging_strategy="no",
+                                  dataloader_num_workers=0, disable_tqdm=True,
+                                  remove_unused_columns=False)  # else the Trainer drops loss_weights before collate
+    trainer = Trainer(model=model, args=arguments, train_dataset=engine,
+                      data_collator=lambda batch: {k: v for k, v in collate(batch).items() if k != "loss_weights"})
+    result = trainer.train()
+    # Trainer and accelerate's DataLoaderShard each call it every epoch; 1 and 2 served the stored epoch again.
+    assert sorted(set(epochs)) == [0, 1, 2] and engine.epoch == 0
+    assert result.global_step == 3 * -(-len(engine) // 8)
+
+
+def test_set_epoch_takes_any_integer_and_refuses_bools_and_floats_in_words(epochs_store: Path) -> None:
+    import numpy as np
+    import torch
+
+    from dataidx import DataEngine, PackedDataset
+    from dataidx.errors import UsageError
+
+    three, packs = DataEngine(epochs_store, "three"), PackedDataset(epochs_store)
+    for epoch, served in ((np.int64(2), 2), (torch.tensor(1), 1), (np.uint8(4), 1)):
+        three.set_epoch(epoch)
+        assert three.epoch == served and type(three.epoch) is int
+    assert DataEngine(epochs_store, "three", epoch=np.int32(2)).epoch == 2
+    packs.set_epoch(np.int64(3))
+    assert packs.packs.epoch == 0
+    for data in (three, packs):
+        for bad, words in ((True, "not bool True"), (1.0, "not float 1.0"), ("1", "not str '1'"),
+                           (-1, "0 or more, not -1")):
+            with pytest.raises(UsageError, match="epoch") as error:
+                data.set_epoch(bad)
+            assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def _stateful_loader(data, workers: int = 0, **kwargs):  # noqa: ANN001, ANN003, ANN202
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    return StatefulDataLoader(data, batch_size=4, collate_fn=list, num_workers=workers,
+                              multiprocessing_context="fork" if workers else None, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_a_restored_loader_serves_the_epoch_it_was_saved_in_without_set_epoch(epochs_store: Path) -> None:
+    from dataidx import DataEngine, PackedDataset, loader_state_for_workers
+
+    for make in (lambda: DataEngine(epochs_store, "three"), lambda: DataEngine(epochs_store, "three", render="default"),
+                 lambda: PackedDataset(epochs_store, plan="three")):
+        whole = {}
+        for epoch in (0, 2):
+            data = make()
+            data.set_epoch(epoch)
+            whole[epoch] = _plain(list(_stateful_loader(data)))
+        for before, after, pass_dataset in ((0, 0, False), (0, 2, False), (2, 0, True), (2, 1, True)):
+            stopped = make()
+            stopped.set_epoch(2)
+            loader = _stateful_loader(stopped, before)
+            batches = iter(loader)
+            assert _plain([next(batches), next(batches)]) == whole[2][:2]
+            state = loader.state_dict()
+            del batches
+            fresh = make()  # a new process: epoch 0 until the state says otherwise
+            resumed = _stateful_loader(fresh, after)
+            resumed.load_state_dict(loader_state_for_workers(state, after, dataset=fresh if pass_dataset else None))
+            rest = _plain(list(resumed))
+            assert rest == whole[2][2:] != whole[0][2:] and rest, (make, before, after)
+            if pass_dataset or not after:  # this process's dataset serves it too (else only the workers' copies)
+                assert fresh.state_dict()["epoch"] == 2
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_a_loader_state_saved_over_another_store_or_mixture_is_refused_in_one_line(epochs_store: Path,
+                                                                                   tmp_path: Path) -> None:
+    import shutil
+
+    from dataidx import DataEngine, PackedDataset, loader_state_for_workers
+    from dataidx.errors import StaleStoreError, UsageError
+    from dataidx.index import build
+
+    three = DataEngine(epochs_store, "three")
+    three.set_epoch(1)
+    saved = _stateful_loader(three).state_dict()
+    assert saved["dataset_state"]["epoch"] == 1
+    moved = shutil.copy(epochs_store, tmp_path / "moved.db")  # the same store elsewhere resumes
+    DataEngine(moved, "three").load_state_dict(saved["dataset_state"])
+    for other, error, words in ((DataEngine(epochs_store), UsageError, "over mixture 'three', not mixture 'default'"),
+                                (DataEngine(epochs_store, "three", render="default"), UsageError,
+                                 "not mixture 'three', render spec 'default'"),
+                                (PackedDataset(epochs_store), UsageError, "not packing plan 'default'")):
+        for through_loader in (False, True):
+            with pytest.raises(error) as raised:
+                if through_loader:
+                    loader_state_for_workers(saved, 2, dataset=other)
+                else:
+                    other.load_state_dict(saved["dataset_state"])
+            assert words in str(raised.value) and "\n" not in str(raised.value)
+    rebuilt = tmp_path / "rebuilt.db"  # the same config built again: another build, positions of another draw
+    config = epochs_store.parent / "config.yaml"
+    build(config, rebuilt)
+    from dataidx.index import add_mixture
+
+    add_mixture(rebuilt, config, "three", epochs=3, seed=5)
+    with pytest.raises(StaleStoreError, match="another draw .the store was rebuilt since") as raised:
+        DataEngine(rebuilt, "three").load_state_dict(saved["dataset_state"])
+    assert "\n" not in str(raised.value)
+
+
+class _FirstBatchSlow:
+    """Mixed into a DataEngine: the batch holding index 0 takes a second, so workers finish out of order."""
+
+    def __getitems__(self, indices):  # noqa: ANN001, ANN204
+        if 0 in indices:
+            time.sleep(1)
+        return super().__getitems__(indices)
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_an_out_of_order_loader_state_is_refused_not_resumed_with_duplicates(epochs_store: Path) -> None:
+    from dataidx import DataEngine, loader_state_for_workers
+    from dataidx.errors import UsageError
+
+    slow = type("Slow", (_FirstBatchSlow, DataEngine), {})(epochs_store)
+    loader = _stateful_loader(slow, 2, in_order=False, snapshot_every_n_steps=1)
+    yielded, refused = [], []
+    key = lambda sample: sample["messages"][0]["content"][0]["value"]  # noqa: E731
+    for batch in loader:
+        yielded += [key(s) for s in batch]
+        state = loader.state_dict()
+        try:
+            converted = loader_state_for_workers(state, 0)
+        except UsageError as error:
+            assert "in_order=False" in str(error) and "\n" not in str(error)
+            refused.append(len(yielded))
+            continue
+        resumed = _stateful_loader(DataEngine(epochs_store))
+        resumed.load_state_dict(converted)
+        rest = [key(s) for batch in resumed for s in batch]
+        assert sorted(yielded + rest) == sorted(key(s) for s in DataEngine(epochs_store)[:])  # nothing twice
+    assert refused  # batch 1 came before batch 0: that state would have read 4 samples again
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+def test_crafted_loader_states_are_one_clear_error_naming_what_is_wrong(epochs_store: Path) -> None:
+    from dataidx import DataEngine, loader_state_for_workers
+    from dataidx.errors import UsageError
+
+    good = _stateful_loader(DataEngine(epochs_store)).state_dict()
+    workers = {"_snapshot": {"_snapshot_step": 0, "_main_snapshot": {"_sampler_iter_yielded": 0},
+                             "_worker_snapshots": {"worker_0": 5}}, "_steps_since_snapshot": 0,
+               "_iterator_finished": False}
+    crafted = [
+        ([1, 2], "a list, not a dict"),
+        ({**good, "_num_yielded": "3"}, "_num_yielded is str '3', not int"),
+        ({k: v for k, v in good.items() if k != "_iterator_finished"}, "missing _iterator_finished"),
+        ({k: v for k, v in good.items() if k != "_shared_seed"}, "missing _shared_seed"),
+        ({**good, "_num_yielded": 3}, "yielded 3 batches, but its sampler's snapshot has handed out 0"),
+        ({**good, "dataset_state": {"dataidx_dataset_state": 1, "epoch": "x", "reads": []}}, "epoch is a whole"),
+        ({**good, "dataset_state": {"dataidx_dataset_state": 1, "epoch": 0, "reads": [[1]]}}, "[kind, name, digest]"),
+        ({**good, "dataset_state": {"dataidx_dataset_state": 9}}, "not a dataidx dataset state of layout 1"),
+        ({"_snapshot": [], "_steps_since_snapshot": 0, "_iterator_finished": False}, "_snapshot is list"),
+        (workers, "_worker_snapshots holds a value that is not a dict"),
+        ({**workers, "_snapshot": {**workers["_snapshot"], "_worker_snapshots": {}}},
+         "missing _snapshot._main_snapshot._IterableDataset_len_called"),
+    ]
+    for state, words in crafted:
+        with pytest.raises(UsageError) as raised:
+            loader_state_for_workers(state, 2, dataset=DataEngine(epochs_store))
+        assert words in str(raised.value) and "\n" not in str(raised.value), (state, str(raised.value))
+    for workers_count in (-1, "2", True):
+        with pytest.raises(UsageError, match="num_workers must be a whole number 0 or more"):
+            loader_state_for_workers(good, workers_count)
+    with pytest.raises(UsageError, match="a dataidx dataset state is a dict, not list"):
+        DataEngine(epochs_store).load_state_dict([])

@@ -245,7 +245,10 @@ def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: P
     assert len(rendered) == len(DataEngine(store, "by_tokens", epoch=2))  # only training entries were drawn
     assert "epoch=2" in repr(DataEngine(store, "by_tokens", epoch=2))
     with pytest.raises(LookupError, match="has epochs 0-2, not epoch 3"):
-        engine.set_epoch(3)
+        DataEngine(store, "by_tokens", epoch=3)  # an epoch named by the user is one the mixture has
+    engine.set_epoch(4)  # a trainer's per-epoch call past the stored ones serves epoch 4 % 3
+    assert engine.epoch == 1 and [engine.reader.entry(i) for i in range(len(engine))] == query(
+        store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 ORDER BY position")
 
 
 def test_a_plan_per_epoch(tmp_path: Path, store: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
 from ..render import open_spec
-from ..store import check_epoch, connect_readonly, not_found
+from ..store import check_epoch, connect_readonly, not_found, served_epoch
 
 _MEMBERS = (
     "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
@@ -51,11 +51,15 @@ class PackedPlan:
         finally:
             connection.close()
         self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
-        self.set_epoch(epoch)
+        self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
 
     def set_epoch(self, epoch: int) -> None:
-        """Serve the packs of epoch ``epoch`` of the plan's mixture from now on."""
-        self.first_pack, self.packs = self.epochs[check_epoch(epoch, len(self.epochs), self.mixture)]
+        """Serve the packs of epoch ``epoch`` of the plan's mixture from now on: a trainer's
+        per-epoch hook, so past the stored epochs it serves ``epoch % epochs``."""
+        self._serve(served_epoch(epoch, len(self.epochs), self.mixture, self.reader.path))
+
+    def _serve(self, epoch: int) -> None:
+        self.first_pack, self.packs = self.epochs[epoch]
         self.epoch = epoch
 
     def __len__(self) -> int:

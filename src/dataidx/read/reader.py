@@ -18,11 +18,11 @@ from ..errors import StaleStoreError, StoreError
 from ..store import (
     ReadConnection,
     StoredDataset,
-    check_epoch,
     connect_readonly,
     identity_of,
     read_datasets,
     read_mixture,
+    served_epoch,
     serving,
 )
 from .process import ProcessState, freeze_inherited_objects, paused_gc
@@ -145,7 +145,7 @@ class StoreReader(EntryReader):
 
     def _open(self, connection: ReadConnection) -> None:
         found = read_mixture(connection, self.mixture, self.path, self.epoch)
-        self.mixture_id = found.id
+        self.mixture_id, self.epoch = found.id, found.epoch
         self.epochs = found.stretches
         self.start, self.length = found.start, found.entries
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
@@ -159,9 +159,10 @@ class StoreReader(EntryReader):
         return self.length
 
     def set_epoch(self, epoch: int) -> None:
-        """Serve epoch ``epoch`` of the mixture from now on (each is stored, with its own draw)."""
-        self.start, self.length = self.epochs[check_epoch(epoch, len(self.epochs), self.mixture)]
-        self.epoch = epoch
+        """Serve epoch ``epoch`` of the mixture from now on (each is stored, with its own draw): a
+        trainer's per-epoch hook, so past the stored epochs it serves ``epoch % epochs``."""
+        self.epoch = served_epoch(epoch, len(self.epochs), self.mixture, self.path)
+        self.start, self.length = self.epochs[self.epoch]
 
     @property
     def serving(self) -> str:

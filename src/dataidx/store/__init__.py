@@ -27,6 +27,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "read_mixture": ".records",
     "read_epochs": ".records",
     "check_epoch": ".records",
+    "epoch_number": ".records",
+    "served_epoch": ".records",
     "serving": ".records",
     "mixture_epochs": ".records",
     "stale_budget_mixtures": ".records",

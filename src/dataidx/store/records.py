@@ -7,17 +7,23 @@ heavier.
 from __future__ import annotations
 
 import json
+import logging
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NotFoundError, StaleStoreError
+from ..errors import NotFoundError, StaleStoreError, UsageError, hide_passwords
 from .connect import connect_readonly, not_found
 from .dialect import ReadConnection
 
 #: What an entry can come to under a render spec, worst last; the first two train, the others
 #: say why an entry does not. Stored in ``entry_renders.status``.
+logger = logging.getLogger(__name__)
+#: ``(store, mixture)`` pairs whose wrapping ``set_epoch`` this process has logged (see :func:`served_epoch`).
+_WRAPPED: set[tuple[str, str]] = set()
+
 STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
 TRAINS = ("ok", "truncated")
 
@@ -78,7 +84,8 @@ class StoredMixture:
 
     def at(self, epoch: int) -> StoredMixture:
         """Epoch ``epoch`` of the same mixture (a NotFoundError for one it does not have)."""
-        start, entries = self.stretches[check_epoch(epoch, self.epochs, self.name)]
+        epoch = check_epoch(epoch, self.epochs, self.name)
+        start, entries = self.stretches[epoch]
         return StoredMixture(self.id, self.name, start, entries, epoch, self.stretches)
 
 
@@ -144,9 +151,37 @@ def serving(mixture: str, epoch: int, epochs: int) -> str:
     return f"mixture '{mixture}'" + (f", epoch {epoch} of {epochs}" if epochs > 1 else "")
 
 
-def check_epoch(epoch: int, epochs: int, mixture: str) -> int:
+def epoch_number(epoch: Any) -> int:
+    """``epoch`` as an int: any integral (NumPy, torch integers too); a bool, float or other a UsageError."""
+    if not isinstance(epoch, bool):
+        try:
+            return operator.index(epoch)
+        except TypeError:
+            pass
+    raise UsageError(f"an epoch is a whole number (int, NumPy or torch integer), not {type(epoch).__name__} {epoch!r}")
+
+
+def check_epoch(epoch: Any, epochs: int, mixture: str) -> int:
     """``epoch`` when mixture ``mixture`` of ``epochs`` epochs has it, else a NotFoundError saying which it has."""
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < epochs:
+    number = epoch_number(epoch)
+    if not 0 <= number < epochs:
         have = "epoch 0" if epochs == 1 else f"epochs 0-{epochs - 1}"
-        raise NotFoundError(f"mixture '{mixture}' has {have}, not epoch {epoch!r} (dataidx mix --epochs N stores more)")
-    return epoch
+        raise NotFoundError(f"mixture '{mixture}' has {have}, not epoch {number} (dataidx mix --epochs N stores more)")
+    return number
+
+
+def served_epoch(epoch: Any, epochs: int, mixture: str, store: object) -> int:
+    """The stored epoch a trainer's ``set_epoch(epoch)`` serves: ``epoch % epochs``. Trainers
+    (accelerate, ``transformers.Trainer``) call it every epoch whatever the store holds, so an
+    epoch past the stored ones wraps, logged once per process, store and mixture; a negative
+    one, or one that is not a whole number, is refused."""
+    number = epoch_number(epoch)
+    if number < 0:
+        raise UsageError(f"mixture '{mixture}': an epoch is 0 or more, not {number}")
+    if number >= epochs and (str(store), mixture) not in _WRAPPED:
+        _WRAPPED.add((str(store), mixture))
+        stored = "1 epoch" if epochs == 1 else f"{epochs} epochs"
+        logger.warning("%s: mixture '%s' stores %s: set_epoch(%d) serves epoch %d, and every epoch k serves "
+                       "epoch k %% %d (dataidx mix --epochs N stores more draws); not repeated",
+                       hide_passwords(str(store)), mixture, stored, number, number % epochs, epochs)
+    return number % epochs

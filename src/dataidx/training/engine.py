@@ -19,6 +19,7 @@ from ..pack import PackedPlan
 from ..read import StoreReader, to_hf
 from ..render import RenderedMixture
 from ..spec import DEFAULT_SEED
+from .state import check_state, dataset_state
 
 
 def _position(index: Any) -> int:
@@ -79,12 +80,28 @@ class DataEngine(Dataset):
     @property
     def epoch(self) -> int:
         """The epoch served."""
-        return self.reader.reader.epoch if isinstance(self.reader, RenderedMixture) else self.reader.epoch
+        return self._entries.epoch
 
     def set_epoch(self, epoch: int) -> None:
         """Serve epoch ``epoch`` from now on. Call it before each epoch's ``DataLoader`` iterator is
-        made: workers started then copy the dataset with its epoch (persistent workers keep theirs)."""
+        made: workers started then copy the dataset with its epoch (persistent workers keep theirs).
+        It is the hook trainers call every epoch, so past the stored epochs it serves
+        ``epoch % epochs`` (logged once); ``DataEngine(..., epoch=k)`` names a stored epoch."""
         self.reader.set_epoch(epoch)
+
+    @property
+    def _entries(self) -> StoreReader:
+        return self.reader.reader if isinstance(self.reader, RenderedMixture) else self.reader
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a ``StatefulDataLoader`` state records of this dataset: the epoch served and the
+        identity of what it reads (see :mod:`.state`)."""
+        return dataset_state(self.epoch, self._entries.identity)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Serve the epoch ``state`` records, if it was saved over this store's mixture (and spec)."""
+        entries = self._entries
+        self.set_epoch(check_state(state, entries.identity, entries.path, self.mixture, len(entries.epochs)))
 
     def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(index, slice):
@@ -105,7 +122,7 @@ class DataEngine(Dataset):
         return to_hf(self.reader)
 
     def __repr__(self) -> str:
-        path = self.reader.reader.path if isinstance(self.reader, RenderedMixture) else self.reader.path
+        path = self._entries.path
         epoch = f", epoch={self.epoch}" if self.epoch else ""
         return f"DataEngine({hide_passwords(path)!r}, mixture={self.mixture!r}{epoch}, entries={len(self)})"
 
@@ -129,8 +146,18 @@ class PackedDataset(Dataset):
         return len(self.packs)
 
     def set_epoch(self, epoch: int) -> None:
-        """Serve the packs of epoch ``epoch`` (a plan of a mixture of several epochs has a plan per epoch)."""
+        """Serve the packs of epoch ``epoch`` (a plan of a mixture of several epochs has a plan per
+        epoch); past the stored epochs, ``epoch % epochs``, as :meth:`DataEngine.set_epoch`."""
         self.packs.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The epoch served and the identity of the plan read, for a ``StatefulDataLoader`` state."""
+        return dataset_state(self.packs.epoch, self.packs.reader.identity)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Serve the epoch ``state`` records, if it was saved over this store's plan."""
+        packs = self.packs
+        self.set_epoch(check_state(state, packs.reader.identity, packs.reader.path, packs.mixture, len(packs.epochs)))
 
     def __getitem__(self, index: int) -> list[dict[str, Any]]:
         return self.packs.get(_position(index))
