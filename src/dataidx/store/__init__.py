@@ -34,7 +34,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "stale_budget_mixtures": ".records",
     "render_counts": ".renders",
     "run_query": ".query",
-    "READ_FUNCTIONS": ".sqlite.sql_functions",
+    "refused_function": ".sqlite.sql_functions",
     "ReadIdentity": ".identity",
     "identity_of": ".identity",
     "SpecLengths": ".positions",

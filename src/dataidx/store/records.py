@@ -18,12 +18,12 @@ from ..errors import NotFoundError, StaleStoreError, UsageError, hide_passwords
 from .connect import connect_readonly, not_found
 from .dialect import ReadConnection
 
-#: What an entry can come to under a render spec, worst last; the first two train, the others
-#: say why an entry does not. Stored in ``entry_renders.status``.
 logger = logging.getLogger(__name__)
 #: ``(store, mixture)`` pairs whose wrapping ``set_epoch`` this process has logged (see :func:`served_epoch`).
 _WRAPPED: set[tuple[str, str]] = set()
 
+#: What an entry can come to under a render spec, worst last; the first two train, the others
+#: say why an entry does not. Stored in ``entry_renders.status``.
 STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
 TRAINS = ("ok", "truncated")
 

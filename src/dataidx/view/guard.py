@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..store import READ_FUNCTIONS
+from ..store import refused_function
 
 Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[dict[str, Any]], Awaitable[None]]],
                 Awaitable[None]]
@@ -30,9 +30,7 @@ Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[dict[st
 def _functions_only(action: int, _first: str | None, second: str | None, *_rest: Any) -> int:
     """An authorizer that refuses a function a read does not need and leaves the rest to
     Datasette (it reads the schema with PRAGMAs) and to the immutable file."""
-    if action == sqlite3.SQLITE_FUNCTION and (second or "").lower() not in READ_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY if refused_function(action, second) else sqlite3.SQLITE_OK
 
 
 @cache

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import ReadOnlyError, UsageError
 from .read import FileConnection
-from .sql_functions import READ_FUNCTIONS
+from .sql_functions import refused_function
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
 #: SQLite virtual machine steps between two looks at the clock and at Ctrl-C.
@@ -34,7 +34,7 @@ class _Authorizer:
 
     def __call__(self, action: int, first: str | None, second: str | None, *_args: Any) -> int:
         if action == sqlite3.SQLITE_FUNCTION:  # the function's name is the second argument
-            if (second or "").lower() in READ_FUNCTIONS:
+            if not refused_function(action, second):
                 return sqlite3.SQLITE_OK
             self.refused = self.refused or second
             return sqlite3.SQLITE_DENY

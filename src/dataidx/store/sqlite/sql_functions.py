@@ -7,6 +7,8 @@ pointer), not ``readfile``/``writefile`` or any function an extension adds.
 
 from __future__ import annotations
 
+import sqlite3
+
 READ_FUNCTIONS = frozenset("""
 abs changes char coalesce concat concat_ws format glob hex ifnull iif instr last_insert_rowid length like
 likelihood likely lower ltrim max min nullif octet_length printf quote random randomblob replace round rtrim
@@ -21,3 +23,9 @@ json_pretty json_remove json_replace json_set json_type json_valid json_quote js
 json_group_object json_each json_tree jsonb jsonb_array jsonb_extract jsonb_insert jsonb_object jsonb_patch
 jsonb_remove jsonb_replace jsonb_set jsonb_group_array jsonb_group_object
 """.split())
+
+
+def refused_function(action: int, name: str | None) -> bool:
+    """Whether an authorizer call (``action`` with its second argument ``name``) is a function a
+    read does not need: the one rule ``dataidx query`` and ``dataidx serve`` both apply."""
+    return action == sqlite3.SQLITE_FUNCTION and (name or "").lower() not in READ_FUNCTIONS
