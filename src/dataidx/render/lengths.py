@@ -203,7 +203,7 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
-               "dataidx_version": spec.version}
+               "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         plans_removed, counts, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
                                                           rendered.kept, started)

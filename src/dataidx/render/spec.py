@@ -27,8 +27,20 @@ from .templates import choose_template
 LABEL_RULE = "llamafactory-v1"
 
 
-def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str) -> str:
-    fields = [tokenizer_sha256, template_text, cutoff, truncation, version, LABEL_RULE]
+#: Which tokens data text may not produce as ids: v1's control tokens (``special``), or every
+#: added token (``added``: Qwen's ``<tool_call>`` and ``<think>`` too).
+ESCAPES = ("special", "added")
+
+
+def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str,
+                     clock: str | None = None, escapes: str = "special") -> str:
+    """What identifies a spec's lengths. The clock (only templates that read it have one) and a
+    non-default escape are hashed only when set, so every spec made before them keeps its fingerprint."""
+    fields: list[object] = [tokenizer_sha256, template_text, cutoff, truncation, version, LABEL_RULE]
+    if clock is not None:
+        fields.append({"clock": clock})
+    if escapes != "special":
+        fields.append({"escapes": escapes})
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
@@ -97,10 +109,13 @@ class RenderSpec:
     cutoff: int
     truncation: str
     version: str
+    clock: str | None = None
+    escapes: str = "special"
 
     @property
     def fingerprint(self) -> str:
-        return spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version)
+        return spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
+                                self.clock, self.escapes)
 
 
 def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
@@ -129,11 +144,14 @@ class StoredSpec:
     entries: int
     kept: int
     version: str
+    clock: str | None = None
+    escapes: str = "special"
 
     def renderer(self, tokenizer: Any | None = None) -> Renderer:
         """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
         must be the one the lengths were computed with."""
-        recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version)
+        recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
+                                    self.clock, self.escapes)
         if recorded != self.fingerprint:
             raise StaleStoreError(
                 f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "
@@ -152,7 +170,7 @@ def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:
     """The stored spec ``name``, or a NotFoundError listing the specs there are."""
     row = connection.execute(connection.dialect.sql(
         "SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept, "
-        "dataidx_version "
+        "dataidx_version, clock, escapes "
         "FROM render_specs WHERE name = {mark}"), (name,),
     ).fetchone()
     if row is None:

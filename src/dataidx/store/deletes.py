@@ -13,6 +13,7 @@ from sqlalchemy import Connection, delete, func, select
 
 from .connect import missing
 from .schema import (
+    AddedTokenUse,
     EntryRender,
     EpochDataset,
     Mixture,
@@ -59,6 +60,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     plans = connection.execute(select(PackingPlan.id).where(PackingPlan.spec_id == spec_id)).scalars().all()
     delete_plans(connection, plans)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
+    connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)
 

@@ -208,6 +208,23 @@ class RenderSpecRow(Base):
     dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
     created_at: Mapped[str] = mapped_column(String, nullable=False)
     seconds: Mapped[float] = mapped_column(Float, nullable=False)
+    #: the time ``strftime_now`` reads in the template (ISO 8601), fixed when the spec is first
+    #: rendered; NULL in specs stored before 0009
+    clock: Mapped[str | None] = mapped_column(String, nullable=True)
+    #: which tokens data text may not produce as ids: ``special`` (v1's) or ``added`` (every added token)
+    escapes: Mapped[str] = mapped_column(String, nullable=False, server_default="special")
+
+
+class AddedTokenUse(Base):
+    """How many entries of a dataset hold, in their data text, an added token that is not special
+    (Qwen's ``<tool_call>``, ``<think>``), under one spec: v1 trains them as their ids."""
+
+    __tablename__ = "added_token_uses"
+    __table_args__ = {"sqlite_with_rowid": False}
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    token: Mapped[str] = mapped_column(String, primary_key=True)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
 
 
 class EntryRender(Base):

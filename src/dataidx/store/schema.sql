@@ -128,7 +128,7 @@ CREATE TABLE render_specs (
 	kept INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, 
+	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, 
 	CONSTRAINT pk_render_specs PRIMARY KEY (id), 
 	CONSTRAINT uq_render_specs_name UNIQUE (name)
 );
@@ -271,4 +271,14 @@ JOIN (SELECT mixture_id, epoch, sum(tokens) AS tokens FROM epoch_datasets GROUP 
   ON t.mixture_id = ed.mixture_id AND t.epoch = ed.epoch
 WHERE ed.tokens IS NOT NULL AND ed.entries > 0
 ORDER BY m.id, ed.epoch, d.position;
-INSERT INTO alembic_version (version_num) VALUES ('0008');
+CREATE TABLE added_token_uses (
+	spec_id INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	token VARCHAR NOT NULL, 
+	entries INTEGER NOT NULL, 
+	CONSTRAINT pk_added_token_uses PRIMARY KEY (spec_id, dataset_id, token), 
+	CONSTRAINT fk_added_token_uses_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
+	CONSTRAINT fk_added_token_uses_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+INSERT INTO alembic_version (version_num) VALUES ('0009');
