@@ -1176,3 +1176,97 @@ def test_crafted_loader_states_are_one_clear_error_naming_what_is_wrong(epochs_s
             loader_state_for_workers(good, workers_count)
     with pytest.raises(UsageError, match="a dataidx dataset state is a dict, not list"):
         DataEngine(epochs_store).load_state_dict([])
+
+
+# Issue 24: templates that read the clock
+
+#: Llama 3.1's way of writing the date (its tokenizer_config.json: ``strftime_now("%d %b %Y")``).
+DATED_TEMPLATE = ("{{- 'Today Date: ' + strftime_now('%A %d %B %Y') + '\\n' }}"
+                  "{%- for m in messages %}{{- m.role + ': ' }}"
+                  "{%- if m.role == 'assistant' %}{% generation %}{{- m.content + '<|im_end|>' }}{% endgeneration %}"
+                  "{%- else %}{{- m.content + '<|im_end|>' }}{%- endif %}{{- '\\n' }}{%- endfor %}"
+                  "{%- if add_generation_prompt %}{{- 'assistant: ' }}{%- endif %}")
+
+
+class _OtherDay:
+    """``datetime`` as the render module sees it, on another day (a render a week later)."""
+
+    def __init__(self, real: type) -> None:
+        self.real = real
+
+    def now(self):  # noqa: ANN201 - a datetime
+        return self.real(2031, 3, 9, 8, 30)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - fromisoformat and the rest, as they are
+        return getattr(self.real, name)
+
+
+@pytest.fixture
+def dated_store(tmp_path: Path, tiny_tokenizer: Path) -> tuple[Path, Path]:
+    from dataidx.index import build
+
+    from .conftest import alpaca_rows
+
+    data = write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(12))
+    build(write_yaml(tmp_path / "config.yaml", f"qa:\n  path: {data}\n  source: local\n  converter: alpaca\n"),
+          tmp_path / "dated.db")
+    (tmp_path / "dated.jinja").write_text(DATED_TEMPLATE)
+    return tmp_path / "dated.db", tmp_path / "dated.jinja"
+
+
+def test_a_template_that_reads_the_date_renders_at_the_spec_s_recorded_clock_on_any_later_day(
+        dated_store: tuple[Path, Path], tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime
+
+    from transformers import AutoTokenizer
+
+    from dataidx import DataEngine, PackedDataset
+    from dataidx.store import run_query
+
+    store, template = dated_store
+    args = ("render", store, "--tokenizer", tiny_tokenizer, "--template", template, "--cutoff", 256)
+    first = run(*args, "--clock", "2024-07-26")
+    assert first.exit_code == 0, first.output
+    assert "the template reads the date: rendered at 2024-07-26T00:00:00" in first.stderr
+    assert run("pack", store, "--spec", "default", "--capacity", 256).exit_code == 0
+    _, stored = run_query(store, "SELECT tokens FROM entry_lengths ORDER BY row")
+    stored = [tokens for (tokens,) in stored]
+    monkeypatch.setattr("dataidx.render.chat_text.datetime", _OtherDay(datetime.datetime))  # the days after
+    again = run(*args)
+    assert again.exit_code == 0 and "spec 'default' is up to date" in again.stderr, again.stderr
+    engine = DataEngine(store, render="default")
+    decoded = AutoTokenizer.from_pretrained(tiny_tokenizer).decode(engine[0]["input_ids"])
+    assert decoded.startswith("Today Date: Friday 26 July 2024\n"), decoded
+    assert [len(engine[i]["input_ids"]) for i in range(len(engine))] == stored
+    assert len(list(PackedDataset(store))) > 0  # packed reads check lengths against the store: they agree
+    assert "fixed at 2024-07-26T00:00:00" in run("info", store).output
+
+
+def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rendered_again(
+        dated_store: tuple[Path, Path], tiny_tokenizer: Path) -> None:
+    import sqlite3
+
+    from dataidx import DataEngine
+    from dataidx.errors import StaleStoreError
+    from dataidx.render import render_store, spec_fingerprint
+
+    store, template = dated_store
+    first = render_store(store, tiny_tokenizer, cutoff=256, template=str(template), clock="2024-07-26")
+    moved = render_store(store, tiny_tokenizer, cutoff=256, template=str(template), clock="2030-01-01T09:00")
+    assert not moved.reused and moved.spec.fingerprint != first.spec.fingerprint
+    assert moved.spec.clock == "2030-01-01T09:00:00"
+    assert render_store(store, tiny_tokenizer, cutoff=256, template="chatml").spec.clock is None  # reads no clock
+    render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="dated")
+    with sqlite3.connect(store) as connection:  # what a store rendered before dataidx fixed the clock holds
+        fields = connection.execute("SELECT tokenizer_sha256, template_text, cutoff, truncation, dataidx_version "
+                                    "FROM render_specs WHERE name = 'dated'").fetchone()
+        connection.execute("UPDATE render_specs SET clock = NULL, fingerprint = ? WHERE name = 'dated'",
+                           (spec_fingerprint(*fields),))
+    connection.close()
+    with pytest.raises(StaleStoreError, match="'dated': its template reads the clock .*run dataidx render again"):
+        DataEngine(store, render="dated")
+    assert not render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="dated").reused
+    assert len(DataEngine(store, render="dated")) == 12
+    bad = run("render", store, "--tokenizer", tiny_tokenizer, "--template", template, "--cutoff", 256,
+              "--clock", "next friday")
+    one_line_error(bad, "clock 'next friday' is not a date (YYYY-MM-DD)")

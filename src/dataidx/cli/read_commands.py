@@ -65,6 +65,9 @@ def info(store: str, as_json: bool) -> None:
             [(s["name"], s["template"], s["cutoff"], s["truncation"], s["entries"], s["kept"], s["tokenizer"])
              for s in details["render_specs"]],
         ))
+        for spec in details["render_specs"]:
+            if spec["clock"] is not None:
+                echo(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(

@@ -143,9 +143,11 @@ def migrate(store: str) -> None:
               help="Entries over the cutoff: drop (status too_long), keep the start (right) or the end (left).")
 @click.option("--name", default="default", show_default=True, help="Name of the render spec.")
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes to render with [default: all cores].")
+@click.option("--clock", metavar="DATE", help="For templates that read the date (strftime_now): render at DATE "
+              "(YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS) [default: the time the spec was first rendered, or now].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
-           jobs: int | None, quiet: bool) -> None:
+           jobs: int | None, clock: str | None, quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
     Statuses: ok, truncated, too_long, no_supervision, render_error (with the message); only
@@ -158,15 +160,15 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
-    _render(store, tokenizer, template, cutoff, truncation, name, jobs, quiet)
+    _render(store, tokenizer, template, cutoff, truncation, name, jobs, quiet, clock)
 
 
 def _render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
-            jobs: int | None, quiet: bool) -> None:
+            jobs: int | None, quiet: bool, clock: str | None = None) -> None:
     from ..render import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
-                           jobs=jobs, progress=ProgressLine("rendered entries", quiet))
+                           jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock)
     if quiet:
         return
     echo(table(["dataset", "status", "entries"], summary.counts), err=True)
@@ -176,6 +178,9 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
     removed = f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed else ""
     echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
                f"in {summary.seconds:.2f} s{removed}", err=True)
+    if summary.spec.clock is not None:
+        echo(f"the template reads the date: rendered at {summary.spec.clock}, as every later render and reader of "
+             f"spec '{name}' will be (--clock sets another)", err=True)
     if summary.stale_mixtures:
         names = ", ".join(f"'{mixture}'" for mixture in summary.stale_mixtures)
         names = f"mixture {names} was" if len(summary.stale_mixtures) == 1 else f"mixtures {names} were"

@@ -7,6 +7,7 @@ from .._lazy import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "chat_messages": ".chat_text",
     "compile_template": ".chat_text",
+    "reads_clock": ".chat_text",
     "FAST_TEMPLATES": ".fast_templates",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
@@ -23,6 +24,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "RenderSpec": ".spec",
     "StoredSpec": ".spec",
     "load_tokenizer": ".spec",
+    "spec_fingerprint": ".spec",
     "read_spec": ".spec",
     "BUILTIN_TEMPLATES": ".templates",
     "CHATML": ".templates",

@@ -63,6 +63,7 @@ def compile_template(text: str) -> Any:
     environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     environment.filters["tojson"] = tojson
     environment.globals["raise_exception"] = raise_exception
+    # Hugging Face's reads the time of each call; ChatText puts a spec's fixed clock in its place.
     environment.globals["strftime_now"] = lambda format: datetime.now().strftime(format)
     try:
         return environment.from_string(_GENERATION_TAG.sub(_plain_block, text))
@@ -152,10 +153,34 @@ def message_weight(message: dict[str, Any]) -> float:
     return float(weight)
 
 
-class ChatText:
-    """One template: the text of a conversation, and where its messages lie in that text."""
+def reads_clock(template_text: str) -> bool:
+    """Whether a template can read the time (Llama 3.x writes "Today Date" with ``strftime_now``).
+    Jinja has no lookup of a global by a computed name, so a template that never spells the name
+    cannot call it."""
+    return "strftime_now" in template_text
 
-    def __init__(self, template_text: str, special_tokens: dict[str, str]) -> None:
+
+def fixed_clock(clock: str | None) -> str:
+    """The time a clock-reading template is rendered at, as ISO 8601 seconds: ``clock`` checked
+    (a date or a date and time), or now when none is given."""
+    if clock is None:
+        return datetime.now().replace(microsecond=0).isoformat()
+    try:
+        return datetime.fromisoformat(clock).replace(tzinfo=None).isoformat()
+    except (TypeError, ValueError):
+        raise RenderError(f"clock {shown(clock)} is not a date (YYYY-MM-DD) or a date and time "
+                          "(YYYY-MM-DDTHH:MM:SS)") from None
+
+
+class ChatText:
+    """One template: the text of a conversation, and where its messages lie in that text.
+
+    A template that reads the clock reads ``clock`` (ISO 8601), fixed for the life of this object
+    (now, when none is given), never the time of each call: a spec's texts must not change with
+    the day they are rendered on.
+    """
+
+    def __init__(self, template_text: str, special_tokens: dict[str, str], clock: str | None = None) -> None:
         import jinja2  # here, not at import: only rendering needs Jinja
 
         self.template_text = template_text
@@ -164,14 +189,17 @@ class ChatText:
         # What Template.render builds for every call, built once: a render is then a context
         # over one dict (a quarter less time per render).
         self._variables = {**self.template.globals, **self.special_tokens}
+        self.clock = fixed_clock(clock) if reads_clock(template_text) else None
+        if self.clock is not None:
+            self._variables["strftime_now"] = datetime.fromisoformat(self.clock).strftime
         self._errors = jinja2.TemplateError
         self._fast = FAST_TEMPLATES.get(template_text)
         self._bos = self.special_tokens.get("bos_token")
 
-    def __getstate__(self) -> tuple[str, dict[str, str]]:  # a compiled template does not pickle (spawned workers)
-        return self.template_text, self.special_tokens
+    def __getstate__(self) -> tuple[str, dict[str, str], str | None]:  # a compiled template does not pickle
+        return self.template_text, self.special_tokens, self.clock
 
-    def __setstate__(self, state: tuple[str, dict[str, str]]) -> None:
+    def __setstate__(self, state: tuple[str, dict[str, str], str | None]) -> None:
         self.__init__(*state)
 
     def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool,

@@ -84,9 +84,13 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
 def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
     truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: Progress | None = None,
-    tokenizer_object: Any = None,
+    tokenizer_object: Any = None, clock: str | None = None,
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
+
+    A template that reads the clock (``strftime_now``) renders at ``clock`` (ISO 8601), or at the
+    time spec ``name`` recorded when it was first rendered, or now: the spec records it, and every
+    reader of its lengths renders at the same time.
 
     Example::
 
@@ -95,9 +99,11 @@ def render_store(
     global _WORKER
     started = time.perf_counter()
     tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
-    spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation)
-    reader = EntryReader(store)
     stored = _stored(store, name)
+    # A clock-reading template renders at the time the spec first did, unless the user sets one.
+    spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation,
+                               clock=clock if clock is not None else stored.clock)
+    reader = EntryReader(store)
     first, last = stored.first, stored.last
     if stored.fingerprint == spec.fingerprint:
         if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
@@ -179,6 +185,7 @@ class _Stored:
     last: int
     fingerprint: str | None = None
     tokenizer: str | None = None
+    clock: str | None = None
     kept: int = 0
     counts: list[tuple[str, str, int]] = field(default_factory=list)
 
@@ -189,9 +196,9 @@ def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
         first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
         stored = _Stored(1, 0) if first is None else _Stored(first, last)
         found = connection.execute(connection.dialect.sql(
-            "SELECT fingerprint, tokenizer, kept FROM render_specs WHERE name = {mark}"), (name,)).fetchone()
+            "SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}"), (name,)).fetchone()
         if found:
-            stored.fingerprint, stored.tokenizer, stored.kept = found
+            stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
             stored.counts = render_counts(connection, name)
         return stored
     finally:

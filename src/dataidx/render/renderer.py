@@ -95,7 +95,8 @@ class Renderer:
         renderer.render_many([(sample, True), (other, True)])   # one tokenizer call for both
     """
 
-    def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop") -> None:
+    def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop", *,
+                 clock: str | None = None) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
         if not 0 < cutoff < 2**31:
@@ -109,7 +110,7 @@ class Renderer:
         self.controls = ControlTokens(tokenizer, self.backend)
         self.cutoff = cutoff
         self.truncation = truncation
-        self.chat = ChatText(template_text, tokenizer.special_tokens_map)
+        self.chat = ChatText(template_text, tokenizer.special_tokens_map, clock)  # clock: see ChatText
         self.bos_id = tokenizer.bos_token_id
         # No token stands for more characters than the longest token's text has, so a text of
         # more than cutoff * longest characters has more than cutoff tokens: it is never

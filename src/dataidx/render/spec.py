@@ -19,6 +19,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import RenderError, StaleStoreError
 from ..store import ReadConnection, not_found
+from .chat_text import reads_clock
 from .renderer import Renderer
 from .templates import choose_template
 
@@ -119,13 +120,18 @@ class RenderSpec:
 
 
 def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
-              truncation: str) -> tuple[RenderSpec, Renderer]:
-    """A spec and its renderer; checks everything before any entry is rendered."""
+              truncation: str, clock: str | None = None) -> tuple[RenderSpec, Renderer]:
+    """A spec and its renderer; checks everything before any entry is rendered.
+
+    ``clock`` is the time a template that reads it (``strftime_now``) renders at: the spec's
+    recorded one when it is rendered again, or one the user chose; now when None. Templates that
+    do not read the clock have none, so their fingerprint does not change with the day.
+    """
     template_name, text = choose_template(tokenizer, template)
-    renderer = Renderer(tokenizer, text, cutoff, truncation)
+    renderer = Renderer(tokenizer, text, cutoff, truncation, clock=clock)
     spec = RenderSpec(name=name, tokenizer_path=str(Path(tokenizer_path).resolve()),
                       tokenizer_sha256=tokenizer_fingerprint(tokenizer), template=template_name, template_text=text,
-                      cutoff=cutoff, truncation=truncation, version=__version__)
+                      cutoff=cutoff, truncation=truncation, version=__version__, clock=renderer.chat.clock)
     return spec, renderer
 
 
@@ -150,6 +156,12 @@ class StoredSpec:
     def renderer(self, tokenizer: Any | None = None) -> Renderer:
         """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
         must be the one the lengths were computed with."""
+        if self.clock is None and reads_clock(self.template_text):
+            raise StaleStoreError(
+                f"render spec '{self.name}': its template reads the clock (strftime_now), and the store does not "
+                "record the time its lengths were rendered at (it was rendered before dataidx fixed it); run dataidx "
+                "render again"
+            )
         recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
                                     self.clock, self.escapes)
         if recorded != self.fingerprint:
@@ -163,7 +175,7 @@ class StoredSpec:
                 f"render spec '{self.name}': the tokenizer at {self.tokenizer_path} changed since its lengths were "
                 f"computed; run dataidx render again"
             )
-        return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation)
+        return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock)
 
 
 def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:

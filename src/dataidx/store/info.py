@@ -73,7 +73,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                 },
             })
         specs = _rows(connection, "SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
-                                  "dataidx_version, created_at, seconds FROM render_specs ORDER BY id")
+                                  "dataidx_version, created_at, seconds, clock FROM render_specs ORDER BY id")
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])

@@ -12,28 +12,23 @@ from __future__ import annotations
 
 from importlib import resources
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Integer, MetaData, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import JSON, Float, ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
 
-NAMING = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
+from .declarative import INT, NAMING, Base
+from .render_tables import AddedTokenUse, EntryRender, Pack, PackedEntry, PackingPlan, PlanEpoch, RenderSpecRow
 
+# The render and pack tables are declared apart, and imported above so that every table is in
+# Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
-#: 64-bit in every database: SQLite's INTEGER is, PostgreSQL's integer is not (seeds need 64 bits).
-INT = Integer().with_variant(BigInteger(), "postgresql")
+__all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
+           "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
+           "PackingPlan", "PlanEpoch", "RejectedRow", "RenderSpecRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
     """``schema.sql``: a new store's tables, indexes and views exactly as the migrations make them."""
     return resources.files("dataidx.store").joinpath("schema.sql").read_text()
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
 
 
 class Build(Base):
@@ -183,120 +178,6 @@ class MixtureEntry(Base):
     __tablename__ = "mixture_entries"
     id: Mapped[int] = mapped_column(INT, primary_key=True)
     mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), nullable=False)
-    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
-
-
-class RenderSpecRow(Base):
-    """How entries were rendered: tokenizer fingerprint, template text, cutoff and truncation.
-
-    ``fingerprint`` hashes all of them with the dataidx version, so lengths are reused only for
-    exactly the same rendering; ``kept`` counts entries whose status lets them train.
-    """
-
-    __tablename__ = "render_specs"
-    id: Mapped[int] = mapped_column(INT, primary_key=True)
-    name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
-    fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
-    tokenizer: Mapped[str] = mapped_column(Text, nullable=False)
-    tokenizer_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
-    template: Mapped[str] = mapped_column(String, nullable=False)
-    template_text: Mapped[str] = mapped_column(Text, nullable=False)
-    cutoff: Mapped[int] = mapped_column(INT, nullable=False)
-    truncation: Mapped[str] = mapped_column(String, nullable=False)
-    entries: Mapped[int] = mapped_column(INT, nullable=False)
-    kept: Mapped[int] = mapped_column(INT, nullable=False)
-    dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
-    created_at: Mapped[str] = mapped_column(String, nullable=False)
-    seconds: Mapped[float] = mapped_column(Float, nullable=False)
-    #: the time ``strftime_now`` reads in the template (ISO 8601), fixed when the spec is first
-    #: rendered; NULL in specs stored before 0009
-    clock: Mapped[str | None] = mapped_column(String, nullable=True)
-    #: which tokens data text may not produce as ids: ``special`` (v1's) or ``added`` (every added token)
-    escapes: Mapped[str] = mapped_column(String, nullable=False, server_default="special")
-
-
-class AddedTokenUse(Base):
-    """How many entries of a dataset hold, in their data text, an added token that is not special
-    (Qwen's ``<tool_call>``, ``<think>``), under one spec: v1 trains them as their ids."""
-
-    __tablename__ = "added_token_uses"
-    __table_args__ = {"sqlite_with_rowid": False}
-    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
-    token: Mapped[str] = mapped_column(String, primary_key=True)
-    entries: Mapped[int] = mapped_column(INT, nullable=False)
-
-
-class EntryRender(Base):
-    """One base entry under one spec: token counts after truncation, before it, and a status."""
-
-    __tablename__ = "entry_renders"
-    __table_args__ = {"sqlite_with_rowid": False}
-    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
-    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), primary_key=True)
-    tokens: Mapped[int] = mapped_column(INT, nullable=False)
-    supervised_tokens: Mapped[int] = mapped_column(INT, nullable=False)
-    full_tokens: Mapped[int] = mapped_column(INT, nullable=False)
-    status: Mapped[str] = mapped_column(String, nullable=False)
-    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
-
-
-class PackingPlan(Base):
-    """Best-fit-decreasing packs of one mixture's kept positions under one spec, seeded order."""
-
-    __tablename__ = "packing_plans"
-    id: Mapped[int] = mapped_column(INT, primary_key=True)
-    name: Mapped[str] = mapped_column(String, nullable=False, unique=True)
-    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), nullable=False)
-    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), nullable=False)
-    capacity: Mapped[int] = mapped_column(INT, nullable=False)
-    seed: Mapped[int] = mapped_column(INT, nullable=False)
-    packs: Mapped[int] = mapped_column(INT, nullable=False)
-    entries: Mapped[int] = mapped_column(INT, nullable=False)
-    tokens: Mapped[int] = mapped_column(INT, nullable=False)
-    fill: Mapped[float] = mapped_column(Float, nullable=False)
-    left_out: Mapped[int] = mapped_column(INT, nullable=False)
-    dataidx_version: Mapped[str] = mapped_column(String, nullable=False)
-    created_at: Mapped[str] = mapped_column(String, nullable=False)
-    seconds: Mapped[float] = mapped_column(Float, nullable=False)
-    #: one plan per epoch of its mixture; ``plan_epochs`` says which packs are whose
-    epochs: Mapped[int] = mapped_column(INT, nullable=False, server_default="1")
-
-
-class PlanEpoch(Base):
-    """The packs of one epoch of a plan: ``first_pack .. first_pack + packs - 1``, shuffled with ``seed``."""
-
-    __tablename__ = "plan_epochs"
-    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), primary_key=True)
-    epoch: Mapped[int] = mapped_column(INT, primary_key=True)
-    seed: Mapped[int] = mapped_column(INT, nullable=False)
-    first_pack: Mapped[int] = mapped_column(INT, nullable=False)
-    packs: Mapped[int] = mapped_column(INT, nullable=False)
-    entries: Mapped[int] = mapped_column(INT, nullable=False)
-    tokens: Mapped[int] = mapped_column(INT, nullable=False)
-    fill: Mapped[float] = mapped_column(Float, nullable=False)
-    left_out: Mapped[int] = mapped_column(INT, nullable=False)
-
-
-class Pack(Base):
-    """Pack ``pack`` of a plan: its members are ``packed_entries`` rowids ``first_member ..``."""
-
-    __tablename__ = "packs"
-    __table_args__ = {"sqlite_with_rowid": False}
-    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), primary_key=True)
-    pack: Mapped[int] = mapped_column(INT, primary_key=True)
-    first_member: Mapped[int] = mapped_column(INT, nullable=False)
-    members: Mapped[int] = mapped_column(INT, nullable=False)
-    tokens: Mapped[int] = mapped_column(INT, nullable=False)
-
-
-class PackedEntry(Base):
-    """One member of a pack, in slot order: a mixture position and its base entry."""
-
-    __tablename__ = "packed_entries"
-    id: Mapped[int] = mapped_column(INT, primary_key=True)
-    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), nullable=False)
-    position: Mapped[int] = mapped_column(INT, nullable=False)
     entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
 
 
