@@ -1270,3 +1270,94 @@ def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rend
     bad = run("render", store, "--tokenizer", tiny_tokenizer, "--template", template, "--cutoff", 256,
               "--clock", "next friday")
     one_line_error(bad, "clock 'next friday' is not a date (YYYY-MM-DD)")
+
+
+# Issue 24: chat templates under a budget of time and characters
+
+#: Templates that would run for hours or allocate gigabytes, each stopped by the sandbox's budget.
+RUNAWAY_TEMPLATES = {
+    "nested loops": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "a macro calling itself twice": "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}"
+                                    "{{ f(60) }}",
+    "string multiplication": "{{ 'x' * 3000000000 }}",
+    "list multiplication": "{{ (messages * 3000000000) | length }}",
+    "a width": "{{ 'x' | center(3000000000) }}{{ 'x'.ljust(3000000000) }}",
+    "a format width": "{{ '{:>3000000000}'.format(1) }}",
+    "a printf width": "{{ '%3000000000d' % 1 }}",
+    "doubling with +": "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}"
+                       "{% endfor %}{{ ns.s | length }}",
+    "doubling with ~": "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
+                       "{% endfor %}{{ ns.s | length }}",
+    "a block that writes forever": "{% set x %}{% for i in range(100000) %}{% for j in range(100000) %}abcdefgh"
+                                   "{% endfor %}{% endfor %}{% endset %}{{ x | length }}",
+    "a join": "{{ range(100000) | map('string') | join('x' * 100000) }}",
+    "a replace": "{{ ('ab' * 100000).replace('a', 'x' * 100000) }}",
+    "a JSON indent": "{{ messages | tojson(indent=3000000000) }}",
+}
+
+
+@pytest.mark.parametrize("name", list(RUNAWAY_TEMPLATES))
+def test_a_runaway_chat_template_is_one_entry_s_render_error_within_its_budget(tiny_tokenizer: Path, name: str,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    monkeypatch.setattr("dataidx.render.sandbox.TEMPLATE_SECONDS", 0.5)
+    renderer = _renderer(tiny_tokenizer, RUNAWAY_TEMPLATES[name], cutoff=256)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    bad, good = renderer.render_many([(_chat(("user", "hi"), ("assistant", "ok")), True),
+                                      (_chat(("user", "hi"), ("assistant", "ok")), True)])
+    assert bad.status == good.status == "render_error", (bad.status, bad.detail)
+    assert "(its budget for one entry)" in bad.detail or "ran past its budget of 0.5 s" in bad.detail \
+        or "at most 64" in bad.detail, bad.detail
+    assert time.monotonic() - started < 30  # the two entries' budgets, not hours
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1_000_000  # KiB: under a GB grown
+
+
+def test_the_budget_leaves_real_templates_as_they_render(tiny_tokenizer: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
+    chat = [{"role": "user", "content": "hi " * 50}, {"role": "assistant", "content": "ok"}]
+    for template in (DATED_TEMPLATE.replace("strftime_now('%A %d %B %Y')", "'a day'"),
+                     "{{ messages | tojson(indent=2) }}{{ '%-8s|' % 'ab' }}{{ 'x' | center(9) }}{{ '{:>4}'.format(7) }}"
+                     "{{ (messages | map(attribute='role') | join(', ')) ~ ('-' * 8) }}"):
+        renderer = _renderer(tiny_tokenizer, template)
+        expected = tokenizer.apply_chat_template(chat, chat_template=template, tokenize=False)
+        assert renderer.chat.text(chat, None, False) == expected
+    assert _renderer(tiny_tokenizer, DATED_TEMPLATE).render(_chat(("user", "hi"), ("assistant", "ok")), True).status == "ok"
+
+
+def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_names_it(
+        dated_store: tuple[Path, Path], tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import sqlite3
+
+    from dataidx import DataEngine
+    from dataidx.errors import StaleStoreError
+    from dataidx.render import BUILTIN_TEMPLATES, render_store, spec_fingerprint
+
+    store, template = dated_store
+    render_store(store, tiny_tokenizer, cutoff=256, template="chatml")
+    render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="file")
+    fine = run("verify", store, "--json")
+    assert fine.exit_code == 0 and json.loads(fine.output)["render_specs"] == {"default": [], "file": []}, fine.output
+    crafted = RUNAWAY_TEMPLATES["nested loops"] + BUILTIN_TEMPLATES["chatml"]
+    with sqlite3.connect(store) as connection:  # the spec as someone rewrote it: its fingerprint recomputed
+        fields = connection.execute("SELECT tokenizer_sha256, cutoff, truncation, dataidx_version FROM render_specs "
+                                    "WHERE name = 'default'").fetchone()
+        connection.execute("UPDATE render_specs SET template_text = ?, fingerprint = ? WHERE name = 'default'",
+                           (crafted, spec_fingerprint(fields[0], crafted, *fields[1:])))
+    connection.close()
+    monkeypatch.setattr("dataidx.render.sandbox.TEMPLATE_SECONDS", 0.5)
+    with pytest.raises(StaleStoreError, match="renders as render_error .*ran past its budget of 0.5 s"):
+        DataEngine(store, render="default")[0]
+    shown = run("show", store, "0", "--render", "default")
+    assert shown.exit_code == 0 and "ran past its budget of 0.5 s" in shown.output, shown.output
+    named = run("verify", store)
+    assert named.exit_code == 1
+    assert f"render spec 'default': its template ({len(crafted)} characters) is not built-in template 'chatml'" \
+        in named.output, named.output
+    assert "render spec 'file': ok" in named.output
+    template.write_text(DATED_TEMPLATE + " ")
+    assert "is not the text of" in run("verify", store).output

@@ -210,15 +210,20 @@ def verify(store: str, as_json: bool) -> None:
     """Check deeply that STORE still matches its sources; exit 1 on any change.
 
     Rehashes every source file (a byte changed in place is found even with its size and mtime
-    put back), checks converter and loader versions, the Arrow data and SQLite's integrity.
+    put back), checks converter and loader versions, the Arrow data and SQLite's integrity, and
+    that each render spec's template is what the spec says it is (a built-in, the tokenizer's
+    own, or its file).
 
     \b
     Example:
         dataidx verify demo.db --json
     """
     from ..read import verify_store
+    from ..render import template_problems
 
     report = verify_store(store)
+    report["render_specs"] = template_problems(store)
+    report["ok"] = report["ok"] and not any(report["render_specs"].values())
     if as_json:
         echo_json(report)
     else:
@@ -226,6 +231,8 @@ def verify(store: str, as_json: bool) -> None:
             echo(line)
         for name, problems in report["datasets"].items():
             echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
+        for name, problems in report["render_specs"].items():
+            echo(f"render spec '{name}': " + ("ok" if not problems else "; ".join(problems)))
     if not report["ok"]:
         raise click.exceptions.Exit(1)
 

@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "TRUNCATIONS": ".renderer",
     "Rendered": ".renderer",
     "Renderer": ".renderer",
+    "template_problems": ".provenance",
     "RenderedMixture": ".served",
     "open_spec": ".served",
     "render_positions": ".served",

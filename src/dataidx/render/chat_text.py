@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -21,8 +22,10 @@ from typing import Any
 
 from ..convert import ROLES, SUPERVISED_EPSILON
 from ..errors import RenderError, bounded, shown
+from . import sandbox
 from .escape import ControlTokens
 from .fast_templates import FAST_TEMPLATES
+from .sandbox import TEMPLATE_CHARACTERS, budgeted_environment, start
 from .templates import tojson
 
 #: Placeholder text for media blocks, as LLaMA-Factory's text templates write them.
@@ -52,19 +55,18 @@ def _plain_block(tag: re.Match[str]) -> str:
 
 @lru_cache(maxsize=16)
 def compile_template(text: str) -> Any:
-    """A compiled Jinja chat template, in Hugging Face's environment (cached per text)."""
+    """A compiled Jinja chat template, in Hugging Face's environment under a budget (cached per text)."""
     import jinja2  # here, not at import: only rendering needs Jinja
     from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
 
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    environment.filters["tojson"] = tojson
-    environment.globals["raise_exception"] = raise_exception
-    # Hugging Face's reads the time of each call; ChatText puts a spec's fixed clock in its place.
-    environment.globals["strftime_now"] = lambda format: datetime.now().strftime(format)
+    # Hugging Face's strftime_now reads the time of each call; ChatText puts a spec's fixed clock in its place.
+    environment = budgeted_environment({"tojson": tojson},
+                                       {"raise_exception": raise_exception,
+                                        "strftime_now": lambda format: datetime.now().strftime(format)},
+                                       trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     try:
         return environment.from_string(_GENERATION_TAG.sub(_plain_block, text))
     except jinja2.TemplateSyntaxError as exc:
@@ -180,11 +182,15 @@ class ChatText:
     the day they are rendered on.
     """
 
-    def __init__(self, template_text: str, special_tokens: dict[str, str], clock: str | None = None) -> None:
+    def __init__(self, template_text: str, special_tokens: dict[str, str], clock: str | None = None, *,
+                 seconds: float | None = None, characters: int = TEMPLATE_CHARACTERS) -> None:
         import jinja2  # here, not at import: only rendering needs Jinja
 
         self.template_text = template_text
         self.special_tokens = dict(special_tokens)
+        # The budget of an entry's texts (see .sandbox); the module's seconds are read now, not at import.
+        self.seconds, self.characters = seconds if seconds is not None else sandbox.TEMPLATE_SECONDS, characters
+        self._deadline: float | None = None
         self.template = compile_template(template_text)
         # What Template.render builds for every call, built once: a render is then a context
         # over one dict (a quarter less time per render).
@@ -196,11 +202,16 @@ class ChatText:
         self._fast = FAST_TEMPLATES.get(template_text)
         self._bos = self.special_tokens.get("bos_token")
 
-    def __getstate__(self) -> tuple[str, dict[str, str], str | None]:  # a compiled template does not pickle
-        return self.template_text, self.special_tokens, self.clock
+    def __getstate__(self) -> tuple[Any, ...]:  # a compiled template does not pickle (spawned workers)
+        return self.template_text, self.special_tokens, self.clock, self.seconds, self.characters
 
-    def __setstate__(self, state: tuple[str, dict[str, str], str | None]) -> None:
-        self.__init__(*state)
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        text, special, clock, seconds, characters = state
+        self.__init__(text, special, clock, seconds=seconds, characters=characters)
+
+    def begin(self) -> None:
+        """Start one entry: its texts share ``seconds`` from now (each text alone, without it)."""
+        self._deadline = time.monotonic() + self.seconds
 
     def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool,
              **options: Any) -> str:
@@ -212,6 +223,7 @@ class ChatText:
                 return self._fast(chat, tools, generation_prompt, self._bos)
             variables = {**self._variables, "messages": chat, "tools": tools,
                          "add_generation_prompt": generation_prompt, **options}
+            start(self.seconds, self.characters, self._deadline)
             return "".join(self.template.root_render_func(self.template.new_context(variables, shared=True)))
         except RenderError:
             raise

@@ -110,13 +110,15 @@ class Renderer:
         self.controls = ControlTokens(tokenizer, self.backend)
         self.cutoff = cutoff
         self.truncation = truncation
-        self.chat = ChatText(template_text, tokenizer.special_tokens_map, clock)  # clock: see ChatText
         self.bos_id = tokenizer.bos_token_id
         # No token stands for more characters than the longest token's text has, so a text of
         # more than cutoff * longest characters has more than cutoff tokens: it is never
         # tokenized under "drop", and past TRUNCATED_FACTOR times that not under truncation either.
         self.longest = max(1, max((len(token) for token in self.backend.get_vocab(with_added_tokens=True)), default=1))
         self.hard_bound = (2 if truncation == "drop" else TRUNCATED_FACTOR) * cutoff * self.longest
+        # A template may write or build, for one entry, a few times what the cutoff could ever keep.
+        self.chat = ChatText(template_text, tokenizer.special_tokens_map, clock,  # clock: see ChatText
+                             characters=4 * self.hard_bound + 2**20)
 
     def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
@@ -131,6 +133,7 @@ class Renderer:
 
     def _draft(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side] | Rendered:
         """The texts of an entry's sequences (``None`` for a single one, else chosen/rejected)."""
+        self.chat.begin()  # the entry's texts share one time budget
         try:
             over = self._over_bound(sample)
             if over is not None:
@@ -206,6 +209,7 @@ class Renderer:
             wanted = [len(side.chat) - 1] if side.chat else []
         else:
             wanted = list(range(len(side.chat)))
+        self.chat.begin()  # locating messages renders prefixes: a budget of their own
         spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
         labels, weights = label_tokens(ids, full.offsets, spans)
         return self._truncate(ids, labels, weights)
