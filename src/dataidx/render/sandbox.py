@@ -21,6 +21,7 @@ can interrupt, and no chat template uses it. The checks cost about nothing next 
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import string
@@ -72,15 +73,20 @@ class Budget:
                              "(its budget for one entry)")
 
 
-_local = threading.local()
+class _Current(threading.local):
+    """Each thread's budget; outside any :func:`start` (a compiled template rendered directly),
+    characters are bounded and time is not."""
+
+    def __init__(self) -> None:
+        self.budget = Budget(math.inf, TEMPLATE_CHARACTERS, deadline=math.inf)
+
+
+_local = _Current()
 
 
 def current() -> Budget:
-    """The budget of the render running in this thread (a generous one outside any render)."""
-    budget = getattr(_local, "budget", None)
-    if budget is None:
-        budget = _local.budget = Budget(TEMPLATE_SECONDS, TEMPLATE_CHARACTERS)
-    return budget
+    """The budget of the text being rendered in this thread."""
+    return _local.budget
 
 
 def start(seconds: float, characters: int, deadline: float | None = None) -> Budget:
@@ -238,7 +244,7 @@ def _sized_filter(name: str, function: Any) -> Any:
 def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **options: Any) -> Any:
     """Hugging Face's sandboxed environment with its extra ``filters`` and global ``functions``,
     every template of which runs under :func:`current`."""
-    from jinja2 import nodes, pass_context  # here, not at import: only rendering needs Jinja
+    from jinja2 import Template, nodes, pass_context  # here, not at import: only rendering needs Jinja
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class BudgetedEnvironment(ImmutableSandboxedEnvironment):
@@ -279,6 +285,13 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
             _check_binop(name, left, right, current())
             return _OPERATORS[name](left, right)
 
+    class BudgetedTemplate(Template):
+        def render(self, *args: Any, **kwargs: Any) -> str:
+            """Rendered directly, not by ChatText: its own characters budget, and no deadline."""
+            start(math.inf, TEMPLATE_CHARACTERS, deadline=math.inf)
+            return super().render(*args, **kwargs)
+
+    BudgetedEnvironment.template_class = BudgetedTemplate
     environment = BudgetedEnvironment(**options)
     environment.globals.pop("lipsum", None)
     environment.globals.update(functions)
