@@ -1,22 +1,18 @@
 """The sandbox chat templates run in: Hugging Face's, with a budget of time and characters.
 
-A chat template is code from whoever wrote the tokenizer or the store (a crafted store's template
-passes every fingerprint check: the fingerprint is a public hash). Jinja's sandbox stops it from
-reaching Python, but not from running forever (nested loops, a macro that calls itself twice) or
-allocating without end (``'x' * 3000000000``, a string doubled in a loop). So every template is
-compiled with checks woven into its code, and each render gets a :class:`Budget`:
+A template is code from whoever made the tokenizer or the store (a crafted store's passes every
+fingerprint check: the fingerprint is a public hash). Jinja's sandbox keeps it from Python, not
+from running forever (nested loops, a macro calling itself twice) or allocating without end
+(``'x' * 3000000000``, a string doubled in a loop). So checks are woven into its compiled code:
 
-- time: every loop iteration, call, filter and piece of output ticks, and a render past its
-  seconds stops;
-- characters: every piece of output (the result, ``{% set %}`` blocks and macro bodies alike)
-  counts toward the budget, and no operation may make a string or list over it: ``*``, ``%``,
-  ``str.format`` widths, ``center``/``ljust``/``zfill`` widths, ``replace`` and ``join`` are
-  checked before they run; ``+``, ``~`` and every filter's result right after.
+- time: each loop iteration, call and filter ticks; an entry past its seconds stops;
+- characters: every piece of output (``{% set %}`` blocks and macros too) counts, and nothing may
+  build a string or list past the budget: ``*``, ``%``, format widths, ``center``/``ljust``/
+  ``zfill``, ``replace``, ``join``, ``sum``, ``indent`` are checked before they run; ``+``, ``~``
+  and every filter's result right after. Jinja's ``lipsum`` (one uninterruptible call) is gone.
 
-A breach is a :class:`~dataidx.errors.RenderError`, so one entry's ``render_error``, never a hung
-or killed process. Jinja's ``lipsum`` global is left out: it builds text in one call no check
-can interrupt, and no chat template uses it. The checks cost about nothing next to the tokenizer:
-``tests/test_render_fast.py`` times the built-ins, which do not run in Jinja at all.
+A breach is a :class:`~dataidx.errors.RenderError`: one entry's ``render_error``, never a hung or
+killed process. ``scripts/bounds.py template`` measures both the stops and what the checks cost.
 """
 
 from __future__ import annotations
@@ -38,6 +34,7 @@ TEMPLATE_SECONDS = 10.0
 TEMPLATE_CHARACTERS = 2**24
 #: Ticks between two looks at the clock.
 _EVERY = 64
+_SIZED = frozenset({str, list, tuple, dict})
 #: str methods whose integer arguments are sizes of the string they make.
 _WIDTHS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 #: filters whose integer arguments are sizes of what they make.
@@ -54,8 +51,7 @@ class Budget:
     def __init__(self, seconds: float, characters: int, deadline: float | None = None) -> None:
         self.seconds, self.characters = seconds, characters
         self.deadline = deadline if deadline is not None else time.monotonic() + seconds
-        self.written = 0
-        self.ticks = 0
+        self.written = self.ticks = 0
 
     def tick(self) -> None:
         self.ticks += 1
@@ -97,12 +93,11 @@ def start(seconds: float, characters: int, deadline: float | None = None) -> Bud
 
 
 def _length(value: Any) -> int:
-    return len(value) if isinstance(value, (str, list, tuple, dict)) else 0
+    return len(value) if value.__class__ in _SIZED else 0
 
 
 def _written(context: Any, value: Any) -> str:
-    """A piece of output, counted: what ``{{ ... }}`` and literal text write. (No tick: without a
-    loop or a call, a template writes as many pieces as it has.) Written for speed: it runs per piece."""
+    """A piece of output, counted (untimed: outside loops and calls, pieces are as many as the template has)."""
     text = value if value.__class__ is str else str(value)
     budget = _local.budget
     budget.written += len(text)
@@ -235,9 +230,8 @@ def _sized_filter(name: str, function: Any) -> Any:
         budget.size(_length(result), f"made a value with filter '{name}'")
         return result
 
-    for attribute in ("jinja_pass_arg",):  # context/environment filters keep what they are passed
-        if hasattr(function, attribute):
-            setattr(checked, attribute, getattr(function, attribute))
+    if passed:  # a context or environment filter stays one
+        checked.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]
     return checked
 
 
@@ -303,5 +297,4 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
     return environment
 
 
-_SIZED = frozenset({str, list, tuple, dict})
 _OPERATORS = {"*": operator.mul, "%": operator.mod, "**": operator.pow, "+": operator.add}
