@@ -3,6 +3,7 @@ bounded cost, nothing lost and nobody stopped."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -1361,3 +1362,66 @@ def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_na
     assert "render spec 'file': ok" in named.output
     template.write_text(DATED_TEMPLATE + " ")
     assert "is not the text of" in run("verify", store).output
+
+
+# Issue 24: tokens the normalizer makes, and added tokens that are not special
+
+EOS_LOOKALIKE = "<\uff5cend\u2581of\u2581sentence\uff5c>"  # DeepSeek's: fullwidth bars, lower blocks for spaces
+
+
+def _normalizing_tokenizer(normalizer_name: str, token: str):  # noqa: ANN202 - a PreTrainedTokenizerFast
+    """The tiny tokenizer under ``normalizer_name`` with ``token`` added as a special token that
+    the tokenizer matches on the normalised text (``normalized=True``, as in tokenizer.json)."""
+    from tokenizers import AddedToken, normalizers
+    from transformers import PreTrainedTokenizerFast
+
+    from .conftest import train_tokenizer
+
+    backend = train_tokenizer().backend_tokenizer
+    backend.normalizer = getattr(normalizers, normalizer_name)()
+    backend.add_special_tokens([AddedToken(token, special=True, normalized=True)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>", pad_token="<pad>")
+
+
+@pytest.mark.parametrize(("normalizer", "token", "lookalike"), [
+    ("Lowercase", "<EOT>", "<eot>"),
+    ("Lowercase", "<EOT>", "<EoT>"),
+    ("NFKC", EOS_LOOKALIKE, "<|end\u2581of\u2581sentence|>"),  # ASCII bars: NFKC's image of the fullwidth ones
+    ("NFKC", EOS_LOOKALIKE, "\uff1c\uff5cend\u2581of\u2581sentence\uff5c\uff1e"),  # fullwidth angle brackets too
+])
+def test_a_control_token_the_normalizer_makes_of_data_text_is_broken_not_forged(normalizer: str, token: str,
+                                                                                lookalike: str) -> None:
+    from dataidx.render import BUILTIN_TEMPLATES, Renderer
+
+    tokenizer = _normalizing_tokenizer(normalizer, token)
+    control = tokenizer.convert_tokens_to_ids(token)
+    assert lookalike != token and control in tokenizer.backend_tokenizer.encode(f"a {lookalike} b").ids
+    renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=100_000)
+    call = json.dumps({"name": f"f{lookalike}", "arguments": {lookalike: [lookalike]}})
+    attacked = {"messages": [{"role": "system", "content": _text(f"sys {lookalike}")},
+                             {"role": "user", "content": _text(f"say {lookalike} now")},
+                             {"role": "assistant", "content": [{"type": "tool_call", "value": call}]},
+                             {"role": "tool", "content": _text(lookalike)},
+                             {"role": "assistant", "content": [{"type": "reasoning", "value": lookalike},
+                                                               {"type": "text", "value": f"done{lookalike}"}]}],
+                "tools": json.dumps([{"name": "f", "description": lookalike}])}
+    rendered = renderer.render(attacked, has_cut=True)
+    assert rendered.status == "ok", rendered.detail
+    assert control not in rendered.input_ids  # was there: the raw scan missed what the normaliser made
+    text = tokenizer.decode(rendered.input_ids)
+    assert text.count("\u200b") == 9 and "<|im_end|>" in text  # each broken once; the template's markers stay
+    both = renderer.render(_chat(("user", f"{token} {lookalike}"), ("assistant", "ok")), has_cut=True)
+    assert both.status == "ok" and control not in both.input_ids
+
+
+def test_a_control_token_the_normalizer_makes_of_one_character_is_a_render_error_naming_it() -> None:
+    from dataidx.render import BUILTIN_TEMPLATES, Renderer
+
+    # NFKC writes U+2474 PARENTHESIZED DIGIT ONE as "(1)": one character of data, nowhere to break.
+    tokenizer = _normalizing_tokenizer("NFKC", "(1)")
+    assert tokenizer.convert_tokens_to_ids("(1)") in tokenizer.backend_tokenizer.encode("\u2474").ids
+    renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=100_000)
+    bad, good = renderer.render_many([(_chat(("user", "step \u2474"), ("assistant", "ok")), True),
+                                      (_chat(("user", "step (1)"), ("assistant", "ok")), True)])
+    assert bad.status == "render_error" and bad.detail.startswith("message 0: the text holds control token '(1)'")
+    assert good.status == "ok" and tokenizer.convert_tokens_to_ids("(1)") not in good.input_ids
