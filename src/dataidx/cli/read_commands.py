@@ -61,13 +61,18 @@ def info(store: str, as_json: bool) -> None:
     if details["render_specs"]:
         echo("\nrender specs (dataidx render):")
         echo(table(
-            ["spec", "template", "cutoff", "truncation", "entries", "train", "tokenizer"],
-            [(s["name"], s["template"], s["cutoff"], s["truncation"], s["entries"], s["kept"], s["tokenizer"])
-             for s in details["render_specs"]],
+            ["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
+            [(s["name"], s["template"], s["cutoff"], s["truncation"], s["escapes"], s["entries"], s["kept"],
+              s["tokenizer"]) for s in details["render_specs"]],
         ))
         for spec in details["render_specs"]:
             if spec["clock"] is not None:
                 echo(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
+            if spec["added_tokens"]:
+                echo(f"spec '{spec['name']}': data text holds added tokens that are not special, trained as their "
+                     "ids as LLaMA-Factory v1 does (dataidx render --escape added breaks them):")
+                echo(table(["dataset", "added token", "entries"],
+                           [(u["dataset"], u["token"], u["entries"]) for u in spec["added_tokens"]]))
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(
