@@ -1483,8 +1483,9 @@ def test_added_tokens_not_special_keep_v1s_ids_and_are_counted_per_dataset_and_n
     assert tokenizer.convert_tokens_to_ids("<tool_call>") in shown_entry["input_ids"]
     assert shown_entry["detail"].startswith("data text holds added tokens")
     info = run("info", store)
-    assert "data text holds added tokens that are not special" in info.output
-    assert [line.split() for line in info.output.splitlines() if "<tool_call>" in line] == [["calls", "<tool_call>", "2"]]
+    assert "added tokens that are not special, in data text: trained as their ids" in info.output
+    assert [line.split() for line in info.output.splitlines() if "<tool_call>" in line] == \
+        [["default", "calls", "<tool_call>", "2"]]
     (spec,) = json.loads(run("info", store, "--json").output)["render_specs"]
     assert spec["escapes"] == "special" and spec["added_tokens"][:2] == [
         {"dataset": "calls", "token": "<tool_call>", "entries": 2}, {"dataset": "calls", "token": "</think>", "entries": 1}]

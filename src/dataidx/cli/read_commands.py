@@ -10,7 +10,7 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import ProgressLine, echo, echo_json, json_option, table
+from .common import ProgressLine, added_tokens_table, echo, echo_json, json_option, table
 
 
 @click.command()
@@ -60,19 +60,14 @@ def info(store: str, as_json: bool) -> None:
             echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
     if details["render_specs"]:
         echo("\nrender specs (dataidx render):")
-        echo(table(
-            ["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
-            [(s["name"], s["template"], s["cutoff"], s["truncation"], s["escapes"], s["entries"], s["kept"],
-              s["tokenizer"]) for s in details["render_specs"]],
-        ))
+        keys = ("name", "template", "cutoff", "truncation", "escapes", "entries", "kept", "tokenizer")
+        echo(table(["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
+                   [tuple(s[key] for key in keys) for s in details["render_specs"]]))
         for spec in details["render_specs"]:
             if spec["clock"] is not None:
                 echo(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
-            if spec["added_tokens"]:
-                echo(f"spec '{spec['name']}': data text holds added tokens that are not special, trained as their "
-                     "ids as LLaMA-Factory v1 does (dataidx render --escape added breaks them):")
-                echo(table(["dataset", "added token", "entries"],
-                           [(u["dataset"], u["token"], u["entries"]) for u in spec["added_tokens"]]))
+        if any(spec["added_tokens"] for spec in details["render_specs"]):
+            echo(added_tokens_table(details["render_specs"]))
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(
