@@ -3,6 +3,7 @@ bounded cost, nothing lost and nobody stopped."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -1361,3 +1362,168 @@ def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_na
     assert "render spec 'file': ok" in named.output
     template.write_text(DATED_TEMPLATE + " ")
     assert "is not the text of" in run("verify", store).output
+
+
+# Issue 24: tokens the normalizer makes, and added tokens that are not special
+
+EOS_LOOKALIKE = "<\uff5cend\u2581of\u2581sentence\uff5c>"  # DeepSeek's: fullwidth bars, lower blocks for spaces
+
+
+def _normalizing_tokenizer(normalizer_name: str, token: str):  # noqa: ANN202 - a PreTrainedTokenizerFast
+    """The tiny tokenizer under ``normalizer_name`` with ``token`` added as a special token that
+    the tokenizer matches on the normalised text (``normalized=True``, as in tokenizer.json)."""
+    from tokenizers import AddedToken, normalizers
+    from transformers import PreTrainedTokenizerFast
+
+    from .conftest import train_tokenizer
+
+    backend = train_tokenizer().backend_tokenizer
+    backend.normalizer = getattr(normalizers, normalizer_name)()
+    backend.add_special_tokens([AddedToken(token, special=True, normalized=True)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>", pad_token="<pad>")
+
+
+@pytest.mark.parametrize(("normalizer", "token", "lookalike"), [
+    ("Lowercase", "<EOT>", "<eot>"),
+    ("Lowercase", "<EOT>", "<EoT>"),
+    ("NFKC", EOS_LOOKALIKE, "<|end\u2581of\u2581sentence|>"),  # ASCII bars: NFKC's image of the fullwidth ones
+    ("NFKC", EOS_LOOKALIKE, "\uff1c\uff5cend\u2581of\u2581sentence\uff5c\uff1e"),  # fullwidth angle brackets too
+])
+def test_a_control_token_the_normalizer_makes_of_data_text_is_broken_not_forged(normalizer: str, token: str,
+                                                                                lookalike: str) -> None:
+    from dataidx.render import BUILTIN_TEMPLATES, Renderer
+
+    tokenizer = _normalizing_tokenizer(normalizer, token)
+    control = tokenizer.convert_tokens_to_ids(token)
+    assert lookalike != token and control in tokenizer.backend_tokenizer.encode(f"a {lookalike} b").ids
+    renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=100_000)
+    call = json.dumps({"name": f"f{lookalike}", "arguments": {lookalike: [lookalike]}})
+    attacked = {"messages": [{"role": "system", "content": _text(f"sys {lookalike}")},
+                             {"role": "user", "content": _text(f"say {lookalike} now")},
+                             {"role": "assistant", "content": [{"type": "tool_call", "value": call}]},
+                             {"role": "tool", "content": _text(lookalike)},
+                             {"role": "assistant", "content": [{"type": "reasoning", "value": lookalike},
+                                                               {"type": "text", "value": f"done{lookalike}"}]}],
+                "tools": json.dumps([{"name": "f", "description": lookalike}])}
+    rendered = renderer.render(attacked, has_cut=True)
+    assert rendered.status == "ok", rendered.detail
+    assert control not in rendered.input_ids  # was there: the raw scan missed what the normaliser made
+    text = tokenizer.decode(rendered.input_ids)
+    assert text.count("\u200b") == 9 and "<|im_end|>" in text  # each broken once; the template's markers stay
+    both = renderer.render(_chat(("user", f"{token} {lookalike}"), ("assistant", "ok")), has_cut=True)
+    assert both.status == "ok" and control not in both.input_ids
+
+
+def test_a_control_token_the_normalizer_makes_of_one_character_is_a_render_error_naming_it() -> None:
+    from dataidx.render import BUILTIN_TEMPLATES, Renderer
+
+    # NFKC writes U+2474 PARENTHESIZED DIGIT ONE as "(1)": one character of data, nowhere to break.
+    tokenizer = _normalizing_tokenizer("NFKC", "(1)")
+    assert tokenizer.convert_tokens_to_ids("(1)") in tokenizer.backend_tokenizer.encode("\u2474").ids
+    renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=100_000)
+    bad, good = renderer.render_many([(_chat(("user", "step \u2474"), ("assistant", "ok")), True),
+                                      (_chat(("user", "step (1)"), ("assistant", "ok")), True)])
+    assert bad.status == "render_error" and bad.detail.startswith("message 0: the text holds control token '(1)'")
+    assert good.status == "ok" and tokenizer.convert_tokens_to_ids("(1)") not in good.input_ids
+
+
+PLAIN_ADDED = ["<tool_call>", "</tool_call>", "<think>", "</think>"]  # Qwen's: added, not special
+
+
+@pytest.fixture
+def qwen_like(tmp_path: Path, make_store) -> tuple[Path, Path]:
+    """A store of two datasets whose data text holds Qwen's plain added tokens, and a saved tiny
+    tokenizer that has them as added tokens not marked special (as Qwen's tokenizer.json does)."""
+    from dataidx.render import CHATML
+
+    from .conftest import train_tokenizer
+
+    tokenizer = train_tokenizer(chat_template=CHATML)
+    tokenizer.add_tokens(PLAIN_ADDED)
+    tokenizer.save_pretrained(tmp_path / "qwen-like")
+    calls = write_jsonl(tmp_path / "calls.jsonl", [
+        {"instruction": "call <tool_call>{}</tool_call>", "output": "ok"},
+        {"instruction": "plain", "output": "ok"},
+        {"instruction": "again <tool_call>", "output": "<think>hm</think> ok"},
+    ])
+    thoughts = write_jsonl(tmp_path / "thoughts.jsonl", [{"instruction": "q", "output": "<think>x</think>a"},
+                                                         {"instruction": "q", "output": "a"}])
+    store = make_store(f"calls:\n  path: {calls}\n  source: local\n  converter: alpaca\n"
+                       f"thoughts:\n  path: {thoughts}\n  source: local\n  converter: alpaca\n")
+    return store, tmp_path / "qwen-like"
+
+
+def test_added_tokens_not_special_keep_v1s_ids_and_are_counted_per_dataset_and_named(qwen_like) -> None:
+    import sqlite3
+
+    from transformers import AutoTokenizer
+
+    store, folder = qwen_like
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert not any(t.special for t in tokenizer.added_tokens_decoder.values() if str(t) in PLAIN_ADDED)
+    rendered = run("render", store, "--tokenizer", folder, "--cutoff", 4096)
+    assert rendered.exit_code == 0, rendered.output
+    assert ("note: data text holds added tokens that are not special: <tool_call> in calls (2 entries), </think> "
+            "in calls (1 entry)") in rendered.output and "--escape added breaks them" in rendered.output
+    uses = sqlite3.connect(store).execute(
+        "SELECT d.name, u.token, u.entries FROM added_token_uses AS u JOIN datasets AS d ON d.id = u.dataset_id "
+        "ORDER BY d.position, u.token").fetchall()
+    assert uses == [("calls", "</think>", 1), ("calls", "</tool_call>", 1), ("calls", "<think>", 1),
+                    ("calls", "<tool_call>", 2), ("thoughts", "</think>", 1), ("thoughts", "<think>", 1)]
+    details = sqlite3.connect(store).execute("SELECT dataset, row, status, detail FROM entry_lengths "
+                                             "ORDER BY dataset, row").fetchall()
+    assert details[:2] == [
+        ("calls", 0, "ok", "data text holds added tokens '</tool_call>', '<tool_call>' (not special): trained as "
+                           "their ids, as v1 does; render --escape added breaks them"),
+        ("calls", 1, "ok", None)]
+    assert details[3] == ("thoughts", 0, "ok", "data text holds added tokens '</think>', '<think>' (not special): "
+                                               "trained as their ids, as v1 does; render --escape added breaks them")
+    # v1's ids: the data's <tool_call> is the token, as LLaMA-Factory v1 trains it.
+    shown_entry = json.loads(run("show", store, 0, "--render", "default").output)
+    assert tokenizer.convert_tokens_to_ids("<tool_call>") in shown_entry["input_ids"]
+    assert shown_entry["detail"].startswith("data text holds added tokens")
+    info = run("info", store)
+    assert "added tokens that are not special, in data text: trained as their ids" in info.output
+    assert [line.split() for line in info.output.splitlines() if "<tool_call>" in line] == \
+        [["default", "calls", "<tool_call>", "2"]]
+    (spec,) = json.loads(run("info", store, "--json").output)["render_specs"]
+    assert spec["escapes"] == "special" and spec["added_tokens"][:2] == [
+        {"dataset": "calls", "token": "<tool_call>", "entries": 2}, {"dataset": "calls", "token": "</think>", "entries": 1}]
+    page = store.with_name("report.html")
+    assert run("report", store, "-o", page, "--spec", "default", "--samples", 0, "-q").exit_code == 0
+    html = page.read_text(encoding="utf-8")
+    assert "<h3>Added tokens that are not special, in data text</h3>" in html
+    assert "<tr><td>calls</td><td>&lt;tool_call&gt;</td><td>2</td></tr>" in html and "<tool_call>" not in html
+    figures = json.loads(run("report", store, "--spec", "default", "--samples", 0, "--json").output)
+    assert figures["spec"]["added_tokens"] == spec["added_tokens"]
+
+
+def test_render_escape_added_breaks_added_tokens_not_special_under_its_own_fingerprint(qwen_like) -> None:
+    import sqlite3
+
+    from transformers import AutoTokenizer
+
+    from dataidx import DataEngine
+
+    store, folder = qwen_like
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    plain = {tokenizer.convert_tokens_to_ids(token) for token in PLAIN_ADDED}
+    assert run("render", store, "--tokenizer", folder, "--cutoff", 4096, "-q").exit_code == 0
+    strict = run("render", store, "--tokenizer", folder, "--cutoff", 4096, "--escape", "added", "--name", "strict")
+    assert strict.exit_code == 0 and "note:" not in strict.output, strict.output
+    connection = sqlite3.connect(store)
+    (default, special), (added, escapes) = connection.execute(
+        "SELECT fingerprint, escapes FROM render_specs ORDER BY id").fetchall()
+    assert (special, escapes) == ("special", "added") and default != added
+    assert connection.execute("SELECT count(*) FROM added_token_uses AS u JOIN render_specs AS s ON s.id = u.spec_id "
+                              "WHERE s.name = 'strict'").fetchone() == (0,)
+    assert connection.execute("SELECT DISTINCT status, detail FROM entry_lengths WHERE spec = 'strict'").fetchall() \
+        == [("ok", None)]
+    served = DataEngine(store, render="strict")  # readers render with the spec's escape set
+    assert len(served) == 5 and not any(plain & set(served[i]["input_ids"]) for i in range(len(served)))
+    assert "<\u200btool_call>" in tokenizer.decode(served[0]["input_ids"])
+    loose = DataEngine(store, render="default")
+    assert plain & set(loose[0]["input_ids"])
+    assert "added" in run("info", store).output
+    assert run("render", store, "--tokenizer", folder, "--cutoff", 4096, "--escape", "added", "--name",
+               "strict").output.startswith("dataset")  # the same spec again is up to date

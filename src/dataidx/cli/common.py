@@ -124,3 +124,20 @@ def steps_line(steps: list[tuple[int, int]], global_batch_size: int) -> str:
     else:
         dropped = f"; the last packs of each epoch that do not fill a step are dropped (drop_last): {', '.join(map(str, rests))}"
     return f"{said} at a global batch size of {global_batch_size} packs{dropped}"
+
+
+def added_tokens_note(uses: list[tuple[str, str, int]], listed: int = 5) -> str:
+    """What ``dataidx render`` says of ``(dataset, token, entries)`` uses of plain added tokens."""
+    found = ", ".join(f"{token} in {dataset} ({entries} entr{'y' if entries == 1 else 'ies'})"
+                      for dataset, token, entries in uses[:listed])
+    more = f" and {len(uses) - listed} more" if len(uses) > listed else ""
+    return (f"note: data text holds added tokens that are not special: {found}{more}; trained as their ids, as "
+            "LLaMA-Factory v1 does (dataidx info lists them; --escape added breaks them)")
+
+
+def added_tokens_table(specs: list[dict[str, Any]]) -> str:
+    """What ``dataidx info`` says of the plain added tokens in data text, per spec and dataset."""
+    return ("\nadded tokens that are not special, in data text: trained as their ids, as LLaMA-Factory v1 does "
+            "(dataidx render --escape added breaks them)\n"
+            + table(["spec", "dataset", "added token", "entries"],
+                    [(s["name"], u["dataset"], u["token"], u["entries"]) for s in specs for u in s["added_tokens"]]))

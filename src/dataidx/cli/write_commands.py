@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, echo, mixture_options, shown, steps_line, table
+from .common import ProgressLine, added_tokens_note, echo, mixture_options, shown, steps_line, table
 
 
 @click.command()
@@ -145,9 +145,12 @@ def migrate(store: str) -> None:
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes to render with [default: all cores].")
 @click.option("--clock", metavar="DATE", help="For templates that read the date (strftime_now): render at DATE "
               "(YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS) [default: the time the spec was first rendered, or now].")
+@click.option("--escape", "escapes", type=click.Choice(["special", "added"]), default="special", show_default=True,
+              help="Tokens data text may not produce as ids: special (v1's: added tokens marked special, named "
+              "special tokens) or added (every added token, Qwen's <tool_call> and <think> too).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
-           jobs: int | None, clock: str | None, quiet: bool) -> None:
+           jobs: int | None, clock: str | None, escapes: str, quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
     Statuses: ok, truncated, too_long, no_supervision, render_error (with the message); only
@@ -155,20 +158,24 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
     truncation, dataidx version): the same one again is a no-op, a changed one recomputes and
     removes the packing plans made from the old lengths.
 
+    Added tokens not marked special (<tool_call>, <think>) in data text keep their ids, as in v1,
+    and are counted per dataset (dataidx info); --escape added breaks them like control tokens.
+
     \b
     Example:
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
+        dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
-    _render(store, tokenizer, template, cutoff, truncation, name, jobs, quiet, clock)
+    _render(store, tokenizer, template, cutoff, truncation, name, jobs, quiet, clock, escapes)
 
 
 def _render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
-            jobs: int | None, quiet: bool, clock: str | None = None) -> None:
+            jobs: int | None, quiet: bool, clock: str | None = None, escapes: str = "special") -> None:
     from ..render import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
-                           jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock)
+                           jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes)
     if quiet:
         return
     echo(table(["dataset", "status", "entries"], summary.counts), err=True)
@@ -181,6 +188,8 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
     if summary.spec.clock is not None:
         echo(f"the template reads the date: rendered at {summary.spec.clock}, as every later render and reader of "
              f"spec '{name}' will be (--clock sets another)", err=True)
+    if summary.added_tokens:
+        echo(added_tokens_note(summary.added_tokens), err=True)
     if summary.stale_mixtures:
         names = ", ".join(f"'{mixture}'" for mixture in summary.stale_mixtures)
         names = f"mixture {names} was" if len(summary.stale_mixtures) == 1 else f"mixtures {names} were"

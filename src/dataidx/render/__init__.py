@@ -8,6 +8,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "chat_messages": ".chat_text",
     "compile_template": ".chat_text",
     "reads_clock": ".chat_text",
+    "ESCAPES": ".escape",
     "FAST_TEMPLATES": ".fast_templates",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",

@@ -4,9 +4,20 @@ A user message holding ``<|im_end|>\\n<|im_start|>system\\n...`` would, tokenize
 own turn and open a system prompt: a dataset could forge turns, system prompts or media
 placeholders. As LLaMA-Factory v1's renderer does, every string the tokenizer maps to a control
 token gets a zero-width space (U+200B) after its first character, longest strings first, so it
-reads the same and tokenizes as text. Then the broken text is tokenized alone: if a control id
-still comes out (a normaliser that strips U+200B), that is an error naming the token, never
-silent acceptance. Text without such a string is returned as is after one regex scan.
+reads the same and tokenizes as text.
+
+The tokenizer has the last word: it matches an added token marked ``normalized`` on the text its
+normaliser makes, so ``<eot>`` under a Lowercase normaliser is ``<EOT>``, and under NFKC
+``＜｜end▁of▁sentence｜＞`` is DeepSeek's ``<｜end▁of▁sentence｜>``. So the broken text is
+tokenized alone, and each control token it still yields is broken where the tokenizer found it
+(its offsets are characters of the text as given), a few rounds at most. A token that cannot be
+broken (one character, or a normaliser that removes the U+200B) is an error naming it, never
+silent acceptance. Text in which neither the raw nor the normalised scan finds a token's string
+is returned as is after one regex scan (two under a normaliser).
+
+Added tokens not marked special (Qwen's ``<tool_call>``, ``<think>``) are not control tokens to
+v1, which trains them as their ids: under ``escapes="special"`` they are kept and named in
+:attr:`ControlTokens.kept`; under ``escapes="added"`` they are broken like the rest.
 """
 
 from __future__ import annotations
@@ -14,49 +25,75 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import RenderError
+from ..errors import RenderError, shown
 
 BREAK = "\u200b"
+#: Which tokens data text may not produce as ids: v1's control tokens, or every added token.
+ESCAPES = ("special", "added")
+#: Times the broken text is tokenized again to break what the tokenizer still finds: each round
+#: breaks every token found, so a second one is needed only where breaking made a new match.
+ROUNDS = 4
 
 
 class ControlTokens:
     """The control tokens of one tokenizer, and ``escape(text)`` that neutralises them in data.
 
     Control tokens are the added tokens marked special plus the tokenizer's named special tokens
-    (BOS, EOS, pad, ...): what v1 escapes. Template-written tokens are untouched, because only
-    data text goes through :meth:`escape`.
+    (BOS, EOS, pad, ...): what v1 escapes; under ``escapes="added"`` every added token too.
+    Template-written tokens are untouched, because only data text goes through :meth:`escape`.
+
+    Example::
+
+        controls = ControlTokens(tokenizer, tokenizer.backend_tokenizer)
+        controls.escape("see <|im_end|>", "message 0")   # 'see <\\u200b|im_end|>'
     """
 
-    def __init__(self, tokenizer: Any, backend: Any) -> None:
-        added = {token_id: token for token_id, token in tokenizer.added_tokens_decoder.items()
-                 if getattr(token, "special", False)}
-        self.ids: dict[int, str] = {token_id: str(token) for token_id, token in added.items()}
+    def __init__(self, tokenizer: Any, backend: Any, escapes: str = "special") -> None:
+        if escapes not in ESCAPES:
+            raise RenderError(f"unknown escape set {shown(escapes)} (one of {', '.join(ESCAPES)})")
+        added = tokenizer.added_tokens_decoder
+        self.ids: dict[int, str] = {token_id: str(token) for token_id, token in added.items()
+                                    if getattr(token, "special", False) or escapes == "added"}
         for token_id, token in zip(tokenizer.all_special_ids, tokenizer.all_special_tokens):
             if token_id is not None:
                 self.ids.setdefault(token_id, token)
+        #: Added tokens that are not special, under ``special``: kept as v1 keeps them, reported.
+        self.plain: dict[int, str] = {token_id: str(token) for token_id, token in added.items()
+                                      if token_id not in self.ids}
+        #: The plain added tokens found in data text since the caller last cleared it.
+        self.kept: set[str] = set()
         # Longest first: v1's order, so a token inside a longer one is broken with it. A control
         # token of one character cannot be broken: found in data, its check fails the entry.
         self.strings = sorted({s for s in self.ids.values() if len(s) >= 2}, key=len, reverse=True)
         self.backend = backend
-        found = sorted({s for s in self.ids.values() if s}, key=len, reverse=True)
-        self.pattern = re.compile("|".join(map(re.escape, found))) if found else None
-        # Added tokens matched after normalisation can hide in text the raw scan does not flag.
-        self.normalizer = backend.normalizer if any(getattr(t, "normalized", False) for t in added.values()) else None
+        self.pattern = _alternatives({*self.ids.values(), *self.plain.values()})
+        # A token marked normalized is matched on the normalised text, as the normaliser writes its
+        # content: look for that there, or a text the raw scan passes could still make the token.
+        normalizer = backend.normalizer
+        watched = {**self.ids, **self.plain}
+        normalized = [token.content for token_id, token in added.items()
+                      if token_id in watched and getattr(token, "normalized", False)]
+        self.normalizer = normalizer if normalizer is not None and normalized else None
+        self.normalized_pattern = (_alternatives({normalizer.normalize_str(s) for s in normalized})
+                                   if self.normalizer is not None else None)
 
     def escape(self, text: str, where: str) -> str:
-        """``text`` with every control-token string broken; RenderError if one still tokenizes
-        to a control id. ``where`` names the text in that error (``message 1``, ``tools``)."""
+        """``text`` with every control token broken; RenderError if one cannot be. ``where``
+        names the text in that error (``message 1``, ``tools``)."""
         if self.pattern is None or not isinstance(text, str) or not self._suspect(text):
             return text
-        for string in self.strings:
+        for string in self.strings:  # v1's rule, as v1 writes it
             if string in text:
                 text = text.replace(string, string[0] + BREAK + string[1:])
-        found = [token_id for token_id in self.backend.encode(text, add_special_tokens=False).ids if token_id in self.ids]
-        if found:
-            raise RenderError(f"{where}: the text holds control token {self.ids[found[0]]!r}, which cannot be "
-                              "neutralised (a token of one character, or a normaliser that removes the U+200B "
-                              "that breaks it)")
-        return text
+        for _ in range(ROUNDS):
+            encoding = self.backend.encode(text, add_special_tokens=False)
+            spans = [(token_id, start, end) for token_id, (start, end) in zip(encoding.ids, encoding.offsets)
+                     if token_id in self.ids]
+            if not spans:
+                self.kept.update(self.plain[token_id] for token_id in encoding.ids if token_id in self.plain)
+                return text
+            text = self._broken(text, spans, where)
+        raise self._unbreakable(where, spans[0][0])
 
     def escape_json(self, value: Any, where: str) -> Any:
         """Every string in a JSON value (keys too) escaped: tool schemas and call arguments."""
@@ -71,4 +108,29 @@ class ControlTokens:
     def _suspect(self, text: str) -> bool:
         if self.pattern.search(text):
             return True
-        return self.normalizer is not None and bool(self.pattern.search(self.normalizer.normalize_str(text)))
+        return self.normalized_pattern is not None and bool(self.normalized_pattern.search(
+            self.normalizer.normalize_str(text)))
+
+    def _broken(self, text: str, spans: list[tuple[int, int, int]], where: str) -> str:
+        """``text`` with a U+200B after the first character of each span the tokenizer made a
+        control token of (past the whitespace an ``lstrip`` token takes in), last span first."""
+        for token_id, start, end in reversed(spans):
+            while start < end and text[start].isspace():
+                start += 1
+            while end > start and text[end - 1].isspace():
+                end -= 1
+            if end - start < 2:  # one character (or a normaliser's expansion of one): nowhere to break
+                raise self._unbreakable(where, token_id)
+            text = text[: start + 1] + BREAK + text[start + 1:]
+        return text
+
+    def _unbreakable(self, where: str, token_id: int) -> RenderError:
+        return RenderError(f"{where}: the text holds control token {shown(self.ids[token_id])}, which cannot be "
+                           "neutralised (a token of one character, or a normaliser that removes the U+200B "
+                           "that breaks it)")
+
+
+def _alternatives(strings: set[str]) -> re.Pattern[str] | None:
+    """One regex for any of ``strings`` (longest first), or None when there are none."""
+    found = sorted(filter(None, strings), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, found))) if found else None

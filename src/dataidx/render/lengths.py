@@ -14,6 +14,7 @@ import os
 import pickle
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from .spec import RenderSpec, load_tokenizer, make_spec
 CHUNK = 2_000
 #: ``progress(done, total)`` after each rendered chunk.
 Progress = Callable[[int, int], None]
+#: Entries whose data text holds a plain (not special) added token, per ``(dataset id, token)``.
+AddedUses = Counter[tuple[int, str]]
 
 
 @dataclass
@@ -53,18 +56,20 @@ class RenderSummary:
     plans_removed: int = 0
     #: mixtures drawn by token budgets under the spec's old lengths, refused until drawn again
     stale_mixtures: list[str] = field(default_factory=list)
+    #: ``(dataset, token, entries)``: entries whose data text holds a plain added token (kept, as in v1)
+    added_tokens: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
 _WORKER: tuple[EntryReader, Renderer] | None = None
 
 
-def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, str, str | None]]]:
-    """``(first, rows)`` for base entries ``first..last``: tokens, supervised, full, status, detail.
-    The chunk's texts go to the tokenizer in one batch."""
+def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, str, str | None]], AddedUses]:
+    """``(first, rows, uses)`` for base entries ``first..last``: rows of tokens, supervised, full,
+    status, detail, and the chunk's :data:`AddedUses`. The chunk's texts go to the tokenizer in one batch."""
     reader, renderer = _WORKER
     rows: list[tuple[int, int, int, int, str, str | None] | None] = []
-    items, slots = [], []
+    items, slots, datasets = [], [], []
     for entry_id, dataset_id, row, cut in reader.entry_triples(first, last):
         try:
             items.append((reader.sample(dataset_id, row, cut), cut is not None))
@@ -72,25 +77,28 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
             rows.append((entry_id, 0, 0, 0, "render_error", bounded(str(exc))))
             continue
         slots.append((len(rows), entry_id))
+        datasets.append(dataset_id)
         rows.append(None)
-    for (slot, entry_id), rendered in zip(slots, renderer.render_many(items)):
+    renders = renderer.render_many(items)
+    for (slot, entry_id), rendered in zip(slots, renders):
         detail = rendered.detail if rendered.detail is None else bounded(rendered.detail)  # stored per entry
         rows[slot] = (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
                       detail)
     reader.release_rows()  # a pass over every entry: keep a chunk's source pages, not all of them
-    return first, rows
+    return first, rows, Counter((dataset, token) for dataset, one in zip(datasets, renders) for token in one.added)
 
 
 def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
     truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: Progress | None = None,
-    tokenizer_object: Any = None, clock: str | None = None,
+    tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special",
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
 
     A template that reads the clock (``strftime_now``) renders at ``clock`` (ISO 8601), or at the
     time spec ``name`` recorded when it was first rendered, or now: the spec records it, and every
-    reader of its lengths renders at the same time.
+    reader of its lengths renders at the same time. ``escapes`` says which tokens data text may
+    not produce as ids (:mod:`.escape`): ``special`` (v1's) or ``added`` (every added token).
 
     Example::
 
@@ -102,7 +110,7 @@ def render_store(
     stored = _stored(store, name)
     # A clock-reading template renders at the time the spec first did, unless the user sets one.
     spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation,
-                               clock=clock if clock is not None else stored.clock)
+                               clock=clock if clock is not None else stored.clock, escapes=escapes)
     reader = EntryReader(store)
     first, last = stored.first, stored.last
     if stored.fingerprint == spec.fingerprint:
@@ -116,9 +124,13 @@ def render_store(
     _WORKER = (reader, renderer)
     try:
         with RenderedRows() as rendered:
-            for rows in _rendered(chunks, jobs, last - first + 1, progress):
+            for rows, uses in _rendered(chunks, jobs, last - first + 1, progress):
                 rendered.add(rows)
-            return _write(store, reader.identity, spec, rendered, started)
+                rendered.added_uses.update(uses)
+            summary = _write(store, reader.identity, spec, rendered, started)
+        summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
+                                sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
+        return summary
     finally:
         _WORKER = None
 
@@ -130,6 +142,7 @@ class RenderedRows:
     def __init__(self) -> None:
         self.file = tempfile.TemporaryFile()
         self.entries = self.kept = 0
+        self.added_uses: AddedUses = Counter()
 
     def __enter__(self) -> RenderedRows:
         return self
@@ -152,17 +165,17 @@ class RenderedRows:
 
 
 def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
-              ) -> Iterator[list[LengthRow]]:
+              ) -> Iterator[tuple[list[LengthRow], AddedUses]]:
     done = 0
     if jobs == 1 or len(chunks) == 1:
-        results: Iterator[tuple[int, list]] = (render_chunk(*chunk) for chunk in chunks)
+        results: Iterator[tuple[int, list, AddedUses]] = (render_chunk(*chunk) for chunk in chunks)
         pool = None
     else:
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_one_thread_tokenizer)
         results = pool.map(render_chunk, *zip(*chunks))
     try:
-        for _, rows in results:
-            yield rows
+        for _, rows, uses in results:
+            yield rows, uses
             done += len(rows)
             if progress is not None:
                 progress(done, total)
@@ -213,7 +226,7 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         plans_removed, counts, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
-                                                          rendered.kept, started)
+                                                          rendered.kept, started, rendered.added_uses)
         stale = budget_mixtures_drawn_before(connection, spec.name)
     return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed,
                          stale_mixtures=list(stale))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..convert import SUPERVISED_EPSILON
-from ..errors import DataidxError, RenderError, bounded
+from ..errors import DataidxError, RenderError, bounded, shown
 from ..store import STATUSES, TRAINS
 from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens
@@ -43,6 +43,9 @@ class Rendered:
     full_tokens: int = 0
     detail: str | None = None
     sides: dict[str, Rendered] | None = None
+    #: added tokens not marked special that the entry's data text holds, kept as their ids (v1's
+    #: rule); only under ``escapes="special"``, which does not break them
+    added: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -93,10 +96,14 @@ class Renderer:
         renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096, truncation="right")
         renderer.render(sample, has_cut=True).as_dict()
         renderer.render_many([(sample, True), (other, True)])   # one tokenizer call for both
+
+    ``escapes`` says which tokens data text may not produce as ids (:mod:`.escape`): ``special``
+    (v1's control tokens; other added tokens are kept and named in ``Rendered.added``) or
+    ``added`` (every added token).
     """
 
     def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop", *,
-                 clock: str | None = None) -> None:
+                 clock: str | None = None, escapes: str = "special") -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
         if not 0 < cutoff < 2**31:
@@ -107,7 +114,8 @@ class Renderer:
         # A private copy without truncation or padding: the caller's tokenizer may have them on
         # (a shipped tokenizer.json, or a call with truncation=True), which would bypass the cutoff.
         self.backend = private_backend(tokenizer)
-        self.controls = ControlTokens(tokenizer, self.backend)
+        self.controls = ControlTokens(tokenizer, self.backend, escapes)
+        self.escapes = escapes
         self.cutoff = cutoff
         self.truncation = truncation
         self.bos_id = tokenizer.bos_token_id
@@ -126,10 +134,18 @@ class Renderer:
 
     def render_many(self, items: list[tuple[dict[str, Any], bool]]) -> list[Rendered]:
         """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
-        drafts = [self._draft(sample, has_cut) for sample, has_cut in items]
+        drafts, kept = [], []
+        for sample, has_cut in items:
+            self.controls.kept.clear()
+            drafts.append(self._draft(sample, has_cut))
+            kept.append(tuple(sorted(self.controls.kept)))
         texts = [text for draft in drafts if isinstance(draft, dict) for side in draft.values() for text in side.texts]
         encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
-        return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
+        rendered = [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
+        for one, added in zip(rendered, kept):
+            if added:
+                _name_added(one, added)
+        return rendered
 
     def _draft(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side] | Rendered:
         """The texts of an entry's sequences (``None`` for a single one, else chosen/rejected)."""
@@ -233,6 +249,18 @@ class Renderer:
             rendered.detail = ("no supervised token left after truncation" if status == "truncated"
                                else "no supervised message")
         return rendered
+
+
+def _name_added(rendered: Rendered, added: tuple[str, ...]) -> None:
+    """Record the plain added tokens an entry's data text holds; an entry that trains says so in
+    its detail (one that does not keeps the reason why)."""
+    rendered.added = added
+    if rendered.trains and rendered.detail is None:
+        one = len(added) == 1
+        rendered.detail = bounded(
+            f"data text holds added token{'' if one else 's'} {', '.join(shown(token) for token in added)} "
+            f"(not special): trained as {'its id' if one else 'their ids'}, as v1 does; "
+            f"render --escape added breaks {'it' if one else 'them'}")
 
 
 def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[Span]) -> tuple[list[int], list[float]]:

@@ -28,11 +28,6 @@ from .templates import choose_template
 LABEL_RULE = "llamafactory-v1"
 
 
-#: Which tokens data text may not produce as ids: v1's control tokens (``special``), or every
-#: added token (``added``: Qwen's ``<tool_call>`` and ``<think>`` too).
-ESCAPES = ("special", "added")
-
-
 def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str,
                      clock: str | None = None, escapes: str = "special") -> str:
     """What identifies a spec's lengths. The clock (only templates that read it have one) and a
@@ -120,7 +115,7 @@ class RenderSpec:
 
 
 def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
-              truncation: str, clock: str | None = None) -> tuple[RenderSpec, Renderer]:
+              truncation: str, clock: str | None = None, escapes: str = "special") -> tuple[RenderSpec, Renderer]:
     """A spec and its renderer; checks everything before any entry is rendered.
 
     ``clock`` is the time a template that reads it (``strftime_now``) renders at: the spec's
@@ -128,10 +123,11 @@ def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str],
     do not read the clock have none, so their fingerprint does not change with the day.
     """
     template_name, text = choose_template(tokenizer, template)
-    renderer = Renderer(tokenizer, text, cutoff, truncation, clock=clock)
+    renderer = Renderer(tokenizer, text, cutoff, truncation, clock=clock, escapes=escapes)
     spec = RenderSpec(name=name, tokenizer_path=str(Path(tokenizer_path).resolve()),
                       tokenizer_sha256=tokenizer_fingerprint(tokenizer), template=template_name, template_text=text,
-                      cutoff=cutoff, truncation=truncation, version=__version__, clock=renderer.chat.clock)
+                      cutoff=cutoff, truncation=truncation, version=__version__, clock=renderer.chat.clock,
+                      escapes=escapes)
     return spec, renderer
 
 
@@ -175,7 +171,8 @@ class StoredSpec:
                 f"render spec '{self.name}': the tokenizer at {self.tokenizer_path} changed since its lengths were "
                 f"computed; run dataidx render again"
             )
-        return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock)
+        return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock,
+                        escapes=self.escapes)
 
 
 def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:

@@ -41,6 +41,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "position_entries": ".positions",
     "spec_lengths": ".positions",
     "store_info": ".info",
+    "added_token_uses": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
     "composition": ".compose",

@@ -27,10 +27,23 @@ _TRAINING_POSITIONS = (
 )
 
 
+#: Per dataset of a spec, the entries whose data text holds a plain (not special) added token.
+_ADDED_TOKENS = (
+    "SELECT d.name AS dataset, u.token, u.entries FROM added_token_uses AS u JOIN datasets AS d ON d.id = u.dataset_id "
+    "WHERE u.spec_id = {mark} ORDER BY d.position, u.entries DESC, u.token"
+)
+
+
 def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
     cursor = connection.execute(sql, parameters)
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row)) for row in cursor]
+
+
+def added_token_uses(connection: ReadConnection, spec_id: int) -> list[dict[str, Any]]:
+    """``{dataset, token, entries}`` of spec ``spec_id``: per dataset, the base entries whose data
+    text holds an added token that is not special (kept as its id, as in v1), most first."""
+    return _rows(connection, connection.dialect.sql(_ADDED_TOKENS), spec_id)
 
 
 def _training_positions(connection: ReadConnection, mixture_id: int, spec_id: int) -> int:
@@ -73,7 +86,9 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                 },
             })
         specs = _rows(connection, "SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
-                                  "dataidx_version, created_at, seconds, clock FROM render_specs ORDER BY id")
+                                  "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
+        for spec in specs:
+            spec["added_tokens"] = added_token_uses(connection, spec["id"])
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -15,7 +15,7 @@ from sqlalchemy import Connection, insert, update
 from .deletes import delete_spec
 from .dialect import ReadConnection
 from .records import stale_budget_mixtures
-from .schema import RenderSpecRow
+from .schema import AddedTokenUse, RenderSpecRow
 from .sqlite.read import SQLITE
 
 #: ``(dataset, status, entries)`` of a spec, by dataset then status.
@@ -34,9 +34,11 @@ def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str,
 
 
 def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
-                     kept: int, started: float) -> tuple[int, list[tuple[str, str, int]], float]:
+                     kept: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
+                     ) -> tuple[int, list[tuple[str, str, int]], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
-    lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it.
+    lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it,
+    and ``added_uses``: entries per ``(dataset id, token)`` whose data text holds a plain added token.
 
     Returns the plans removed, the counts per dataset and status, and the seconds since ``started``.
     """
@@ -52,6 +54,10 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(spec_id, *row) for row in chunk],
             )
+    if added_uses:
+        connection.execute(insert(AddedTokenUse), [
+            {"spec_id": spec_id, "dataset_id": dataset_id, "token": token, "entries": n}
+            for (dataset_id, token), n in sorted(added_uses.items())])
     counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))

@@ -43,6 +43,7 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
                 "most_drawn": _rows(("dataset", "row", "cut", "status", "full_tokens", "detail", "drawn"),
                                     spec.not_training),
             },
+            "added_tokens": _rows(("dataset", "token", "entries"), spec.added_tokens),
         },
         "plan": None if plan is None else {
             "name": plan.name, "capacity": plan.capacity, "packs": plan.packs, "entries": plan.entries,

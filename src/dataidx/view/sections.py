@@ -98,6 +98,11 @@ def lengths(figures: Figures) -> str:
                         + f"<details><summary>{spec.not_training_entries:,} distinct entries "
                           f"({spec.not_training_positions:,} positions) do not train; the {shown} drawn most often"
                           f"</summary>{listed}</details>")
+    added = "" if not spec.added_tokens else (
+        "<h3>Added tokens that are not special, in data text</h3><p>Base entries (not positions) whose data text "
+        "holds an added token the tokenizer does not mark special: trained as its id, as LLaMA-Factory v1 does; "
+        "<code>dataidx render --escape added</code> breaks them.</p>"
+        + table(["dataset", "added token", "entries"], spec.added_tokens))
     return (f"<section id='lengths'><h2>Lengths under spec '{html.escape(spec.name)}', {over}</h2>"
             f"<p>The mixture's positions of each dataset by token count before truncation, coloured by status "
             f"(a repeated entry counts each time it is drawn).</p>"
@@ -105,7 +110,7 @@ def lengths(figures: Figures) -> str:
             + f"<h3>Supervised tokens per dataset, {over}</h3>" + _chart("supervised", supervised,
                                                                           marks=len(spec.supervised))
             + table(["dataset", "positions that train", "tokens", "supervised tokens"], spec.supervised) + per_epoch
-            + f"<h3>Positions that will not train, and why, {over}</h3>" + not_training + "</section>")
+            + f"<h3>Positions that will not train, and why, {over}</h3>" + not_training + added + "</section>")
 
 
 def packing(figures: Figures) -> str:

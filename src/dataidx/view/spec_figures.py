@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..store import TRAINS, ReadConnection, not_found
+from ..store import TRAINS, ReadConnection, added_token_uses, not_found
 from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
 
 #: Bars per length histogram; distinct entries that do not train listed one by one (most drawn first).
@@ -23,7 +23,8 @@ class SpecFigures:
     positions, training, tokens, supervised_tokens)``; ``reasons`` rows ``(dataset, status,
     positions, example detail)``; ``not_training`` the :data:`LISTED` entries drawn most often
     that do not train, ``(dataset, row, cut, status, full_tokens, detail, times drawn)``, of
-    ``not_training_entries`` distinct ones."""
+    ``not_training_entries`` distinct ones; ``added_tokens`` rows ``(dataset, token, entries)``
+    count base entries (not positions) whose data text holds an added token that is not special."""
 
     name: str
     cutoff: int
@@ -34,6 +35,7 @@ class SpecFigures:
     reasons: list[tuple[str, str, int, str | None]]
     not_training: list[tuple[str, int, int | None, str, int, str | None, int]]
     not_training_entries: int
+    added_tokens: list[tuple[str, str, int]]
 
     @property
     def not_training_positions(self) -> int:
@@ -75,4 +77,5 @@ def spec_figures(connection: ReadConnection, path: str, name: str, selection: Se
         reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
         not_training=over_positions(connection, selection, NOT_TRAINING, spec_id, LISTED, trains=trains),
         not_training_entries=over_positions(connection, selection, NOT_TRAINING_COUNT, spec_id, trains=trains)[0][0],
+        added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in added_token_uses(connection, spec_id)],
     )
