@@ -15,13 +15,14 @@ escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer i
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..convert import SUPERVISED_EPSILON
+from ..convert import SUPERVISED_EPSILON, truncate
 from ..errors import DataidxError, RenderError, bounded
 from ..store import STATUSES, TRAINS
+from .bounds import MESSAGE_LISTS, CutLeast, Least, TurnFloors
 from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens
 
@@ -85,6 +86,11 @@ class _Side:
         return [self.full] if self.prompt is None else [self.full, self.prompt]
 
 
+#: An entry's texts to tokenize (``None`` for one sequence, else chosen/rejected), or its
+#: rendering already when it needs no tokenizer (``too_long`` by its bound, ``render_error``).
+Draft = dict[str | None, _Side] | Rendered
+
+
 class Renderer:
     """Renders samples with one tokenizer, template, cutoff and truncation policy.
 
@@ -116,6 +122,11 @@ class Renderer:
         # tokenized under "drop", and past TRUNCATED_FACTOR times that not under truncation either.
         self.longest = max(1, max((len(token) for token in self.backend.get_vocab(with_added_tokens=True)), default=1))
         self.hard_bound = (2 if truncation == "drop" else TRUNCATED_FACTOR) * cutoff * self.longest
+        # The same bound in tokens, against the least count a sample's messages imply: their
+        # characters, and the turn markers the template writes for each (see .bounds).
+        self.token_bound = self.hard_bound // self.longest
+        added = set(tokenizer.added_tokens_decoder)  # split out before the model: one token each
+        self.floors = TurnFloors.probe(self.chat, self.backend, (i for i in self.controls.ids if i in added))
 
     def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
@@ -123,27 +134,56 @@ class Renderer:
 
     def render_many(self, items: list[tuple[dict[str, Any], bool]]) -> list[Rendered]:
         """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
-        drafts = [self._draft(sample, has_cut) for sample, has_cut in items]
+        return self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
+
+    def finish_many(self, drafts: list[Draft]) -> list[Rendered]:
+        """Tokenize the texts of drafts (:meth:`draft_cuts`) in one batch, and label them."""
         texts = [text for draft in drafts if isinstance(draft, dict) for side in draft.values() for text in side.texts]
         encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
         return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
 
-    def _draft(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side] | Rendered:
-        """The texts of an entry's sequences (``None`` for a single one, else chosen/rejected)."""
+    def draft_cuts(self, whole: dict[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
+        """Drafts of the entries ``truncate(whole, cut)`` of one converted row, the drafts
+        :meth:`render_many` makes of them, with the row's messages made chat messages (escaped)
+        once for all its cuts, not once per cut: ``bounds`` is ``floors.cuts(whole, longest)``."""
+        messages = whole.get("messages")
         try:
-            over = self._over_bound(sample)
-            if over is not None:
-                return over
-            tools = sample_tools(sample, self.controls)
-            if "chosen_messages" in sample or "rejected_messages" in sample:
-                sides = {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
-                         for side in ("chosen", "rejected")}
-            else:
-                sides = {None: self._side(sample.get("messages") or [], tools, has_cut)}
-            written = sum(len(side.full) for side in sides.values())
-            if written > self.hard_bound:  # what the template wrapped around the messages took it past
-                return self._too_long(written, "chat text")
-            return sides
+            if not isinstance(messages, list) or "chosen_messages" in whole or "rejected_messages" in whole:
+                raise TypeError("not one list of messages")
+            top = messages[: max(cuts, default=0)]
+            tools = sample_tools(whole, self.controls)
+            chat = chat_messages(top, self.controls)
+            weights = [message_weight(message) for message in top]
+        except Exception:  # noqa: BLE001 - some cut fails: each is drafted alone and says how, in order
+            return [self.draft(truncate(whole, cut), True) for cut in cuts]
+        drafts: list[Draft] = []
+        for cut in cuts:
+            over = self.over(self.floors.least_of_count(min(cut, len(messages)))) or self.over(bounds[cut])
+            drafts.append(over or self._guarded(lambda cut=cut: self._checked(
+                {None: self._side_of(chat[:cut], weights[:cut], tools, True)})))
+        return drafts
+
+    def draft(self, sample: dict[str, Any], has_cut: bool) -> Draft:
+        """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
+        return self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)))
+
+    def _sides(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side]:
+        tools = sample_tools(sample, self.controls)
+        if "chosen_messages" in sample or "rejected_messages" in sample:
+            return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
+                    for side in ("chosen", "rejected")}
+        return {None: self._side(sample.get("messages") or [], tools, has_cut)}
+
+    def _checked(self, sides: dict[str | None, _Side]) -> Draft:
+        written = sum(len(side.full) for side in sides.values())
+        if written > self.hard_bound:  # what the template wrapped around the messages took it past
+            return self._too_long(written // self.longest, f"{written} characters of chat text")
+        return sides
+
+    def _guarded(self, draft: Callable[[], Draft]) -> Draft:
+        """``draft()``, with what the data or the template raise as the entry's ``render_error``."""
+        try:
+            return draft()
         except DataidxError as exc:
             return Rendered(status="render_error", detail=bounded(str(exc)))
         except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
@@ -153,26 +193,28 @@ class Renderer:
                                                                   f"{type(exc).__name__}: {exc}"))
 
     def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
-        """``too_long`` for an entry whose message text alone is past the hard bound: its chat
-        text is neither written nor tokenized (one 100 MB row, a 2,000-turn conversation's later
-        cuts), so a render's cost is bounded by the cutoff, not by the data."""
-        characters = 0
-        for key in ("messages", "chosen_messages", "rejected_messages"):
-            for message in sample.get(key) or []:
-                for block in message.get("content") or []:
-                    value = block.get("value") if block.get("type") == "text" else None
-                    characters += len(value) if isinstance(value, str) else 0
-        return None if characters <= self.hard_bound else self._too_long(characters, "message text")
+        """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
+        neither written nor tokenized (one 100 MB row, a 4,000-turn row's later cuts), so a render
+        costs what the cutoff allows, not what the data holds. The message count comes first, as in
+        ``dataidx render`` before it reads a row: an entry gets one status and detail either way."""
+        counts = [len(messages) for key in MESSAGE_LISTS if isinstance(messages := sample.get(key), list)]
+        return self.over(self.floors.least_of_count(*counts)) or self.over(self.floors.least(sample, self.longest))
 
-    def _too_long(self, characters: int, what: str) -> Rendered:
-        least = characters // self.longest
+    def over(self, least: Least) -> Rendered | None:
+        """``too_long`` when a lower bound on an entry's tokens (:mod:`.bounds`) is past the bound."""
+        return self._too_long(least.tokens, str(least)) if least.tokens > self.token_bound else None
+
+    def _too_long(self, least: int, what: str) -> Rendered:
         return Rendered(status="too_long", full_tokens=least,
-                        detail=f"{characters} characters of {what}, so at least {least} tokens > cutoff "
-                               f"{self.cutoff}; not tokenized (past {self.hard_bound} characters)")
+                        detail=f"{what}, so at least {least} tokens > cutoff {self.cutoff}; not tokenized "
+                               f"(past {self.token_bound} tokens)")
 
     def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> _Side:
         chat = chat_messages(messages, self.controls)
-        weights = [message_weight(message) for message in messages]
+        return self._side_of(chat, [message_weight(message) for message in messages], tools, has_cut)
+
+    def _side_of(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
+                 has_cut: bool) -> _Side:
         options: dict[str, Any] = {}
         prompt = None
         if chat and chat[-1]["role"] == "assistant":  # v1's case: the last turn is the one trained
