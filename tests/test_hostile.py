@@ -1224,14 +1224,18 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
     past = [row for row in lengths if row[5] and "not tokenized" in row[5]]
     assert past and past[-1][0] == 4000 and "4000 messages" in past[-1][5] and past[-1][1:3] == (0, 0)
     assert max(templated) <= 2050 and past[0][0] <= 2050
-    # Every cut under the bound is exactly what rendering it alone gives.
+    # A cut tokenized is exactly what rendering it alone gives; one not tokenized is too_long
+    # alone too, with at least the tokens its detail says.
     reader = EntryReader(store)
     monkeypatch.undo()
     renderer = Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=4096)
-    for cut, tokens, supervised, full, status, detail in lengths[:: 97] + lengths[fits - 2 : fits + 2]:
+    for cut, tokens, supervised, full, status, detail in lengths[:: 37] + lengths[fits - 2 : fits + 2]:
         alone = renderer.render(reader.sample(1, 0, cut), True)
-        assert (tokens, supervised, full, status, detail) == (alone.tokens, alone.supervised_tokens, alone.full_tokens,
-                                                              alone.status, alone.detail), cut
+        if detail and "not tokenized" in detail:
+            assert status == alone.status == "too_long" and alone.full_tokens >= full > 8192, cut
+        else:
+            assert (tokens, supervised, full, status, detail) == (alone.tokens, alone.supervised_tokens,
+                                                                  alone.full_tokens, alone.status, alone.detail), cut
 
 
 def _tokenizer(folder: Path):  # noqa: ANN202 - a tokenizer
@@ -1289,7 +1293,7 @@ def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path:
     finish_many = Renderer.finish_many
     monkeypatch.setattr(Renderer, "finish_many",
                         lambda self, drafts: batches.append(sum(map(draft_characters, drafts))) or finish_many(self, drafts))
-    monkeypatch.setattr("dataidx.render.lengths.BATCH_CHARACTERS", 200_000)
+    monkeypatch.setattr("dataidx.render.batches.BATCH_CHARACTERS", 200_000)
     render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1, name="small-batches")
     largest_cut = 2 * 2 * 600 * 30  # the last cut's whole and prompt: 1,200 messages of some 30 characters
     assert len(batches) > 10 and max(batches) <= 200_000 + largest_cut

@@ -212,3 +212,42 @@ def _cheapest(floors: Iterable[Floor]) -> Floor:
     if not found:
         return Floor()
     return Floor(min(floor.markers for floor in found), min(floor.runs for floor in found))
+
+
+@dataclass(frozen=True)
+class Extends:
+    """A lower bound from a tokenized text this one extends: ``tokens`` is that text's count."""
+
+    cut: int
+    tokens: int
+
+    def __str__(self) -> str:
+        return f"its chat text extends that of cut {self.cut}, which has {self.tokens} tokens"
+
+
+class Boundaries:
+    """Where a tokenizer must split a text: before an added token that starts there.
+
+    The tokenizer finds added tokens first and tokenizes the text between them piece by piece,
+    so if ``text`` starts with ``known`` and a split falls at ``len(known)``, the tokens of
+    ``text`` are those of ``known`` and then more: at least as many, whatever the template.
+    A later cut's chat text extends an earlier cut's wherever the template writes turns in
+    order, so once one cut of a row is counted past the bound the rest are known to be.
+    """
+
+    def __init__(self, added_tokens: dict[int, Any]) -> None:
+        found = [token for token in added_tokens.values() if getattr(token, "content", "")]
+        self.strings = sorted({token.content for token in found})
+        # A split is certain only before a token matched as written, that takes no space before it.
+        self.starts = tuple(sorted({token.content for token in found if not (
+            token.lstrip or token.single_word or token.normalized)}))
+        self.longest = max(map(len, self.strings), default=0)
+
+    def extends(self, text: str, known: str) -> bool:
+        """Whether ``text`` has at least the tokens of ``known``: it starts with it and the
+        tokenizer splits it there (an added token starts there and none spans the place)."""
+        at = len(known)
+        if len(text) <= at or not text.startswith(known) or not text.startswith(self.starts, at):
+            return False
+        return not any(text.startswith(string, start) for start in range(max(0, at - self.longest + 1), at)
+                       for string in self.strings if start + len(string) > at)

@@ -21,7 +21,6 @@ from itertools import groupby
 from multiprocessing import get_context
 from typing import Any
 
-from ..convert import truncate
 from ..errors import ConversionError, bounded
 from ..read import EntryReader
 from ..store import (
@@ -34,7 +33,9 @@ from ..store import (
     rewriting,
     save_render_spec,
 )
-from .renderer import TRAINS, Draft, Rendered, Renderer
+from .batches import Batch, draft_row, length_row
+from .bounds import Boundaries
+from .renderer import TRAINS, Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
 CHUNK = 2_000
@@ -67,17 +68,18 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
     The entries of one row are consecutive: the row is read and converted once for all of them,
     and each cut is a slice of it. A cut whose message count alone is past the renderer's bound
     is ``too_long`` before anything is read, one past it by what the row holds before its text is
-    written; the rest go to the tokenizer in batches of about :data:`BATCH_CHARACTERS`.
+    written; the rest go to the tokenizer in batches (:mod:`.batches`).
     """
     reader, renderer = _WORKER
     rows: list[LengthRow] = []
-    batch = _Batch(renderer, rows)
+    batch = Batch(renderer, rows)
+    boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     for (dataset_id, row), group in groupby(reader.entry_triples(first, last), key=lambda entry: entry[1:3]):
         entries = []
         for entry_id, _, _, cut in group:
             over = renderer.over(renderer.floors.least_of_count(cut)) if cut is not None else None
             if over is not None:
-                rows.append(_row(entry_id, over))
+                rows.append(length_row(entry_id, over))
             else:
                 entries.append((entry_id, cut))
         if not entries:
@@ -92,80 +94,11 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
                 batch.add([entry_id], [renderer.draft(whole, False)])
         cuts = [(entry_id, cut) for entry_id, cut in entries if cut is not None]
         if cuts:
-            _draft_cuts(renderer, batch, whole, cuts)
+            draft_row(batch, boundaries, whole, cuts)
     batch.flush()
     reader.release_rows()  # a pass over every entry: keep a chunk's source pages, not all of them
     rows.sort(key=lambda found: found[0])
     return first, rows
-
-
-def _draft_cuts(renderer: Renderer, batch: _Batch, whole: dict[str, Any], cuts: list[tuple[int, int]]) -> None:
-    """Draft one row's cuts into the batch: those past the bound by the row's messages are
-    ``too_long`` at once, the others drafted a slice of cuts at a time (a slice fills what the
-    batch has room for), so their texts never all exist at once."""
-    try:
-        bounds = renderer.floors.cuts(whole, renderer.longest)
-    except (AttributeError, TypeError, ValueError):  # not the standard shape: each cut's render says why
-        batch.add([entry_id for entry_id, _ in cuts], [renderer.draft(truncate(whole, cut), True) for _, cut in cuts])
-        return
-    pending: list[tuple[int, int]] = []
-    size = 0
-    for entry_id, cut in cuts:
-        least = bounds[cut]
-        over = renderer.over(least)
-        if over is not None:
-            batch.rows.append(_row(entry_id, over))
-            continue
-        pending.append((entry_id, cut))
-        size += 2 * ((least.characters or 0) + MESSAGE_CHARACTERS * least.messages)  # the whole and its prompt
-        if size >= BATCH_CHARACTERS - batch.characters:
-            batch.add([entry_id for entry_id, _ in pending], renderer.draft_cuts(whole, [c for _, c in pending], bounds))
-            pending, size = [], 0
-    if pending:
-        batch.add([entry_id for entry_id, _ in pending], renderer.draft_cuts(whole, [c for _, c in pending], bounds))
-
-
-#: A render batch holds about this many characters of text before it goes to the tokenizer: a
-#: chunk of ordinary entries is one batch or two, and a chunk of a long conversation's cuts never
-#: holds all their texts and encodings at once (2,000 cuts of a 4,000-turn row took 8 GB).
-BATCH_CHARACTERS = 4_000_000
-#: What a template writes around a message, roughly (ChatML's ``<|im_start|>user\n...<|im_end|>\n``
-#: is 28 characters), to size a slice of cuts before drafting it: never decides a status.
-MESSAGE_CHARACTERS = 32
-
-
-class _Batch:
-    """Drafts waiting for the tokenizer, rendered when their texts reach :data:`BATCH_CHARACTERS`;
-    each rendering becomes its row at once, so none outlives its batch."""
-
-    def __init__(self, renderer: Renderer, rows: list[LengthRow]) -> None:
-        self.renderer, self.rows = renderer, rows
-        self.drafts: list[Draft] = []
-        self.ids: list[int] = []
-        self.characters = 0
-
-    def add(self, entry_ids: list[int], drafts: list[Draft]) -> None:
-        self.ids += entry_ids
-        self.drafts += drafts
-        self.characters += sum(draft_characters(draft) for draft in drafts)
-        if self.characters >= BATCH_CHARACTERS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.drafts:
-            for entry_id, rendered in zip(self.ids, self.renderer.finish_many(self.drafts)):
-                self.rows.append(_row(entry_id, rendered))
-        self.drafts, self.ids, self.characters = [], [], 0
-
-
-def draft_characters(draft: Draft) -> int:
-    """Characters a draft sends to the tokenizer."""
-    return 0 if isinstance(draft, Rendered) else sum(len(text) for side in draft.values() for text in side.texts)
-
-
-def _row(entry_id: int, rendered: Rendered) -> LengthRow:
-    detail = rendered.detail if rendered.detail is None else bounded(rendered.detail)  # stored per entry
-    return (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status, detail)
 
 
 def render_store(

@@ -22,7 +22,7 @@ from typing import Any
 from ..convert import SUPERVISED_EPSILON, truncate
 from ..errors import DataidxError, RenderError, bounded
 from ..store import STATUSES, TRAINS
-from .bounds import MESSAGE_LISTS, CutLeast, Least, TurnFloors
+from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
 from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens
 
@@ -200,7 +200,7 @@ class Renderer:
         counts = [len(messages) for key in MESSAGE_LISTS if isinstance(messages := sample.get(key), list)]
         return self.over(self.floors.least_of_count(*counts)) or self.over(self.floors.least(sample, self.longest))
 
-    def over(self, least: Least) -> Rendered | None:
+    def over(self, least: Least | Extends) -> Rendered | None:
         """``too_long`` when a lower bound on an entry's tokens (:mod:`.bounds`) is past the bound."""
         return self._too_long(least.tokens, str(least)) if least.tokens > self.token_bound else None
 
