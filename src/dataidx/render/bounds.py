@@ -7,7 +7,7 @@ writes a turn's markers for every message: control tokens (``<|im_start|>``, ``<
 one token each whatever surrounds them, since data text cannot hold them (:mod:`.escape`), and
 stretches of other text between them (``user\\n``, the newline after ``<|im_end|>``), one token
 at least each. A message's text alone does not count them, which is how 4,000 one-character
-turns (8,000 characters, some 48k tokens under ChatML) stayed under a bound of 8,192 tokens.
+turns (8,000 characters, some 56k tokens under ChatML) stayed under a bound of 8,192 tokens.
 
 The markers a message adds are measured, not assumed: the template renders probe conversations
 (each role first and after every role, empty and one-character content, with and without
@@ -21,14 +21,16 @@ would get a ``too_long`` it might not deserve; one that loses markers as a conve
 (a probe sees a message take some away) gets no markers counted at all, only characters.
 A place the template refuses (ChatML's system message after the first) counts as costly as the
 cheapest accepted one: such an entry ends in a ``render_error`` anyway, so no entry that fits
-the cutoff is refused for it.
+the cutoff is refused for it. Characters are counted as the character bound always counted
+them, every text block as written: a template that leaves one out (Llama 2 writes a system
+message inside the first user turn, so a system message alone writes nothing) is the one case
+where that count can exceed what the template writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 from ..convert import ROLES
@@ -58,7 +60,7 @@ class Floor:
         return self.markers + self.runs
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Least:
     """Lower bounds on one entry's tokens, and what they come from (for its ``detail``)."""
 
@@ -143,6 +145,14 @@ class TurnFloors:
         return Least(sum(lists), len(lists) * self.first_least.markers + later * self.later_least.markers,
                      len(lists) * self.first_least.runs + later * self.later_least.runs)
 
+    def count_past(self, bound: int) -> float:
+        """The fewest messages whose :meth:`least_of_count` is past ``bound`` (``inf``: none):
+        a cut of at least this many is over by its count alone, told by one comparison."""
+        first, later = self.first_least.tokens, self.later_least.tokens
+        if first > bound:
+            return 1
+        return float("inf") if later == 0 else (bound - first) // later + 2
+
     def least(self, sample: dict[str, Any], longest: int) -> Least:
         """The lower bound of a sample's tokens: its markers and the characters of its text."""
         messages = markers = runs = characters = 0
@@ -181,13 +191,17 @@ class CutLeast:
 
     def __init__(self, floors: TurnFloors, sample: dict[str, Any], longest: int) -> None:
         self.longest = longest
-        costs = list(floors.costs(sample.get("messages") or ()))
-        self.markers = [0, *accumulate(markers for markers, _, _ in costs)]
-        self.runs = [0, *accumulate(runs for _, runs, _ in costs)]
-        self.characters = [0, *accumulate(characters for _, _, characters in costs)]
-        # The other lists: none in a converted row with cuts, but a crafted row may hold both.
-        rest = floors.least({key: sample.get(key) for key in MESSAGE_LISTS[1:]}, longest)
-        self.rest = (rest.messages, rest.markers, rest.runs, rest.characters or 0)
+        self.markers, self.runs, self.characters = [0], [0], [0]
+        markers = runs = characters = 0
+        for message_markers, message_runs, message_characters in floors.costs(sample.get("messages") or ()):
+            markers, runs, characters = markers + message_markers, runs + message_runs, characters + message_characters
+            self.markers.append(markers)
+            self.runs.append(runs)
+            self.characters.append(characters)
+        self.rest = (0, 0, 0, 0)
+        if any(sample.get(key) for key in MESSAGE_LISTS[1:]):  # none in a row with cuts, but a crafted one may
+            rest = floors.least({key: sample.get(key) for key in MESSAGE_LISTS[1:]}, longest)
+            self.rest = (rest.messages, rest.markers, rest.runs, rest.characters or 0)
 
     def __getitem__(self, cut: int) -> Least:
         cut = max(0, min(cut, len(self.markers) - 1))

@@ -74,12 +74,12 @@ def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, 
     rows: list[LengthRow] = []
     batch = Batch(renderer, rows)
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
+    past = renderer.floors.count_past(renderer.token_bound)
     for (dataset_id, row), group in groupby(reader.entry_triples(first, last), key=lambda entry: entry[1:3]):
         entries = []
         for entry_id, _, _, cut in group:
-            over = renderer.over(renderer.floors.least_of_count(cut)) if cut is not None else None
-            if over is not None:
-                rows.append(length_row(entry_id, over))
+            if cut is not None and cut >= past:
+                rows.append(length_row(entry_id, renderer.over(renderer.floors.least_of_count(cut))))
             else:
                 entries.append((entry_id, cut))
         if not entries:

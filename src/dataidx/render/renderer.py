@@ -143,9 +143,10 @@ class Renderer:
         return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
 
     def draft_cuts(self, whole: dict[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
-        """Drafts of the entries ``truncate(whole, cut)`` of one converted row, the drafts
-        :meth:`render_many` makes of them, with the row's messages made chat messages (escaped)
-        once for all its cuts, not once per cut: ``bounds`` is ``floors.cuts(whole, longest)``."""
+        """Drafts of the entries ``truncate(whole, cut)`` of one converted row, those :meth:`render_many`
+        makes, with the row's messages made chat messages (escaped) once for all its cuts, not once
+        per cut. ``bounds`` is ``floors.cuts(whole, longest)``; cuts past the bound by their count
+        alone are the caller's to leave out (they would get the row's bound as their detail)."""
         messages = whole.get("messages")
         try:
             if not isinstance(messages, list) or "chosen_messages" in whole or "rejected_messages" in whole:
@@ -158,8 +159,7 @@ class Renderer:
             return [self.draft(truncate(whole, cut), True) for cut in cuts]
         drafts: list[Draft] = []
         for cut in cuts:
-            over = self.over(self.floors.least_of_count(min(cut, len(messages)))) or self.over(bounds[cut])
-            drafts.append(over or self._guarded(lambda cut=cut: self._checked(
+            drafts.append(self.over(bounds[cut]) or self._guarded(lambda cut=cut: self._checked(
                 {None: self._side_of(chat[:cut], weights[:cut], tools, True)})))
         return drafts
 
