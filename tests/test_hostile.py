@@ -1527,3 +1527,125 @@ def test_render_escape_added_breaks_added_tokens_not_special_under_its_own_finge
     assert "added" in run("info", store).output
     assert run("render", store, "--tokenizer", folder, "--cutoff", 4096, "--escape", "added", "--name",
                "strict").output.startswith("dataset")  # the same spec again is up to date
+
+
+# Issue 24: render cost linear in turns
+
+def _turns_store(tmp_path: Path, turns: int) -> Path:
+    """A store of one sharegpt row of ``turns`` one-character exchanges: ``turns`` cuts."""
+    from dataidx.index import build
+
+    conversation = [m for _ in range(turns) for m in ({"from": "human", "value": "q"}, {"from": "gpt", "value": "a"})]
+    data = write_jsonl(tmp_path / "turns.jsonl", [{"conversations": conversation}])
+    store = tmp_path / "turns.db"
+    build(write_yaml(tmp_path / "turns.yaml", f"t:\n  path: {data}\n  source: local\n  converter: sharegpt\n"), store)
+    return store
+
+
+def _stored_lengths(store: Path, spec: str = "default") -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(store) as connection:
+        return connection.execute("SELECT cut, tokens, supervised_tokens, full_tokens, status, detail FROM entry_lengths "
+                                  "WHERE spec = ? ORDER BY cut", (spec,)).fetchall()
+
+
+def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound_are_not_templated(
+        tmp_path: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataidx.convert import convert_row
+    from dataidx.read import EntryReader
+    from dataidx.render import CHATML, Renderer, render_store
+
+    store = _turns_store(tmp_path, 2000)
+    conversions = []
+    monkeypatch.setattr("dataidx.read.process.convert_row", lambda *a: conversions.append(a[3]) or convert_row(*a))
+    templated = []
+    chat_text = type(Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=1).chat)
+    text = chat_text.text
+    monkeypatch.setattr(chat_text, "text", lambda self, chat, *a, **k: templated.append(len(chat)) or text(self, chat, *a, **k))
+    render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1)
+    assert conversions == [0]  # one chunk of 2,000 cuts, one row: converted once, not once per cut
+    lengths = _stored_lengths(store)
+    assert [cut for cut, *_ in lengths] == list(range(2, 4001, 2))
+    statuses = [status for _, _, _, _, status, _ in lengths]
+    fits = statuses.index("too_long")
+    assert fits > 100 and set(statuses[:fits]) == {"ok"} and set(statuses[fits:]) == {"too_long"}
+    # Cuts whose turn markers alone are past the bound are decided before the row is read or
+    # templated: no chat text of more than 2,050 messages was ever written.
+    past = [row for row in lengths if row[5] and "not tokenized" in row[5]]
+    assert past and past[-1][0] == 4000 and "4000 messages" in past[-1][5] and past[-1][1:3] == (0, 0)
+    assert max(templated) <= 2050 and past[0][0] <= 2050
+    # A cut tokenized is exactly what rendering it alone gives; one not tokenized is too_long
+    # alone too, with at least the tokens its detail says.
+    reader = EntryReader(store)
+    monkeypatch.undo()
+    renderer = Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=4096)
+    for cut, tokens, supervised, full, status, detail in lengths[:: 37] + lengths[fits - 2 : fits + 2]:
+        alone = renderer.render(reader.sample(1, 0, cut), True)
+        if detail and "not tokenized" in detail:
+            assert status == alone.status == "too_long" and alone.full_tokens >= full > 8192, cut
+        else:
+            assert (tokens, supervised, full, status, detail) == (alone.tokens, alone.supervised_tokens,
+                                                                  alone.full_tokens, alone.status, alone.detail), cut
+
+
+def _tokenizer(folder: Path):  # noqa: ANN202 - a tokenizer
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("template", ["chatml", "llama3", "llama2", "internlm2", "plain"])
+def test_turn_markers_count_toward_the_bound_and_never_past_the_real_count(tiny_tokenizer: Path,
+                                                                          template: str) -> None:
+    import json
+
+    from dataidx.render import BUILTIN_TEMPLATES, Renderer
+
+    if template != "plain":  # the turn markers of 3,000 one-character messages alone pass 2 x 1,024 tokens
+        small = Renderer(_tokenizer(tiny_tokenizer), BUILTIN_TEMPLATES[template], cutoff=1024)
+        recording = small.backend = _Recording(small.backend)
+        many = {"messages": [{"role": ("user", "assistant")[i % 2], "content": _text("q")} for i in range(3000)]}
+        rendered = small.render(many, True)
+        assert rendered.status == "too_long" and "not tokenized" in rendered.detail and recording.longest == 0
+        assert rendered.full_tokens > 2048
+    renderer = Renderer(_tokenizer(tiny_tokenizer), BUILTIN_TEMPLATES[template], cutoff=2**30)
+    calls = json.dumps({"name": "f", "arguments": {"x": 1}})
+    samples = [
+        _chat(("system", "Be brief."), ("user", "hello"), ("assistant", ""), ("user", "q"), ("assistant", "a")),
+        _chat(("user", ""), ("assistant", "fine"), ("tool", "42"), ("tool", "43"), ("assistant", "ok"),
+              tools=json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}])),
+        _chat(("system", "s"), ("user", "u"), tools='{"type": "function", "function": {"name": "f"}}'),
+        {"messages": [{"role": "user", "content": _text("x" * 300)},
+                      {"role": "assistant", "content": [{"type": "reasoning", "value": "think"},
+                                                        {"type": "tool_call", "value": calls}]}]},
+        {"chosen_messages": _chat(("user", "q"), ("assistant", "yes"))["messages"],
+         "rejected_messages": _chat(("user", "q"), ("assistant", "no"))["messages"]},
+    ]
+    for sample in samples:
+        rendered = renderer.render(sample, "messages" in sample)
+        if rendered.status == "render_error":  # a template refusing the conversation (llama2: two tools)
+            continue
+        least = renderer.floors.least(sample, renderer.longest)
+        assert least.tokens <= rendered.full_tokens, (template, sample, least, rendered.full_tokens)
+
+
+def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path: Path, tiny_tokenizer: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataidx.render import Renderer, render_store
+
+    def draft_characters(draft) -> int:  # noqa: ANN001 - texts an entry sends to the tokenizer
+        return sum(len(text) for side in draft.values() for text in side.texts) if isinstance(draft, dict) else 0
+
+    store = _turns_store(tmp_path, 600)
+    render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1)
+    whole_batches = _stored_lengths(store)
+    batches = []
+    finish_many = Renderer.finish_many
+    monkeypatch.setattr(Renderer, "finish_many",
+                        lambda self, drafts: batches.append(sum(map(draft_characters, drafts))) or finish_many(self, drafts))
+    monkeypatch.setattr("dataidx.render.batches.BATCH_CHARACTERS", 200_000)
+    render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1, name="small-batches")
+    largest_cut = 2 * 2 * 600 * 30  # the last cut's whole and prompt: 1,200 messages of some 30 characters
+    assert len(batches) > 10 and max(batches) <= 200_000 + largest_cut
+    assert _stored_lengths(store, "small-batches") == whole_batches

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -116,20 +116,33 @@ class Fetcher:
         self.count = dataset.rows
 
     def sample(self, row: int, cut: int | None) -> dict[str, Any]:
+        self._check(row, cut)
+        sample = self._converted(row)
+        if cut is not None:  # truncate() on the copy made by _converted: one dict copy per sample, not two
+            sample["messages"] = sample["messages"][:cut]
+        return sample
+
+    def whole(self, row: int, cuts: Sequence[int | None]) -> dict[str, Any]:
+        """The converted row, not cut, for entries of it with ``cuts``, each checked as
+        :meth:`sample` checks it: ``truncate(whole, cut)`` is then what ``sample(row, cut)`` is."""
+        for cut in cuts:
+            self._check(row, cut)
+        return self._converted(row)
+
+    def _check(self, row: int, cut: int | None) -> None:
         # A crafted store's entry could name row -1 (the last row, to Python) or cut -3 (all but
         # three messages): what the build never writes is refused, not served as something else.
         if not 0 <= row < self.count or (cut is not None and cut < 1):
             raise StoreError(f"{self.store}: dataset '{self.name}' has rows 0-{self.count - 1}, but an entry names "
                              f"row {row}" + ("" if cut is None or cut >= 1 else f" cut {cut}")
                              + "; the store is damaged or was altered: rebuild it")
+
+    def _converted(self, row: int) -> dict[str, Any]:
         with collecting_drops() as dropped:
             converted = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
         if dropped:
             self._dropped(row, dropped[0])
-        sample = {"_dataset_name": self.name, **converted}
-        if cut is not None:  # truncate() on the copy made above: one dict copy per sample, not two
-            sample["messages"] = sample["messages"][:cut]
-        return sample
+        return {"_dataset_name": self.name, **converted}
 
     def _dropped(self, row: int, reason: str) -> None:
         key = (self.store, self.name)

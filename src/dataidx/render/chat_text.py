@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -73,12 +75,14 @@ def compile_template(text: str) -> Any:
         raise RenderError(f"chat template does not compile: {exc}") from None
 
 
-def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None = None) -> list[dict[str, Any]]:
+def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None = None,
+                  first: int = 0) -> list[dict[str, Any]]:
     """v1 standard messages -> Hugging Face chat messages (text content, ``tool_calls``), with
-    control-token strings in data text broken when ``controls`` is given."""
+    control-token strings in data text broken when ``controls`` is given. ``first`` is the number
+    of the first message, which errors name."""
     escape = controls.escape if controls is not None else (lambda text, where: text)
     chat = []
-    for number, message in enumerate(messages):
+    for number, message in enumerate(messages, first):
         where = f"message {number}"
         pieces: list[str] = []  # text, with adjacent data blocks escaped as one run
         run: list[str] = []
@@ -209,9 +213,14 @@ class ChatText:
         text, special, clock, seconds, characters = state
         self.__init__(text, special, clock, seconds=seconds, characters=characters)
 
-    def begin(self) -> None:
-        """Start one entry: its texts share ``seconds`` from now (each text alone, without it)."""
+    @contextmanager
+    def entry(self) -> Iterator[None]:
+        """One entry's texts: inside, they share ``seconds`` from now (outside, each has its own)."""
         self._deadline = time.monotonic() + self.seconds
+        try:
+            yield
+        finally:
+            self._deadline = None
 
     def text(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool,
              **options: Any) -> str:

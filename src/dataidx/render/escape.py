@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import RenderError, shown
+from ..errors import RenderError, bounded, shown
 
 BREAK = "\u200b"
 #: Which tokens data text may not produce as ids: v1's control tokens, or every added token.
@@ -134,3 +134,11 @@ def _alternatives(strings: set[str]) -> re.Pattern[str] | None:
     """One regex for any of ``strings`` (longest first), or None when there are none."""
     found = sorted(filter(None, strings), key=len, reverse=True)
     return re.compile("|".join(map(re.escape, found))) if found else None
+
+
+def kept_detail(added: tuple[str, ...]) -> str:
+    """The detail of an entry that trains with plain added tokens in its data text (v1's ids)."""
+    one = len(added) == 1
+    return bounded(f"data text holds added token{'' if one else 's'} {', '.join(shown(token) for token in added)} "
+                   f"(not special): trained as {'its id' if one else 'their ids'}, as v1 does; "
+                   f"render --escape added breaks {'it' if one else 'them'}")

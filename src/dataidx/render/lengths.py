@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import groupby
 from multiprocessing import get_context
 from typing import Any
 
@@ -33,7 +34,10 @@ from ..store import (
     rewriting,
     save_render_spec,
 )
-from .renderer import TRAINS, Renderer
+from .batches import Batch, draft_row, length_row
+from .bounds import Boundaries
+from .rendered import TRAINS
+from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
 CHUNK = 2_000
@@ -64,28 +68,45 @@ class RenderSummary:
 _WORKER: tuple[EntryReader, Renderer] | None = None
 
 
-def render_chunk(first: int, last: int) -> tuple[int, list[tuple[int, int, int, str, str | None]], AddedUses]:
+def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses]:
     """``(first, rows, uses)`` for base entries ``first..last``: rows of tokens, supervised, full,
-    status, detail, and the chunk's :data:`AddedUses`. The chunk's texts go to the tokenizer in one batch."""
+    status, detail, and the chunk's :data:`AddedUses`.
+
+    The entries of one row are consecutive: the row is read and converted once for all of them,
+    and each cut is a slice of it. A cut whose message count alone is past the renderer's bound
+    is ``too_long`` before anything is read, one past it by what the row holds before its text is
+    written; the rest go to the tokenizer in batches (:mod:`.batches`).
+    """
     reader, renderer = _WORKER
-    rows: list[tuple[int, int, int, int, str, str | None] | None] = []
-    items, slots, datasets = [], [], []
-    for entry_id, dataset_id, row, cut in reader.entry_triples(first, last):
-        try:
-            items.append((reader.sample(dataset_id, row, cut), cut is not None))
-        except ConversionError as exc:
-            rows.append((entry_id, 0, 0, 0, "render_error", bounded(str(exc))))
+    rows: list[LengthRow] = []
+    batch = Batch(renderer, rows)
+    boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
+    past = renderer.floors.count_past(renderer.token_bound)
+    for (dataset_id, row), group in groupby(reader.entry_triples(first, last), key=lambda entry: entry[1:3]):
+        entries = []
+        batch.dataset = dataset_id
+        for entry_id, _, _, cut in group:
+            if cut is not None and cut >= past:
+                rows.append(length_row(entry_id, renderer.over(renderer.floors.least_of_count(cut))))
+            else:
+                entries.append((entry_id, cut))
+        if not entries:
             continue
-        slots.append((len(rows), entry_id))
-        datasets.append(dataset_id)
-        rows.append(None)
-    renders = renderer.render_many(items)
-    for (slot, entry_id), rendered in zip(slots, renders):
-        detail = rendered.detail if rendered.detail is None else bounded(rendered.detail)  # stored per entry
-        rows[slot] = (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status,
-                      detail)
+        try:
+            whole = reader.whole(dataset_id, row, [cut for _, cut in entries])
+        except ConversionError as exc:
+            rows.extend((entry_id, 0, 0, 0, "render_error", bounded(str(exc))) for entry_id, _ in entries)
+            continue
+        for entry_id, cut in entries:
+            if cut is None:
+                batch.add([entry_id], [renderer.draft(whole, False)])
+        cuts = [(entry_id, cut) for entry_id, cut in entries if cut is not None]
+        if cuts:
+            draft_row(batch, boundaries, whole, cuts)
+    batch.flush()
     reader.release_rows()  # a pass over every entry: keep a chunk's source pages, not all of them
-    return first, rows, Counter((dataset, token) for dataset, one in zip(datasets, renders) for token in one.added)
+    rows.sort(key=lambda found: found[0])
+    return first, rows, batch.uses
 
 
 def render_store(

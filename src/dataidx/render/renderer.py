@@ -14,61 +14,22 @@ escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer i
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from ..convert import SUPERVISED_EPSILON
-from ..errors import DataidxError, RenderError, bounded, shown
-from ..store import STATUSES, TRAINS
-from .chat_text import ChatText, Span, chat_messages, message_weight, sample_tools
-from .escape import ControlTokens
+from ..convert import SUPERVISED_EPSILON, truncate
+from ..errors import DataidxError, RenderError, bounded
+from ..store import STATUSES
+from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
+from .chat_text import ChatText, chat_messages, message_weight, sample_tools
+from .escape import ControlTokens, kept_detail
+from .rendered import IGNORE, Rendered, label_tokens
 
-IGNORE = -100
 TRUNCATIONS = ("drop", "right", "left")
 #: Under right or left truncation an entry is rendered up to this many times the text that must
 #: be over the cutoff (the part kept is decided on its tokens); past it, it is ``too_long``.
 TRUNCATED_FACTOR = 4
-
-
-@dataclass
-class Rendered:
-    """One rendered sequence (or, for preference entries, both sides) and what became of it."""
-
-    input_ids: list[int] = field(default_factory=list)
-    labels: list[int] = field(default_factory=list)
-    loss_weights: list[float] = field(default_factory=list)
-    status: str = "ok"
-    full_tokens: int = 0
-    detail: str | None = None
-    sides: dict[str, Rendered] | None = None
-    #: added tokens not marked special that the entry's data text holds, kept as their ids (v1's
-    #: rule); only under ``escapes="special"``, which does not break them
-    added: tuple[str, ...] = ()
-
-    @property
-    def tokens(self) -> int:
-        if self.sides is not None:
-            return sum(side.tokens for side in self.sides.values())
-        return len(self.input_ids)
-
-    @property
-    def supervised_tokens(self) -> int:
-        if self.sides is not None:
-            return sum(side.supervised_tokens for side in self.sides.values())
-        return len(self.labels) - self.labels.count(IGNORE)
-
-    @property
-    def trains(self) -> bool:
-        return self.status in TRAINS
-
-    def as_dict(self) -> dict[str, Any]:
-        """The model inputs (``chosen``/``rejected`` dicts for preference entries)."""
-        if self.sides is not None:
-            return {name: side.as_dict() for name, side in self.sides.items()}
-        return {"input_ids": self.input_ids, "labels": self.labels, "loss_weights": self.loss_weights,
-                "attention_mask": [1] * len(self.input_ids)}
 
 
 @dataclass
@@ -82,10 +43,16 @@ class _Side:
     full: str
     prompt: str | None
     has_cut: bool
+    added: tuple[str, ...] = ()  # plain added tokens its data text holds (see Rendered.added)
 
     @property
     def texts(self) -> list[str]:
         return [self.full] if self.prompt is None else [self.full, self.prompt]
+
+
+#: An entry's texts to tokenize (``None`` for one sequence, else chosen/rejected), or its
+#: rendering already when it needs no tokenizer (``too_long`` by its bound, ``render_error``).
+Draft = dict[str | None, _Side] | Rendered
 
 
 class Renderer:
@@ -124,9 +91,15 @@ class Renderer:
         # tokenized under "drop", and past TRUNCATED_FACTOR times that not under truncation either.
         self.longest = max(1, max((len(token) for token in self.backend.get_vocab(with_added_tokens=True)), default=1))
         self.hard_bound = (2 if truncation == "drop" else TRUNCATED_FACTOR) * cutoff * self.longest
+        # The same bound in tokens, against the least count a sample's messages imply: their
+        # characters, and the turn markers the template writes for each (see .bounds).
+        self.token_bound = self.hard_bound // self.longest
         # A template may write or build, for one entry, a few times what the cutoff could ever keep.
         self.chat = ChatText(template_text, tokenizer.special_tokens_map, clock,  # clock: see ChatText
                              characters=4 * self.hard_bound + 2**20)
+        added = set(tokenizer.added_tokens_decoder)  # split out before the model: one token each
+        with self.chat.entry():  # the probes share one entry's time budget
+            self.floors = TurnFloors.probe(self.chat, self.backend, (i for i in self.controls.ids if i in added))
 
     def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
@@ -134,36 +107,65 @@ class Renderer:
 
     def render_many(self, items: list[tuple[dict[str, Any], bool]]) -> list[Rendered]:
         """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
-        drafts, kept = [], []
-        for sample, has_cut in items:
-            self.controls.kept.clear()
-            drafts.append(self._draft(sample, has_cut))
-            kept.append(tuple(sorted(self.controls.kept)))
+        return self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
+
+    def finish_many(self, drafts: list[Draft]) -> list[Rendered]:
+        """Tokenize the texts of drafts (:meth:`draft_cuts`) in one batch, and label them."""
         texts = [text for draft in drafts if isinstance(draft, dict) for side in draft.values() for text in side.texts]
         encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
-        rendered = [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
-        for one, added in zip(rendered, kept):
-            if added:
-                _name_added(one, added)
-        return rendered
+        return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
 
-    def _draft(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side] | Rendered:
-        """The texts of an entry's sequences (``None`` for a single one, else chosen/rejected)."""
-        self.chat.begin()  # the entry's texts share one time budget
+    def draft_cuts(self, whole: dict[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
+        """Drafts of the entries ``truncate(whole, cut)`` of one converted row, those :meth:`render_many`
+        makes, with the row's messages made chat messages (escaped) once for all its cuts, not once
+        per cut. ``bounds`` is ``floors.cuts(whole, longest)``; cuts past the bound by their count
+        alone are the caller's to leave out (they would get the row's bound as their detail)."""
+        messages = whole.get("messages")
         try:
-            over = self._over_bound(sample)
-            if over is not None:
-                return over
-            tools = sample_tools(sample, self.controls)
-            if "chosen_messages" in sample or "rejected_messages" in sample:
-                sides = {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
-                         for side in ("chosen", "rejected")}
-            else:
-                sides = {None: self._side(sample.get("messages") or [], tools, has_cut)}
-            written = sum(len(side.full) for side in sides.values())
-            if written > self.hard_bound:  # what the template wrapped around the messages took it past
-                return self._too_long(written, "chat text")
-            return sides
+            if not isinstance(messages, list) or "chosen_messages" in whole or "rejected_messages" in whole:
+                raise TypeError("not one list of messages")
+            top = messages[: max(cuts, default=0)]
+            self.controls.kept.clear()
+            tools = sample_tools(whole, self.controls)
+            held = [tuple(sorted(self.controls.kept))]  # plain added tokens in tools and each prefix of messages
+            chat: list[dict[str, Any]] = []
+            for number, message in enumerate(top):
+                chat += chat_messages([message], self.controls, number)
+                held.append(held[-1] if len(held[-1]) == len(self.controls.kept) else tuple(sorted(self.controls.kept)))
+            weights = [message_weight(message) for message in top]
+        except Exception:  # noqa: BLE001 - some cut fails: each is drafted alone and says how, in order
+            return [self.draft(truncate(whole, cut), True) for cut in cuts]
+        drafts: list[Draft] = []
+        for cut in cuts:
+            with self.chat.entry():
+                drafts.append(_holding(self.over(bounds[cut]) or self._guarded(lambda cut=cut: self._checked(
+                    {None: self._side_of(chat[:cut], weights[:cut], tools, True)})), held[cut]))
+        return drafts
+
+    def draft(self, sample: dict[str, Any], has_cut: bool) -> Draft:
+        """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
+        self.controls.kept.clear()
+        with self.chat.entry():  # the entry's texts share one time budget
+            made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)))
+        return _holding(made, tuple(sorted(self.controls.kept)))
+
+    def _sides(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side]:
+        tools = sample_tools(sample, self.controls)
+        if "chosen_messages" in sample or "rejected_messages" in sample:
+            return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
+                    for side in ("chosen", "rejected")}
+        return {None: self._side(sample.get("messages") or [], tools, has_cut)}
+
+    def _checked(self, sides: dict[str | None, _Side]) -> Draft:
+        written = sum(len(side.full) for side in sides.values())
+        if written > self.hard_bound:  # what the template wrapped around the messages took it past
+            return self._too_long(written // self.longest, f"{written} characters of chat text")
+        return sides
+
+    def _guarded(self, draft: Callable[[], Draft]) -> Draft:
+        """``draft()``, with what the data or the template raise as the entry's ``render_error``."""
+        try:
+            return draft()
         except DataidxError as exc:
             return Rendered(status="render_error", detail=bounded(str(exc)))
         except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
@@ -173,26 +175,28 @@ class Renderer:
                                                                   f"{type(exc).__name__}: {exc}"))
 
     def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
-        """``too_long`` for an entry whose message text alone is past the hard bound: its chat
-        text is neither written nor tokenized (one 100 MB row, a 2,000-turn conversation's later
-        cuts), so a render's cost is bounded by the cutoff, not by the data."""
-        characters = 0
-        for key in ("messages", "chosen_messages", "rejected_messages"):
-            for message in sample.get(key) or []:
-                for block in message.get("content") or []:
-                    value = block.get("value") if block.get("type") == "text" else None
-                    characters += len(value) if isinstance(value, str) else 0
-        return None if characters <= self.hard_bound else self._too_long(characters, "message text")
+        """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
+        neither written nor tokenized (one 100 MB row, a 4,000-turn row's later cuts), so a render
+        costs what the cutoff allows, not what the data holds. The message count comes first, as in
+        ``dataidx render`` before it reads a row: an entry gets one status and detail either way."""
+        counts = [len(messages) for key in MESSAGE_LISTS if isinstance(messages := sample.get(key), list)]
+        return self.over(self.floors.least_of_count(*counts)) or self.over(self.floors.least(sample, self.longest))
 
-    def _too_long(self, characters: int, what: str) -> Rendered:
-        least = characters // self.longest
+    def over(self, least: Least | Extends) -> Rendered | None:
+        """``too_long`` when a lower bound on an entry's tokens (:mod:`.bounds`) is past the bound."""
+        return self._too_long(least.tokens, str(least)) if least.tokens > self.token_bound else None
+
+    def _too_long(self, least: int, what: str) -> Rendered:
         return Rendered(status="too_long", full_tokens=least,
-                        detail=f"{characters} characters of {what}, so at least {least} tokens > cutoff "
-                               f"{self.cutoff}; not tokenized (past {self.hard_bound} characters)")
+                        detail=f"{what}, so at least {least} tokens > cutoff {self.cutoff}; not tokenized "
+                               f"(past {self.token_bound} tokens)")
 
     def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> _Side:
         chat = chat_messages(messages, self.controls)
-        weights = [message_weight(message) for message in messages]
+        return self._side_of(chat, [message_weight(message) for message in messages], tools, has_cut)
+
+    def _side_of(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
+                 has_cut: bool) -> _Side:
         options: dict[str, Any] = {}
         prompt = None
         if chat and chat[-1]["role"] == "assistant":  # v1's case: the last turn is the one trained
@@ -207,12 +211,13 @@ class Renderer:
             sides = {name: self._labelled(side, *encoded[name]) for name, side in draft.items()}
         except DataidxError as exc:
             return Rendered(status="render_error", detail=bounded(str(exc)))
+        added = next(iter(draft.values())).added
         if None in sides:
-            return sides[None]
+            return _holding(sides[None], added)
         worst = max((side.status for side in sides.values()), key=STATUSES.index)
-        return Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
-                        detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
-                        sides=sides)
+        return _holding(Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
+                                 detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
+                                 sides=sides), added)
 
     def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
         ids = full.ids  # a new list on every access: read once
@@ -225,8 +230,8 @@ class Renderer:
             wanted = [len(side.chat) - 1] if side.chat else []
         else:
             wanted = list(range(len(side.chat)))
-        self.chat.begin()  # locating messages renders prefixes: a budget of their own
-        spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
+        with self.chat.entry():  # locating messages renders prefixes: a time budget of their own
+            spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
         labels, weights = label_tokens(ids, full.offsets, spans)
         return self._truncate(ids, labels, weights)
 
@@ -251,32 +256,17 @@ class Renderer:
         return rendered
 
 
-def _name_added(rendered: Rendered, added: tuple[str, ...]) -> None:
-    """Record the plain added tokens an entry's data text holds; an entry that trains says so in
-    its detail (one that does not keeps the reason why)."""
-    rendered.added = added
-    if rendered.trains and rendered.detail is None:
-        one = len(added) == 1
-        rendered.detail = bounded(
-            f"data text holds added token{'' if one else 's'} {', '.join(shown(token) for token in added)} "
-            f"(not special): trained as {'its id' if one else 'their ids'}, as v1 does; "
-            f"render --escape added breaks {'it' if one else 'them'}")
-
-
-def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[Span]) -> tuple[list[int], list[float]]:
-    """Labels and loss weights: a token with any character in a supervised span takes its id and
-    the span's weight. Offsets only grow along the sequence, so each span is one slice of tokens."""
-    labels = [IGNORE] * len(ids)
-    weights = [0.0] * len(ids)
-    if ids and spans:
-        starts = [start for start, _ in offsets]
-        ends = [end for _, end in offsets]
-        for span in spans:
-            first, stop = bisect_right(ends, span.start), bisect_left(starts, span.end)
-            if first < stop:
-                labels[first:stop] = ids[first:stop]
-                weights[first:stop] = [span.weight] * (stop - first)
-    return labels, weights
+def _holding(draft: Draft, added: tuple[str, ...]) -> Draft:
+    """``draft`` recording the plain added tokens its entry's data text holds; an entry that trains
+    says so in its detail (one that does not keeps the reason why)."""
+    if added:
+        if isinstance(draft, Rendered):
+            draft.added = added
+            if draft.trains and draft.detail is None:
+                draft.detail = kept_detail(added)
+        else:
+            next(iter(draft.values())).added = added
+    return draft
 
 
 def private_backend(tokenizer: Any) -> Any:
