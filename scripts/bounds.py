@@ -2,6 +2,8 @@
 
     python scripts/bounds.py turns                 # one row of 1k/2k/4k/8k one-character turns, rendered
     python scripts/bounds.py turns --sizes 500 4000
+    python scripts/bounds.py report                # the report of one 1 MB row, and of 50/100/200 datasets
+    python scripts/bounds.py template              # crafted chat templates stopped, and what the checks cost
 
 Every figure is taken in a fresh child process (``os.wait4`` gives that child's own peak RSS), so
 one measurement's imports and leftovers never count in the next. Nothing is downloaded: the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,13 +46,18 @@ def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
 
 # --- turns: one row of many one-character turns, rendered ---------------------------------------
 
+def _work() -> tuple[Path, Path]:
+    """A fresh folder (offline Hugging Face caches in it) and the tests' tiny tokenizer there."""
+    work = Path(tempfile.mkdtemp(prefix="dataidx-bounds-"))
+    os.environ.update(HF_HOME=str(work / "hf"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")  # before datasets loads
+    measured("_tokenizer", str(work / "tokenizer"))
+    return work, work / "tokenizer"
+
+
 def turns(args: argparse.Namespace) -> None:
     """Issue 24 item 8: one row of N one-character human/gpt exchanges (N cuts), rendered with
     ``--jobs 1`` under ChatML at cutoff 4096. Before the fix 4,000 turns took 257 s and 8.0 GB."""
-    work = Path(tempfile.mkdtemp(prefix="dataidx-bounds-"))
-    os.environ.update(HF_HOME=str(work / "hf"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")  # before datasets loads
-    tokenizer = work / "tokenizer"
-    measured("_tokenizer", str(tokenizer))
+    work, tokenizer = _work()
     lines = []
     for size in args.sizes:
         store, row_bytes = _turns_store(work, size)
@@ -92,10 +100,135 @@ def _render(store: str, tokenizer: str, cutoff: str) -> dict:
     return {"seconds": time.perf_counter() - started, "ok": counts.get("ok", 0), "too_long": counts.get("too_long", 0)}
 
 
+# --- report: its size and time for a 1 MB row, and for many datasets ----------------------------
+
+def report(args: argparse.Namespace) -> None:
+    """Issue 24 item 10: the HTML report of one 1 MB too_long row (before: a 55 MB page of 728k
+    token spans), of a 60 KB row that trains truncated (a sample shown: at most the cutoff's
+    tokens), and of 50/100/200 datasets (before: 55 s for 200)."""
+    work, tokenizer = _work()
+    lines = []
+    for label, datasets, rows, words in (("one 1 MB row", 1, 1, 85_000), ("one 60 KB row, shown", 1, 1, 5_000),
+                                         ("50 datasets", 50, 4, 20),
+                                         ("100 datasets", 100, 4, 20), ("200 datasets", 200, 4, 20)):
+        store, data_bytes = _report_store(work / label.replace(" ", "-"), datasets, rows, words, tokenizer)
+        result, peak = measured("_report", str(store))
+        lines.append((label, f"{data_bytes / 1e6:,.2f}", f"{result['bytes'] / 1e6:,.2f}", f"{result['seconds']:.2f}",
+                      f"{peak:,.0f}"))
+    print("dataidx report --spec default (tiny tokenizer, chatml, cutoff 4096, truncation right; fresh process each)")
+    print_table(("store", "data MB", "report MB", "seconds", "peak RSS MB"), lines)
+
+
+def _report_store(folder: Path, datasets: int, rows: int, words: int, tokenizer: Path) -> tuple[Path, int]:
+    from dataidx.index import build
+    from dataidx.render import render_store
+
+    folder.mkdir(parents=True)
+    config, size = [], 0
+    for number in range(datasets):
+        data = folder / f"d{number}.jsonl"
+        data.write_text("".join(json.dumps({"instruction": f"question {row}", "output": "lorem ipsum " * words}) + "\n"
+                                for row in range(rows)))
+        size += data.stat().st_size
+        config.append(f"d{number}:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    (folder / "config.yaml").write_text("".join(config))
+    build(folder / "config.yaml", folder / "store.db")
+    render_store(folder / "store.db", tokenizer, cutoff=4096, template="chatml", truncation="right", jobs=1)
+    return folder / "store.db", size
+
+
+def _report(store: str) -> dict:
+    from dataidx.view import write_report
+
+    output = Path(store).with_suffix(".html")
+    started = time.perf_counter()
+    write_report(store, output, spec="default")
+    return {"seconds": time.perf_counter() - started, "bytes": output.stat().st_size}
+
+
+# --- template: crafted chat templates stopped by their budget, and what the checks cost ---------
+
+#: Templates that would run for hours or allocate gigabytes without the sandbox's budget.
+CRAFTED = {
+    "nested loops (1e10 iterations)": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "a macro calling itself twice (2^60)": "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}"
+                                           "{% endmacro %}{{ f(60) }}",
+    "'x' * 3000000000": "{{ 'x' * 3000000000 }}",
+    "a string doubled 60 times": "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}"
+                                 "{% endfor %}{{ ns.s | length }}",
+    "a set block written 1e10 times": "{% set x %}{% for i in range(100000) %}{% for j in range(100000) %}abcdefgh"
+                                      "{% endfor %}{% endfor %}{% endset %}{{ x | length }}",
+}
+
+
+def template(args: argparse.Namespace) -> None:
+    """Issue 24 item 11: each crafted template renders one entry under the default budget (10 s,
+    characters 4x the spec's hard bound + 1 MiB); then the checks' cost on real templates."""
+    work, tokenizer = _work()
+    lines = []
+    for name in CRAFTED:
+        result, peak = measured("_crafted", str(tokenizer), name)
+        lines.append((name, f"{result['seconds']:.2f}", f"{peak:,.0f}", result["status"], result["detail"][:60]))
+    print("one entry rendered with a crafted template, cutoff 4096 (fresh process each)")
+    print_table(("template", "seconds", "peak RSS MB", "status", "detail"), lines)
+    print("\nwhat the checks cost: one 8-message conversation's text, Jinja only (microseconds, best of 7 in turns)")
+    result, _ = measured("_jinja_cost")
+    print_table(("template", "Hugging Face's sandbox", "with the budget", "ratio"),
+                [(name, f"{plain:.1f}", f"{budgeted:.1f}", f"{budgeted / plain:.2f}x")
+                 for name, (plain, budgeted) in result.items()])
+
+
+def _crafted(tokenizer: str, name: str) -> dict:
+    from transformers import AutoTokenizer
+
+    from dataidx.render import Renderer
+
+    renderer = Renderer(AutoTokenizer.from_pretrained(tokenizer), CRAFTED[name], cutoff=4096)
+    sample = {"messages": [{"role": role, "content": [{"type": "text", "value": text}]}
+                           for role, text in (("user", "hi"), ("assistant", "ok"))]}
+    started = time.perf_counter()
+    rendered = renderer.render(sample, True)
+    return {"seconds": time.perf_counter() - started, "status": rendered.status, "detail": rendered.detail or ""}
+
+
+def _jinja_cost() -> dict:
+    import timeit
+
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from dataidx.render import BUILTIN_TEMPLATES, compile_template
+
+    def tojson(value: object, indent: int | None = None) -> str:  # transformers' filter, as dataidx has it
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+
+    def plain_blocks(text: str) -> str:  # Hugging Face's {% generation %} block as a plain one
+        return re.sub(r"\{%(-?)\s*(end)?generation\s*(-?)%\}",
+                      lambda tag: f"{{%{tag[1]} {'endif' if tag[2] else 'if true'} {tag[3]}%}}", text)
+
+    chat = [{"role": ("user", "assistant")[i % 2], "content": "hello there, " * 20} for i in range(8)]
+    variables = {"bos_token": "<s>", "eos_token": "</s>", "messages": chat, "tools": None,
+                 "add_generation_prompt": False}
+    plain = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    plain.filters["tojson"] = tojson
+    costs = {}
+    for name in ("chatml", "llama3", "internlm2"):
+        text = plain_blocks(BUILTIN_TEMPLATES[name])
+        old, new = plain.from_string(text), compile_template(BUILTIN_TEMPLATES[name])
+        assert old.render(**variables) == new.render(**variables)
+        times: list[list[float]] = [[], []]
+        for _ in range(7):  # in turns, so a slow minute of a shared machine slows both
+            for number, one in enumerate((old, new)):
+                times[number].append(timeit.timeit(lambda t=one: t.render(**variables), number=500) / 500 * 1e6)
+        costs[name] = [min(times[0]), min(times[1])]
+    return costs
+
+
 #: The bounds ``main`` can run, by name.
-BOUNDS: dict[str, Callable[[argparse.Namespace], None]] = {"turns": turns}
+BOUNDS: dict[str, Callable[[argparse.Namespace], None]] = {"turns": turns, "report": report, "template": template}
 #: What a child process measures: ``python scripts/bounds.py _render ...`` prints one JSON line.
-_CHILDREN: dict[str, Callable[..., dict]] = {"_tokenizer": _tokenizer, "_render": _render}
+_CHILDREN: dict[str, Callable[..., dict]] = {"_tokenizer": _tokenizer, "_render": _render, "_report": _report,
+                                             "_crafted": _crafted, "_jinja_cost": _jinja_cost}
 
 
 def main() -> None:

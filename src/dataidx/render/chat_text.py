@@ -27,7 +27,7 @@ from ..errors import RenderError, bounded, shown
 from . import sandbox
 from .escape import ControlTokens
 from .fast_templates import FAST_TEMPLATES
-from .sandbox import TEMPLATE_CHARACTERS, budgeted_environment, start
+from .sandbox import TEMPLATE_CHARACTERS, budgeted_environment, start, written
 from .templates import tojson
 
 #: Placeholder text for media blocks, as LLaMA-Factory's text templates write them.
@@ -233,7 +233,7 @@ class ChatText:
             variables = {**self._variables, "messages": chat, "tools": tools,
                          "add_generation_prompt": generation_prompt, **options}
             start(self.seconds, self.characters, self._deadline)
-            return "".join(self.template.root_render_func(self.template.new_context(variables, shared=True)))
+            return written(self.template.root_render_func(self.template.new_context(variables, shared=True)))
         except RenderError:
             raise
         except self._errors as exc:
