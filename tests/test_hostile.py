@@ -1649,3 +1649,21 @@ def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path:
     largest_cut = 2 * 2 * 600 * 30  # the last cut's whole and prompt: 1,200 messages of some 30 characters
     assert len(batches) > 10 and max(batches) <= 200_000 + largest_cut
     assert _stored_lengths(store, "small-batches") == whole_batches
+
+
+# Issue 24, noticed: what transformers.Trainer does to the samples before they are collated
+
+def test_a_trainer_that_drops_loss_weights_is_told_to_keep_them_in_one_line(epochs_store: Path) -> None:
+    from transformers.trainer_utils import RemoveColumnsCollator
+
+    from dataidx import DataEngine
+    from dataidx.errors import UsageError
+    from dataidx.training import Collator
+
+    engine = DataEngine(epochs_store, render="default")
+    # What Trainer(remove_unused_columns=True) wraps around a collator: only the forward's columns pass.
+    trainer_side = RemoveColumnsCollator(Collator(pad_token_id=0), ["input_ids", "attention_mask", "labels"])
+    with pytest.raises(UsageError, match=r"without loss_weights \(it has attention_mask, input_ids, labels\): "
+                                         r".*TrainingArguments\(remove_unused_columns=False\)"):
+        trainer_side([engine[0], engine[1]])
+    assert Collator(pad_token_id=0)([engine[0], engine[1]])["loss_weights"].shape[0] == 2

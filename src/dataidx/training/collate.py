@@ -15,7 +15,20 @@ from typing import Any
 
 import torch
 
+from ..errors import UsageError
 from ..render import IGNORE
+
+
+def _weights(sample: dict[str, Any]) -> list[float]:
+    """A sample's loss weights; their absence is said, never guessed (a weight of 0.5 in the data
+    would silently train as 1)."""
+    try:
+        return sample["loss_weights"]
+    except KeyError:
+        raise UsageError(
+            f"a sample reached the collator without loss_weights (it has {', '.join(sorted(sample)) or 'no keys'}): "
+            "transformers.Trainer drops every column its model's forward does not take unless "
+            "TrainingArguments(remove_unused_columns=False)") from None
 
 
 class Collator:
@@ -41,7 +54,7 @@ class Collator:
 
     def padded(self, samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """One row per sample, right-padded to the longest."""
-        rows = [(s["input_ids"], s["labels"], s["loss_weights"], list(range(len(s["input_ids"])))) for s in samples]
+        rows = [(s["input_ids"], s["labels"], _weights(s), list(range(len(s["input_ids"])))) for s in samples]
         return self._pad(rows, [[1] * len(s["input_ids"]) for s in samples])
 
     def packed(self, packs: list[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -59,7 +72,7 @@ class Collator:
                     raise ValueError("preference entries (chosen/rejected) cannot be packed; batch them padded")
                 length = len(sample["input_ids"])
                 sample_labels = list(sample["labels"])
-                sample_weights = list(sample["loss_weights"])
+                sample_weights = list(_weights(sample))
                 if number > 1 and length:
                     sample_labels[0], sample_weights[0] = IGNORE, 0.0
                 ids += sample["input_ids"]
