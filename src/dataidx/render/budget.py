@@ -33,9 +33,11 @@ class Budget:
         self.deadline = deadline if deadline is not None else time.monotonic() + seconds
         self.written = self.ticks = 0
 
-    def tick(self) -> None:
-        self.ticks += 1
-        if self.ticks % EVERY == 0:
+    def tick(self, count: int = 1) -> None:
+        """``count`` units of work done; the clock is read once every :data:`EVERY` of them."""
+        before = self.ticks
+        self.ticks += count
+        if before // EVERY != self.ticks // EVERY:
             self.look()
 
     def look(self) -> None:

@@ -22,7 +22,7 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
-from .budget import EVERY, SIZED, TEMPLATE_CHARACTERS, OverBudget, current, length, local, start, ticking
+from .budget import SIZED, TEMPLATE_CHARACTERS, OverBudget, current, length, local, start, ticking
 from .size_checks import GROWING_FILTERS, check_binop, check_call, sized_filter
 
 #: The most seconds one entry's template text may take; a real template takes milliseconds.
@@ -75,9 +75,7 @@ def _looped(context: Any, iterable: Iterable[Any]) -> Iterable[Any]:
     """A loop's items, each one a tick."""
     budget = local.budget
     if iterable.__class__ in (list, tuple) and len(iterable) <= _SHORT:
-        before, budget.ticks = budget.ticks, budget.ticks + len(iterable) + 1
-        if before // EVERY != budget.ticks // EVERY:
-            budget.look()
+        budget.tick(len(iterable) + 1)
         return iterable
     return ticking(iterable, budget)
 
@@ -110,10 +108,8 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
             return tree
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's
-            budget = local.budget  # written for speed: every macro and method call runs it
-            budget.ticks += 1
-            if budget.ticks % EVERY == 0:
-                budget.look()
+            budget = local.budget
+            budget.tick()
             if getattr(__obj, "__self__", None).__class__ is str or hasattr(__obj, "__wrapped__"):
                 check_call(__obj, args, budget)
             result = super().call(__context, __obj, *args, **kwargs)
