@@ -204,3 +204,52 @@ def test_template_choice(tokenizer, tiny_tokenizer) -> None:
         Renderer(tokenizer, BUILTIN_TEMPLATES["plain"], cutoff=0)
     with pytest.raises(RenderError, match="truncation"):
         Renderer(tokenizer, BUILTIN_TEMPLATES["plain"], cutoff=8, truncation="middle")
+
+
+# What a template sees, written out: every variable and field that v1's inputs differ in.
+_INPUTS_TEMPLATE = (
+    "{{ 'tools=' ~ (tools | tojson) ~ ' documents=' ~ (documents is none) ~ '\n' }}"
+    "{% for message in messages %}{{ message | tojson }}{{ '\n' }}"
+    "{% if message.thinking %}{{ 'thinking:' ~ message.thinking ~ '\n' }}{% endif %}{% endfor %}"
+)
+
+
+@pytest.mark.parametrize("tools", ["[]", TOOLS, json.dumps({"name": "one"}), ""])
+def test_a_template_sees_what_apply_chat_template_shows_it_from_v1s_messages(tokenizer, tools: str) -> None:
+    """v1 (ff6d4d12) passes ``json.loads(tools)`` (so ``"[]"`` is ``[]``, which Llama 3.1 renders as a
+    tools preamble; one schema is wrapped in a list) and messages as role, content, tool_calls,
+    reasoning_content; transformers then copies reasoning into ``thinking`` (gpt-oss reads it) and
+    passes ``documents``. Pinned against this transformers: a release that changes it fails here."""
+    messages = [text("user", "hi", 0.0),
+                {"role": "assistant", "loss_weight": 1.0, "content": [
+                    {"type": "reasoning", "value": "think first"}, {"type": "text", "value": "ok"},
+                    {"type": "tool_call", "value": json.dumps({"name": "lookup", "arguments": {"w": 1}})}]}]
+    ours = chat_messages(messages)
+    v1_messages = [{key: value for key, value in message.items() if key != "thinking"} for message in ours]
+    assert [list(message) for message in v1_messages] == [["role", "content"],
+                                                           ["role", "content", "tool_calls", "reasoning_content"]]
+    v1_tools = None
+    if tools:
+        v1_tools = json.loads(tools)
+        v1_tools = v1_tools if isinstance(v1_tools, list) else [v1_tools]
+    expected = tokenizer.apply_chat_template(v1_messages, tools=v1_tools, chat_template=_INPUTS_TEMPLATE, tokenize=False)
+    assert "thinking:think first" in expected  # transformers' alias, which dataidx follows
+    rendered = Renderer(tokenizer, _INPUTS_TEMPLATE, cutoff=4096).render({"messages": messages, "tools": tools},
+                                                                        has_cut=True)
+    assert rendered.status == "ok", rendered.detail
+    assert tokenizer.decode(rendered.input_ids) == expected
+
+
+def test_tools_that_are_not_schemas_and_a_prompt_less_turn_are_refused_as_v1_refuses_them(tokenizer) -> None:
+    renderer = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096)
+    pair = [text("user", "hi", 0.0), text("assistant", "ok", 1.0)]
+    # apply_chat_template raises on a schema that is not a dict ("Tools should either be a JSON schema...").
+    for tools in ("[1]", "null", '"lookup"'):
+        rendered = renderer.render({"messages": pair, "tools": tools}, has_cut=True)
+        assert rendered.status == "render_error" and "not a tool schema" in rendered.detail, tools
+    # v1 renders messages[:-1] with the generation prompt: an empty conversation, which apply_chat_template refuses.
+    with pytest.raises(ValueError, match="empty conversation"):
+        tokenizer.apply_chat_template([], chat_template=BUILTIN_TEMPLATES["chatml"], tokenize=False,
+                                      add_generation_prompt=True)
+    alone = renderer.render({"messages": pair[1:]}, has_cut=True)
+    assert alone.status == "render_error" and "first message" in alone.detail

@@ -325,7 +325,8 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, 
     DataEngine(store, render="default", tokenizer=tokenizer)
     # Left truncation to one token keeps one token.
     one = Renderer(train_tokenizer(add_bos=True), BUILTIN_TEMPLATES["plain"], cutoff=1, truncation="left").render(
-        {"messages": [{"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]}, has_cut=True)
+        {"messages": [{"role": "user", "content": [{"type": "text", "value": "Well?"}]},
+                      {"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]}, has_cut=True)
     # The one token left is the closing newline, which v1's rule supervises with the turn.
     assert one.tokens == 1 and one.status == "truncated" and one.labels == one.input_ids
 

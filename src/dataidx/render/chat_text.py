@@ -107,12 +107,19 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
             raise RenderError(f"{where}: role {shown(role)} is not one of {', '.join(ROLES)}")
         converted: dict[str, Any] = {"role": role,
                                      "content": "".join([*pieces, escape("".join(run), where)])}
-        if reasoning:  # the field chat templates read (Qwen3, DeepSeek-R1, the built-ins)
-            converted["reasoning_content"] = escape("".join(reasoning), where)
         if calls:
             converted["tool_calls"] = calls
+        if reasoning := "".join(reasoning):  # v1's keys, in v1's order, then what transformers adds
+            converted = with_reasoning(converted, escape(reasoning, where))
         chat.append(converted)
     return chat
+
+
+def with_reasoning(message: dict[str, Any], reasoning: str) -> dict[str, Any]:
+    """``message`` with its reasoning under every name templates read, as transformers'
+    ``apply_chat_template`` passes it (``_alias_reasoning_fields``): ``reasoning_content`` (Qwen3,
+    DeepSeek-R1, the built-ins) and ``thinking`` (gpt-oss), which comes first."""
+    return {"thinking": reasoning, **message, "reasoning_content": reasoning}
 
 
 def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[str, Any]:
@@ -132,10 +139,13 @@ def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[
 
 
 def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) -> list[dict[str, Any]] | None:
-    """The sample's tool schemas as a list (v1 stores them as a JSON string), or None; every
-    string in them escaped when ``controls`` is given (the schemas are data too)."""
+    """The sample's tool schemas as v1 passes them: None when it has none (missing or empty), else
+    its JSON as a list, ``"[]"`` as ``[]`` (which Llama 3.1 and Mistral Nemo render as a tools
+    preamble), one schema wrapped in a list; every string in them escaped when ``controls`` is
+    given (the schemas are data too). A schema that is not a JSON object is refused, as
+    ``apply_chat_template`` refuses it."""
     tools = sample.get("tools")
-    if tools is None or tools == "":
+    if not tools:
         return None
     if isinstance(tools, str):
         try:
@@ -144,11 +154,14 @@ def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) 
             raise RenderError("tools is JSON nested too deep to read") from None
         except json.JSONDecodeError as exc:
             raise RenderError(f"tools is not valid JSON ({exc})") from None
-    if isinstance(tools, dict):
+    if not isinstance(tools, list):
         tools = [tools]
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise RenderError(f"tools item {number} is {type(tool).__name__} JSON, not a tool schema (a JSON object)")
     if controls is not None:
         tools = controls.escape_json(tools, "tools")
-    return tools or None
+    return tools
 
 
 def message_weight(message: dict[str, Any]) -> float:
@@ -198,7 +211,7 @@ class ChatText:
         self.template = compile_template(template_text)
         # What Template.render builds for every call, built once: a render is then a context
         # over one dict (a quarter less time per render).
-        self._variables = {**self.template.globals, **self.special_tokens}
+        self._variables = {**self.template.globals, **self.special_tokens, "documents": None}
         self.clock = fixed_clock(clock) if reads_clock(template_text) else None
         if self.clock is not None:
             self._variables["strftime_now"] = datetime.fromisoformat(self.clock).strftime

@@ -30,6 +30,8 @@ TRUNCATIONS = ("drop", "right", "left")
 #: Under right or left truncation an entry is rendered up to this many times the text that must
 #: be over the cutoff (the part kept is decided on its tokens); past it, it is ``too_long``.
 TRUNCATED_FACTOR = 4
+NO_PROMPT = ("the trained turn is the conversation's first message, so it has no prompt to render: v1 renders the "
+             "prompt with apply_chat_template, which refuses an empty conversation")
 
 
 @dataclass
@@ -200,6 +202,8 @@ class Renderer:
         options: dict[str, Any] = {}
         prompt = None
         if chat and chat[-1]["role"] == "assistant":  # v1's case: the last turn is the one trained
+            if len(chat) == 1:
+                raise RenderError(NO_PROMPT)
             options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
             prompt = self.chat.text(chat[:-1], tools, True, **options)
         return _Side(chat, weights, tools, options, self.chat.text(chat, tools, False, **options), prompt, has_cut)

@@ -138,13 +138,36 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
     environment = BudgetedEnvironment(**options)
     environment.concat = _joined  # a buffer's pieces, and a direct render's, checked before they are joined
     environment.globals.pop("lipsum", None)
-    environment.globals.update(functions)
+    environment.globals.update(functions, namespace=_hf_namespace())
     environment.filters = {name: sized_filter(name, function) if name in GROWING_FILTERS else function
                            for name, function in {**environment.filters, **filters}.items()}
     # Context filters are never folded into constants at compile time: each piece counts when written.
     environment.filters.update(dataidx_looped=pass_context(_looped), dataidx_written=pass_context(_written),
                                dataidx_made=pass_context(_made))
     return environment
+
+
+def _hf_namespace() -> type:
+    """transformers' ``namespace``: Jinja's, refusing attribute names that start with ``_`` (a
+    template that stores one fails under ``apply_chat_template``, so it fails here too)."""
+    from jinja2.exceptions import SecurityError  # here, not at import: only rendering needs Jinja
+    from jinja2.utils import Namespace
+
+    def checked(name: Any) -> None:
+        if isinstance(name, str) and name.startswith("_"):
+            raise SecurityError(f"chat templates cannot store underscore-prefixed attributes on a namespace ({name!r})")
+
+    class HFNamespace(Namespace):
+        def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N805 - Jinja's signature: self may be a keyword
+            for name in dict(*args[1:], **kwargs):
+                checked(name)
+            Namespace.__init__(*args, **kwargs)
+
+        def __setitem__(self, name: str, value: Any) -> None:
+            checked(name)
+            Namespace.__setitem__(self, name, value)
+
+    return HFNamespace
 
 
 _OPERATORS = {"*": operator.mul, "%": operator.mod, "**": operator.pow, "+": operator.add}

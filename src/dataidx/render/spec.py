@@ -24,8 +24,9 @@ from .renderer import Renderer
 from .templates import choose_template
 
 #: The label rule in force, part of every fingerprint: a spec stored under another rule (before
-#: LLaMA-Factory v1's labels) is refused by readers until it is rendered again.
-LABEL_RULE = "llamafactory-v1"
+#: LLaMA-Factory v1's labels, or before its chat inputs: ``"[]"`` tools as ``[]``, reasoning also
+#: as ``thinking``, no prompt-less turn) is refused by readers until it is rendered again.
+LABEL_RULE = "llamafactory-v1/chat-inputs"
 
 
 def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str,
