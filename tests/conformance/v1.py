@@ -1,0 +1,73 @@
+"""LLaMA-Factory v1's own Renderer (ff6d4d12), run from its source, over the conformance entries."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from . import digest
+from .conversations import conversations
+
+#: The demo datasets whose v1 samples and index the goldens cover (tests/conftest.py's names);
+#: alpaca's 999 single turns are left to tests/test_render_golden.py, for the suite's time.
+SHARED_NAMES = ["identity", "inject_demo", "glaive_toolcall_en_demo", "v1_sft_demo", "pair_demo", "v1_dpo_demo"]
+HANDMADE = "handmade"
+
+
+def v1_cuts(sample: dict[str, Any]) -> list[int | None]:
+    """v1's multi-turn split (core/data_engine.py, ``DataEngine._prefix_cuts``): one prefix per
+    assistant turn whose loss weight is above 1e-6; the whole sample when there is none."""
+    messages = sample.get("messages")
+    if not messages:
+        return [None]
+    cuts = [i + 1 for i, m in enumerate(messages) if m["role"] == "assistant" and m.get("loss_weight", 1.0) > 1e-6]
+    return cuts or [None]
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def entries(shared: Path | None) -> list[tuple[str, int, int | None, dict[str, Any]]]:
+    """``(dataset, row, cut, sample)`` of every entry, each sample cut as v1's ``DataEngine._get`` cuts it."""
+    found = [(HANDMADE, row, cut, sample) for row, sample in enumerate(conversations()) for cut in v1_cuts(sample)]
+    if shared is not None:
+        for name in SHARED_NAMES:
+            samples = read_jsonl(shared / f"{name}.samples.jsonl")
+            found += [(name, row, cut, samples[row]) for row, cut in read_jsonl(shared / f"{name}.index.jsonl")]
+    return [(name, row, cut, {**sample, "messages": sample["messages"][:cut]} if cut is not None else sample)
+            for name, row, cut, sample in found]
+
+
+def outcome(made: dict[str, Any] | BaseException, refusals: list[str]) -> str | int:
+    """An entry's golden: the digest of what v1 made, or the number of the error it refused it with."""
+    if isinstance(made, BaseException):
+        return refusal_number(f"{type(made).__name__}: {str(made)[:300]}", refusals)
+    return digest(made["input_ids"], made["labels"], made["loss_weights"])
+
+
+def refusal_number(refusal: str, refusals: list[str]) -> int:
+    if refusal not in refusals:
+        refusals.append(refusal)
+    return refusals.index(refusal)
+
+
+def v1_renderer_class(source: Path) -> Any:
+    """v1's ``Renderer``, imported from its source without ``llamafactory/__init__`` (v0's stack)."""
+    sys.path.insert(0, str(source))
+    package = types.ModuleType("llamafactory")
+    package.__path__ = [str(source / "llamafactory")]
+    sys.modules["llamafactory"] = package
+    from llamafactory.v1.core.rendering.rendering import Renderer  # type: ignore[import-not-found]
+
+    return Renderer
+
+
+def v1_render(renderer: Any, sample: dict[str, Any]) -> dict[str, Any] | BaseException:
+    try:
+        return renderer.process_samples([sample])[0]
+    except Exception as exc:  # noqa: BLE001 - v1's refusal of this entry is the golden
+        return exc
