@@ -110,6 +110,7 @@ def draft_characters(draft: Draft) -> int:
 
 
 def length_row(entry_id: int, rendered: Rendered) -> LengthRow:
-    """The stored row of one rendering: ``(entry id, tokens, supervised, full, status, detail)``."""
+    """The stored row of one rendering: ``(entry id, tokens, supervised, full, status, detail, cause, reasoning)``."""
     detail = rendered.detail if rendered.detail is None else bounded(rendered.detail)  # stored per entry
-    return (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status, detail)
+    return (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status, detail,
+            rendered.cause, rendered.reasoning)

@@ -95,7 +95,8 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
         try:
             whole = reader.whole(dataset_id, row, [cut for _, cut in entries])
         except ConversionError as exc:
-            rows.extend((entry_id, 0, 0, 0, "render_error", bounded(str(exc))) for entry_id, _ in entries)
+            rows.extend((entry_id, 0, 0, 0, "render_error", bounded(str(exc)), "conversion", None)
+                        for entry_id, _ in entries)
             continue
         for entry_id, cut in entries:
             if cut is None:

@@ -29,6 +29,10 @@ class Rendered:
     #: added tokens not marked special that the entry's data text holds, kept as their ids (v1's
     #: rule); only under ``escapes="special"``, which does not break them
     added: tuple[str, ...] = ()
+    #: why it does not train, in words that group across entries (:mod:`.causes`); None when it trains
+    cause: str | None = None
+    #: what became of its reasoning (:mod:`.reasoning`): None when it has none
+    reasoning: str | None = None
 
     @property
     def tokens(self) -> int:

@@ -62,6 +62,11 @@ class EntryRender(Base):
     full_tokens: Mapped[int] = mapped_column(INT, nullable=False)
     status: Mapped[str] = mapped_column(String, nullable=False)
     detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: why an entry does not train, in words that group (see migration 0010); NULL when it trains
+    cause: Mapped[str | None] = mapped_column(String, nullable=True)
+    #: what became of the entry's reasoning: NULL (none), kept, dropped, inline, unclosed,
+    #: no_answer or mode_mismatch (see migration 0010)
+    reasoning: Mapped[str | None] = mapped_column(String, nullable=True)
 
 
 class PackingPlan(Base):

@@ -24,8 +24,9 @@ _COUNTS = (
     "JOIN datasets AS d ON d.id = b.dataset_id JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = {mark} "
     "GROUP BY d.id, r.status ORDER BY d.position, r.status"
 )
-#: One base entry under a spec: ``(entry_id, tokens, supervised_tokens, full_tokens, status, detail)``.
-LengthRow = tuple[int, int, int, int, str, "str | None"]
+#: One base entry under a spec: ``(entry_id, tokens, supervised_tokens, full_tokens, status, detail,
+#: cause, reasoning)``.
+LengthRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
 
 
 def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str, int]]:
@@ -50,8 +51,8 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     for chunk in lengths:
         if chunk:
             connection.exec_driver_sql(
-                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail, "
+                "cause, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(spec_id, *row) for row in chunk],
             )
     if added_uses:

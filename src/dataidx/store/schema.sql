@@ -139,7 +139,7 @@ CREATE TABLE entry_renders (
 	supervised_tokens INTEGER NOT NULL, 
 	full_tokens INTEGER NOT NULL, 
 	status VARCHAR NOT NULL, 
-	detail TEXT, 
+	detail TEXT, cause VARCHAR, reasoning VARCHAR, 
 	CONSTRAINT pk_entry_renders PRIMARY KEY (spec_id, entry_id), 
 	CONSTRAINT fk_entry_renders_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_entry_renders_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
@@ -184,14 +184,6 @@ CREATE TABLE packed_entries (
 	CONSTRAINT fk_packed_entries_plan_id_packing_plans FOREIGN KEY(plan_id) REFERENCES packing_plans (id), 
 	CONSTRAINT fk_packed_entries_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
 );
-CREATE VIEW entry_lengths AS
-SELECT s.name AS spec, d.name AS dataset, b.row AS row, b.cut AS cut, r.tokens AS tokens,
-       r.supervised_tokens AS supervised_tokens, r.status AS status, r.full_tokens AS full_tokens,
-       r.detail AS detail
-FROM entry_renders AS r
-JOIN render_specs AS s ON s.id = r.spec_id
-JOIN base_entries AS b ON b.id = r.entry_id
-JOIN datasets AS d ON d.id = b.dataset_id;
 CREATE VIEW pack_plans AS
 SELECT p.name AS plan, s.name AS spec, m.name AS mixture, p.capacity AS capacity, p.seed AS seed,
        p.packs AS packs, p.entries AS entries, p.fill AS fill, p.tokens AS tokens, p.left_out AS left_out
@@ -281,4 +273,12 @@ CREATE TABLE added_token_uses (
 	CONSTRAINT fk_added_token_uses_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
 )
  WITHOUT ROWID;
-INSERT INTO alembic_version (version_num) VALUES ('0009');
+CREATE VIEW entry_lengths AS
+SELECT s.name AS spec, d.name AS dataset, b.row AS row, b.cut AS cut, r.tokens AS tokens,
+       r.supervised_tokens AS supervised_tokens, r.status AS status, r.full_tokens AS full_tokens,
+       r.detail AS detail, r.cause AS cause, r.reasoning AS reasoning
+FROM entry_renders AS r
+JOIN render_specs AS s ON s.id = r.spec_id
+JOIN base_entries AS b ON b.id = r.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
+INSERT INTO alembic_version (version_num) VALUES ('0010');
