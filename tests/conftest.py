@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -146,3 +147,20 @@ def alpaca3k_store(tmp_path: Path, make_store) -> Path:
     """A store of 3,000 alpaca rows from a file in tmp_path (``a.jsonl``)."""
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3000))
     return make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by Playwright (never a downloaded browser); skipped without it, unless
+    DATAIDX_REQUIRE_BROWSER says it must be there. One per module: Playwright's sync API holds an
+    event loop while it runs, which asyncio.run elsewhere (Datasette's tests) may not share."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    playwright = pytest.importorskip("playwright.sync_api") if chromium else None
+    if chromium is None or playwright is None:
+        if os.environ.get("DATAIDX_REQUIRE_BROWSER"):
+            pytest.fail("Debian's chromium (and the playwright package) are needed for the browser tests")
+        pytest.skip("no chromium on this machine")
+    with playwright.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=chromium, headless=True)
+        yield launched
+        launched.close()

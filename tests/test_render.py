@@ -188,7 +188,8 @@ def test_a_template_that_is_not_prefix_stable_is_reported(tokenizer) -> None:
     # Renders only the last message: no prefix of the conversation is a prefix of the text.
     odd = "{{ messages[-1].content if messages else '' }}{% if add_generation_prompt %}>{% endif %}"
     rendered = Renderer(tokenizer, odd, cutoff=4096).render({"messages": CONVERSATION[1:3]}, has_cut=True)
-    assert rendered.status == "render_error" and "prefixes" in rendered.detail
+    assert rendered.status == "render_error" and rendered.cause == "rewrites_turns"
+    assert "differently once the turn is added: from character 0, 'hello world>' becomes" in rendered.detail
 
 
 def test_template_choice(tokenizer, tiny_tokenizer) -> None:

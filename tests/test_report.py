@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -49,20 +48,6 @@ def report(demo_store: Path) -> Path:
     assert result.exit_code == 0, result.output
     assert "report steps 6/6" in result.output and "wrote" in result.output
     return demo_store.with_name("report.html")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    playwright = pytest.importorskip("playwright.sync_api") if chromium else None
-    if chromium is None or playwright is None:
-        if os.environ.get("DATAIDX_REQUIRE_BROWSER"):
-            pytest.fail("Debian's chromium (and the playwright package) are needed for the browser tests")
-        pytest.skip("no chromium on this machine")
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=chromium, headless=True)
-        yield launched
-        launched.close()
 
 
 def sql_count(store: Path, sql: str) -> int:

@@ -11,6 +11,9 @@ from the supervised tokens), ``inline`` (``<think>`` in the answer's text, train
 does), ``unclosed``, ``no_answer`` or ``mode_mismatch`` (``/no_think`` with reasoning, ``/think``
 without). The ``entry_lengths`` view gains both columns.
 
+``render_causes`` counts, per spec, the entries of each cause, with the first as an example:
+``dataidx info`` and the report read it without scanning a spec's entries.
+
 Revision ID: 0010
 Revises: 0009
 """
@@ -42,9 +45,22 @@ def upgrade() -> None:
     op.add_column("entry_renders", sa.Column("reasoning", sa.String(), nullable=True))
     op.execute("DROP VIEW entry_lengths")
     op.execute(_VIEW_HEAD + ", r.cause AS cause, r.reasoning AS reasoning" + _VIEW_FROM)
+    op.create_table(
+        "render_causes",
+        sa.Column("spec_id", sa.Integer(), nullable=False),
+        sa.Column("cause", sa.String(), nullable=False),
+        sa.Column("entries", sa.Integer(), nullable=False),
+        sa.Column("example_entry", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(["spec_id"], ["render_specs.id"], name=op.f("fk_render_causes_spec_id_render_specs")),
+        sa.ForeignKeyConstraint(["example_entry"], ["base_entries.id"],
+                                name=op.f("fk_render_causes_example_entry_base_entries")),
+        sa.PrimaryKeyConstraint("spec_id", "cause", name=op.f("pk_render_causes")),
+        sqlite_with_rowid=False,
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("render_causes")
     op.execute("DROP VIEW entry_lengths")
     op.execute(_VIEW_HEAD + _VIEW_FROM)
     # In place, as 0009's downgrade: both databases drop a column no view reads (SQLite since 3.35).

@@ -119,4 +119,9 @@ class ReadOnlyError(DataidxError, PermissionError):
 
 
 class RenderError(DataidxError, ValueError):
-    """An entry cannot be rendered with a template or tokenizer, or a render spec is unusable."""
+    """An entry cannot be rendered with a template or tokenizer, or a render spec is unusable.
+    ``cause`` names why in words that group across entries (``dataidx.render.causes``)."""
+
+    def __init__(self, *args: object, cause: str | None = None) -> None:
+        super().__init__(*args)
+        self.cause = cause

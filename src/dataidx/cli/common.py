@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import hide_passwords
+from ..render import cause_advice, describe_cause
 from ..spec import DEFAULT_SEED, SAMPLING_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -141,3 +142,36 @@ def added_tokens_table(specs: list[dict[str, Any]]) -> str:
             "(dataidx render --escape added breaks them)\n"
             + table(["spec", "dataset", "added token", "entries"],
                     [(s["name"], u["dataset"], u["token"], u["entries"]) for s in specs for u in s["added_tokens"]]))
+
+
+def causes_note(spec: str, causes: list[tuple[str, int, str, int, int | None, str | None]]) -> str:
+    """What ``dataidx render`` and ``info`` say of why entries of a spec do not train: per cause
+    ``(cause, entries, dataset, row, cut, detail)``, its count and words, the first entry with its
+    detail, and for a template's cause what to pass instead ("" when every entry trains)."""
+    if not causes:
+        return ""
+    total = sum(cause[1] for cause in causes)
+    lines = [f"why {total:,} entr{'y' if total == 1 else 'ies'} of spec '{spec}' do not train:"]
+    for cause, entries, dataset, row, cut, detail in causes:
+        lines.append(f"  {entries:>9,}  {describe_cause(cause).words}")
+        example = f"{dataset} row {row}" + (f" cut {cut}" if cut is not None else "")
+        lines.append(f"  {'':>9}  e.g. {example}" + (f": {detail}" if detail else ""))
+        if (advice := cause_advice(cause)) is not None:
+            lines.append(f"  {'':>9}  {advice}")
+    return "\n".join(lines)
+
+
+def render_specs_text(specs: list[dict[str, Any]]) -> str:
+    """What ``dataidx info`` says of the render specs: a table, then per spec its fixed date and why
+    entries do not train, then the plain added tokens in data text."""
+    keys = ("name", "template", "cutoff", "truncation", "escapes", "entries", "kept", "tokenizer")
+    parts = ["\nrender specs (dataidx render):",
+             table(["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
+                   [tuple(s[key] for key in keys) for s in specs])]
+    for spec in specs:
+        if spec["clock"] is not None:
+            parts.append(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
+        parts.append(causes_note(spec["name"], [tuple(cause.values()) for cause in spec["causes"]]))
+    if any(spec["added_tokens"] for spec in specs):
+        parts.append(added_tokens_table(specs))
+    return "\n".join(filter(None, parts))

@@ -10,7 +10,7 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import ProgressLine, added_tokens_table, echo, echo_json, json_option, table
+from .common import ProgressLine, echo, echo_json, json_option, render_specs_text, table
 
 
 @click.command()
@@ -59,15 +59,7 @@ def info(store: str, as_json: bool) -> None:
         else:
             echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
     if details["render_specs"]:
-        echo("\nrender specs (dataidx render):")
-        keys = ("name", "template", "cutoff", "truncation", "escapes", "entries", "kept", "tokenizer")
-        echo(table(["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
-                   [tuple(s[key] for key in keys) for s in details["render_specs"]]))
-        for spec in details["render_specs"]:
-            if spec["clock"] is not None:
-                echo(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
-        if any(spec["added_tokens"] for spec in details["render_specs"]):
-            echo(added_tokens_table(details["render_specs"]))
+        echo(render_specs_text(details["render_specs"]))
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, added_tokens_note, echo, mixture_options, shown, steps_line, table
+from .common import ProgressLine, added_tokens_note, causes_note, echo, mixture_options, shown, steps_line, table
 
 
 @click.command()
@@ -153,10 +153,10 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
            jobs: int | None, clock: str | None, escapes: str, quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
-    Statuses: ok, truncated, too_long, no_supervision, render_error (with the message); only
-    ok and truncated entries train. The spec is fingerprinted (tokenizer, template, cutoff,
-    truncation, dataidx version): the same one again is a no-op, a changed one recomputes and
-    removes the packing plans made from the old lengths.
+    Statuses: ok, truncated, too_long, no_supervision, render_error; only ok and truncated train,
+    and why the others do not is said once per cause. The spec is fingerprinted (tokenizer,
+    template, cutoff, truncation, dataidx version): the same one again is a no-op, a changed one
+    recomputes and removes the packing plans made from the old lengths.
 
     Added tokens not marked special (<tool_call>, <think>) in data text keep their ids, as in v1,
     and are counted per dataset (dataidx info); --escape added breaks them like control tokens.
@@ -178,7 +178,8 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
                            jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes)
     if quiet:
         return
-    echo(table(["dataset", "status", "entries"], summary.counts), err=True)
+    echo("\n".join(filter(None, [table(["dataset", "status", "entries"], summary.counts),
+                                  causes_note(name, summary.causes)])), err=True)
     if summary.reused:
         echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)", err=True)
         return

@@ -5,6 +5,9 @@ Names are imported on first use: storing lengths writes through SQLAlchemy, serv
 from .._lazy import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "CAUSES": ".causes",
+    "cause_advice": ".causes",
+    "describe_cause": ".causes",
     "chat_messages": ".chat_text",
     "compile_template": ".chat_text",
     "reads_clock": ".chat_text",

@@ -24,6 +24,9 @@ SIZED = frozenset({str, list, tuple, dict})
 class OverBudget(RenderError):
     """A template went past its time or characters for one entry."""
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args, cause="template_budget")
+
 
 class Budget:
     """What one render may still spend: a deadline, and characters of output."""

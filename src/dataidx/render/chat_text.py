@@ -25,6 +25,7 @@ from typing import Any
 from ..convert import ROLES, SUPERVISED_EPSILON
 from ..errors import RenderError, bounded, shown
 from . import sandbox
+from .causes import describe_cause, prefix_cause, template_cause
 from .escape import ControlTokens
 from .fast_templates import FAST_TEMPLATES
 from .sandbox import TEMPLATE_CHARACTERS, budgeted_environment, start, written
@@ -100,11 +101,11 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
                 pieces += [escape("".join(run), where), _MEDIA_TEXT[kind]]
                 run = []
             else:
-                raise RenderError(f"{where}: content block type {shown(kind)} cannot be rendered as text")
+                raise RenderError(f"{where}: content block type {shown(kind)} cannot be rendered as text", cause="format")
         role = message.get("role")
         # The template writes the role between its turn markers: any other role forges turns.
         if not (isinstance(role, str) and role in ROLES):
-            raise RenderError(f"{where}: role {shown(role)} is not one of {', '.join(ROLES)}")
+            raise RenderError(f"{where}: role {shown(role)} is not one of {', '.join(ROLES)}", cause="role")
         converted: dict[str, Any] = {"role": role,
                                      "content": "".join([*pieces, escape("".join(run), where)])}
         if calls:
@@ -129,10 +130,10 @@ def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[
         call = json.loads(value)
         name, arguments = call["name"], call.get("arguments", {})
     except RecursionError:
-        raise RenderError(f"message {number}: tool call is JSON nested too deep to read") from None
+        raise RenderError(f"message {number}: tool call is JSON nested too deep to read", cause="nested") from None
     except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
         raise RenderError(f"message {number}: tool call is not {{\"name\": ..., \"arguments\": ...}} JSON "
-                          f"({bounded(str(exc), 200)})") from None
+                          f"({bounded(str(exc), 200)})", cause="tool_call") from None
     if controls is not None:
         name, arguments = controls.escape_json([name, arguments], f"message {number} tool call")
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
@@ -151,14 +152,15 @@ def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) 
         try:
             tools = json.loads(tools)
         except RecursionError:
-            raise RenderError("tools is JSON nested too deep to read") from None
+            raise RenderError("tools is JSON nested too deep to read", cause="nested") from None
         except json.JSONDecodeError as exc:
-            raise RenderError(f"tools is not valid JSON ({exc})") from None
+            raise RenderError(f"tools is not valid JSON ({exc})", cause="tools") from None
     if not isinstance(tools, list):
         tools = [tools]
     for number, tool in enumerate(tools):
         if not isinstance(tool, dict):
-            raise RenderError(f"tools item {number} is {type(tool).__name__} JSON, not a tool schema (a JSON object)")
+            raise RenderError(f"tools item {number} is {type(tool).__name__} JSON, not a tool schema (a JSON object)",
+                              cause="tools")
     if controls is not None:
         tools = controls.escape_json(tools, "tools")
     return tools
@@ -250,9 +252,13 @@ class ChatText:
         except RenderError:
             raise
         except self._errors as exc:
-            raise RenderError(f"chat template failed: {bounded(str(exc), 200)}") from None
+            raise RenderError(f"chat template failed: {bounded(str(exc), 200)}",
+                              cause=template_cause(exc, chat, tools)) from None
         except Exception as exc:  # noqa: BLE001 - a template is code from the user: any error is the entry's
-            raise RenderError(f"chat template failed: {type(exc).__name__}: {bounded(str(exc), 200)}") from None
+            cause = template_cause(exc, chat, tools)
+            wanted = f" ({describe_cause(cause).words})" if cause == "string_arguments" else ""
+            raise RenderError(f"chat template failed: {type(exc).__name__}: {bounded(str(exc), 200)}{wanted}",
+                              cause=cause) from None
 
     def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
               full: str, wanted: list[int], **options: Any) -> list[Span]:
@@ -269,11 +275,13 @@ class ChatText:
                 continue
             before = self.text(chat[:i], tools, chat[i]["role"] == "assistant", **options)
             through = full if i == len(chat) - 1 else self.text(chat[: i + 1], tools, False, **options)
-            if not (through.startswith(before) and full.startswith(through)):
-                raise RenderError(
-                    f"message {i}: the template does not render the conversation as its prefixes do, "
-                    "so the message cannot be located in the text"
-                )
+            if not through.startswith(before):  # why, in the template's own text
+                plain = self.text(chat[:i], tools, False, **options) if chat[i]["role"] == "assistant" else before
+                cause, why = prefix_cause(before, plain, through)
+                raise RenderError(f"message {i}: {why}, so the message cannot be located in the text", cause=cause)
+            if not full.startswith(through):
+                cause, why = prefix_cause(through, through, full)
+                raise RenderError(f"message {i}: {why}, so the message cannot be located in the text", cause=cause)
             if len(through) > len(before):
                 spans.append(Span(len(before), len(through), weights[i]))
         return spans

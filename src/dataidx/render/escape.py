@@ -127,7 +127,7 @@ class ControlTokens:
     def _unbreakable(self, where: str, token_id: int) -> RenderError:
         return RenderError(f"{where}: the text holds control token {shown(self.ids[token_id])}, which cannot be "
                            "neutralised (a token of one character, or a normaliser that removes the U+200B "
-                           "that breaks it)")
+                           "that breaks it)", cause="control_token")
 
 
 def _alternatives(strings: set[str]) -> re.Pattern[str] | None:

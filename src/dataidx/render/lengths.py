@@ -25,11 +25,13 @@ from typing import Any
 from ..errors import ConversionError, bounded
 from ..read import EntryReader
 from ..store import (
+    CauseRow,
     LengthRow,
     ReadIdentity,
     budget_mixtures_drawn_before,
     connect_readonly,
     move_spec_tokenizer,
+    render_causes,
     render_counts,
     rewriting,
     save_render_spec,
@@ -62,6 +64,8 @@ class RenderSummary:
     stale_mixtures: list[str] = field(default_factory=list)
     #: ``(dataset, token, entries)``: entries whose data text holds a plain added token (kept, as in v1)
     added_tokens: list[tuple[str, str, int]] = field(default_factory=list)
+    #: why entries do not train: per cause, how many and the first (see .causes)
+    causes: list[CauseRow] = field(default_factory=list)
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
@@ -140,7 +144,7 @@ def render_store(
             with rewriting(store) as connection:
                 move_spec_tokenizer(connection, name, spec.tokenizer_path)
         return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
-                             time.perf_counter() - started, reused=True)
+                             time.perf_counter() - started, reused=True, causes=stored.causes)
     jobs = max(1, jobs or os.cpu_count() or 1)
     chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
     _WORKER = (reader, renderer)
@@ -165,6 +169,7 @@ class RenderedRows:
         self.file = tempfile.TemporaryFile()
         self.entries = self.kept = 0
         self.added_uses: AddedUses = Counter()
+        self.causes: dict[str, tuple[int, int]] = {}  # cause -> (entries, first entry id)
 
     def __enter__(self) -> RenderedRows:
         return self
@@ -176,6 +181,10 @@ class RenderedRows:
         pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)
         self.kept += sum(1 for row in rows if row[4] in TRAINS)
+        for row in rows:
+            if (cause := row[6]) is not None:
+                n, first = self.causes.get(cause, (0, row[0]))
+                self.causes[cause] = (n + 1, min(first, row[0]))
 
     def chunks(self) -> Iterator[list[LengthRow]]:
         self.file.seek(0)
@@ -223,6 +232,7 @@ class _Stored:
     clock: str | None = None
     kept: int = 0
     counts: list[tuple[str, str, int]] = field(default_factory=list)
+    causes: list[CauseRow] = field(default_factory=list)
 
 
 def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
@@ -235,6 +245,7 @@ def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
         if found:
             stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
             stored.counts = render_counts(connection, name)
+            stored.causes = render_causes(connection, name)
         return stored
     finally:
         connection.close()
@@ -247,8 +258,8 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
-        plans_removed, counts, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
-                                                          rendered.kept, started, rendered.added_uses)
+        plans_removed, counts, causes, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
+                                                          rendered.kept, started, rendered.added_uses, rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
     return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed,
-                         stale_mixtures=list(stale))
+                         stale_mixtures=list(stale), causes=causes)

@@ -169,12 +169,12 @@ class Renderer:
         try:
             return draft()
         except DataidxError as exc:
-            return Rendered(status="render_error", detail=bounded(str(exc)))
+            return Rendered(status="render_error", detail=bounded(str(exc)), cause=getattr(exc, "cause", None) or "format")
         except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
-            return Rendered(status="render_error", detail="the sample nests too deep to render")
+            return Rendered(status="render_error", detail="the sample nests too deep to render", cause="nested")
         except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
             return Rendered(status="render_error", detail=bounded(f"the sample is not in the standard format: "
-                                                                  f"{type(exc).__name__}: {exc}"))
+                                                                  f"{type(exc).__name__}: {exc}"), cause="format")
 
     def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
         """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
@@ -189,7 +189,7 @@ class Renderer:
         return self._too_long(least.tokens, str(least)) if least.tokens > self.token_bound else None
 
     def _too_long(self, least: int, what: str) -> Rendered:
-        return Rendered(status="too_long", full_tokens=least,
+        return Rendered(status="too_long", full_tokens=least, cause="too_long",
                         detail=f"{what}, so at least {least} tokens > cutoff {self.cutoff}; not tokenized "
                                f"(past {self.token_bound} tokens)")
 
@@ -203,7 +203,7 @@ class Renderer:
         prompt = None
         if chat and chat[-1]["role"] == "assistant":  # v1's case: the last turn is the one trained
             if len(chat) == 1:
-                raise RenderError(NO_PROMPT)
+                raise RenderError(NO_PROMPT, cause="no_prompt")
             options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
             prompt = self.chat.text(chat[:-1], tools, True, **options)
         return _Side(chat, weights, tools, options, self.chat.text(chat, tools, False, **options), prompt, has_cut)
@@ -214,14 +214,14 @@ class Renderer:
         try:
             sides = {name: self._labelled(side, *encoded[name]) for name, side in draft.items()}
         except DataidxError as exc:
-            return Rendered(status="render_error", detail=bounded(str(exc)))
+            return Rendered(status="render_error", detail=bounded(str(exc)), cause=getattr(exc, "cause", None) or "format")
         added = next(iter(draft.values())).added
         if None in sides:
             return _holding(sides[None], added)
         worst = max((side.status for side in sides.values()), key=STATUSES.index)
         return _holding(Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
                                  detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
-                                 sides=sides), added)
+                                 sides=sides, cause=next(s.cause for s in sides.values() if s.status == worst)), added)
 
     def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
         ids = full.ids  # a new list on every access: read once
@@ -244,7 +244,8 @@ class Renderer:
         status = "ok"
         if full > self.cutoff:
             if self.truncation == "drop":
-                return Rendered(ids, labels, weights, "too_long", full, f"{full} tokens > cutoff {self.cutoff}")
+                return Rendered(ids, labels, weights, "too_long", full, f"{full} tokens > cutoff {self.cutoff}",
+                                cause="too_long")
             status = "truncated"
             if self.truncation == "right":
                 ids, labels, weights = ids[: self.cutoff], labels[: self.cutoff], weights[: self.cutoff]
@@ -254,7 +255,7 @@ class Renderer:
                 ids, labels, weights = ids[:keep] + ids[start:], labels[:keep] + labels[start:], weights[:keep] + weights[start:]
         rendered = Rendered(ids, labels, weights, status, full)
         if rendered.supervised_tokens == 0:
-            rendered.status = "no_supervision"
+            rendered.status, rendered.cause = "no_supervision", "no_supervision"
             rendered.detail = ("no supervised token left after truncation" if status == "truncated"
                                else "no supervised message")
         return rendered

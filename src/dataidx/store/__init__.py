@@ -59,6 +59,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "save_render_spec": ".renders",
     "budget_mixtures_drawn_before": ".renders",
     "LengthRow": ".renders",
+    "CauseRow": ".renders",
+    "render_causes": ".renders",
     "move_spec_tokenizer": ".renders",
     "save_packing_plan": ".packs",
     "EpochPacks": ".packs",

@@ -25,6 +25,7 @@ from .schema import (
     PackedEntry,
     PackingPlan,
     PlanEpoch,
+    RenderCause,
     RenderSpecRow,
 )
 from .write import rewriting
@@ -61,6 +62,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     delete_plans(connection, plans)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
+    connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)
 

@@ -15,6 +15,7 @@ from ..errors import hide_passwords
 from .connect import SCHEMA_REVISION, connect_readonly
 from .dialect import ReadConnection
 from .records import TRAINS, read_epochs, stale_budget_mixtures
+from .renders import render_causes
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
@@ -89,6 +90,8 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                                   "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
         for spec in specs:
             spec["added_tokens"] = added_token_uses(connection, spec["id"])
+            spec["causes"] = [dict(zip(("cause", "entries", "dataset", "row", "cut", "detail"), cause))
+                              for cause in render_causes(connection, spec["name"])]
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])

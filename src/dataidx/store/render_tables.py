@@ -50,6 +50,18 @@ class AddedTokenUse(Base):
     entries: Mapped[int] = mapped_column(INT, nullable=False)
 
 
+class RenderCause(Base):
+    """How many entries of a spec do not train for one cause, and the first of them: counted once
+    when the spec is written, so ``info`` and the report never scan the spec's entries for it."""
+
+    __tablename__ = "render_causes"
+    __table_args__ = {"sqlite_with_rowid": False}
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    cause: Mapped[str] = mapped_column(String, primary_key=True)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    example_entry: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
+
+
 class EntryRender(Base):
     """One base entry under one spec: token counts after truncation, before it, and a status."""
 

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, insert, update
 from .deletes import delete_spec
 from .dialect import ReadConnection
 from .records import stale_budget_mixtures
-from .schema import AddedTokenUse, RenderSpecRow
+from .schema import AddedTokenUse, RenderCause, RenderSpecRow
 from .sqlite.read import SQLITE
 
 #: ``(dataset, status, entries)`` of a spec, by dataset then status.
@@ -29,6 +29,23 @@ _COUNTS = (
 LengthRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
 
 
+#: A spec's entries that do not train, per cause, the first as an example:
+#: ``(cause, entries, dataset, row, cut, detail)``, most entries first.
+CauseRow = tuple[str, int, str, int, "int | None", "str | None"]
+_CAUSES = (
+    "SELECT c.cause, c.entries, d.name, b.row, b.cut, r.detail FROM render_causes AS c "
+    "JOIN render_specs AS s ON s.id = c.spec_id JOIN base_entries AS b ON b.id = c.example_entry "
+    "JOIN datasets AS d ON d.id = b.dataset_id "
+    "JOIN entry_renders AS r ON r.spec_id = c.spec_id AND r.entry_id = c.example_entry "
+    "WHERE s.name = {mark} ORDER BY c.entries DESC, c.cause"
+)
+
+
+def render_causes(connection: ReadConnection, spec: str) -> list[CauseRow]:
+    """Why entries of spec ``spec`` do not train: per cause, how many and the first of them."""
+    return [tuple(row) for row in connection.execute(connection.dialect.sql(_CAUSES), (spec,))]
+
+
 def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str, int]]:
     """Entries per dataset and status under spec ``spec``, as the store holds them now."""
     return [tuple(row) for row in connection.execute(connection.dialect.sql(_COUNTS), (spec,))]
@@ -36,12 +53,15 @@ def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str,
 
 def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
                      kept: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
-                     ) -> tuple[int, list[tuple[str, str, int]], float]:
+                     causes: Mapping[str, tuple[int, int]] | None = None,
+                     ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
-    lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it,
-    and ``added_uses``: entries per ``(dataset id, token)`` whose data text holds a plain added token.
+    lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it;
+    ``added_uses``: entries per ``(dataset id, token)`` whose data text holds a plain added token;
+    ``causes``: per cause of not training, the entries and the first entry's id.
 
-    Returns the plans removed, the counts per dataset and status, and the seconds since ``started``.
+    Returns the plans removed, the counts per dataset and status, the causes (:func:`render_causes`)
+    and the seconds since ``started``.
     """
     plans_removed = delete_spec(connection, spec["name"]) or 0
     spec_id = connection.execute(insert(RenderSpecRow).values(
@@ -59,10 +79,15 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
         connection.execute(insert(AddedTokenUse), [
             {"spec_id": spec_id, "dataset_id": dataset_id, "token": token, "entries": n}
             for (dataset_id, token), n in sorted(added_uses.items())])
+    if causes:
+        connection.execute(insert(RenderCause), [
+            {"spec_id": spec_id, "cause": cause, "entries": n, "example_entry": first}
+            for cause, (n, first) in sorted(causes.items())])
     counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
+    found = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_CAUSES), (spec["name"],))]
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
-    return plans_removed, counts, seconds
+    return plans_removed, counts, found, seconds
 
 
 def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:

@@ -16,14 +16,23 @@ from sqlalchemy import JSON, Float, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, NAMING, Base
-from .render_tables import AddedTokenUse, EntryRender, Pack, PackedEntry, PackingPlan, PlanEpoch, RenderSpecRow
+from .render_tables import (
+    AddedTokenUse,
+    EntryRender,
+    Pack,
+    PackedEntry,
+    PackingPlan,
+    PlanEpoch,
+    RenderCause,
+    RenderSpecRow,
+)
 
 # The render and pack tables are declared apart, and imported above so that every table is in
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
            "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
-           "PackingPlan", "PlanEpoch", "RejectedRow", "RenderSpecRow", "VIEW_COLUMNS", "schema_script"]
+           "PackingPlan", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:

@@ -281,4 +281,14 @@ FROM entry_renders AS r
 JOIN render_specs AS s ON s.id = r.spec_id
 JOIN base_entries AS b ON b.id = r.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
+CREATE TABLE render_causes (
+	spec_id INTEGER NOT NULL, 
+	cause VARCHAR NOT NULL, 
+	entries INTEGER NOT NULL, 
+	example_entry INTEGER NOT NULL, 
+	CONSTRAINT pk_render_causes PRIMARY KEY (spec_id, cause), 
+	CONSTRAINT fk_render_causes_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
+	CONSTRAINT fk_render_causes_example_entry_base_entries FOREIGN KEY(example_entry) REFERENCES base_entries (id)
+)
+ WITHOUT ROWID;
 INSERT INTO alembic_version (version_num) VALUES ('0010');

@@ -53,6 +53,7 @@ DESCRIPTIONS = {
     "rejected_rows": "Rows a build left out, with dataset, row and reason.",
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
+    "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",
     "packing_plans": "One row per packing plan (see pack_plans).",

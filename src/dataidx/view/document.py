@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..render import cause_advice, describe_cause
 from .figures import Figures
 
 
@@ -44,6 +45,9 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
                                     spec.not_training),
             },
             "added_tokens": _rows(("dataset", "token", "entries"), spec.added_tokens),
+            "causes": [{"cause": cause, "words": describe_cause(cause).words, "advice": cause_advice(cause),
+                        "entries": entries, "example": {"dataset": dataset, "row": row, "cut": cut, "detail": detail}}
+                       for cause, entries, dataset, row, cut, detail in spec.causes],
         },
         "plan": None if plan is None else {
             "name": plan.name, "capacity": plan.capacity, "packs": plan.packs, "entries": plan.entries,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 from ..errors import hide_passwords
+from ..render import cause_advice, describe_cause
 from . import charts
 from .document import summary_facts
 from .figures import Figures
@@ -98,6 +99,13 @@ def lengths(figures: Figures) -> str:
                         + f"<details><summary>{spec.not_training_entries:,} distinct entries "
                           f"({spec.not_training_positions:,} positions) do not train; the {shown} drawn most often"
                           f"</summary>{listed}</details>")
+    causes = "" if not spec.causes else (
+        "<h3 id='causes'>Why base entries do not train</h3><p>Every entry of the spec (not positions), once per "
+        "cause, with the first of them as an example.</p>"
+        + table(["cause", "entries", "example", "what to do"],
+                [(describe_cause(cause).words, entries, f"{dataset} row {row}" + (f" cut {cut}" if cut is not None
+                  else "") + (f": {detail}" if detail else ""), cause_advice(cause) or "")
+                 for cause, entries, dataset, row, cut, detail in spec.causes]))
     added = "" if not spec.added_tokens else (
         "<h3>Added tokens that are not special, in data text</h3><p>Base entries (not positions) whose data text "
         "holds an added token the tokenizer does not mark special: trained as its id, as LLaMA-Factory v1 does; "
@@ -110,7 +118,8 @@ def lengths(figures: Figures) -> str:
             + f"<h3>Supervised tokens per dataset, {over}</h3>" + _chart("supervised", supervised,
                                                                           marks=len(spec.supervised))
             + table(["dataset", "positions that train", "tokens", "supervised tokens"], spec.supervised) + per_epoch
-            + f"<h3>Positions that will not train, and why, {over}</h3>" + not_training + added + "</section>")
+            + f"<h3>Positions that will not train, and why, {over}</h3>" + not_training + causes + added
+            + "</section>")
 
 
 def packing(figures: Figures) -> str:

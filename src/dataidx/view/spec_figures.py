@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..store import TRAINS, ReadConnection, added_token_uses, not_found
+from ..store import TRAINS, CauseRow, ReadConnection, added_token_uses, not_found, render_causes
 from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
 
 #: Bars per length histogram; distinct entries that do not train listed one by one (most drawn first).
@@ -36,6 +36,8 @@ class SpecFigures:
     not_training: list[tuple[str, int, int | None, str, int, str | None, int]]
     not_training_entries: int
     added_tokens: list[tuple[str, str, int]]
+    #: why base entries (not positions) of the spec do not train, per cause (see dataidx.render.causes)
+    causes: list[CauseRow]
 
     @property
     def not_training_positions(self) -> int:
@@ -78,4 +80,5 @@ def spec_figures(connection: ReadConnection, path: str, name: str, selection: Se
         not_training=over_positions(connection, selection, NOT_TRAINING, spec_id, LISTED, trains=trains),
         not_training_entries=over_positions(connection, selection, NOT_TRAINING_COUNT, spec_id, trains=trains)[0][0],
         added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in added_token_uses(connection, spec_id)],
+        causes=render_causes(connection, name),
     )
