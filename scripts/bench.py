@@ -227,7 +227,8 @@ def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float
             "cutoff, truncation, entries, kept, dataidx_version, created_at, seconds) VALUES "
             "(1, 'bench', '', '', '', 'chatml', '', ?, 'drop', ?, ?, '', '', 0)", (capacity, len(lengths), len(lengths)))
         connection.executemany(
-            "INSERT INTO entry_renders VALUES (1, ?, ?, ?, ?, 'ok', NULL)",
+            "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
+            "VALUES (1, ?, ?, ?, ?, 'ok', NULL)",
             ((first + i, int(n), int(n) // 2, int(n)) for i, n in enumerate(lengths)))
     summary = pack_store(copy, "bench", capacity=capacity, seed=0)
     return summary.seconds, summary.fill, summary.packs
@@ -338,6 +339,76 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     packed = f"dataidx pack on those lengths: {plan.entries:,} entries -> {plan.packs:,} packs, {plan.fill:.2%} full, " \
              f"{plan.seconds:.2f} s"
     return entries, lines, packed
+
+
+#: Families whose real templates the family figures render (tests/conformance/families).
+FAMILIES = ("qwen3", "llama3_1", "gemma3", "phi4", "gpt_oss")
+
+
+def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int, list[tuple[str, ...]]]:
+    """Entries/s through real families' own Jinja templates, with tokenizers built like theirs
+    (tests/conformance): dataidx's Renderer and v1's in one process on the same entries (v1's own
+    Renderer when ``llamafactory`` is its source, else its rule over ``apply_chat_template``),
+    and ``dataidx render`` at default jobs next to the built-in ChatML on the same tokenizer."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.conformance import build_tokenizer, template_text
+    from tests.conformance.v1 import v1_render, v1_renderer_class
+
+    from dataidx.index import build
+    from dataidx.read import EntryReader
+    from dataidx.render import CHATML, Renderer, load_tokenizer, render_store
+
+    folder = work / "families"
+    folder.mkdir()
+    store = folder / "families.db"
+    build(generate(folder, rows, rows // 4), store)
+    reader = EntryReader(store)
+    triples = list(reader.entry_triples(1, 2**62))
+    step = max(1, len(triples) // 2000)
+    samples = [(reader.sample(dataset_id, row, cut), cut is not None) for entry, dataset_id, row, cut in triples
+               if entry % step == 0][:2000]
+    v1_class = v1_renderer_class(llamafactory) if llamafactory is not None else None
+    lines, chatml_rate = [], None
+    for slug in ("chatml", *FAMILIES):
+        tokenizer_path = build_tokenizer("qwen2_5" if slug == "chatml" else slug, folder / slug)
+        tokenizer = load_tokenizer(tokenizer_path)
+        text = CHATML if slug == "chatml" else template_text(slug)
+        renderer = Renderer(tokenizer, text, cutoff=4096)
+        renderer.render_many(samples[:50])  # warm: compiled template, tokenizer caches
+        started = time.perf_counter()
+        for start in range(0, len(samples), 256):
+            renderer.render_many(samples[start:start + 256])
+        ours = len(samples) / (time.perf_counter() - started)
+        started = time.perf_counter()
+        if v1_class is not None:
+            tokenizer.chat_template = text
+            v1 = v1_class(tokenizer)
+            for sample, _ in samples:
+                v1_render(v1, sample)
+        else:
+            for sample, _ in samples:
+                try:
+                    messages = chat_messages_of(sample)
+                    tokenizer(tokenizer.apply_chat_template(messages, chat_template=text, tokenize=False),
+                              add_special_tokens=False)
+                    tokenizer(tokenizer.apply_chat_template(messages[:-1], chat_template=text, tokenize=False,
+                                                            add_generation_prompt=True), add_special_tokens=False)
+                except Exception:  # noqa: BLE001 - an entry v1 refuses costs what it cost
+                    pass
+        theirs = len(samples) / (time.perf_counter() - started)
+        summary = render_store(store, tokenizer_path, cutoff=4096, name=slug,
+                               template="chatml" if slug == "chatml" else None)
+        rate = summary.entries / summary.seconds
+        chatml_rate = chatml_rate or rate
+        lines.append((slug, f"{ours:,.0f}", f"{theirs:,.0f}", f"{ours / theirs:.2f}", f"{rate:,.0f}",
+                      f"{rate / chatml_rate:.2f}", f"{summary.kept / summary.entries:.0%}"))
+    return len(triples), lines
+
+
+def chat_messages_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    from dataidx.render import chat_messages
+
+    return chat_messages(sample["messages"])
 
 
 def llamafactory_engine(config: str) -> tuple[Any, float] | None:
@@ -524,6 +595,10 @@ def main() -> None:
                         "sharegpt conversations) for the rendering figures")
     parser.add_argument("--check", action="store_true", help="run the default size, the main table only, and "
                         "compare each figure with the ranges in docs/performance.md; exit 1 on a regression")
+    parser.add_argument("--families", type=int, default=10_000, help="alpaca rows (plus a quarter as many "
+                        "sharegpt conversations) for the figures of real families' templates")
+    parser.add_argument("--families-only", action="store_true", help="only the figures of real families' templates")
+    parser.add_argument("--llamafactory", type=Path, help="LLaMA-Factory's src (ff6d4d12): time v1's own Renderer")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check and (args.config or (args.alpaca, args.sharegpt) != (100_000, 25_000)):
@@ -534,6 +609,9 @@ def main() -> None:
         V1StyleEngine(startup_config) if engine_name == "v1" else llamafactory_engine(startup_config)
         return
 
+    if args.families_only:
+        print_families(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
+        return
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx.config import load_config
     from dataidx.sources import load
@@ -576,6 +654,17 @@ def main() -> None:
           "chatml, cutoff 4096")
     print_table(("renderer", "entries/s", "seconds"), lines)
     print(packed)
+    print_families(work, args)
+
+
+def print_families(work: Path, args: argparse.Namespace) -> None:
+    entries, lines = family_table(work, args.families, args.llamafactory)
+    v1 = "v1's own Renderer" if args.llamafactory else "v1's rule over apply_chat_template"
+    print(f"\nreal families' templates: 2,000 of {entries:,} base entries in one process (dataidx's Renderer in "
+          f"batches of 256; {v1}, entry by entry), then dataidx render of all of them at default jobs; tokenizers "
+          "built like each family's (tests/conformance); chatml is the built-in on qwen2_5's tokenizer")
+    print_table(("template", "dataidx entries/s", "v1 entries/s", "ratio", "render entries/s", "vs chatml", "train"),
+                lines)
 
 
 def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int, ...] = (0,)) -> None:

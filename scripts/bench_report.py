@@ -55,7 +55,8 @@ def synthetic_spec(store: Path, work: Path) -> None:
                            list(values.values()))
         spec_id = connection.execute("SELECT id FROM render_specs WHERE name = 'bench'").fetchone()[0]
         connection.executemany(
-            "INSERT INTO entry_renders VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             ((spec_id, first + i, int(n), int(n) // 3, int(n), "ok" if n <= CUTOFF else "too_long",
               None if n <= CUTOFF else f"{n} tokens > cutoff {CUTOFF}") for i, n in enumerate(lengths.tolist())))
 
