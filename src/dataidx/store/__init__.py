@@ -21,6 +21,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "stopped_read": ".sqlite.read",
     "STATUSES": ".records",
     "TRAINS": ".records",
+    "REASONING": ".records",
+    "REASONING_PROBLEMS": ".records",
     "StoredDataset": ".records",
     "StoredMixture": ".records",
     "read_datasets": ".records",
