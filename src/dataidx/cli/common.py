@@ -141,3 +141,26 @@ def added_tokens_table(specs: list[dict[str, Any]]) -> str:
             "(dataidx render --escape added breaks them)\n"
             + table(["spec", "dataset", "added token", "entries"],
                     [(s["name"], u["dataset"], u["token"], u["entries"]) for s in specs for u in s["added_tokens"]]))
+
+
+
+def spec_notes(specs: list[dict[str, Any]], said: dict[str, tuple[str, str]]) -> list[str]:
+    """What ``dataidx info`` says under the render specs table: a clock a template reads, each
+    spec's reasoning problems (one line each, with a first example; ``said`` words them, as
+    :data:`dataidx.store.REASONING_SAID`), the plain added tokens in data text."""
+    lines = [f"spec '{s['name']}': its template reads the date, fixed at {s['clock']}" for s in specs
+             if s["clock"] is not None]
+    for spec in specs:
+        for found in spec["reasoning_problems"]:
+            what, why = said[found["status"]]
+            example = f"{found['dataset']} row {found['row']}" + ("" if found["cut"] is None else f" cut {found['cut']}")
+            lines.append(f"spec '{spec['name']}': {what} in {found['entries']} entr"
+                         f"{'y' if found['entries'] == 1 else 'ies'} (e.g. {example}): {why}")
+    return lines + ([added_tokens_table(specs)] if any(s["added_tokens"] for s in specs) else [])
+
+
+def reasoning_table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    """What ``dataidx compose --spec`` says of reasoning per dataset (``columns``: the composition's
+    reasoning columns), under its main table."""
+    return ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
+            + table(["dataset", *columns], [(row["dataset"], *(row[c] for c in columns)) for row in rows]))

@@ -44,8 +44,11 @@ __all__, __getattr__ = lazy_face(__name__, {
     "spec_lengths": ".positions",
     "store_info": ".info",
     "added_token_uses": ".info",
+    "reasoning_problems": ".info",
+    "REASONING_SAID": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
+    "REASONING_COLUMNS": ".compose",
     "composition": ".compose",
     "composition_problems": ".compose",
     # writing
