@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .figures import Figures
+from .reasoning import reasoning_document
 
 
 def _rows(keys: tuple[str, ...], rows: list[tuple]) -> list[dict[str, Any]]:
@@ -44,6 +45,7 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
                                     spec.not_training),
             },
             "added_tokens": _rows(("dataset", "token", "entries"), spec.added_tokens),
+            "reasoning": reasoning_document(spec.reasoning),
         },
         "plan": None if plan is None else {
             "name": plan.name, "capacity": plan.capacity, "packs": plan.packs, "entries": plan.entries,
