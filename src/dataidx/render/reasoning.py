@@ -70,6 +70,12 @@ def message_status(chat: list[dict[str, Any]], number: int, full: str,
     message = chat[number]
     content = message.get("content") or ""
     block = message.get("reasoning_content") or ""
+    if not block and "think>" not in content:  # most turns: only the thinking switch to look at
+        asked = _last_user(chat, number)
+        if asked is not None and "/think" in asked[1]:
+            return "mode_mismatch", f"reasoning mode mismatch: message {asked[0]} asks /think, message {number} " \
+                                    "does not reason"
+        return None
     text, thought = _plain(content), _plain(block)
     opened = text.rfind(OPEN)
     inline = opened >= 0 and text.find(CLOSE, opened) >= 0
