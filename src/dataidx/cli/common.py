@@ -161,9 +161,10 @@ def causes_note(spec: str, causes: list[tuple[str, int, str, int, int | None, st
     return "\n".join(lines)
 
 
-def render_specs_text(specs: list[dict[str, Any]]) -> str:
-    """What ``dataidx info`` says of the render specs: a table, then per spec its fixed date and why
-    entries do not train, then the plain added tokens in data text."""
+def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, str]]) -> str:
+    """What ``dataidx info`` says of the render specs: a table, then per spec the date its template
+    reads, why entries do not train, its reasoning problems (one line each with a first example;
+    ``said`` words them, as :data:`dataidx.store.REASONING_SAID`), then the plain added tokens."""
     keys = ("name", "template", "cutoff", "truncation", "escapes", "entries", "kept", "tokenizer")
     parts = ["\nrender specs (dataidx render):",
              table(["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
@@ -172,6 +173,18 @@ def render_specs_text(specs: list[dict[str, Any]]) -> str:
         if spec["clock"] is not None:
             parts.append(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
         parts.append(causes_note(spec["name"], [tuple(cause.values()) for cause in spec["causes"]]))
+        for found in spec["reasoning_problems"]:
+            what, why = said[found["status"]]
+            example = f"{found['dataset']} row {found['row']}" + ("" if found["cut"] is None else f" cut {found['cut']}")
+            parts.append(f"spec '{spec['name']}': {what} in {found['entries']} entr"
+                         f"{'y' if found['entries'] == 1 else 'ies'} (e.g. {example}): {why}")
     if any(spec["added_tokens"] for spec in specs):
         parts.append(added_tokens_table(specs))
     return "\n".join(filter(None, parts))
+
+
+def reasoning_table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    """What ``dataidx compose --spec`` says of reasoning per dataset (``columns``: the composition's
+    reasoning columns), under its main table."""
+    return ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
+            + table(["dataset", *columns], [(row["dataset"], *(row[c] for c in columns)) for row in rows]))

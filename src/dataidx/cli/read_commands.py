@@ -10,7 +10,7 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import ProgressLine, echo, echo_json, json_option, render_specs_text, table
+from .common import ProgressLine, echo, echo_json, json_option, reasoning_table, render_specs_text, table
 
 
 @click.command()
@@ -24,7 +24,7 @@ def info(store: str, as_json: bool) -> None:
     Example:
         dataidx info demo.db --json
     """
-    from ..store import store_info
+    from ..store import REASONING_SAID, store_info
 
     details = store_info(store)
     if as_json:
@@ -59,7 +59,7 @@ def info(store: str, as_json: bool) -> None:
         else:
             echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
     if details["render_specs"]:
-        echo(render_specs_text(details["render_specs"]))
+        echo(render_specs_text(details["render_specs"], REASONING_SAID))
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(
@@ -170,7 +170,8 @@ def _parameter(text: str) -> tuple[str, int | float | str]:
 @click.argument("store")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to describe.")
 @click.option("--epoch", type=click.IntRange(min=0), help="One epoch of the mixture (default: all of them together).")
-@click.option("--spec", help="Also the training entries, tokens and supervised tokens per dataset under this render spec.")
+@click.option("--spec", help="Also the training entries, tokens, supervised tokens and reasoning per dataset "
+                             "under this render spec.")
 @json_option("Print one JSON array of objects, one per dataset.")
 def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_json: bool) -> None:
     """Print what a mixture is made of: entries, share, distinct rows, repeats and coverage
@@ -181,7 +182,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture default --json
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
-    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving
+    from ..store import COMPOSITION_COLUMNS, REASONING_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
     epochs = mixture_epochs(store, mixture)
@@ -193,6 +194,8 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         return
     columns = list(COMPOSITION_COLUMNS) + (list(TOKEN_COLUMNS) if spec else [])
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
+    if spec:
+        echo(reasoning_table(rows, REASONING_COLUMNS))
 
 
 @click.command()

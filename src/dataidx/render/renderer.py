@@ -24,6 +24,7 @@ from ..store import STATUSES
 from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
 from .chat_text import ChatText, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens, kept_detail
+from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
 
 TRUNCATIONS = ("drop", "right", "left")
@@ -221,7 +222,8 @@ class Renderer:
         worst = max((side.status for side in sides.values()), key=STATUSES.index)
         return _holding(Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
                                  detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
-                                 sides=sides, cause=next(s.cause for s in sides.values() if s.status == worst)), added)
+                                 sides=sides, cause=next(s.cause for s in sides.values() if s.status == worst),
+                                 reasoning=worst_reasoning(s.reasoning for s in sides.values())), added)
 
     def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
         ids = full.ids  # a new list on every access: read once
@@ -229,7 +231,8 @@ class Renderer:
         if prompt_ids is not None and ids[: len(prompt_ids)] == prompt_ids:  # v1's token diff
             start, weight = len(prompt_ids), side.weights[-1]
             tail = ids[start:] if weight > SUPERVISED_EPSILON else [IGNORE] * (len(ids) - start)
-            return self._truncate(ids, [IGNORE] * start + tail, [0.0] * start + [weight] * (len(ids) - start))
+            return marked(self._truncate(ids, [IGNORE] * start + tail, [0.0] * start + [weight] * (len(ids) - start)),
+                          side, [(len(side.prompt or ""), len(side.full))])  # v1's rule: what follows the prompt
         if prompt is not None or side.has_cut:
             wanted = [len(side.chat) - 1] if side.chat else []
         else:
@@ -237,7 +240,7 @@ class Renderer:
         with self.chat.entry():  # locating messages renders prefixes: a time budget of their own
             spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
         labels, weights = label_tokens(ids, full.offsets, spans)
-        return self._truncate(ids, labels, weights)
+        return marked(self._truncate(ids, labels, weights), side, [(span.start, span.end) for span in spans])
 
     def _truncate(self, ids: list[int], labels: list[int], weights: list[float]) -> Rendered:
         full = len(ids)

@@ -11,12 +11,16 @@ from typing import Any
 from .connect import connect_readonly, not_found
 from .dialect import ReadConnection
 from .query import run_query
-from .records import TRAINS, StoredMixture, read_mixture
+from .records import REASONING_PROBLEMS, TRAINS, StoredMixture, read_mixture
 
 COMPOSITION_COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows",
                        "max_repeats", "coverage")
 #: Added with a render spec: of the entries drawn, those that train, and their tokens.
 TOKEN_COLUMNS = ("training_entries", "tokens", "supervised_tokens", "share_of_tokens")
+#: Also with a render spec: of those training entries, the ones with reasoning and without (and
+#: their tokens), and the reasoning problems among them (``entry_renders.reasoning``).
+REASONING_COLUMNS = ("reasoning_entries", "reasoning_tokens", "plain_entries", "plain_tokens",
+                     *(f"reasoning_{problem}" for problem in REASONING_PROBLEMS))
 
 # One row per dataset: mixture_datasets holds the counts over every epoch, epoch_datasets each
 # epoch's, both made when the mixture was written. Coverage: distinct rows seen out of all rows.
@@ -63,7 +67,8 @@ WITH spans AS (
     UNION ALL
     SELECT e.entry_id, e.entry_id FROM mixture_entries AS e WHERE e.id BETWEEN :first AND :last
 )
-SELECT d.name, count(*), sum(l.tokens), sum(l.supervised_tokens)
+SELECT d.name, count(*), sum(l.tokens), sum(l.supervised_tokens), count(l.reasoning),
+       sum(CASE WHEN l.reasoning IS NULL THEN 0 ELSE l.tokens END){problems}
 FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
 WHERE l.spec_id = :spec_id AND l.entry_id BETWEEN spans.lo AND spans.hi
   AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ({trains})
@@ -75,12 +80,13 @@ def composition(store: str | os.PathLike[str], mixture: str = "default", *, epoc
                 spec: str | None = None) -> list[dict[str, Any]]:
     """One dict per dataset of ``mixture`` with the keys of :data:`COMPOSITION_COLUMNS`: over
     every epoch, or of epoch ``epoch``. With ``spec`` (a stored render spec) also the keys of
-    :data:`TOKEN_COLUMNS`: what a training run on that spec spends on each dataset.
+    :data:`TOKEN_COLUMNS` and :data:`REASONING_COLUMNS`: what a training run on that spec spends
+    on each dataset, and what became of the reasoning it trains on.
 
     Example::
 
         for row in composition("demo.db", spec="default"):
-            print(row["dataset"], row["share"], row["share_of_tokens"])
+            print(row["dataset"], row["share"], row["share_of_tokens"], row["reasoning_dropped"])
     """
     connection = connect_readonly(store)
     try:
@@ -94,33 +100,44 @@ def composition(store: str | os.PathLike[str], mixture: str = "default", *, epoc
     composed = [dict(zip(columns, row)) for row in rows]
     if tokens is not None:
         total = sum(counts[1] for counts in tokens.values()) or None
+        empty = (0,) * (3 + len(REASONING_COLUMNS) - 2)
         for row in composed:
-            training, spent, supervised = tokens.get(row["dataset"], (0, 0, 0))
+            training, spent, supervised, reasoning, reasoning_tokens, *problems = tokens.get(row["dataset"], empty)
             row.update(training_entries=training, tokens=spent, supervised_tokens=supervised,
-                       share_of_tokens=None if total is None else round(spent / total, 6))
+                       share_of_tokens=None if total is None else round(spent / total, 6),
+                       reasoning_entries=reasoning, reasoning_tokens=reasoning_tokens,
+                       plain_entries=training - reasoning, plain_tokens=spent - reasoning_tokens,
+                       **dict(zip(REASONING_COLUMNS[4:], problems)))
     return composed
 
 
 def _tokens(connection: ReadConnection, store: str | os.PathLike[str], mixture: StoredMixture, spec: str,
-            epoch: int | None) -> dict[str, tuple[int, int, int]]:
+            epoch: int | None) -> dict[str, tuple[int, ...]]:
     """Per dataset: training entries, tokens and supervised tokens of the mixture (or one epoch)
-    under ``spec``, from what the mixture recorded when it was drawn under that very spec."""
+    under ``spec`` (from what the mixture recorded when it was drawn under that very spec), then
+    the entries with reasoning, their tokens and the count of each reasoning problem. Reasoning is
+    counted over the positions' entry ranges (a range scan of ``entry_renders``, once)."""
     found = connection.execute(connection.dialect.sql(
         "SELECT s.id, s.fingerprint, m.spec, m.spec_fingerprint, m.start, m.entries FROM render_specs AS s "
         "CROSS JOIN mixtures AS m WHERE s.name = {mark} AND m.id = {mark}"), (spec, mixture.id)).fetchone()
     if found is None:
         raise not_found(connection, "render_specs", "render spec", spec, store, "; run dataidx render")
     spec_id, fingerprint, drawn_under, drawn_fingerprint, start, entries = found
-    if (drawn_under, drawn_fingerprint) == (spec, fingerprint):
+    first, last = (start, start + entries - 1) if epoch is None else \
+        (mixture.start, mixture.start + mixture.entries - 1)
+    problems = "".join(f",\n       sum(CASE WHEN l.reasoning = '{problem}' THEN 1 ELSE 0 END)"
+                       for problem in REASONING_PROBLEMS)
+    sql = _COUNTED_TOKENS.format(trains=", ".join(f"'{status}'" for status in TRAINS), problems=problems)
+    _, rows = run_query(store, sql, {"mixture_id": mixture.id, "spec_id": spec_id, "first": first, "last": last})
+    counted = {name: tuple(int(value or 0) for value in counts) for name, *counts in rows}
+    if (drawn_under, drawn_fingerprint) == (spec, fingerprint):  # the tokens as the mixture recorded them
         epochs = (0, mixture.epochs - 1) if epoch is None else (epoch, epoch)
-        sql, parameters = _STORED_TOKENS, {"mixture": mixture.name, "first_epoch": epochs[0], "last_epoch": epochs[1]}
-    else:
-        first, last = (start, start + entries - 1) if epoch is None else \
-            (mixture.start, mixture.start + mixture.entries - 1)
-        sql = _COUNTED_TOKENS.format(trains=", ".join(f"'{status}'" for status in TRAINS))
-        parameters = {"mixture_id": mixture.id, "spec_id": spec_id, "first": first, "last": last}
-    _, rows = run_query(store, sql, parameters)
-    return {name: tuple(int(value or 0) for value in counts) for name, *counts in rows}
+        _, rows = run_query(store, _STORED_TOKENS, {"mixture": mixture.name, "first_epoch": epochs[0],
+                                                    "last_epoch": epochs[1]})
+        empty = (0,) * (3 + len(REASONING_COLUMNS) - 2)
+        counted = {name: (*(int(value or 0) for value in stored), *counted.get(name, empty)[3:])
+                   for name, *stored in rows}
+    return counted
 
 
 # The counts again, from every position: what verify compares the stored ones with.

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import hide_passwords
 from .connect import SCHEMA_REVISION, connect_readonly
 from .dialect import ReadConnection
-from .records import TRAINS, read_epochs, stale_budget_mixtures
+from .records import REASONING_PROBLEMS, TRAINS, read_epochs, stale_budget_mixtures
 from .renders import render_causes
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
@@ -35,6 +35,24 @@ _ADDED_TOKENS = (
 )
 
 
+#: What each reasoning problem means, for ``dataidx info`` and the report: ``(what, why)``.
+REASONING_SAID = {
+    "dropped": ("reasoning dropped from the trained tokens", "the template does not write it"),
+    "unclosed": ("reasoning unclosed", "the trained turn opens <think> and never closes it"),
+    "no_answer": ("reasoning without an answer", "nothing follows the reasoning: no text, no tool call"),
+    "mode_mismatch": ("reasoning against the thinking switch",
+                      "the user asked /no_think and the turn reasons, or /think and it does not"),
+}
+
+#: Per reasoning problem of a spec: its entries and the first of them (a range scan of the spec's rows).
+_REASONING_PROBLEMS = (
+    "SELECT p.reasoning AS status, p.entries, d.name AS dataset, b.row, b.cut FROM (SELECT r.reasoning, "
+    "count(*) AS entries, min(r.entry_id) AS first FROM entry_renders AS r WHERE r.spec_id = {mark} "
+    "AND r.reasoning IN ({problems}) GROUP BY r.reasoning) AS p JOIN base_entries AS b ON b.id = p.first "
+    "JOIN datasets AS d ON d.id = b.dataset_id"
+)
+
+
 def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
     cursor = connection.execute(sql, parameters)
     columns = [d[0] for d in cursor.description]
@@ -45,6 +63,13 @@ def added_token_uses(connection: ReadConnection, spec_id: int) -> list[dict[str,
     """``{dataset, token, entries}`` of spec ``spec_id``: per dataset, the base entries whose data
     text holds an added token that is not special (kept as its id, as in v1), most first."""
     return _rows(connection, connection.dialect.sql(_ADDED_TOKENS), spec_id)
+
+
+def reasoning_problems(connection: ReadConnection, spec_id: int) -> list[dict[str, Any]]:
+    """``{status, entries, dataset, row, cut}`` of spec ``spec_id``: per reasoning problem that
+    occurs, its base entries and the first of them, worst problem first."""
+    sql = connection.dialect.sql(_REASONING_PROBLEMS, problems=", ".join(f"'{p}'" for p in REASONING_PROBLEMS))
+    return sorted(_rows(connection, sql, spec_id), key=lambda found: REASONING_PROBLEMS.index(found["status"]))
 
 
 def _training_positions(connection: ReadConnection, mixture_id: int, spec_id: int) -> int:
@@ -92,6 +117,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             spec["added_tokens"] = added_token_uses(connection, spec["id"])
             spec["causes"] = [dict(zip(("cause", "entries", "dataset", "row", "cut", "detail"), cause))
                               for cause in render_causes(connection, spec["name"])]
+            spec["reasoning_problems"] = reasoning_problems(connection, spec["id"])
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])

@@ -26,6 +26,10 @@ _WRAPPED: set[tuple[str, str]] = set()
 #: say why an entry does not. Stored in ``entry_renders.status``.
 STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
 TRAINS = ("ok", "truncated")
+#: What became of an entry's reasoning, worst first (``entry_renders.reasoning``; NULL: it has
+#: none). The first four are problems ``info``, ``compose`` and the report count.
+REASONING = ("dropped", "unclosed", "no_answer", "mode_mismatch", "inline", "kept")
+REASONING_PROBLEMS = REASONING[:4]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..render import cause_advice, describe_cause
 from .figures import Figures
+from .reasoning import reasoning_document
 
 
 def _rows(keys: tuple[str, ...], rows: list[tuple]) -> list[dict[str, Any]]:
@@ -48,6 +49,7 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
             "causes": [{"cause": cause, "words": describe_cause(cause).words, "advice": cause_advice(cause),
                         "entries": entries, "example": {"dataset": dataset, "row": row, "cut": cut, "detail": detail}}
                        for cause, entries, dataset, row, cut, detail in spec.causes],
+            "reasoning": reasoning_document(spec.reasoning),
         },
         "plan": None if plan is None else {
             "name": plan.name, "capacity": plan.capacity, "packs": plan.packs, "entries": plan.entries,

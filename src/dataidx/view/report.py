@@ -21,6 +21,7 @@ from ..spec import DEFAULT_SEED
 from ..store import connect_readonly
 from .document import report_document
 from .figures import Figures, Progress, gather
+from .reasoning import reasoning_section
 from .sections import lengths, mixture_section, packing, rejects, summary
 from .tokens import converted_samples, rendered_samples, sampled_positions
 
@@ -88,7 +89,7 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
 def _page(path: str, figures: Figures, samples: list[str], seed: int) -> str:
     sections = [summary(path, figures), mixture_section(figures)]
     if figures.spec is not None:
-        sections.append(lengths(figures))
+        sections += [lengths(figures), reasoning_section(figures)]
     if figures.plan is not None:
         sections.append(packing(figures))
     sections.append(rejects(figures))

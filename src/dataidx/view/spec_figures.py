@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..store import TRAINS, CauseRow, ReadConnection, added_token_uses, not_found, render_causes
 from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
+from .reasoning import reasoning_rows
 
 #: Bars per length histogram; distinct entries that do not train listed one by one (most drawn first).
 LENGTH_BINS = 40
@@ -24,7 +25,8 @@ class SpecFigures:
     positions, example detail)``; ``not_training`` the :data:`LISTED` entries drawn most often
     that do not train, ``(dataset, row, cut, status, full_tokens, detail, times drawn)``, of
     ``not_training_entries`` distinct ones; ``added_tokens`` rows ``(dataset, token, entries)``
-    count base entries (not positions) whose data text holds an added token that is not special."""
+    count base entries (not positions) whose data text holds an added token that is not special;
+    ``reasoning`` rows are :func:`.reasoning.reasoning_rows`."""
 
     name: str
     cutoff: int
@@ -38,6 +40,7 @@ class SpecFigures:
     added_tokens: list[tuple[str, str, int]]
     #: why base entries (not positions) of the spec do not train, per cause (see dataidx.render.causes)
     causes: list[CauseRow]
+    reasoning: list[tuple]
 
     @property
     def not_training_positions(self) -> int:
@@ -81,4 +84,5 @@ def spec_figures(connection: ReadConnection, path: str, name: str, selection: Se
         not_training_entries=over_positions(connection, selection, NOT_TRAINING_COUNT, spec_id, trains=trains)[0][0],
         added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in added_token_uses(connection, spec_id)],
         causes=render_causes(connection, name),
+        reasoning=reasoning_rows(connection, selection, spec_id),
     )
