@@ -45,9 +45,16 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for slug in ("qwen2_5", "qwen3"):
         result = CliRunner().invoke(cli, ["render", str(folder / "thoughts.db"), "--tokenizer",
                                           str(build_tokenizer(slug, folder / slug)), "--name", slug,
-                                          "--cutoff", "4096", "-q"])
+                                          "--cutoff", "4096"])
         assert result.exit_code == 0, result.output
+        (folder / f"{slug}.txt").write_text(result.output)
     return folder / "thoughts.db"
+
+
+def test_render_counts_each_reasoning_status_worst_first(store: Path) -> None:
+    said = store.with_name("qwen2_5.txt").read_text()
+    assert ("reasoning under spec 'qwen2_5': 3 dropped, 1 unclosed, 1 no_answer, 1 mode_mismatch, 1 inline "
+            "(dataidx info explains each problem)") in said
 
 
 def stored(store: Path, spec: str) -> dict[int, tuple]:

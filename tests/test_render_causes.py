@@ -110,3 +110,11 @@ def test_a_template_that_wants_other_tool_shapes_says_what_it_wanted(tmp_path: P
     rendered = renderer.render({"messages": [user("Weather?"), call("get_weather", '{"city": "Paris"}')],
                                 "tools": schemas}, has_cut=True)
     assert rendered.status == "render_error" and rendered.cause == "tool_shape"
+
+
+def test_compose_with_a_spec_says_why_its_entries_do_not_train(store: Path) -> None:
+    result = CliRunner().invoke(cli, ["compose", str(store), "--spec", "gemma2"])
+    assert result.exit_code == 0, result.output
+    system = causes(store, "gemma2")["template: System role not supported"]
+    assert f"{system:>11,}  the template refused it: System role not supported" in result.output
+    assert ADVICE in result.output

@@ -11,8 +11,9 @@ from the supervised tokens), ``inline`` (``<think>`` in the answer's text, train
 does), ``unclosed``, ``no_answer`` or ``mode_mismatch`` (``/no_think`` with reasoning, ``/think``
 without). The ``entry_lengths`` view gains both columns.
 
-``render_causes`` counts, per spec, the entries of each cause, with the first as an example:
-``dataidx info`` and the report read it without scanning a spec's entries.
+``render_causes`` counts, per spec, the entries of each cause (``kind`` ``status``) and of each
+reasoning status (``kind`` ``reasoning``), with the first as an example: ``dataidx info`` and the
+report read it without scanning a spec's entries.
 
 Revision ID: 0010
 Revises: 0009
@@ -48,13 +49,14 @@ def upgrade() -> None:
     op.create_table(
         "render_causes",
         sa.Column("spec_id", sa.Integer(), nullable=False),
+        sa.Column("kind", sa.String(), nullable=False),
         sa.Column("cause", sa.String(), nullable=False),
         sa.Column("entries", sa.Integer(), nullable=False),
         sa.Column("example_entry", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(["spec_id"], ["render_specs.id"], name=op.f("fk_render_causes_spec_id_render_specs")),
         sa.ForeignKeyConstraint(["example_entry"], ["base_entries.id"],
                                 name=op.f("fk_render_causes_example_entry_base_entries")),
-        sa.PrimaryKeyConstraint("spec_id", "cause", name=op.f("pk_render_causes")),
+        sa.PrimaryKeyConstraint("spec_id", "kind", "cause", name=op.f("pk_render_causes")),
         sqlite_with_rowid=False,
     )
 

@@ -14,6 +14,7 @@ import click
 from ..errors import hide_passwords
 from ..render import cause_advice, describe_cause
 from ..spec import DEFAULT_SEED, SAMPLING_MODES
+from ..store import REASONING, REASONING_COLUMNS, spec_causes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -161,6 +162,15 @@ def causes_note(spec: str, causes: list[tuple[str, int, str, int, int | None, st
     return "\n".join(lines)
 
 
+def render_text(spec: str, summary: Any) -> str:
+    """What ``dataidx render`` says first of a render (a ``RenderSummary``): entries per dataset and
+    status, why those that do not train do not, and what became of reasoning, worst first."""
+    found = [f"{summary.reasoning[status]:,} {status}" for status in REASONING if summary.reasoning.get(status)]
+    reasoning = f"reasoning under spec '{spec}': {', '.join(found)} (dataidx info explains each problem)"
+    return "\n".join([table(["dataset", "status", "entries"], summary.counts), *filter(None, [
+        causes_note(spec, summary.causes), reasoning if found else ""])])
+
+
 def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, str]]) -> str:
     """What ``dataidx info`` says of the render specs: a table, then per spec the date its template
     reads, why entries do not train, its reasoning problems (one line each with a first example;
@@ -183,8 +193,10 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
     return "\n".join(filter(None, parts))
 
 
-def reasoning_table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
-    """What ``dataidx compose --spec`` says of reasoning per dataset (``columns``: the composition's
-    reasoning columns), under its main table."""
-    return ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
-            + table(["dataset", *columns], [(row["dataset"], *(row[c] for c in columns)) for row in rows]))
+def spec_composition_notes(store: str, spec: str, rows: list[dict[str, Any]]) -> str:
+    """What ``dataidx compose --spec`` says under its main table: reasoning per dataset (of the
+    entries that train), then why the spec's entries that do not train do not."""
+    reasoning = ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
+                 + table(["dataset", *REASONING_COLUMNS],
+                         [(row["dataset"], *(row[c] for c in REASONING_COLUMNS)) for row in rows]))
+    return "\n".join(filter(None, [reasoning, causes_note(spec, spec_causes(store, spec))]))

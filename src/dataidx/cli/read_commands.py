@@ -10,7 +10,7 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import ProgressLine, echo, echo_json, json_option, reasoning_table, render_specs_text, table
+from .common import ProgressLine, echo, echo_json, json_option, render_specs_text, spec_composition_notes, table
 
 
 @click.command()
@@ -182,7 +182,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture default --json
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
-    from ..store import COMPOSITION_COLUMNS, REASONING_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving
+    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
     epochs = mixture_epochs(store, mixture)
@@ -195,7 +195,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     columns = list(COMPOSITION_COLUMNS) + (list(TOKEN_COLUMNS) if spec else [])
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
     if spec:
-        echo(reasoning_table(rows, REASONING_COLUMNS))
+        echo(spec_composition_notes(store, spec, rows))
 
 
 @click.command()

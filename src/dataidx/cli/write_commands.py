@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, added_tokens_note, causes_note, echo, mixture_options, shown, steps_line, table
+from .common import ProgressLine, added_tokens_note, echo, mixture_options, render_text, shown, steps_line, table
 
 
 @click.command()
@@ -178,8 +178,7 @@ def _render(store: str, tokenizer: str, template: str | None, cutoff: int, trunc
                            jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes)
     if quiet:
         return
-    echo("\n".join(filter(None, [table(["dataset", "status", "entries"], summary.counts),
-                                  causes_note(name, summary.causes)])), err=True)
+    echo(render_text(name, summary), err=True)
     if summary.reused:
         echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)", err=True)
         return

@@ -66,6 +66,8 @@ class RenderSummary:
     added_tokens: list[tuple[str, str, int]] = field(default_factory=list)
     #: why entries do not train: per cause, how many and the first (see .causes)
     causes: list[CauseRow] = field(default_factory=list)
+    #: what became of entries' reasoning: per status, how many (see .reasoning)
+    reasoning: dict[str, int] = field(default_factory=dict)
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
@@ -169,7 +171,7 @@ class RenderedRows:
         self.file = tempfile.TemporaryFile()
         self.entries = self.kept = 0
         self.added_uses: AddedUses = Counter()
-        self.causes: dict[str, tuple[int, int]] = {}  # cause -> (entries, first entry id)
+        self.causes: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, cause) -> (entries, first entry id)
 
     def __enter__(self) -> RenderedRows:
         return self
@@ -182,9 +184,10 @@ class RenderedRows:
         self.entries += len(rows)
         self.kept += sum(1 for row in rows if row[4] in TRAINS)
         for row in rows:
-            if (cause := row[6]) is not None:
-                n, first = self.causes.get(cause, (0, row[0]))
-                self.causes[cause] = (n + 1, min(first, row[0]))
+            for key in (("status", row[6]), ("reasoning", row[7])):
+                if key[1] is not None:
+                    n, first = self.causes.get(key, (0, row[0]))
+                    self.causes[key] = (n + 1, min(first, row[0]))
 
     def chunks(self) -> Iterator[list[LengthRow]]:
         self.file.seek(0)
@@ -262,4 +265,5 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
                                                           rendered.kept, started, rendered.added_uses, rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
     return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed,
-                         stale_mixtures=list(stale), causes=causes)
+                         stale_mixtures=list(stale), causes=causes,
+                         reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items() if kind == "reasoning"})

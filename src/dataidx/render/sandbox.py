@@ -67,6 +67,15 @@ def _made(context: Any, value: Any) -> Any:
     return value
 
 
+#: Names a dict has as attributes (its methods): any other ``dict.name`` in a template is its key.
+_DICT_NAMES = frozenset(dir(dict))
+#: Plain types whose methods' safety the sandbox decides by type and name alone; format methods are
+#: wrapped by the sandbox each time, so they never take the short way.
+_PLAIN = frozenset({str, dict, list, tuple, int, float, bool})
+_FORMATS = frozenset({"format", "format_map"})
+#: ``(type, name)`` of methods the sandbox has found safe, looked up directly from then on.
+_SAFE_METHODS: set[tuple[type, str]] = set()
+
 #: A list this short is looped over as it is, its items ticked at once: a message loop pays nothing per item.
 _SHORT = 64
 
@@ -83,7 +92,7 @@ def _looped(context: Any, iterable: Iterable[Any]) -> Iterable[Any]:
 def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **options: Any) -> Any:
     """Hugging Face's sandboxed environment with its extra ``filters`` and global ``functions``,
     every template of which runs under :func:`current`."""
-    from jinja2 import Template, nodes, pass_context  # here, not at import: only rendering needs Jinja
+    from jinja2 import Template, Undefined, nodes, pass_context  # here, not at import: only rendering needs Jinja
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class BudgetedEnvironment(ImmutableSandboxedEnvironment):
@@ -106,6 +115,24 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
                 concat.nodes = [nodes.Filter(nodes.Concat(concat.nodes, lineno=concat.lineno), "dataidx_made", [], [],
                                              None, None, lineno=concat.lineno)]
             return tree
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            """Jinja's sandboxed lookup, sooner for what chat templates look up most: a message's
+            key (``message.content``: a dict has no such attribute, so Jinja would take the key
+            after failing to find one) and a method of a plain value (``content.strip``), whose
+            safety depends only on its type and name and is decided once."""
+            kind = obj.__class__
+            if kind is dict and attribute not in _DICT_NAMES:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return self.undefined(obj=obj, name=attribute)
+            if (kind, attribute) in _SAFE_METHODS:
+                return getattr(obj, attribute)
+            value = super().getattr(obj, attribute)
+            if kind in _PLAIN and attribute not in _FORMATS and callable(value) and not isinstance(value, Undefined):
+                _SAFE_METHODS.add((kind, attribute))  # found, and judged safe by the sandbox
+            return value
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's
             budget = local.budget

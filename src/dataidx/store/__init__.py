@@ -66,6 +66,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "LengthRow": ".renders",
     "CauseRow": ".renders",
     "render_causes": ".renders",
+    "spec_causes": ".renders",
     "move_spec_tokenizer": ".renders",
     "save_packing_plan": ".packs",
     "EpochPacks": ".packs",

@@ -44,15 +44,6 @@ REASONING_SAID = {
                       "the user asked /no_think and the turn reasons, or /think and it does not"),
 }
 
-#: Per reasoning problem of a spec: its entries and the first of them (a range scan of the spec's rows).
-_REASONING_PROBLEMS = (
-    "SELECT p.reasoning AS status, p.entries, d.name AS dataset, b.row, b.cut FROM (SELECT r.reasoning, "
-    "count(*) AS entries, min(r.entry_id) AS first FROM entry_renders AS r WHERE r.spec_id = {mark} "
-    "AND r.reasoning IN ({problems}) GROUP BY r.reasoning) AS p JOIN base_entries AS b ON b.id = p.first "
-    "JOIN datasets AS d ON d.id = b.dataset_id"
-)
-
-
 def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
     cursor = connection.execute(sql, parameters)
     columns = [d[0] for d in cursor.description]
@@ -65,11 +56,12 @@ def added_token_uses(connection: ReadConnection, spec_id: int) -> list[dict[str,
     return _rows(connection, connection.dialect.sql(_ADDED_TOKENS), spec_id)
 
 
-def reasoning_problems(connection: ReadConnection, spec_id: int) -> list[dict[str, Any]]:
-    """``{status, entries, dataset, row, cut}`` of spec ``spec_id``: per reasoning problem that
-    occurs, its base entries and the first of them, worst problem first."""
-    sql = connection.dialect.sql(_REASONING_PROBLEMS, problems=", ".join(f"'{p}'" for p in REASONING_PROBLEMS))
-    return sorted(_rows(connection, sql, spec_id), key=lambda found: REASONING_PROBLEMS.index(found["status"]))
+def reasoning_problems(connection: ReadConnection, spec: str) -> list[dict[str, Any]]:
+    """``{status, entries, dataset, row, cut}`` of spec ``spec``: per reasoning problem that
+    occurs, its base entries and the first of them, worst problem first (counted when rendered)."""
+    found = [dict(zip(("status", "entries", "dataset", "row", "cut"), row[:5]))
+             for row in render_causes(connection, spec, "reasoning") if row[0] in REASONING_PROBLEMS]
+    return sorted(found, key=lambda problem: REASONING_PROBLEMS.index(problem["status"]))
 
 
 def _training_positions(connection: ReadConnection, mixture_id: int, spec_id: int) -> int:
@@ -117,7 +109,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             spec["added_tokens"] = added_token_uses(connection, spec["id"])
             spec["causes"] = [dict(zip(("cause", "entries", "dataset", "row", "cut", "detail"), cause))
                               for cause in render_causes(connection, spec["name"])]
-            spec["reasoning_problems"] = reasoning_problems(connection, spec["id"])
+            spec["reasoning_problems"] = reasoning_problems(connection, spec["name"])
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])

@@ -51,12 +51,14 @@ class AddedTokenUse(Base):
 
 
 class RenderCause(Base):
-    """How many entries of a spec do not train for one cause, and the first of them: counted once
-    when the spec is written, so ``info`` and the report never scan the spec's entries for it."""
+    """How many entries of a spec do not train for one cause (``kind`` ``status``), or have one
+    reasoning status (``kind`` ``reasoning``), and the first of them: counted once when the spec is
+    written, so ``info`` and the report never scan the spec's entries for it."""
 
     __tablename__ = "render_causes"
     __table_args__ = {"sqlite_with_rowid": False}
     spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String, primary_key=True)
     cause: Mapped[str] = mapped_column(String, primary_key=True)
     entries: Mapped[int] = mapped_column(INT, nullable=False)
     example_entry: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -12,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
+from .connect import connect_readonly
 from .deletes import delete_spec
 from .dialect import ReadConnection
 from .records import stale_budget_mixtures
@@ -37,13 +39,23 @@ _CAUSES = (
     "JOIN render_specs AS s ON s.id = c.spec_id JOIN base_entries AS b ON b.id = c.example_entry "
     "JOIN datasets AS d ON d.id = b.dataset_id "
     "JOIN entry_renders AS r ON r.spec_id = c.spec_id AND r.entry_id = c.example_entry "
-    "WHERE s.name = {mark} ORDER BY c.entries DESC, c.cause"
+    "WHERE s.name = {mark} AND c.kind = {mark} ORDER BY c.entries DESC, c.cause"
 )
 
 
-def render_causes(connection: ReadConnection, spec: str) -> list[CauseRow]:
-    """Why entries of spec ``spec`` do not train: per cause, how many and the first of them."""
-    return [tuple(row) for row in connection.execute(connection.dialect.sql(_CAUSES), (spec,))]
+def render_causes(connection: ReadConnection, spec: str, kind: str = "status") -> list[CauseRow]:
+    """Why entries of spec ``spec`` do not train (``kind="status"``), or what became of their
+    reasoning (``kind="reasoning"``): per cause, how many entries and the first of them."""
+    return [tuple(row) for row in connection.execute(connection.dialect.sql(_CAUSES), (spec, kind))]
+
+
+def spec_causes(store: str | os.PathLike[str], spec: str) -> list[CauseRow]:
+    """:func:`render_causes` of a store's spec, in a read connection of its own."""
+    connection = connect_readonly(store)
+    try:
+        return render_causes(connection, spec)
+    finally:
+        connection.close()
 
 
 def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str, int]]:
@@ -53,12 +65,12 @@ def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str,
 
 def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
                      kept: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
-                     causes: Mapping[str, tuple[int, int]] | None = None,
+                     causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
                      ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
     lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it;
     ``added_uses``: entries per ``(dataset id, token)`` whose data text holds a plain added token;
-    ``causes``: per cause of not training, the entries and the first entry's id.
+    ``causes``: per ``(kind, cause)`` (see :class:`.RenderCause`), the entries and the first one's id.
 
     Returns the plans removed, the counts per dataset and status, the causes (:func:`render_causes`)
     and the seconds since ``started``.
@@ -81,10 +93,10 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
             for (dataset_id, token), n in sorted(added_uses.items())])
     if causes:
         connection.execute(insert(RenderCause), [
-            {"spec_id": spec_id, "cause": cause, "entries": n, "example_entry": first}
-            for cause, (n, first) in sorted(causes.items())])
+            {"spec_id": spec_id, "kind": kind, "cause": cause, "entries": n, "example_entry": first}
+            for (kind, cause), (n, first) in sorted(causes.items())])
     counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
-    found = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_CAUSES), (spec["name"],))]
+    found = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_CAUSES), (spec["name"], "status"))]
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return plans_removed, counts, found, seconds

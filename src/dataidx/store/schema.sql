@@ -283,10 +283,11 @@ JOIN base_entries AS b ON b.id = r.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
 CREATE TABLE render_causes (
 	spec_id INTEGER NOT NULL, 
+	kind VARCHAR NOT NULL, 
 	cause VARCHAR NOT NULL, 
 	entries INTEGER NOT NULL, 
 	example_entry INTEGER NOT NULL, 
-	CONSTRAINT pk_render_causes PRIMARY KEY (spec_id, cause), 
+	CONSTRAINT pk_render_causes PRIMARY KEY (spec_id, kind, cause), 
 	CONSTRAINT fk_render_causes_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_render_causes_example_entry_base_entries FOREIGN KEY(example_entry) REFERENCES base_entries (id)
 )
