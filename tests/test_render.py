@@ -254,3 +254,23 @@ def test_tools_that_are_not_schemas_and_a_prompt_less_turn_are_refused_as_v1_ref
                                       add_generation_prompt=True)
     alone = renderer.render({"messages": pair[1:]}, has_cut=True)
     assert alone.status == "render_error" and "first message" in alone.detail
+
+
+@pytest.mark.parametrize("attack", [
+    "{{ messages.append(messages[0]) }}",            # a mutating method of a list (ImmutableSandbox)
+    "{{ messages[0].update({'role': 'x'}) }}",       # ... of a dict
+    "{{ messages.__class__.__mro__ }}",               # internal attributes
+    "{{ loop_free.__init__ if false else messages[0].content.__class__.__base__ }}",
+])
+def test_the_sandboxs_shortcuts_keep_its_verdicts(tokenizer, attack: str) -> None:
+    """Lookups and method calls the sandbox judged safe once are taken directly afterwards (speed);
+    everything it refuses is still refused, after a warm-up that took the shortcuts."""
+    warm = "{% for m in messages %}{{ m.content.strip() ~ m.role.upper() ~ loop.index }}{% endfor %}"
+    renderer = Renderer(tokenizer, warm + attack, cutoff=4096)
+    entry = {"messages": CONVERSATION[1:3]}
+    Renderer(tokenizer, warm, cutoff=4096).render(entry, has_cut=True)  # the shortcuts are warm
+    rendered = renderer.render(entry, has_cut=True)
+    assert rendered.status == "render_error", attack
+    # format reaches attributes through the sandbox's own formatter, which writes nothing for them
+    leak = Renderer(tokenizer, warm + "{{ '{0.__class__}'.format(messages) }}", cutoff=4096).render(entry, has_cut=True)
+    assert "class" not in tokenizer.decode(leak.input_ids)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 from collections.abc import Iterable
 from typing import Any
 
@@ -69,12 +70,13 @@ def _made(context: Any, value: Any) -> Any:
 
 #: Names a dict has as attributes (its methods): any other ``dict.name`` in a template is its key.
 _DICT_NAMES = frozenset(dir(dict))
-#: Plain types whose methods' safety the sandbox decides by type and name alone; format methods are
-#: wrapped by the sandbox each time, so they never take the short way.
-_PLAIN = frozenset({str, dict, list, tuple, int, float, bool})
+#: Types whose methods are called directly once looked up (the lookup is the sandbox's check).
+_PLAIN = frozenset({str, dict, list, tuple, int, float})
+#: Format methods, which the sandbox wraps on every lookup: never looked up directly.
 _FORMATS = frozenset({"format", "format_map"})
-#: ``(type, name)`` of methods the sandbox has found safe, looked up directly from then on.
-_SAFE_METHODS: set[tuple[type, str]] = set()
+_METHODS = (types.MethodType, types.BuiltinMethodType)
+#: ``(type, name)`` the sandbox has judged safe to look up, looked up directly from then on.
+_SAFE_NAMES: set[tuple[type, str]] = set()
 
 #: A list this short is looped over as it is, its items ticked at once: a message loop pays nothing per item.
 _SHORT = 64
@@ -117,21 +119,30 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
             return tree
 
         def getattr(self, obj: Any, attribute: str) -> Any:
-            """Jinja's sandboxed lookup, sooner for what chat templates look up most: a message's
-            key (``message.content``: a dict has no such attribute, so Jinja would take the key
-            after failing to find one) and a method of a plain value (``content.strip``), whose
-            safety depends only on its type and name and is decided once."""
-            kind = obj.__class__
+            """Jinja's sandboxed lookup, sooner for what chat templates look up most. A message's key
+            (``message.content``: a dict has no such attribute, so Jinja takes the key after failing
+            to find one) is taken at once. Any other public name is judged by the sandbox once per
+            type: its verdict depends only on the object's type and the name (``is_safe_attribute``
+            reads neither the value nor the instance), so ``loop.last``, ``ns.index`` and
+            ``content.strip`` are looked up directly from then on. A format method is always the
+            sandbox's (it wraps them), and so is a name it refused."""
+            kind = type(obj)
             if kind is dict and attribute not in _DICT_NAMES:
                 try:
                     return obj[attribute]
                 except KeyError:
                     return self.undefined(obj=obj, name=attribute)
-            if (kind, attribute) in _SAFE_METHODS:
-                return getattr(obj, attribute)
+            if (kind, attribute) in _SAFE_NAMES:
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:  # this instance lacks it (a namespace, an item): Jinja's way
+                    return super().getattr(obj, attribute)
+                if value.__class__ not in _METHODS or value.__name__ not in _FORMATS:
+                    return value
             value = super().getattr(obj, attribute)
-            if kind in _PLAIN and attribute not in _FORMATS and callable(value) and not isinstance(value, Undefined):
-                _SAFE_METHODS.add((kind, attribute))  # found, and judged safe by the sandbox
+            if (attribute.__class__ is str and not attribute.startswith("_") and attribute not in _FORMATS
+                    and not isinstance(value, Undefined)):
+                _SAFE_NAMES.add((kind, attribute))
             return value
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's
@@ -139,7 +150,15 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
             budget.tick()
             if getattr(__obj, "__self__", None).__class__ is str or hasattr(__obj, "__wrapped__"):
                 check_call(__obj, args, budget)
-            result = super().call(__context, __obj, *args, **kwargs)
+            if (type(__obj) is types.BuiltinMethodType and type(__obj.__self__) in _PLAIN
+                    and __obj.__name__ not in _FORMATS):
+                # A plain value's method (``content.strip()``), which only a lookup the sandbox judged
+                # safe can have given: called as Jinja's context would call it, without its checks.
+                kwargs.pop("_loop_vars", None)
+                kwargs.pop("_block_vars", None)
+                result = __obj(*args, **kwargs)
+            else:
+                result = super().call(__context, __obj, *args, **kwargs)
             if result.__class__ in SIZED and len(result) > budget.characters:
                 budget.size(len(result), "made a value")
             return result
