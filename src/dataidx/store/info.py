@@ -12,10 +12,10 @@ import os
 from typing import Any
 
 from ..errors import hide_passwords
+from .causes import render_causes
 from .connect import SCHEMA_REVISION, connect_readonly
 from .dialect import ReadConnection
 from .records import REASONING_PROBLEMS, TRAINS, read_epochs, stale_budget_mixtures
-from .renders import render_causes
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -13,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from .connect import connect_readonly
+from .causes import CAUSES_SQL, CauseRow
 from .deletes import delete_spec
 from .dialect import ReadConnection
 from .records import stale_budget_mixtures
@@ -29,33 +28,6 @@ _COUNTS = (
 #: One base entry under a spec: ``(entry_id, tokens, supervised_tokens, full_tokens, status, detail,
 #: cause, reasoning)``.
 LengthRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
-
-
-#: A spec's entries that do not train, per cause, the first as an example:
-#: ``(cause, entries, dataset, row, cut, detail)``, most entries first.
-CauseRow = tuple[str, int, str, int, "int | None", "str | None"]
-_CAUSES = (
-    "SELECT c.cause, c.entries, d.name, b.row, b.cut, r.detail FROM render_causes AS c "
-    "JOIN render_specs AS s ON s.id = c.spec_id JOIN base_entries AS b ON b.id = c.example_entry "
-    "JOIN datasets AS d ON d.id = b.dataset_id "
-    "JOIN entry_renders AS r ON r.spec_id = c.spec_id AND r.entry_id = c.example_entry "
-    "WHERE s.name = {mark} AND c.kind = {mark} ORDER BY c.entries DESC, c.cause"
-)
-
-
-def render_causes(connection: ReadConnection, spec: str, kind: str = "status") -> list[CauseRow]:
-    """Why entries of spec ``spec`` do not train (``kind="status"``), or what became of their
-    reasoning (``kind="reasoning"``): per cause, how many entries and the first of them."""
-    return [tuple(row) for row in connection.execute(connection.dialect.sql(_CAUSES), (spec, kind))]
-
-
-def spec_causes(store: str | os.PathLike[str], spec: str) -> list[CauseRow]:
-    """:func:`render_causes` of a store's spec, in a read connection of its own."""
-    connection = connect_readonly(store)
-    try:
-        return render_causes(connection, spec)
-    finally:
-        connection.close()
 
 
 def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str, int]]:
@@ -96,7 +68,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
             {"spec_id": spec_id, "kind": kind, "cause": cause, "entries": n, "example_entry": first}
             for (kind, cause), (n, first) in sorted(causes.items())])
     counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
-    found = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_CAUSES), (spec["name"], "status"))]
+    found = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(CAUSES_SQL), (spec["name"], "status"))]
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return plans_removed, counts, found, seconds
