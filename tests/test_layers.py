@@ -40,7 +40,8 @@ OWNERS = {
     "uvicorn": {"view"},
 }
 #: The store modules that may pick a backend (import store.postgres); see rule 4.
-BACKEND_CHOOSERS = {"dataidx.store.connect", "dataidx.store.write", "dataidx.store.query"}
+BACKEND_CHOOSERS = {"dataidx.store.connect", "dataidx.store.write", "dataidx.store.query",
+                    "dataidx.store"}  # the face: postgres_conninfo, named for type checkers and imported lazily
 MAX_LINES = 300
 
 
@@ -285,3 +286,39 @@ def test_every_name_a_face_offers_resolves(package: str) -> None:
     face = importlib.import_module(package)
     missing = [name for name in getattr(face, "__all__", []) if not hasattr(face, name)]
     assert not missing, f"{package}.__all__ names what it does not have: {missing}"
+
+
+def lazy_map(tree: ast.Module) -> dict[str, str]:
+    """A face's ``lazy_face`` map: name -> the module, relative to the face, that defines it."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_face":
+            mapping = node.args[1]
+            if isinstance(mapping, ast.Name):  # the root face names its map
+                mapping = next(n.value for n in ast.walk(tree)
+                               if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == mapping.id)
+            return dict(ast.literal_eval(mapping))
+    return {}
+
+
+def type_checking_imports(tree: ast.Module) -> dict[str, str]:
+    """Names a face imports under ``if TYPE_CHECKING:``, each with the module it names."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for child in node.body:
+                if isinstance(child, ast.ImportFrom):
+                    found.update({alias.asname or alias.name: "." * child.level + (child.module or "")
+                                  for alias in child.names})
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(module for module in MODULES if is_package(module)))
+def test_a_lazy_face_shows_type_checkers_and_dir_the_names_it_maps(package: str) -> None:
+    """Type checkers and editors read the ``TYPE_CHECKING`` imports, the face serves the lazy map:
+    the two name the same things in the same modules, and ``dir()`` lists them before any is used."""
+    tree = ast.parse((PACKAGE.parent / package.replace(".", "/") / "__init__.py").read_text())
+    mapped = lazy_map(tree)
+    if not mapped:
+        return
+    assert type_checking_imports(tree) == mapped, f"{package}: its TYPE_CHECKING imports differ from its lazy map"
+    assert set(mapped) <= set(dir(importlib.import_module(package)))

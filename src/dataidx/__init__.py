@@ -72,5 +72,5 @@ _PUBLIC = {
 _ERRORS = ["ConfigError", "ConversionError", "DataidxError", "InvalidRow", "NotFoundError", "PluginError", "ReadOnlyError",
            "RenderError", "SourceError", "StaleStoreError", "StoreError", "UsageError"]
 
-_lazy_names, __getattr__ = lazy_face(__name__, _PUBLIC)
+_lazy_names, __getattr__, __dir__ = lazy_face(__name__, _PUBLIC)
 __all__ = sorted([*_lazy_names, *_ERRORS, "__version__"])

@@ -12,13 +12,16 @@ from importlib import import_module
 from typing import Any
 
 
-def lazy_face(package: str, names: dict[str, str]) -> tuple[list[str], Callable[[str], Any]]:
-    """``(__all__, __getattr__)`` for ``package`` whose ``names`` map each public name to the
-    module, relative to the package, that defines it.
+def lazy_face(package: str, names: dict[str, str]
+              ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__all__, __getattr__, __dir__)`` for ``package`` whose ``names`` map each public name to
+    the module, relative to the package, that defines it. Type checkers and editors read the
+    face's ``if TYPE_CHECKING:`` imports of the same names instead (tests/test_layers.py keeps the
+    two equal); ``__dir__`` lists the names before any is used (completion in a REPL).
 
     Example::
 
-        __all__, __getattr__ = lazy_face(__name__, {"rewriting": ".write"})
+        __all__, __getattr__, __dir__ = lazy_face(__name__, {"rewriting": ".write"})
     """
     namespace = import_module(package).__dict__
 
@@ -29,4 +32,7 @@ def lazy_face(package: str, names: dict[str, str]) -> tuple[list[str], Callable[
         namespace[name] = value  # later lookups find it without calling here again
         return value
 
-    return sorted(names), __getattr__
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *names})
+
+    return sorted(names), __getattr__, __dir__

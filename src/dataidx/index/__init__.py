@@ -2,9 +2,19 @@
 from them. Names are imported on first use: this package writes through SQLAlchemy, which
 opening a store never needs."""
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_face
 
-__all__, __getattr__ = lazy_face(__name__, {
+if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
+    from .budgets import Lengths, budget_draw
+    from .datasets import DatasetSummary
+    from .mixtures import MixtureSummary, add_mixture
+    from .pipeline import BuildSummary, build
+    from .sampling import Draw, derive_seed, draw, epoch_seed, exact_draw, replacement_draw, resample, sample_mask
+
+
+__all__, __getattr__, __dir__ = lazy_face(__name__, {
     "BuildSummary": ".pipeline",
     "build": ".pipeline",
     "DatasetSummary": ".datasets",

@@ -2,9 +2,25 @@
 and ``dataidx render``: every entry's token lengths and status, stored under a named spec.
 Names are imported on first use: storing lengths writes through SQLAlchemy, serving them does not."""
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_face
 
-__all__, __getattr__ = lazy_face(__name__, {
+if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
+    from .causes import CAUSES, cause_advice, describe_cause
+    from .chat_text import chat_messages, compile_template, reads_clock
+    from .escape import ESCAPES
+    from .fast_templates import FAST_TEMPLATES
+    from .lengths import RenderSummary, render_store
+    from .provenance import template_problems
+    from .rendered import IGNORE, TRAINS, Rendered
+    from .renderer import STATUSES, TRUNCATIONS, Renderer
+    from .served import RenderedMixture, open_spec, render_positions, rendered_position
+    from .spec import RenderSpec, StoredSpec, load_tokenizer, read_spec, spec_fingerprint
+    from .templates import BUILTIN_TEMPLATES, CHATML, choose_template
+
+
+__all__, __getattr__, __dir__ = lazy_face(__name__, {
     "CAUSES": ".causes",
     "cause_advice": ".causes",
     "describe_cause": ".causes",

@@ -5,9 +5,65 @@ A store is a SQLite file or a PostgreSQL schema; :mod:`.connect`, :mod:`.write` 
 are imported on first use: reading a store never loads SQLAlchemy, which only writers need.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_face
 
-__all__, __getattr__ = lazy_face(__name__, {
+if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
+    from .causes import CauseRow, render_causes, spec_causes
+    from .compose import COMPOSITION_COLUMNS, REASONING_COLUMNS, TOKEN_COLUMNS, composition, composition_problems
+    from .connect import SCHEMA_REVISION, connect_readonly, not_found, store_revision
+    from .deletes import remove_mixture, remove_packing_plan, remove_render_spec
+    from .dialect import ReadConnection
+    from .holdings import held_beyond_build
+    from .identity import ReadIdentity, identity_of
+    from .info import REASONING_SAID, added_token_uses, reasoning_problems, store_info
+    from .location import PostgresStore, store_location, streams_folder
+    from .outputs import check_output
+    from .packs import EpochPacks, save_packing_plan
+    from .positions import SpecLengths, position_entries, spec_lengths
+    from .postgres.read import postgres_conninfo
+    from .query import run_query
+    from .records import (
+        REASONING,
+        REASONING_PROBLEMS,
+        STATUSES,
+        TRAINS,
+        StoredDataset,
+        StoredMixture,
+        check_epoch,
+        epoch_number,
+        mixture_epochs,
+        read_datasets,
+        read_epochs,
+        read_mixture,
+        served_epoch,
+        serving,
+        stale_budget_mixtures,
+    )
+    from .renders import LengthRow, budget_mixtures_drawn_before, move_spec_tokenizer, render_counts, save_render_spec
+    from .schema import (
+        VIEW_COLUMNS,
+        Base,
+        Build,
+        Dataset,
+        EpochDataset,
+        Mixture,
+        MixtureDataset,
+        MixtureEpoch,
+        RejectedRow,
+        RenderSpecRow,
+        schema_script,
+    )
+    from .sqlite.bulk import PositionWriter, draw_counts, insert_base_entries, insert_mixture_entries
+    from .sqlite.files import create_store
+    from .sqlite.migrations import alembic_config, migrated_schema, migrations_dir
+    from .sqlite.read import stopped_read
+    from .sqlite.sql_functions import refused_function
+    from .write import NewStore, creating, migrate_store, rewriting
+
+
+__all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
     "PostgresStore": ".location",
     "store_location": ".location",
