@@ -21,7 +21,3 @@ def main() -> None:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     cli(prog_name="dataidx")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

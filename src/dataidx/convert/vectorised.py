@@ -11,7 +11,6 @@ tests/test_vectorised.py proves both paths agree on random rows.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,9 +42,6 @@ class TableCuts:
     def __post_init__(self) -> None:
         if self.empty < 0:
             self.empty = int(np.count_nonzero(self.cuts == NO_CUT))
-
-
-ArrowCuts = Callable[[pa.Table], "TableCuts | None"]
 
 
 def _is_text(type_: pa.DataType) -> bool:

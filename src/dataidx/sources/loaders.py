@@ -150,10 +150,6 @@ def source_files(spec: DatasetSpec) -> list[str]:
     return data_files_in(spec.path)
 
 
-def _download_mode(refresh: bool) -> dict[str, str]:
-    return {"download_mode": "force_redownload"} if refresh else {}
-
-
 #: Where streaming sources are materialised; None means the ``datasets`` cache.
 _STREAMS_INTO: ContextVar[str | None] = ContextVar("dataidx_streams_into", default=None)
 

@@ -79,11 +79,6 @@ def renew_stamp(connection: Connection) -> None:
     connection.exec_driver_sql(f"PRAGMA user_version = {secrets.randbelow(2**31 - 1) + 1}")
 
 
-def current_stamp(connection: Connection) -> int:
-    """The stamp of the file being written, as it was copied (before :func:`renew_stamp` renews it)."""
-    return connection.exec_driver_sql("PRAGMA user_version").scalar()
-
-
 @contextmanager
 def stamped_transaction(file: Path, shown_as: Path | None = None) -> Iterator[Connection]:
     """One transaction on a working copy that gives it a new stamp when the block succeeds; a
