@@ -24,8 +24,8 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import measured, print_table, snippet, synthetic_spec  # noqa: E402
-from scale_data import generate  # noqa: E402
+from bench_scale import measured, print_table, snippet, synthetic_spec
+from scale_data import generate
 
 SET_EPOCH = """
 import json, sys, time

@@ -249,7 +249,7 @@ def test_a_chunk_that_fails_to_write_fails_the_build_and_leaves_no_store(tmp_pat
 
     config, _ = _data(tmp_path)
 
-    def failing(connection, dataset_id, *args):  # noqa: ANN001, ANN202 - the real insert's signature
+    def failing(connection, dataset_id, *args):  # the real insert's signature
         if dataset_id == 5:  # the last dataset, one chunk
             raise StoreError("disk full (injected)")
         return insert_base_entries(connection, dataset_id, *args)

@@ -19,11 +19,11 @@ from dataidx.errors import ConfigError
 from .conftest import write_jsonl, write_yaml
 
 
-def run(*args: str):  # noqa: ANN201 - click's Result
+def run(*args: str):  # click's Result
     return CliRunner().invoke(cli, [str(arg) for arg in args])
 
 
-def one_line_error(result, *fragments: str) -> None:  # noqa: ANN001
+def one_line_error(result, *fragments: str) -> None:
     """A refusal as the README promises it: exit 1, one line on stderr, no traceback."""
     assert result.exit_code == 1, (result.exit_code, result.output, result.exception)
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
@@ -301,7 +301,7 @@ def test_item8_import_v0_keeps_names_and_reasons_inside_their_comments(tmp_path:
     assert all(line.startswith("#") for line in text.splitlines()[:-1]) and text.splitlines()[-1] == "{}"
 
 
-def load_config_mapping(path: Path):  # noqa: ANN201
+def load_config_mapping(path: Path):
     import yaml
 
     found = yaml.safe_load(path.read_text())
@@ -446,7 +446,7 @@ def test_item7_a_source_that_changes_while_the_build_reads_it_fails_the_build(tm
     source = write_jsonl(tmp_path / "data.jsonl", [{"instruction": f"q{i}", "input": "", "output": "a"} for i in range(9)])
     config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {source}\n  source: local\n  converter: alpaca\n")
 
-    def load_then_change(spec):  # noqa: ANN001, ANN202 - the loader's own signature
+    def load_then_change(spec):  # the loader's own signature
         loaded = load(spec)
         with source.open("a") as out:  # another process appends while the build reads
             out.write('{"instruction": "late", "input": "", "output": "b"}\n')
@@ -509,7 +509,7 @@ json_values = st.recursive(
     max_leaves=25)
 
 
-def _depth(value) -> int:  # noqa: ANN001
+def _depth(value) -> int:
     if isinstance(value, list):
         return 1 + max(map(_depth, value), default=0)
     if isinstance(value, dict):
@@ -583,7 +583,7 @@ def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: P
     config = REPO / "data" / "demo_sft.yaml"
     meanwhile = []
 
-    def rewriting_after_another_write(store, **kwargs):  # noqa: ANN001, ANN003, ANN202 - rewriting's own
+    def rewriting_after_another_write(store, **kwargs):  # rewriting's own
         meanwhile.pop(0)()  # another writer lands while this one worked
         return rewriting(store, **kwargs)
 
@@ -601,10 +601,10 @@ def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: P
 class _Recording:
     """A tokenizer backend that records the longest text it was asked to encode."""
 
-    def __init__(self, backend) -> None:  # noqa: ANN001
+    def __init__(self, backend) -> None:
         self.backend, self.longest = backend, 0
 
-    def encode_batch(self, texts, **kwargs):  # noqa: ANN001, ANN003, ANN201
+    def encode_batch(self, texts, **kwargs):
         self.longest = max([self.longest, *map(len, texts)])
         return self.backend.encode_batch(texts, **kwargs)
 
@@ -643,11 +643,11 @@ def _text(value: str) -> list[dict]:
     return [{"type": "text", "value": value}]
 
 
-def _chat(*turns: tuple[str, str], **rest) -> dict:  # noqa: ANN003 - sample keys
+def _chat(*turns: tuple[str, str], **rest) -> dict:  # sample keys
     return {"messages": [{"role": role, "content": _text(value)} for role, value in turns], **rest}
 
 
-def _renderer(tokenizer: Path, template: str, cutoff: int = 4096):  # noqa: ANN202 - a Renderer
+def _renderer(tokenizer: Path, template: str, cutoff: int = 4096):  # a Renderer
     from transformers import AutoTokenizer
 
     from dataidx.render import BUILTIN_TEMPLATES, Renderer
@@ -950,7 +950,7 @@ def _training_datasets(store: Path) -> dict:
             "packed": PackedDataset(store, plan="default")}
 
 
-def _plain(batch):  # noqa: ANN001, ANN202 - batches with tensors as lists, to compare with ==
+def _plain(batch):  # batches with tensors as lists, to compare with ==
     import torch
 
     if isinstance(batch, dict):
@@ -1039,7 +1039,7 @@ def test_set_epoch_takes_any_integer_and_refuses_bools_and_floats_in_words(epoch
             assert words in str(error.value) and "\n" not in str(error.value)
 
 
-def _stateful_loader(data, workers: int = 0, **kwargs):  # noqa: ANN001, ANN003, ANN202
+def _stateful_loader(data, workers: int = 0, **kwargs):
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     return StatefulDataLoader(data, batch_size=4, collate_fn=list, num_workers=workers,
@@ -1114,7 +1114,7 @@ def test_a_loader_state_saved_over_another_store_or_mixture_is_refused_in_one_li
 class _FirstBatchSlow:
     """Mixed into a DataEngine: the batch holding index 0 takes a second, so workers finish out of order."""
 
-    def __getitems__(self, indices):  # noqa: ANN001, ANN204
+    def __getitems__(self, indices):
         if 0 in indices:
             time.sleep(1)
         return super().__getitems__(indices)
@@ -1195,10 +1195,10 @@ class _OtherDay:
     def __init__(self, real: type) -> None:
         self.real = real
 
-    def now(self):  # noqa: ANN201 - a datetime
+    def now(self):  # a datetime
         return self.real(2031, 3, 9, 8, 30)
 
-    def __getattr__(self, name: str):  # noqa: ANN204 - fromisoformat and the rest, as they are
+    def __getattr__(self, name: str):  # fromisoformat and the rest, as they are
         return getattr(self.real, name)
 
 
@@ -1369,7 +1369,7 @@ def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_na
 EOS_LOOKALIKE = "<\uff5cend\u2581of\u2581sentence\uff5c>"  # DeepSeek's: fullwidth bars, lower blocks for spaces
 
 
-def _normalizing_tokenizer(normalizer_name: str, token: str):  # noqa: ANN202 - a PreTrainedTokenizerFast
+def _normalizing_tokenizer(normalizer_name: str, token: str):  # a PreTrainedTokenizerFast
     """The tiny tokenizer under ``normalizer_name`` with ``token`` added as a special token that
     the tokenizer matches on the normalised text (``normalized=True``, as in tokenizer.json)."""
     from tokenizers import AddedToken, normalizers
@@ -1589,7 +1589,7 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
                                                                   alone.full_tokens, alone.status, alone.detail), cut
 
 
-def _tokenizer(folder: Path):  # noqa: ANN202 - a tokenizer
+def _tokenizer(folder: Path):  # a tokenizer
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(folder)
@@ -1634,7 +1634,7 @@ def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path:
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.render import Renderer, render_store
 
-    def draft_characters(draft) -> int:  # noqa: ANN001 - texts an entry sends to the tokenizer
+    def draft_characters(draft) -> int:  # texts an entry sends to the tokenizer
         return sum(len(text) for side in draft.values() for text in side.texts) if isinstance(draft, dict) else 0
 
     store = _turns_store(tmp_path, 600)

@@ -27,8 +27,8 @@ from .conftest import REPO, alpaca_rows, chat_rows, write_jsonl
 pytest.importorskip("torchdata")
 pytest.importorskip("transformers")
 
-from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: E402
-from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler  # noqa: E402
+from torchdata.stateful_dataloader import StatefulDataLoader
+from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 # torchdata 0.11 calls a torch API that torch deprecated; nothing dataidx can change.
 pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")

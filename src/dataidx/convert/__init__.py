@@ -1,7 +1,7 @@
 """Raw row -> standard sample -> entries: converters (plugin family ``converter``), their
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
-from . import formats  # noqa: F401  registers the built-in converters
+from . import formats  # registers the built-in converters
 from .expansion import ROLES, SUPERVISED_EPSILON, cuts, role_problem, trains_nothing, truncate
 from .media import MEDIA_COLUMNS, MediaMismatch
 from .registry import (

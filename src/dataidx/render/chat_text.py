@@ -254,7 +254,7 @@ class ChatText:
         except self._errors as exc:
             raise RenderError(f"chat template failed: {bounded(str(exc), 200)}",
                               cause=template_cause(exc, chat, tools)) from None
-        except Exception as exc:  # noqa: BLE001 - a template is code from the user: any error is the entry's
+        except Exception as exc:  # a template is code from the user: any error is the entry's
             cause = template_cause(exc, chat, tools)
             wanted = f" ({describe_cause(cause).words})" if cause == "string_arguments" else ""
             raise RenderError(f"chat template failed: {type(exc).__name__}: {bounded(str(exc), 200)}{wanted}",

@@ -136,7 +136,7 @@ class Renderer:
                 chat += chat_messages([message], self.controls, number)
                 held.append(held[-1] if len(held[-1]) == len(self.controls.kept) else tuple(sorted(self.controls.kept)))
             weights = [message_weight(message) for message in top]
-        except Exception:  # noqa: BLE001 - some cut fails: each is drafted alone and says how, in order
+        except Exception:  # some cut fails: each is drafted alone and says how, in order
             return [self.draft(truncate(whole, cut), True) for cut in cuts]
         drafts: list[Draft] = []
         for cut in cuts:

@@ -145,7 +145,7 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
                 _SAFE_NAMES.add((kind, attribute))
             return value
 
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # Jinja's signature
             budget = local.budget
             budget.tick()
             if getattr(__obj, "__self__", None).__class__ is str or hasattr(__obj, "__wrapped__"):
@@ -204,7 +204,7 @@ def _hf_namespace() -> type:
             raise SecurityError(f"chat templates cannot store underscore-prefixed attributes on a namespace ({name!r})")
 
     class HFNamespace(Namespace):
-        def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N805 - Jinja's signature: self may be a keyword
+        def __init__(*args: Any, **kwargs: Any) -> None:  # Jinja's signature: self may be a keyword
             for name in dict(*args[1:], **kwargs):
                 checked(name)
             Namespace.__init__(*args, **kwargs)

@@ -109,6 +109,6 @@ def _of_kind(path: Path, kind: str) -> bool:
         return False  # no dataset YAML is that long; JSON is YAML too, but not a file this writes
     try:
         parsed = yaml.safe_load(text)
-    except Exception:  # noqa: BLE001 - any file PyYAML cannot read (deep nesting included) is not one
+    except Exception:  # any file PyYAML cannot read (deep nesting included) is not one
         return False
     return parsed is None or (isinstance(parsed, dict) and all(isinstance(v, dict) for v in parsed.values()))
