@@ -356,7 +356,7 @@ def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int,
 
     from dataidx.index import build
     from dataidx.read import EntryReader
-    from dataidx.render import CHATML, Renderer, load_tokenizer, render_store
+    from dataidx.render import CHATML, Renderer, chat_messages, load_tokenizer, render_store
 
     folder = work / "families"
     folder.mkdir()
@@ -388,7 +388,7 @@ def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int,
         else:
             for sample, _ in samples:
                 try:
-                    messages = chat_messages_of(sample)
+                    messages = chat_messages(sample["messages"])
                     tokenizer(tokenizer.apply_chat_template(messages, chat_template=text, tokenize=False),
                               add_special_tokens=False)
                     tokenizer(tokenizer.apply_chat_template(messages[:-1], chat_template=text, tokenize=False,
@@ -403,12 +403,6 @@ def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int,
         lines.append((slug, f"{ours:,.0f}", f"{theirs:,.0f}", f"{ours / theirs:.2f}", f"{rate:,.0f}",
                       f"{rate / chatml_rate:.2f}", f"{summary.kept / summary.entries:.0%}"))
     return len(triples), lines
-
-
-def chat_messages_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
-    from dataidx.render import chat_messages
-
-    return chat_messages(sample["messages"])
 
 
 def llamafactory_engine(config: str) -> tuple[Any, float] | None:
