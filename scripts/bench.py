@@ -295,7 +295,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     reader = EntryReader(store)
     renderer = Renderer(tokenizer, CHATML, cutoff=4096)
     texts = []
-    for _, dataset_id, row, cut in reader.entry_triples(1, 2**62):
+    for _, dataset_id, row, cut in reader.entries_between(1, 2**62):
         chat = chat_messages(reader.sample(dataset_id, row, cut)["messages"])
         texts += [renderer.chat.text(chat, None, False), renderer.chat.text(chat[:-1], None, True)]
 
@@ -325,7 +325,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
          f"median {ratios[1]:.2f}"),
     ]
     step = max(1, entries // 2000)  # every step-th entry: both datasets, short and long
-    sample = [t for t in reader.entry_triples(1, entries) if t[0] % step == 0][:2000]
+    sample = [t for t in reader.entries_between(1, entries) if t[0] % step == 0][:2000]
     started = time.perf_counter()
     for _, dataset_id, row, cut in sample:  # LLaMA-Factory v1's Renderer: whole and prompt, apart
         messages = chat_messages(reader.sample(dataset_id, row, cut)["messages"])
@@ -363,7 +363,7 @@ def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int,
     store = folder / "families.db"
     build(generate(folder, rows, rows // 4), store)
     reader = EntryReader(store)
-    triples = list(reader.entry_triples(1, 2**62))
+    triples = list(reader.entries_between(1, 2**62))
     step = max(1, len(triples) // 2000)
     samples = [(reader.sample(dataset_id, row, cut), cut is not None) for entry, dataset_id, row, cut in triples
                if entry % step == 0][:2000]

@@ -71,7 +71,7 @@ def _problem(store: Path) -> str | None:
     if not store.exists():
         return "not built yet"
     try:
-        StoreReader(store)
+        StoreReader(store).close()
     except StoreError as exc:  # stale sources included
         return str(exc)
     return None

@@ -97,10 +97,10 @@ def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_ve
             return
         from ..read import StoreReader
 
-        reader = StoreReader(store, mixture, verify=not no_verify, epoch=epoch)
-        documents = [reader.get(position) for position in positions]  # an error names the epoch itself
-        if len(reader.epochs) > 1:
-            echo(f"{reader.serving} (--epoch K for another)", err=True)
+        with StoreReader(store, mixture, verify=not no_verify, epoch=epoch) as reader:
+            documents = [reader.get(position) for position in positions]  # an error names the epoch itself
+            if len(reader.epochs) > 1:
+                echo(f"{reader.serving} (--epoch K for another)", err=True)
         for document in documents:
             echo_json(document)
     except IndexError as exc:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..store import ReadIdentity, SpecLengths, connect_readonly, identity_of, not_found, spec_lengths
+from ..store import ReadIdentity, SpecLengths, identity_of, open_store, spec_lengths
 from .budgets import Lengths
 
 
@@ -49,15 +49,11 @@ class MixtureLengths:
 
 def read_mixture_lengths(store: str | os.PathLike[str], spec: str) -> tuple[MixtureLengths, ReadIdentity]:
     """Spec ``spec``'s lengths in ``store``, and what they were read from."""
-    connection = connect_readonly(store)
-    try:
-        found = connection.execute(connection.dialect.sql(
-            "SELECT id, fingerprint FROM render_specs WHERE name = {mark}"), (spec,)).fetchone()
+    with open_store(store) as handle:
+        found = handle.one("SELECT id, fingerprint FROM render_specs WHERE name = {mark}", spec)
         if found is None:
-            raise not_found(connection, "render_specs", "render spec", spec, store, "; run dataidx render")
+            raise handle.missing("render_specs", "render spec", spec, "; run dataidx render")
         spec_id, fingerprint = found
-        lengths = MixtureLengths(spec, fingerprint, spec_lengths(connection, spec_id),
-                                 spec_lengths(connection, spec_id, "supervised_tokens"))
-        return lengths, identity_of(connection, spec=spec)
-    finally:
-        connection.close()
+        lengths = MixtureLengths(spec, fingerprint, spec_lengths(handle, spec_id),
+                                 spec_lengths(handle, spec_id, "supervised_tokens"))
+        return lengths, identity_of(handle, spec=spec)

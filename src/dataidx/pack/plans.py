@@ -24,8 +24,8 @@ from ..spec import DEFAULT_SEED
 from ..store import (
     EpochPacks,
     SpecLengths,
-    connect_readonly,
     identity_of,
+    open_store,
     position_entries,
     read_mixture,
     rewriting,
@@ -79,26 +79,25 @@ def pack_store(
         raise UsageError(f"capacity must be from 1 to {2**31 - 1} tokens, got {capacity}")
     if not -(2**63) <= seed < 2**63:
         raise UsageError(f"seed {seed} does not fit in 64 bits")
-    connection = connect_readonly(store)
-    try:
-        read = identity_of(connection, mixture=mixture, spec=spec)
-        stored_spec = read_spec(connection, spec, os.fspath(store))
-        stored_mixture = read_mixture(connection, mixture, os.fspath(store))
-        pairs = [name for (name,) in connection.execute(connection.dialect.sql(
+    with open_store(store) as handle:
+        read = identity_of(handle, mixture=mixture, spec=spec)
+        stored_spec = read_spec(handle, spec)
+        stored_mixture = read_mixture(handle, mixture)
+        pairs = [name for (name,) in handle.all(
             "SELECT d.name FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
-            "WHERE md.mixture_id = {mark} AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position"),
-            (stored_mixture.id,))]
+            "WHERE md.mixture_id = {mark} AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position",
+            stored_mixture.id)]
         if pairs:
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
-        lengths = spec_lengths(connection, stored_spec.id)
+        lengths = spec_lengths(handle, stored_spec.id)
         summary = PackSummary(name, spec, mixture, capacity, seed, 0, 0, 0, 1.0, 0, 0.0, 0.0)
         columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
                    "seed": seed, "dataidx_version": __version__}
 
         def epochs() -> Iterator[EpochPacks]:
             for epoch in range(stored_mixture.epochs):
-                entries = position_entries(connection, stored_mixture.at(epoch))
+                entries = position_entries(handle, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
                 packs = _epoch_packs(store, mixture, spec, entries, lengths, capacity, epoch_seed(seed, epoch))
                 summary.epoch_packs.append(len(packs.sizes))
@@ -109,8 +108,6 @@ def pack_store(
 
         with rewriting(store, unchanged=read, task="planning", command="pack") as writer:
             totals = save_packing_plan(writer, columns, epochs(), started)
-    finally:
-        connection.close()
     summary.packs, summary.entries, summary.tokens = totals["packs"], totals["entries"], totals["tokens"]
     summary.fill, summary.left_out, summary.seconds = totals["fill"], totals["left_out"], totals["seconds"]
     return summary

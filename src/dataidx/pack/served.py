@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
 from ..render import open_spec
-from ..store import check_epoch, connect_readonly, not_found, served_epoch
+from ..store import check_epoch, served_epoch
 
 _MEMBERS = (
     "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
@@ -22,36 +22,48 @@ _MEMBERS = (
 )
 
 
+_PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
+         "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
+
+
 class PackedPlan:
     """The packs of a stored plan; item ``i`` is pack ``i``: its members rendered, in slot order.
 
+    Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
+
     Example::
 
-        packs = PackedPlan("demo.db", "default")
-        [len(sample["input_ids"]) for sample in packs.get(0)]
+        with PackedPlan("demo.db", "default") as packs:
+            [len(sample["input_ids"]) for sample in packs.get(0)]
     """
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
                  verify: bool = True, epoch: int = 0) -> None:
         self.reader = EntryReader(path, verify=verify, reads={"plan": plan})
         self.plan = plan
-        connection = connect_readonly(self.reader.path)
         try:
-            row = connection.execute(connection.dialect.sql(
-                "SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
-                "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id "
-                "WHERE p.name = {mark}"), (plan,),
-            ).fetchone()
+            handle = self.reader.handle
+            row = handle.one(_PLAN, plan)
             if row is None:
-                raise not_found(connection, "packing_plans", "packing plan", plan, self.reader.path, "; run dataidx pack")
+                raise handle.missing("packing_plans", "packing plan", plan, "; run dataidx pack")
             self.plan_id, self.capacity, spec, self.mixture = row
-            self.epochs = connection.execute(connection.dialect.sql(
-                "SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch"), (self.plan_id,),
-            ).fetchall()
-        finally:
-            connection.close()
-        self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
-        self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
+            self.epochs = handle.all("SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch",
+                                     self.plan_id)
+            self.spec, self.renderer = open_spec(handle, spec, tokenizer)
+            self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
+        except BaseException:
+            self.reader.close()
+            raise
+
+    def close(self) -> None:
+        """Give back the store handle of this process (see :meth:`EntryReader.close`)."""
+        self.reader.close()
+
+    def __enter__(self) -> PackedPlan:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def set_epoch(self, epoch: int) -> None:
         """Serve the packs of epoch ``epoch`` of the plan's mixture from now on: a trainer's
@@ -70,7 +82,7 @@ class PackedPlan:
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
-        members = self.reader.fetch(_MEMBERS, (self.spec.id, self.plan_id, self.first_pack + index % self.packs))
+        members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []
         with paused_gc():

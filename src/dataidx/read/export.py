@@ -89,9 +89,9 @@ def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str]
     written = 0
     try:
         if output.suffix == ".jsonl":
-            with temporary.open("w", encoding="utf-8") as handle:
+            with temporary.open("w", encoding="utf-8") as file:
                 for batch in samples(reader):
-                    handle.writelines(json.dumps(sample, ensure_ascii=False) + "\n" for sample in batch)
+                    file.writelines(json.dumps(sample, ensure_ascii=False) + "\n" for sample in batch)
                     written += len(batch)
                     if progress is not None:
                         progress(written, len(reader))
@@ -108,6 +108,8 @@ def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str]
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+    finally:
+        reader.close()
     return written
 
 

@@ -1,8 +1,8 @@
-"""What one process holds for a reader: its own connection, opened rows, and a collector kept
-from copying what a forked worker inherited.
+"""What one process holds for a reader: its own store handle, opened rows, and a collector
+kept from copying what a forked worker inherited.
 
 Readers are pickled into DataLoader workers (spawn) or inherited by them (fork); either way a
-worker opens its own connection on first use and checks it is still the store the reader
+worker opens its own handle on first use and checks it is still the store the reader
 described, so a store replaced in the meantime is refused, never misread.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from ..convert import collecting_drops, convert_row, converters
 from ..errors import StaleStoreError, StoreError
-from ..store import ReadConnection, ReadIdentity, StoredDataset, connect_readonly, identity_of
+from ..store import ReadIdentity, StoredDataset, StoreHandle, identity_of, open_store
 from .rows import open_rows
 
 _FROZEN_IN: int | None = None
@@ -50,41 +50,36 @@ def paused_gc() -> Iterator[None]:
 
 
 class ProcessState:
-    """One process's connection to a store and, lazily, one fetcher per dataset.
+    """One process's handle on a store and, lazily, one fetcher per dataset.
 
     A store written since the reader opened it (a new stamp) is read on when ``identity``, what
     the reader reads, is unchanged: another mixture, spec or plan added or removed stops no one.
     """
 
-    def __init__(self, path: str, stamp: int, connection: ReadConnection | None = None,
+    def __init__(self, path: str, stamp: int, handle: StoreHandle | None = None,
                  identity: ReadIdentity | None = None) -> None:
         self.pid, self.path, self.identity = os.getpid(), path, identity
-        self.connection = connection or connect_readonly(path)
-        if self.connection.stamp() != stamp:
-            try:
+        self.handle = handle or open_store(path)
+        try:
+            if self.handle.stamp() != stamp:
                 self.check_unchanged()
-            except BaseException:
-                self.connection.close()
-                raise
-        self.connection.on_new_stamp = self.check_unchanged  # a schema swapped under a server connection
-        self.connection.tune_for_fetches()
-        self._sql: dict[str, str] = {}
+            self.handle.on_new_stamp(self.check_unchanged)  # a schema swapped under a server connection
+            self.handle.tune_for_fetches()
+        except BaseException:
+            self.handle.close()
+            raise
         self.fetchers: dict[int, Fetcher] = {}
 
     def check_unchanged(self) -> None:
         """A StaleStoreError, naming what changed, unless what this reader reads is as it was."""
         if self.identity is None:
             raise StaleStoreError.replaced(self.path)
-        changed = self.identity.changed(identity_of(self.connection, **self.identity.names()))
+        changed = self.identity.changed(identity_of(self.handle, **self.identity.names()))
         if changed:
             raise StaleStoreError(f"{self.path}: {changed} after this reader opened it; open it again")
 
-    def fetch(self, template: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """All rows of a read whose select list starts with ``{stamped}`` (see :mod:`dataidx.store.dialect`)."""
-        sql = self._sql.get(template)
-        if sql is None:
-            sql = self._sql[template] = self.connection.dialect.sql(template)
-        return self.connection.fetch(sql, parameters)
+    def close(self) -> None:
+        self.handle.close()
 
     def release_rows(self) -> None:
         """Let go of the source pages read so far (see ``ArrowRows.release``)."""

@@ -13,14 +13,14 @@ import bisect
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import StaleStoreError, StoreError
 from ..store import (
-    ReadConnection,
     StoredDataset,
-    connect_readonly,
+    StoreHandle,
     identity_of,
+    open_store,
     read_datasets,
     read_mixture,
     served_epoch,
@@ -44,34 +44,38 @@ _ENTRY_RANGE = (
     "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
 )
 
+_Reader = TypeVar("_Reader", bound="EntryReader")
+
 
 class EntryReader:
     """Base entries of a store by id -> samples; what every reader and the render pass share.
 
     Opening checks the store's schema, that the sources did not change and that each converter
-    is the recorded version. Connections and mapped files are per process (see ``_process``).
+    is the recorded version. Store handles and mapped files are per process (see ``_process``);
+    ``close()`` (or a ``with`` block) gives back this process's.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, verify: bool = True, reads: dict[str, str] | None = None) -> None:
         self.path = os.fspath(path)
-        connection = connect_readonly(self.path)
+        self.closed = False
+        handle = open_store(self.path)
         try:
-            self.stamp = connection.stamp()
-            self.datasets = read_datasets(connection)
-            self._open(connection)
+            self.stamp = handle.stamp()
+            self.datasets = read_datasets(handle)
+            self._open(handle)
             # What this reader depends on: a later write that leaves it alone never stops it.
-            self.identity = identity_of(connection, **{**self._reads(), **(reads or {})})
+            self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})
             if verify:
                 for dataset in self.datasets.values():
                     self._verify(dataset)
         except BaseException:
-            connection.close()
+            handle.close()
             raise
         # This process keeps reading the file it just described, even if it is replaced later;
         # other processes (DataLoader workers) reconnect and check it is still the same store.
-        self._local: ProcessState | None = ProcessState(self.path, self.stamp, connection, self.identity)
+        self._local: ProcessState | None = ProcessState(self.path, self.stamp, handle, self.identity)
 
-    def _open(self, connection: ReadConnection) -> None:
+    def _open(self, handle: StoreHandle) -> None:
         """Read what a subclass needs while the store is being opened."""
 
     def _reads(self) -> dict[str, str]:
@@ -93,24 +97,45 @@ class EntryReader:
     def _process(self) -> ProcessState:
         local = self._local
         if local is None or local.pid != os.getpid():
+            if self.closed:
+                raise StoreError(f"{self.path}: read after the reader was closed")
             if local is not None:  # forked from the process that opened the store
                 freeze_inherited_objects()
             local = self._local = ProcessState(self.path, self.stamp, identity=self.identity)
         return local
 
-    def fetch(self, template: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    @property
+    def handle(self) -> StoreHandle:
+        """This process's handle on the store: what a reader built on this one reads through."""
+        return self._process().handle
+
+    def close(self) -> None:
+        """Give back this process's store handle (a DataLoader worker's is its own, and ends
+        with it); later reads are refused. Closing twice is harmless."""
+        self.closed = True
+        local, self._local = self._local, None
+        if local is not None and local.pid == os.getpid():
+            local.close()
+
+    def __enter__(self: _Reader) -> _Reader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def fetch(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
         """Rows of a read in this process, its SQL a template whose select list starts with
         ``{stamped}`` (see :mod:`dataidx.store.dialect`)."""
-        return self._process().fetch(template, parameters)
+        return self._process().handle.fetch(template, *parameters)
 
-    def entry_triples(self, first: int, last: int) -> list[tuple[int, int, int, int | None]]:
+    def entries_between(self, first: int, last: int) -> list[tuple[int, int, int, int | None]]:
         """``(entry id, dataset_id, row, cut)`` of base entries ``first..last``, in id order."""
-        return self.fetch(_ENTRY_RANGE, (first, last))
+        return self.fetch(_ENTRY_RANGE, first, last)
 
     def entries_by_id(self, entry_ids: list[int]) -> list[tuple[int, int, int | None]]:
         """``(dataset_id, row, cut)`` per base entry id, in the order asked: one query."""
         sql, parameter = (_ENTRY_ONE, entry_ids[0]) if len(entry_ids) == 1 else (_ENTRY_MANY, json.dumps(entry_ids))
-        found = {r[0]: r[1:] for r in self.fetch(sql, (parameter,))}
+        found = {r[0]: r[1:] for r in self.fetch(sql, parameter)}
         try:
             return [found[i] for i in entry_ids]
         except KeyError:
@@ -150,16 +175,15 @@ class StoreReader(EntryReader):
     def _reads(self) -> dict[str, str]:
         return {"mixture": self.mixture}
 
-    def _open(self, connection: ReadConnection) -> None:
-        found = read_mixture(connection, self.mixture, self.path, self.epoch)
+    def _open(self, handle: StoreHandle) -> None:
+        found = read_mixture(handle, self.mixture, self.epoch)
         self.mixture_id, self.epoch = found.id, found.epoch
         self.epochs = found.stretches
         self.start, self.length = found.start, found.entries
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
-        self._runs = connection.execute(connection.dialect.sql(
-            "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start"),
-            (self.mixture_id,),
-        ).fetchall()
+        self._runs = handle.all(
+            "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start",
+            self.mixture_id)
         self._run_starts = [run[0] for run in self._runs]
 
     def __len__(self) -> int:
@@ -201,7 +225,7 @@ class StoreReader(EntryReader):
             if not wanted:
                 continue
             sql, parameter = (one, wanted[0]) if len(wanted) == 1 else (many, json.dumps(wanted))
-            found.update(((in_run, r[0]), r[1:]) for r in self.fetch(sql, (parameter,)))
+            found.update(((in_run, r[0]), r[1:]) for r in self.fetch(sql, parameter))
         try:
             return [found[key] for key in keys]
         except KeyError:
@@ -211,7 +235,7 @@ class StoreReader(EntryReader):
         """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
         in_run, key = self._key(index)
         local = self._process()
-        found = local.fetch(_ENTRY_ONE if in_run else _POSITION_ONE, (key,))
+        found = local.handle.fetch(_ENTRY_ONE if in_run else _POSITION_ONE, key)
         if not found:
             raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
         _, dataset_id, row, cut = found[0]

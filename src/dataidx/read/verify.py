@@ -14,7 +14,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, source_files, sources
 from ..spec import DatasetSpec
-from ..store import StoredDataset, composition_problems, connect_readonly, read_datasets
+from ..store import StoredDataset, composition_problems, open_store, read_datasets
 
 
 def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]:
@@ -45,13 +45,10 @@ def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]
 def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
 
-    connection = connect_readonly(path)
-    try:
-        datasets = read_datasets(connection)
-        damage = [f"SQLite integrity check: {line}" for line in connection.integrity()]
-        damage += composition_problems(connection)
-    finally:
-        connection.close()
+    with open_store(path) as handle:
+        datasets = read_datasets(handle)
+        damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
+        damage += composition_problems(handle)
     report = {d.name: dataset_problems(d, deep=True) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}

@@ -28,8 +28,8 @@ from ..store import (
     CauseRow,
     LengthRow,
     ReadIdentity,
+    StoreHandle,
     budget_mixtures_drawn_before,
-    connect_readonly,
     move_spec_tokenizer,
     render_causes,
     render_counts,
@@ -88,7 +88,7 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
     batch = Batch(renderer, rows)
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     past = renderer.floors.count_past(renderer.token_bound)
-    for (dataset_id, row), group in groupby(reader.entry_triples(first, last), key=lambda entry: entry[1:3]):
+    for (dataset_id, row), group in groupby(reader.entries_between(first, last), key=lambda entry: entry[1:3]):
         entries = []
         batch.dataset = dataset_id
         for entry_id, _, _, cut in group:
@@ -135,32 +135,32 @@ def render_store(
     global _WORKER
     started = time.perf_counter()
     tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
-    stored = _stored(store, name)
-    # A clock-reading template renders at the time the spec first did, unless the user sets one.
-    spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation,
-                               clock=clock if clock is not None else stored.clock, escapes=escapes)
-    reader = EntryReader(store)
-    first, last = stored.first, stored.last
-    if stored.fingerprint == spec.fingerprint:
-        if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
-            with rewriting(store) as connection:
-                move_spec_tokenizer(connection, name, spec.tokenizer_path)
-        return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
-                             time.perf_counter() - started, reused=True, causes=stored.causes)
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
-    _WORKER = (reader, renderer)
-    try:
-        with RenderedRows() as rendered:
-            for rows, uses in _rendered(chunks, jobs, last - first + 1, progress):
-                rendered.add(rows)
-                rendered.added_uses.update(uses)
-            summary = _write(store, reader.identity, spec, rendered, started)
-        summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
-                                sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
-        return summary
-    finally:
-        _WORKER = None
+    with EntryReader(store) as reader:
+        stored = _stored(reader.handle, name)
+        # A clock-reading template renders at the time the spec first did, unless the user sets one.
+        spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation,
+                                   clock=clock if clock is not None else stored.clock, escapes=escapes)
+        first, last = stored.first, stored.last
+        if stored.fingerprint == spec.fingerprint:
+            if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
+                with rewriting(store) as connection:
+                    move_spec_tokenizer(connection, name, spec.tokenizer_path)
+            return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
+                                 time.perf_counter() - started, reused=True, causes=stored.causes)
+        jobs = max(1, jobs or os.cpu_count() or 1)
+        chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
+        _WORKER = (reader, renderer)
+        try:
+            with RenderedRows() as rendered:
+                for rows, uses in _rendered(chunks, jobs, last - first + 1, progress):
+                    rendered.add(rows)
+                    rendered.added_uses.update(uses)
+                summary = _write(store, reader.identity, spec, rendered, started)
+            summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
+                                    sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
+            return summary
+        finally:
+            _WORKER = None
 
 
 class RenderedRows:
@@ -238,20 +238,15 @@ class _Stored:
     causes: list[CauseRow] = field(default_factory=list)
 
 
-def _stored(store: str | os.PathLike[str], name: str) -> _Stored:
-    connection = connect_readonly(store)
-    try:
-        first, last = connection.execute("SELECT min(id), max(id) FROM base_entries").fetchone()
-        stored = _Stored(1, 0) if first is None else _Stored(first, last)
-        found = connection.execute(connection.dialect.sql(
-            "SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}"), (name,)).fetchone()
-        if found:
-            stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
-            stored.counts = render_counts(connection, name)
-            stored.causes = render_causes(connection, name)
-        return stored
-    finally:
-        connection.close()
+def _stored(handle: StoreHandle, name: str) -> _Stored:
+    first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
+    stored = _Stored(1, 0) if first is None else _Stored(first, last)
+    found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
+    if found:
+        stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
+        stored.counts = render_counts(handle, name)
+        stored.causes = render_causes(handle, name)
+    return stored
 
 
 def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,

@@ -10,23 +10,19 @@ named so that someone looks at it before training on it.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..errors import DataidxError, shown
-from ..store import connect_readonly
+from ..store import Store, StoreHandle, reading
 from .spec import load_tokenizer
 from .templates import BUILTIN_TEMPLATES
 
 
-def template_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
+def template_problems(store: Store | StoreHandle) -> dict[str, list[str]]:
     """``{spec: [problems]}`` for every render spec of ``store``; an empty list is a template
     that is what the spec says it is."""
-    connection = connect_readonly(store)
-    try:
-        specs = connection.execute("SELECT name, template, template_text, tokenizer FROM render_specs ORDER BY id").fetchall()
-    finally:
-        connection.close()
+    with reading(store) as handle:
+        specs = handle.all("SELECT name, template, template_text, tokenizer FROM render_specs ORDER BY id")
     return {name: _problems(template, text, tokenizer) for name, template, text, tokenizer in specs}
 
 

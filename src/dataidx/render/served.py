@@ -15,46 +15,55 @@ import numpy as np
 
 from ..errors import StaleStoreError
 from ..read import StoreReader, paused_gc
-from ..store import connect_readonly, position_entries, read_mixture, spec_lengths
+from ..store import StoreHandle, position_entries, read_mixture, spec_lengths
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
 
 
-def open_spec(path: str, spec: str, tokenizer: Any) -> tuple[StoredSpec, Renderer]:
+def open_spec(handle: StoreHandle, spec: str, tokenizer: Any) -> tuple[StoredSpec, Renderer]:
     """A stored spec and its renderer, with the tokenizer checked to be the one it recorded."""
-    connection = connect_readonly(path)
-    try:
-        stored = read_spec(connection, spec, path)
-    finally:
-        connection.close()
+    stored = read_spec(handle, spec)
     return stored, stored.renderer(tokenizer)
 
 
 class RenderedMixture:
     """Training entries of one mixture, rendered with a stored spec: ``input_ids``, ``labels``...
 
+    Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
+
     Example::
 
-        rendered = RenderedMixture("demo.db", "default", spec="default")
-        rendered.get(0)["input_ids"]
+        with RenderedMixture("demo.db", "default", spec="default") as rendered:
+            rendered.get(0)["input_ids"]
     """
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, spec: str,
                  tokenizer: Any = None, verify: bool = True, epoch: int = 0) -> None:
         self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch, reads={"spec": spec})
-        self.spec, self.renderer = open_spec(self.reader.path, spec, tokenizer)
-        self._find_positions()
+        try:
+            self.spec, self.renderer = open_spec(self.reader.handle, spec, tokenizer)
+            self._find_positions()
+        except BaseException:
+            self.reader.close()
+            raise
+
+    def close(self) -> None:
+        """Give back the store handle of this process (see :meth:`StoreReader.close`)."""
+        self.reader.close()
+
+    def __enter__(self) -> RenderedMixture:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def _find_positions(self) -> None:
         """The positions of the epoch served whose entries train (None: all of them)."""
         self.positions: np.ndarray | None = None
         if self.spec.kept != self.spec.entries:
-            connection = connect_readonly(self.reader.path)
-            try:
-                stored = read_mixture(connection, self.reader.mixture, self.reader.path, self.reader.epoch)
-                _, trains = spec_lengths(connection, self.spec.id).of(position_entries(connection, stored))
-            finally:
-                connection.close()
+            handle = self.reader.handle
+            stored = read_mixture(handle, self.reader.mixture, self.reader.epoch)
+            _, trains = spec_lengths(handle, self.spec.id).of(position_entries(handle, stored))
             self.positions = np.flatnonzero(trains)
 
     def set_epoch(self, epoch: int) -> None:
@@ -95,10 +104,10 @@ def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, posi
                      verify: bool = True, epoch: int = 0) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
     """Mixture positions rendered under a spec, whatever their status: the renderer, and per
     position its dataset name, row, cut and rendering (one read, one tokenizer batch)."""
-    reader = StoreReader(path, mixture, verify=verify, epoch=epoch)
-    _, renderer = open_spec(reader.path, spec, None)
-    triples = reader.triples(positions)
-    rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
+    with StoreReader(path, mixture, verify=verify, epoch=epoch) as reader:
+        _, renderer = open_spec(reader.handle, spec, None)
+        triples = reader.triples(positions)
+        rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
     return renderer, [(reader.datasets[dataset_id].name, row, cut, one)
                       for (dataset_id, row, cut), one in zip(triples, rendered)]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import RenderError, StaleStoreError
-from ..store import ReadConnection, not_found
+from ..store import StoreHandle
 from .chat_text import reads_clock
 from .renderer import Renderer
 from .templates import choose_template
@@ -176,13 +176,13 @@ class StoredSpec:
                         escapes=self.escapes)
 
 
-def read_spec(connection: ReadConnection, name: str, path: str) -> StoredSpec:
+_SPEC = ("SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept, "
+         "dataidx_version, clock, escapes FROM render_specs WHERE name = {mark}")
+
+
+def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
     """The stored spec ``name``, or a NotFoundError listing the specs there are."""
-    row = connection.execute(connection.dialect.sql(
-        "SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept, "
-        "dataidx_version, clock, escapes "
-        "FROM render_specs WHERE name = {mark}"), (name,),
-    ).fetchone()
+    row = handle.one(_SPEC, name)
     if row is None:
-        raise not_found(connection, "render_specs", "render spec", name, path, "; run dataidx render")
+        raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
     return StoredSpec(*row)

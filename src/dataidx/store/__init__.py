@@ -12,9 +12,10 @@ from .._lazy import lazy_face
 if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
     from .causes import CauseRow, render_causes, spec_causes
     from .compose import COMPOSITION_COLUMNS, REASONING_COLUMNS, TOKEN_COLUMNS, composition, composition_problems
-    from .connect import SCHEMA_REVISION, connect_readonly, not_found, store_revision
+    from .connect import SCHEMA_REVISION, check_store, open_store, reading, store_revision
     from .deletes import remove_mixture, remove_packing_plan, remove_render_spec
-    from .dialect import ReadConnection
+    from .dialect import STATUSES, TRAINS
+    from .handle import Store, StoreHandle, open_handles
     from .holdings import held_beyond_build
     from .identity import ReadIdentity, identity_of
     from .info import REASONING_SAID, added_token_uses, reasoning_problems, store_info
@@ -26,9 +27,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_l
     from .query import run_query
     from .records import (
         REASONING,
+        REASONING_PROBLEM_SUMS,
         REASONING_PROBLEMS,
-        STATUSES,
-        TRAINS,
         StoredDataset,
         StoredMixture,
         check_epoch,
@@ -69,16 +69,20 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "store_location": ".location",
     "postgres_conninfo": ".postgres.read",
     # reading
-    "ReadConnection": ".dialect",
     "SCHEMA_REVISION": ".connect",
-    "connect_readonly": ".connect",
-    "not_found": ".connect",
+    "open_store": ".connect",
+    "reading": ".connect",
+    "check_store": ".connect",
     "store_revision": ".connect",
+    "Store": ".handle",
+    "StoreHandle": ".handle",
+    "open_handles": ".handle",
     "stopped_read": ".sqlite.read",
-    "STATUSES": ".records",
-    "TRAINS": ".records",
+    "STATUSES": ".dialect",
+    "TRAINS": ".dialect",
     "REASONING": ".records",
     "REASONING_PROBLEMS": ".records",
+    "REASONING_PROBLEM_SUMS": ".records",
     "StoredDataset": ".records",
     "StoredMixture": ".records",
     "read_datasets": ".records",

@@ -4,14 +4,24 @@ and nothing heavier than a read connection to import (``info`` and every command
 
 from __future__ import annotations
 
-import os
+from typing import NamedTuple
 
-from .connect import connect_readonly
-from .dialect import ReadConnection
+from .connect import reading
+from .dialect import Reads
+from .handle import Store, StoreHandle
 
-#: A spec's entries that do not train, per cause, the first as an example:
-#: ``(cause, entries, dataset, row, cut, detail)``, most entries first.
-CauseRow = tuple[str, int, str, int, "int | None", "str | None"]
+
+class CauseRow(NamedTuple):
+    """A spec's entries that do not train for one cause (or one reasoning status), the first as
+    an example."""
+
+    cause: str
+    entries: int
+    dataset: str
+    row: int
+    cut: int | None
+    detail: str | None
+
 CAUSES_SQL = (
     "SELECT c.cause, c.entries, d.name, b.row, b.cut, r.detail FROM render_causes AS c "
     "JOIN render_specs AS s ON s.id = c.spec_id JOIN base_entries AS b ON b.id = c.example_entry "
@@ -21,16 +31,13 @@ CAUSES_SQL = (
 )
 
 
-def render_causes(connection: ReadConnection, spec: str, kind: str = "status") -> list[CauseRow]:
+def render_causes(reads: Reads, spec: str, kind: str = "status") -> list[CauseRow]:
     """Why entries of spec ``spec`` do not train (``kind="status"``), or what became of their
     reasoning (``kind="reasoning"``): per cause, how many entries and the first of them."""
-    return [tuple(row) for row in connection.execute(connection.dialect.sql(CAUSES_SQL), (spec, kind))]
+    return [CauseRow(*row) for row in reads.all(CAUSES_SQL, spec, kind)]
 
 
-def spec_causes(store: str | os.PathLike[str], spec: str) -> list[CauseRow]:
-    """:func:`render_causes` of a store's spec, in a read connection of its own."""
-    connection = connect_readonly(store)
-    try:
-        return render_causes(connection, spec)
-    finally:
-        connection.close()
+def spec_causes(store: Store | StoreHandle, spec: str) -> list[CauseRow]:
+    """:func:`render_causes` of a store's spec (a location, opened for this, or an open handle)."""
+    with reading(store) as handle:
+        return render_causes(handle, spec)

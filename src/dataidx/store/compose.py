@@ -5,13 +5,11 @@ The SQL reads the same in SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from .connect import connect_readonly, not_found
-from .dialect import ReadConnection
-from .query import run_query
-from .records import REASONING_PROBLEMS, TRAINS, StoredMixture, read_mixture
+from .connect import reading
+from .handle import Store, StoreHandle
+from .records import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, StoredMixture, read_mixture
 
 COMPOSITION_COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows",
                        "max_repeats", "coverage")
@@ -31,7 +29,7 @@ SELECT d.name AS dataset, md.entries AS entries, round(md.entries * 1.0 / m.entr
 FROM mixture_datasets AS md
 JOIN mixtures AS m ON m.id = md.mixture_id
 JOIN datasets AS d ON d.id = md.dataset_id
-WHERE m.name = :mixture AND md.entries > 0
+WHERE m.name = {mark} AND md.entries > 0
 ORDER BY d.position
 """
 
@@ -44,7 +42,7 @@ JOIN mixtures AS m ON m.id = ed.mixture_id
 JOIN mixture_epochs AS me ON me.mixture_id = ed.mixture_id AND me.epoch = ed.epoch
 JOIN mixture_datasets AS md ON md.mixture_id = ed.mixture_id AND md.dataset_id = ed.dataset_id
 JOIN datasets AS d ON d.id = ed.dataset_id
-WHERE m.name = :mixture AND ed.epoch = :epoch AND ed.entries > 0
+WHERE m.name = {mark} AND ed.epoch = {mark} AND ed.entries > 0
 ORDER BY d.position
 """
 
@@ -54,7 +52,7 @@ SELECT d.name, sum(ed.training_entries), sum(ed.tokens), sum(ed.supervised_token
 FROM epoch_datasets AS ed
 JOIN mixtures AS m ON m.id = ed.mixture_id
 JOIN datasets AS d ON d.id = ed.dataset_id
-WHERE m.name = :mixture AND ed.epoch BETWEEN :first_epoch AND :last_epoch
+WHERE m.name = {mark} AND ed.epoch BETWEEN {mark} AND {mark}
 GROUP BY d.id, d.name
 """
 
@@ -63,20 +61,20 @@ GROUP BY d.id, d.name
 _COUNTED_TOKENS = """
 WITH spans AS (
     SELECT r.first_entry AS lo, r.first_entry + r.length - 1 AS hi FROM mixture_runs AS r
-    WHERE r.mixture_id = :mixture_id AND r.start BETWEEN :first AND :last
+    WHERE r.mixture_id = {mark} AND r.start BETWEEN {mark} AND {mark}
     UNION ALL
-    SELECT e.entry_id, e.entry_id FROM mixture_entries AS e WHERE e.id BETWEEN :first AND :last
+    SELECT e.entry_id, e.entry_id FROM mixture_entries AS e WHERE e.id BETWEEN {mark} AND {mark}
 )
 SELECT d.name, count(*), sum(l.tokens), sum(l.supervised_tokens), count(l.reasoning),
-       sum(CASE WHEN l.reasoning IS NULL THEN 0 ELSE l.tokens END){problems}
+       sum(CASE WHEN l.reasoning IS NULL THEN 0 ELSE l.tokens END)""" + REASONING_PROBLEM_SUMS + """
 FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
-WHERE l.spec_id = :spec_id AND l.entry_id BETWEEN spans.lo AND spans.hi
+WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi
   AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ({trains})
 GROUP BY d.id, d.name
 """
 
 
-def composition(store: str | os.PathLike[str], mixture: str = "default", *, epoch: int | None = None,
+def composition(store: Store | StoreHandle, mixture: str = "default", *, epoch: int | None = None,
                 spec: str | None = None) -> list[dict[str, Any]]:
     """One dict per dataset of ``mixture`` with the keys of :data:`COMPOSITION_COLUMNS`: over
     every epoch, or of epoch ``epoch``. With ``spec`` (a stored render spec) also the keys of
@@ -88,16 +86,10 @@ def composition(store: str | os.PathLike[str], mixture: str = "default", *, epoc
         for row in composition("demo.db", spec="default"):
             print(row["dataset"], row["share"], row["share_of_tokens"], row["reasoning_dropped"])
     """
-    connection = connect_readonly(store)
-    try:
-        found = read_mixture(connection, mixture, store, 0 if epoch is None else epoch)
-        tokens = None if spec is None else _tokens(connection, store, found, spec, epoch)
-    finally:
-        connection.close()
-    sql, parameters = (_ALL_EPOCHS, {"mixture": mixture}) if epoch is None else \
-        (_ONE_EPOCH, {"mixture": mixture, "epoch": epoch})
-    columns, rows = run_query(store, sql, parameters)
-    composed = [dict(zip(columns, row)) for row in rows]
+    with reading(store) as handle:
+        found = read_mixture(handle, mixture, 0 if epoch is None else epoch)
+        tokens = None if spec is None else _tokens(handle, found, spec, epoch)
+        composed = handle.dicts(_ALL_EPOCHS, mixture) if epoch is None else handle.dicts(_ONE_EPOCH, mixture, epoch)
     if tokens is not None:
         total = sum(counts[1] for counts in tokens.values()) or None
         empty = (0,) * (3 + len(REASONING_COLUMNS) - 2)
@@ -111,29 +103,24 @@ def composition(store: str | os.PathLike[str], mixture: str = "default", *, epoc
     return composed
 
 
-def _tokens(connection: ReadConnection, store: str | os.PathLike[str], mixture: StoredMixture, spec: str,
-            epoch: int | None) -> dict[str, tuple[int, ...]]:
+def _tokens(handle: StoreHandle, mixture: StoredMixture, spec: str, epoch: int | None) -> dict[str, tuple[int, ...]]:
     """Per dataset: training entries, tokens and supervised tokens of the mixture (or one epoch)
     under ``spec`` (from what the mixture recorded when it was drawn under that very spec), then
     the entries with reasoning, their tokens and the count of each reasoning problem. Reasoning is
     counted over the positions' entry ranges (a range scan of ``entry_renders``, once)."""
-    found = connection.execute(connection.dialect.sql(
+    found = handle.one(
         "SELECT s.id, s.fingerprint, m.spec, m.spec_fingerprint, m.start, m.entries FROM render_specs AS s "
-        "CROSS JOIN mixtures AS m WHERE s.name = {mark} AND m.id = {mark}"), (spec, mixture.id)).fetchone()
+        "CROSS JOIN mixtures AS m WHERE s.name = {mark} AND m.id = {mark}", spec, mixture.id)
     if found is None:
-        raise not_found(connection, "render_specs", "render spec", spec, store, "; run dataidx render")
+        raise handle.missing("render_specs", "render spec", spec, "; run dataidx render")
     spec_id, fingerprint, drawn_under, drawn_fingerprint, start, entries = found
     first, last = (start, start + entries - 1) if epoch is None else \
         (mixture.start, mixture.start + mixture.entries - 1)
-    problems = "".join(f",\n       sum(CASE WHEN l.reasoning = '{problem}' THEN 1 ELSE 0 END)"
-                       for problem in REASONING_PROBLEMS)
-    sql = _COUNTED_TOKENS.format(trains=", ".join(f"'{status}'" for status in TRAINS), problems=problems)
-    _, rows = run_query(store, sql, {"mixture_id": mixture.id, "spec_id": spec_id, "first": first, "last": last})
+    rows = handle.all(_COUNTED_TOKENS, mixture.id, first, last, first, last, spec_id)
     counted = {name: tuple(int(value or 0) for value in counts) for name, *counts in rows}
     if (drawn_under, drawn_fingerprint) == (spec, fingerprint):  # the tokens as the mixture recorded them
         epochs = (0, mixture.epochs - 1) if epoch is None else (epoch, epoch)
-        _, rows = run_query(store, _STORED_TOKENS, {"mixture": mixture.name, "first_epoch": epochs[0],
-                                                    "last_epoch": epochs[1]})
+        rows = handle.all(_STORED_TOKENS, mixture.name, *epochs)
         empty = (0,) * (3 + len(REASONING_COLUMNS) - 2)
         counted = {name: (*(int(value or 0) for value in stored), *counted.get(name, empty)[3:])
                    for name, *stored in rows}
@@ -184,12 +171,12 @@ LEFT JOIN counted AS c ON c.mixture_id = ed.mixture_id AND c.epoch = ed.epoch AN
 """
 
 
-def composition_problems(connection: ReadConnection) -> list[str]:
+def composition_problems(handle: StoreHandle) -> list[str]:
     """Every (mixture, dataset), and per epoch of a mixture of several, whose stored counts differ
     from a recount of its positions."""
     problems = []
     for recount in (_RECOUNT, _EPOCH_RECOUNT):
-        for mixture, dataset, *counts in connection.execute(recount).fetchall():
+        for mixture, dataset, *counts in handle.all(recount):
             stored, recounted = tuple(counts[:4]), tuple(counts[4:])
             if stored != recounted:
                 problems.append(f"mixture '{mixture}', dataset '{dataset}': stored (entries, distinct entries, "

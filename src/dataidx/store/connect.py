@@ -2,16 +2,19 @@
 open makes (the store exists, is a dataidx store, and is of the schema revision this code reads).
 
 A store is a SQLite file whose schema Alembic created, or the same tables in a PostgreSQL
-schema. Either way the caller gets a :class:`~dataidx.store.dialect.ReadConnection`.
+schema. Either way the caller gets a :class:`~dataidx.store.handle.StoreHandle` to read through
+and close.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import NotFoundError, StoreError
+from ..errors import StoreError
 from .dialect import ReadConnection
+from .handle import Store, StoreHandle
 from .location import PostgresStore, store_location
 from .postgres.read import open_postgres
 from .sqlite.read import open_file
@@ -22,14 +25,14 @@ SCHEMA_REVISION = "0010"
 REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
 
 
-def connect_readonly(store: str | os.PathLike[str] | PostgresStore) -> ReadConnection:
-    """A read-only connection to a current store (a file or a PostgreSQL URL); raises
+def open_store(store: Store) -> StoreHandle:
+    """An open, current store (a file or a PostgreSQL URL), to read through and close; raises
     StoreError naming the problem.
 
     Example::
 
-        connection = connect_readonly("demo.db")
-        connection.execute("SELECT count(*) FROM entries").fetchone()
+        with open_store("demo.db") as handle:
+            handle.value("SELECT count(*) FROM entries")
     """
     connection, revision = open_any_revision(store)
     if revision != SCHEMA_REVISION:
@@ -43,33 +46,43 @@ def connect_readonly(store: str | os.PathLike[str] | PostgresStore) -> ReadConne
             f"{store}: store schema revision {revision!r} is unknown to this dataidx (newest {SCHEMA_REVISION!r}); "
             "it was made by a newer dataidx: upgrade dataidx"
         )
-    return connection
+    return StoreHandle(store, connection)
 
 
-def store_revision(store: str | os.PathLike[str] | PostgresStore) -> str | None:
+@contextmanager
+def reading(store: Store | StoreHandle) -> Iterator[StoreHandle]:
+    """A handle for the block: ``store`` itself when it is one (the caller closes it), else the
+    store opened for the block and closed after it. What a function that may be handed either
+    an open store or a path reads through.
+
+    Example::
+
+        with reading(store) as handle:
+            handle.all("SELECT name FROM mixtures")
+    """
+    if isinstance(store, StoreHandle):
+        yield store
+        return
+    with open_store(store) as handle:
+        yield handle
+
+
+def check_store(store: Store) -> None:
+    """The store's own errors (missing, not a store, of another revision), before work on it."""
+    open_store(store).close()
+
+
+def store_revision(store: Store) -> str | None:
     """The schema revision recorded in a store, whichever it is."""
     connection, revision = open_any_revision(store)
     connection.close()
     return revision
 
 
-def open_any_revision(store: str | os.PathLike[str] | PostgresStore) -> tuple[ReadConnection, str | None]:
+def open_any_revision(store: Store) -> tuple[ReadConnection, str | None]:
     """A read connection to a store of any schema revision, and that revision (for checks that
     must read old stores too: what a rebuild would delete, which revision to migrate from)."""
     location = store_location(store)
     if isinstance(location, PostgresStore):
         return open_postgres(location)
     return open_file(Path(location))
-
-
-def not_found(connection: ReadConnection, table: str, kind: str, name: str, store: str | os.PathLike[str],
-              hint: str = "") -> NotFoundError:
-    """The error for a missing mixture, spec or plan, listing the names the store does have."""
-    names = [row[0] for row in connection.execute(f"SELECT name FROM {table} ORDER BY id")]
-    return missing(kind, name, store, names, hint)
-
-
-def missing(kind: str, name: str, store: str | os.PathLike[str], names: list[str], hint: str = "") -> NotFoundError:
-    """``store: no render spec 'x' (specs: a, b)``: one wording for every missing name."""
-    listed = ", ".join(names) or f"none{hint}"
-    return NotFoundError(f"{store}: no {kind} '{name}' ({kind.split()[-1]}s: {listed})")

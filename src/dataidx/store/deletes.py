@@ -11,7 +11,7 @@ import os
 
 from sqlalchemy import Connection, delete, func, select
 
-from .connect import missing
+from .handle import missing
 from .schema import (
     AddedTokenUse,
     EntryRender,

@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-Rows = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+from .dialect import Reads
 
 _PARTS = {
     "build": ("SELECT b.id, b.created_at, b.config_sha256, b.seconds, d.id, d.name, d.first_entry, d.entries "
               "FROM builds AS b CROSS JOIN datasets AS d ORDER BY b.id, d.id"),
     "mixture": ("SELECT id, name, seed, sampling, start, entries, epochs, config_sha256, created_at "
-                "FROM mixtures WHERE name = ?"),
-    "spec": "SELECT id, name, fingerprint, cutoff, entries, kept, created_at FROM render_specs WHERE name = ?",
+                "FROM mixtures WHERE name = {mark}"),
+    "spec": "SELECT id, name, fingerprint, cutoff, entries, kept, created_at FROM render_specs WHERE name = {mark}",
     "plan": ("SELECT id, name, spec_id, mixture_id, capacity, seed, packs, entries, tokens, epochs, created_at "
-             "FROM packing_plans WHERE name = ?"),
+             "FROM packing_plans WHERE name = {mark}"),
 }
 _SAID = {"build": "the store was rebuilt", "mixture": "mixture '{}' was removed or drawn again",
          "spec": "render spec '{}' was removed or rendered again", "plan": "packing plan '{}' was removed or made again"}
@@ -49,27 +47,17 @@ class ReadIdentity:
         return None
 
     def names(self) -> dict[str, str]:
-        """The parts as :func:`read_identity` takes them."""
+        """The parts as :func:`identity_of` takes them."""
         return {kind: name for kind, name, _ in self.parts if kind != "build"}
 
 
-def read_identity(rows: Rows, mark: str = "?", **names: str | None) -> ReadIdentity:
-    """The identity of the build and of each named ``mixture``, ``spec`` or ``plan``, read with
-    ``rows(sql, parameters)`` (SQL written with ``mark`` for parameters)."""
+def identity_of(reads: Reads, **names: str | None) -> ReadIdentity:
+    """The identity of the build and of each named ``mixture``, ``spec`` or ``plan``, read
+    through a store handle or a writer's working copy."""
     wanted = [("build", "")] + [(kind, name) for kind, name in names.items() if name is not None]
     parts = []
     for kind, name in wanted:
-        found = rows(_PARTS[kind].replace("?", mark), () if kind == "build" else (name,))
+        found = reads.all(_PARTS[kind], *(() if kind == "build" else (name,)))
         digest = hashlib.sha256(json.dumps([list(row) for row in found], default=str).encode()).hexdigest()
         parts.append((kind, name, digest))
     return ReadIdentity(tuple(parts))
-
-
-def connection_rows(connection: Any) -> Rows:
-    """``rows`` for a read connection of either backend (see :mod:`.dialect`)."""
-    return lambda sql, parameters: connection.execute(sql, parameters).fetchall()
-
-
-def identity_of(connection: Any, **names: str | None) -> ReadIdentity:
-    """:func:`read_identity` over a read connection, in its dialect."""
-    return read_identity(connection_rows(connection), connection.dialect.mark, **names)

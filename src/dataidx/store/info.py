@@ -1,21 +1,19 @@
 """What a store holds, as one JSON-able dict: build provenance, datasets, mixtures, render specs
 and packing plans.
 
-Read with the plain read-only DBAPI connection rather than the ORM: ``dataidx info`` should
+Read through a store handle on the plain DBAPI rather than the ORM: ``dataidx info`` should
 answer in a fraction of a second, and importing SQLAlchemy alone costs a quarter of one.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from ..errors import hide_passwords
 from .causes import render_causes
-from .connect import SCHEMA_REVISION, connect_readonly
-from .dialect import ReadConnection
-from .records import REASONING_PROBLEMS, TRAINS, read_epochs, stale_budget_mixtures
+from .connect import SCHEMA_REVISION, reading
+from .handle import Store, StoreHandle
+from .records import REASONING_PROBLEMS, read_epochs, stale_budget_mixtures
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
@@ -44,44 +42,35 @@ REASONING_SAID = {
                       "the user asked /no_think and the turn reasons, or /think and it does not"),
 }
 
-def _rows(connection: ReadConnection, sql: str, *parameters: Any) -> list[dict[str, Any]]:
-    cursor = connection.execute(sql, parameters)
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor]
-
-
-def added_token_uses(connection: ReadConnection, spec_id: int) -> list[dict[str, Any]]:
+def added_token_uses(handle: StoreHandle, spec_id: int) -> list[dict[str, Any]]:
     """``{dataset, token, entries}`` of spec ``spec_id``: per dataset, the base entries whose data
     text holds an added token that is not special (kept as its id, as in v1), most first."""
-    return _rows(connection, connection.dialect.sql(_ADDED_TOKENS), spec_id)
+    return handle.dicts(_ADDED_TOKENS, spec_id)
 
 
-def reasoning_problems(connection: ReadConnection, spec: str) -> list[dict[str, Any]]:
+def reasoning_problems(handle: StoreHandle, spec: str) -> list[dict[str, Any]]:
     """``{status, entries, dataset, row, cut}`` of spec ``spec``: per reasoning problem that
     occurs, its base entries and the first of them, worst problem first (counted when rendered)."""
     found = [dict(zip(("status", "entries", "dataset", "row", "cut"), row[:5]))
-             for row in render_causes(connection, spec, "reasoning") if row[0] in REASONING_PROBLEMS]
+             for row in render_causes(handle, spec, "reasoning") if row.cause in REASONING_PROBLEMS]
     return sorted(found, key=lambda problem: REASONING_PROBLEMS.index(problem["status"]))
 
 
-def _training_positions(connection: ReadConnection, mixture_id: int, spec_id: int) -> int:
-    sql = connection.dialect.sql(_TRAINING_POSITIONS, trains=", ".join(f"'{status}'" for status in TRAINS))
-    return connection.execute(sql, (spec_id, mixture_id, spec_id, mixture_id)).fetchone()[0]
+def _training_positions(handle: StoreHandle, mixture_id: int, spec_id: int) -> int:
+    return handle.value(_TRAINING_POSITIONS, spec_id, mixture_id, spec_id, mixture_id)
 
 
-def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Provenance and counts of the store at ``path``; stable keys for ``--json``."""
-    connection = connect_readonly(path)
-    try:
-        builds = _rows(connection, "SELECT * FROM builds ORDER BY id DESC LIMIT 1")
-        datasets = _rows(connection, "SELECT * FROM datasets ORDER BY position")
+def store_info(store: Store | StoreHandle) -> dict[str, Any]:
+    """Provenance and counts of a store (a location, or an open handle); stable keys for ``--json``."""
+    with reading(store) as handle:
+        builds = handle.dicts("SELECT * FROM builds ORDER BY id DESC LIMIT 1")
+        datasets = handle.dicts("SELECT * FROM datasets ORDER BY position")
         names = {d["id"]: d["name"] for d in datasets}
         mixtures = []
-        stale = stale_budget_mixtures(lambda sql, parameters: connection.execute(
-            connection.dialect.sql(sql), parameters).fetchall(), store=path)
-        for mixture in _rows(connection, "SELECT * FROM mixtures ORDER BY id"):
-            draws = _rows(connection, connection.dialect.sql(
-                "SELECT * FROM mixture_datasets WHERE mixture_id = {mark} ORDER BY dataset_id"), mixture["id"])
+        stale = stale_budget_mixtures(handle, store=handle.name)
+        for mixture in handle.dicts("SELECT * FROM mixtures ORDER BY id"):
+            draws = handle.dicts("SELECT * FROM mixture_datasets WHERE mixture_id = {mark} ORDER BY dataset_id",
+                                 mixture["id"])
             mixtures.append({
                 "id": mixture["id"],
                 "name": mixture["name"],
@@ -94,7 +83,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                 "created_at": mixture["created_at"],
                 "spec": mixture["spec"],
                 "stale": stale.get(mixture["name"]),
-                "epochs": [entries for _, entries in read_epochs(connection, mixture["id"])],
+                "epochs": [entries for _, entries in read_epochs(handle, mixture["id"])],
                 "datasets": {
                     names[d["dataset_id"]]: {
                         key: d[key] for key in ("seed", "size", "weight", "token_budget", "supervised_token_budget",
@@ -103,28 +92,26 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                     for d in draws
                 },
             })
-        specs = _rows(connection, "SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
-                                  "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
+        specs = handle.dicts("SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
+                             "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
         for spec in specs:
-            spec["added_tokens"] = added_token_uses(connection, spec["id"])
-            spec["causes"] = [dict(zip(("cause", "entries", "dataset", "row", "cut", "detail"), cause))
-                              for cause in render_causes(connection, spec["name"])]
-            spec["reasoning_problems"] = reasoning_problems(connection, spec["name"])
+            spec["added_tokens"] = added_token_uses(handle, spec["id"])
+            spec["causes"] = [cause._asdict() for cause in render_causes(handle, spec["name"])]
+            spec["reasoning_problems"] = reasoning_problems(handle, spec["name"])
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
-            mixture["training_samples"] = {spec["name"]: _training_positions(connection, mixture_id, spec["id"])
+            mixture["training_samples"] = {spec["name"]: _training_positions(handle, mixture_id, spec["id"])
                                            for spec in specs}
-        plans = _rows(connection, "SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
-                                  "FROM pack_plans ORDER BY plan")
+        plans = handle.dicts("SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
+                             "FROM pack_plans ORDER BY plan")
         for plan in plans:  # steps per epoch follow the packs of each epoch, not their sum
-            plan["epoch_packs"] = [packs for (packs,) in connection.execute(connection.dialect.sql(
+            plan["epoch_packs"] = [packs for (packs,) in handle.all(
                 "SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON p.id = e.plan_id "
-                "WHERE p.name = {mark} ORDER BY e.epoch"), (plan["plan"],))]
-    finally:
-        connection.close()
+                "WHERE p.name = {mark} ORDER BY e.epoch", plan["plan"])]
+        shown = handle.name
     build = builds[0] if builds else None
     return {
-        "store": hide_passwords(os.fspath(path)),
+        "store": str(shown),
         "schema_revision": SCHEMA_REVISION,
         "build": None if build is None else {
             "created_at": build["created_at"],

@@ -13,33 +13,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import StoreError
-from .dialect import ReadConnection
-from .records import TRAINS, StoredMixture
+from .handle import StoreHandle
+from .records import StoredMixture
 
 #: Rows fetched at a time when reading scattered positions; entries read at a time for lengths.
 _FETCH = 1 << 16
 _CHUNK = 1 << 20
 
 
-def position_entries(connection: ReadConnection, mixture: StoredMixture) -> np.ndarray:
+def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
     """Base entry id of every position of ``mixture`` (of the epoch it was read for), in position
     order (4-byte ids while they fit)."""
-    sql = connection.dialect.sql
-    last = connection.execute(sql("SELECT max(id) FROM base_entries")).fetchone()[0] or 0
+    last = handle.value("SELECT max(id) FROM base_entries") or 0
     entries = np.zeros(mixture.entries, dtype=np.int32 if last < 2**31 else np.int64)
     filled = np.zeros(mixture.entries, dtype=bool)
-    runs = connection.execute(
-        sql("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
-            "AND start BETWEEN {mark} AND {mark}"), (mixture.id, mixture.start, mixture.start + mixture.entries - 1)
-    ).fetchall()
+    runs = handle.all("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
+                      "AND start BETWEEN {mark} AND {mark}", mixture.id, mixture.start, mixture.start + mixture.entries - 1)
     for start, first_entry, length in runs:
         offset = start - mixture.start
         entries[offset : offset + length] = np.arange(first_entry, first_entry + length, dtype=entries.dtype)
         filled[offset : offset + length] = True
-    explicit = connection.execute(
-        sql("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}"),
-        (mixture.start, mixture.start + mixture.entries - 1),
-    )
+    explicit = handle.execute("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}",
+                              mixture.start, mixture.start + mixture.entries - 1)
     while found := explicit.fetchmany(_FETCH):  # a row tuple per position only a batch at a time
         pairs = np.asarray(found, dtype=np.int64)
         entries[pairs[:, 0] - mixture.start] = pairs[:, 1]
@@ -61,14 +56,16 @@ class SpecLengths:
         return self.tokens[entry_ids - self.first], self.trains[entry_ids - self.first]
 
 
-_PACKED_LENGTH = (
-    "(CAST(entry_id AS bigint) << 33) | (CAST({column} AS bigint) << 1) | CAST(status IN ({trains}) AS integer)"
-)
-#: What :func:`spec_lengths` can read as an entry's length.
-LENGTH_COLUMNS = ("tokens", "supervised_tokens")
+#: What :func:`spec_lengths` can read as an entry's length, and the expression it reads, one
+#: integer per entry: ``entry_id << 33 | length << 1 | trains``.
+_PACKED_LENGTHS = {
+    column: f"(CAST(entry_id AS bigint) << 33) | (CAST({column} AS bigint) << 1) | CAST(status IN ({{trains}}) AS integer)"
+    for column in ("tokens", "supervised_tokens")
+}
+LENGTH_COLUMNS = tuple(_PACKED_LENGTHS)
 
 
-def spec_lengths(connection: ReadConnection, spec_id: int, column: str = "tokens") -> SpecLengths:
+def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> SpecLengths:
     """Every base entry's tokens (or ``supervised_tokens``) and trains flag under a spec (the spec
     covers every entry).
 
@@ -76,25 +73,20 @@ def spec_lengths(connection: ReadConnection, spec_id: int, column: str = "tokens
     ``entry_id << 33 | tokens << 1 | trains`` (twice as fast as fetching rows): a JSON text and
     a Python int per entry only for a chunk, 5 bytes an entry in the arrays kept.
     """
-    sql = connection.dialect.sql
-    first, last, count = connection.execute(
-        sql("SELECT min(entry_id), max(entry_id), count(*) FROM entry_renders WHERE spec_id = {mark}"), (spec_id,)
-    ).fetchone()
+    first, last, count = handle.one(
+        "SELECT min(entry_id), max(entry_id), count(*) FROM entry_renders WHERE spec_id = {mark}", spec_id) or (0, 0, 0)
     if not count:
         return SpecLengths(1, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool))
     if last - first + 1 != count:
         raise StoreError("a render spec does not cover every base entry; the store is damaged")
     if column not in LENGTH_COLUMNS:
         raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
-    trains_sql = ", ".join(f"'{s}'" for s in TRAINS)
-    packed = connection.dialect.json_array.format(_PACKED_LENGTH.format(column=column, trains=trains_sql))
-    chunk = sql("SELECT {packed} FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}",
-                packed=packed)
+    chunk = ("SELECT " + handle.dialect.json_array.format(_PACKED_LENGTHS[column])
+             + " FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}")
     tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)
     for start in range(first, last + 1, _CHUNK):
         stop = min(start + _CHUNK - 1, last)
-        values = np.array(json.loads(connection.execute(chunk, (spec_id, start, stop)).fetchone()[0] or "[]"),
-                          dtype=np.int64)
+        values = np.array(json.loads(handle.value(chunk, spec_id, start, stop) or "[]"), dtype=np.int64)
         values.sort()  # by entry id
         if not np.array_equal(values >> 33, np.arange(start, stop + 1)):
             raise StoreError("a render spec does not cover every base entry; the store is damaged")

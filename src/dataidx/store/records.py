@@ -1,7 +1,7 @@
 """The datasets and mixtures a store describes, as readers need them.
 
-Read with the plain read-only connection: opening a store for training reads these and nothing
-heavier.
+Read through a :class:`~dataidx.store.handle.StoreHandle`: opening a store for training reads
+these and nothing heavier.
 """
 
 from __future__ import annotations
@@ -9,27 +9,25 @@ from __future__ import annotations
 import json
 import logging
 import operator
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError, StaleStoreError, UsageError, hide_passwords
-from .connect import connect_readonly, not_found
-from .dialect import ReadConnection
+from .connect import reading
+from .dialect import Reads
+from .handle import Store, StoreHandle
 
 logger = logging.getLogger(__name__)
 #: ``(store, mixture)`` pairs whose wrapping ``set_epoch`` this process has logged (see :func:`served_epoch`).
 _WRAPPED: set[tuple[str, str]] = set()
 
-#: What an entry can come to under a render spec, worst last; the first two train, the others
-#: say why an entry does not. Stored in ``entry_renders.status``.
-STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
-TRAINS = ("ok", "truncated")
 #: What became of an entry's reasoning, worst first (``entry_renders.reasoning``; NULL: it has
 #: none). The first four are problems ``info``, ``compose`` and the report count.
 REASONING = ("dropped", "unclosed", "no_answer", "mode_mismatch", "inline", "kept")
 REASONING_PROBLEMS = REASONING[:4]
+#: The count of each reasoning problem, as further columns of a select over ``entry_renders AS l``.
+REASONING_PROBLEM_SUMS = "".join(f", sum(CASE WHEN l.reasoning = '{problem}' THEN 1 ELSE 0 END)"
+                                 for problem in REASONING_PROBLEMS)
 
 
 @dataclass(frozen=True)
@@ -53,17 +51,22 @@ class StoredDataset:
     drops: int = 0
 
 
-def read_datasets(connection: ReadConnection) -> dict[int, StoredDataset]:
+_DATASETS = (
+    "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
+    "arrow_files, drops FROM datasets ORDER BY position"
+)
+
+
+def read_datasets(handle: StoreHandle) -> dict[int, StoredDataset]:
     """The stored datasets by id, in config order."""
-    query = (
-        "SELECT id, name, path, source, split, converter, converter_version, loader_version, info, rows, files, "
-        "arrow_files, drops FROM datasets ORDER BY position"
-    )
     datasets = {}
-    for row in connection.execute(query):
-        info, files, arrow_files = (json.loads(v) if v is not None else None for v in (row[8], row[10], row[11]))
-        datasets[row[0]] = StoredDataset(*row[:8], info=info, rows=row[9], files=files, arrow_files=arrow_files,
-                                         drops=row[12])
+    for (id_, name, path, source, split, converter, converter_version, loader_version, info, rows, files,
+         arrow_files, drops) in handle.all(_DATASETS):
+        datasets[id_] = StoredDataset(
+            id=id_, name=name, path=path, source=source, split=split, converter=converter,
+            converter_version=converter_version, loader_version=loader_version, info=json.loads(info or "{}"),
+            rows=rows, files=json.loads(files or "[]"), arrow_files=None if arrow_files is None else json.loads(arrow_files),
+            drops=drops)
     return datasets
 
 
@@ -93,46 +96,45 @@ class StoredMixture:
         return StoredMixture(self.id, self.name, start, entries, epoch, self.stretches)
 
 
-def read_epochs(connection: ReadConnection, mixture_id: int) -> list[tuple[int, int]]:
+def read_epochs(handle: StoreHandle, mixture_id: int) -> list[tuple[int, int]]:
     """``(start, entries)`` of each epoch of a mixture, in epoch order."""
-    sql = connection.dialect.sql("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch")
-    return [tuple(row) for row in connection.execute(sql, (mixture_id,)).fetchall()]
+    return handle.all("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch", mixture_id)
 
 
-def read_mixture(connection: ReadConnection, name: str, store: str | os.PathLike[str], epoch: int = 0) -> StoredMixture:
+def read_mixture(handle: StoreHandle, name: str, epoch: int = 0) -> StoredMixture:
     """Epoch ``epoch`` of the stored mixture ``name``, or a NotFoundError listing the mixtures
     there are (also for an epoch it does not have)."""
-    sql = connection.dialect.sql("SELECT id, name FROM mixtures WHERE name = {mark}")
-    row = connection.execute(sql, (name,)).fetchone()
+    row = handle.one("SELECT id, name FROM mixtures WHERE name = {mark}", name)
     if row is None:
-        raise not_found(connection, "mixtures", "mixture", name, store)
-    stale = stale_budget_mixtures(lambda sql, parameters: connection.execute(connection.dialect.sql(sql), parameters)
-                                  .fetchall(), mixture=name, store=store)
+        raise handle.missing("mixtures", "mixture", name)
+    stale = stale_budget_mixtures(handle, mixture=name, store=handle.name)
     if stale:
-        raise StaleStoreError(f"{store}: {stale[name]}")
-    stretches = tuple(read_epochs(connection, row[0]))
+        raise StaleStoreError(f"{handle.name}: {stale[name]}")
+    stretches = tuple(read_epochs(handle, row[0]))
     return StoredMixture(row[0], row[1], 0, 0, stretches=stretches).at(epoch)
 
 
-# Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those drawn by.
+# Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those
+# drawn by: of every mixture, of one, or of those drawn under one spec.
 _STALE_BUDGETS = """
 SELECT m.name, m.spec, s.fingerprint IS NULL FROM mixtures AS m LEFT JOIN render_specs AS s ON s.name = m.spec
-WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint) AND {which}
+WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint)
   AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
-              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))
-ORDER BY m.id
-"""
+              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))"""
+_STALE_OF = {"all": _STALE_BUDGETS + " ORDER BY m.id",
+             "mixture": _STALE_BUDGETS + " AND m.name = {mark} ORDER BY m.id",
+             "spec": _STALE_BUDGETS + " AND m.spec = {mark} ORDER BY m.id"}
 
 
-def stale_budget_mixtures(execute: Callable[[str, tuple[Any, ...]], list[Any]], *, mixture: str | None = None,
-                          spec: str | None = None, store: object = "STORE") -> dict[str, str]:
+def stale_budget_mixtures(reads: Reads, *, mixture: str | None = None, spec: str | None = None,
+                          store: object = "STORE") -> dict[str, str]:
     """Mixture name -> why it cannot be served: its token budgets were met under lengths its
-    render spec no longer holds (the spec was rendered again, or removed). ``execute`` runs SQL
-    with ``{mark}`` parameters; ``mixture`` or ``spec`` narrows the search."""
-    which, parameters = ("m.name = {mark}", (mixture,)) if mixture is not None else \
-        ("m.spec = {mark}", (spec,)) if spec is not None else ("1 = 1", ())
+    render spec no longer holds (the spec was rendered again, or removed). ``mixture`` or
+    ``spec`` narrows the search."""
+    which, parameters = ("mixture", (mixture,)) if mixture is not None else \
+        ("spec", (spec,)) if spec is not None else ("all", ())
     found = {}
-    for name, under, removed in execute(_STALE_BUDGETS.replace("{which}", which), parameters):
+    for name, under, removed in reads.all(_STALE_OF[which], *parameters):
         change = "which was removed since" if removed else "which was rendered again since, with other lengths"
         found[name] = (f"mixture '{name}' was drawn by token budgets under render spec '{under}', {change}: its "
                        f"budgets count lengths the store no longer holds; draw it again with dataidx remove-mixture "
@@ -140,13 +142,10 @@ def stale_budget_mixtures(execute: Callable[[str, tuple[Any, ...]], list[Any]], 
     return found
 
 
-def mixture_epochs(store: str | os.PathLike[str], mixture: str) -> int:
+def mixture_epochs(store: Store | StoreHandle, mixture: str) -> int:
     """How many epochs mixture ``mixture`` of ``store`` holds."""
-    connection = connect_readonly(store)
-    try:
-        return read_mixture(connection, mixture, store).epochs
-    finally:
-        connection.close()
+    with reading(store) as handle:
+        return read_mixture(handle, mixture).epochs
 
 
 def serving(mixture: str, epoch: int, epochs: int) -> str:

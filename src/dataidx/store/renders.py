@@ -12,12 +12,12 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from .causes import CAUSES_SQL, CauseRow
+from .causes import CauseRow, render_causes
 from .deletes import delete_spec
-from .dialect import ReadConnection
+from .dialect import Reads
 from .records import stale_budget_mixtures
 from .schema import AddedTokenUse, RenderCause, RenderSpecRow
-from .sqlite.read import SQLITE
+from .sqlite.files import CopyReads
 
 #: ``(dataset, status, entries)`` of a spec, by dataset then status.
 _COUNTS = (
@@ -30,9 +30,9 @@ _COUNTS = (
 LengthRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
 
 
-def render_counts(connection: ReadConnection, spec: str) -> list[tuple[str, str, int]]:
+def render_counts(reads: Reads, spec: str) -> list[tuple[str, str, int]]:
     """Entries per dataset and status under spec ``spec``, as the store holds them now."""
-    return [tuple(row) for row in connection.execute(connection.dialect.sql(_COUNTS), (spec,))]
+    return reads.all(_COUNTS, spec)
 
 
 def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
@@ -67,8 +67,8 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
         connection.execute(insert(RenderCause), [
             {"spec_id": spec_id, "kind": kind, "cause": cause, "entries": n, "example_entry": first}
             for (kind, cause), (n, first) in sorted(causes.items())])
-    counts = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(_COUNTS), (spec["name"],))]
-    found = [tuple(row) for row in connection.exec_driver_sql(SQLITE.sql(CAUSES_SQL), (spec["name"], "status"))]
+    written = CopyReads(connection)
+    counts, found = render_counts(written, spec["name"]), render_causes(written, spec["name"])
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return plans_removed, counts, found, seconds
@@ -77,8 +77,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
 def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:
     """The mixtures drawn by token budgets under spec ``spec`` as it was before it was rendered
     again (or removed): readers refuse them until they are drawn again."""
-    execute = lambda sql, parameters: connection.exec_driver_sql(SQLITE.sql(sql), parameters).fetchall()  # noqa: E731
-    return list(stale_budget_mixtures(execute, spec=spec))
+    return list(stale_budget_mixtures(CopyReads(connection), spec=spec))
 
 
 def move_spec_tokenizer(connection: Connection, spec: str, tokenizer: str) -> None:

@@ -19,13 +19,14 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DatabaseError
 
 from ..errors import StaleStoreError, StoreError
-from .connect import REVISIONS, SCHEMA_REVISION, connect_readonly, store_revision
+from .connect import REVISIONS, SCHEMA_REVISION, check_store, store_revision
 from .holdings import refuse_to_lose
-from .identity import ReadIdentity, read_identity
+from .identity import ReadIdentity, identity_of
 from .location import PostgresStore, store_location, streams_folder
 from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
 from .postgres.swap import refuse_foreign_schema
 from .sqlite.files import (
+    CopyReads,
     check_writable,
     create_store,
     disk_errors,
@@ -126,7 +127,7 @@ def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None =
     saying what changed and which ``task`` to do again with which ``command``; writes of other
     mixtures, specs or plans meanwhile are kept.
     """
-    connect_readonly(store).close()  # the store's own errors first: missing, other revision
+    check_store(store)  # the store's own errors first: missing, other revision
     location = store_location(store)
     if isinstance(location, PostgresStore):
         with postgres_writer(location) as server, working_folder() as folder:
@@ -147,9 +148,7 @@ def _check_unchanged(connection: Connection, store: str | os.PathLike[str], read
     """Refuse the write if what the work read changed meanwhile (other writes may have landed)."""
     if read is None:
         return
-    now = read_identity(lambda sql, parameters: connection.exec_driver_sql(sql, tuple(parameters)).fetchall(),
-                        **read.names())
-    changed = read.changed(now)
+    changed = read.changed(identity_of(CopyReads(connection), **read.names()))
     if changed:
         raise StaleStoreError(f"{store}: {changed} while {task}; run dataidx {command} again")
 

@@ -51,8 +51,8 @@ class DataEngine(Dataset):
 
     Example::
 
-        engine = DataEngine("demo.db")
-        engine[0], engine[-1], engine[2:5], engine[[7, 3]]
+        with DataEngine("demo.db") as engine:
+            engine[0], engine[-1], engine[2:5], engine[[7, 3]]
         DataEngine("data/demo_sft.yaml")   # drop-in for LLaMA-Factory v1's DataEngine(yaml)
         DataLoader(engine, batch_size=32, num_workers=2, collate_fn=list)
         DataLoader(DataEngine("demo.db", render="default"), batch_size=8, collate_fn=Collator(pad_token_id=0))
@@ -76,6 +76,18 @@ class DataEngine(Dataset):
 
     def __len__(self) -> int:
         return len(self.reader)
+
+    def close(self) -> None:
+        """Give back this process's store handle (a DataLoader worker's copy holds its own, given
+        back when the worker ends); later reads are refused. ``with DataEngine(...) as engine:``
+        closes it too."""
+        self.reader.close()
+
+    def __enter__(self) -> DataEngine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     @property
     def epoch(self) -> int:
@@ -144,6 +156,16 @@ class PackedDataset(Dataset):
 
     def __len__(self) -> int:
         return len(self.packs)
+
+    def close(self) -> None:
+        """Give back this process's store handle (see :meth:`DataEngine.close`)."""
+        self.packs.close()
+
+    def __enter__(self) -> PackedDataset:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def set_epoch(self, epoch: int) -> None:
         """Serve the packs of epoch ``epoch`` (a plan of a mixture of several epochs has a plan per

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ..store import connect_readonly, store_location
+from ..store import check_store, store_location
 from .cookbook import COOKBOOK
 from .errors_page import quiet_errors
 from .guard import loopback_only, read_functions_only, served_name, store_database
@@ -133,7 +133,7 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     if not isinstance(location, Path):
         raise UsageError(f"{store}: dataidx serve shows a store file; a PostgreSQL store is served by any "
                          "PostgreSQL client (see docs/postgres.md)")
-    connect_readonly(location).close()  # a dataidx store of a revision this dataidx reads, or a clear error
+    check_store(location)  # a dataidx store of a revision this dataidx reads, or a clear error
     try:
         import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
         from datasette.utils import tilde_encode

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StoreError, UsageError
-from ..store import ReadConnection, composition, not_found, read_mixture, store_info
+from ..store import StoreHandle, composition, read_mixture, store_info
 from .positions import TURNS, Selection, over_positions
 from .spec_figures import SpecFigures, spec_figures
 
@@ -72,14 +72,10 @@ class Figures:
                    if self.selection.first <= epoch <= self.selection.last)
 
 
-def _all(connection: ReadConnection, sql: str, *parameters: Any, **fragments: str) -> list[tuple]:
-    return [tuple(row) for row in connection.execute(connection.dialect.sql(sql, **fragments), parameters).fetchall()]
-
-
-def gather(path: str, connection: ReadConnection, mixture: str, spec: str | None, plan: str | None,
+def gather(handle: StoreHandle, mixture: str, spec: str | None, plan: str | None,
            epoch: int | None = None, progress: Progress | None = None) -> Figures:
     """The figures of ``mixture`` (of epoch ``epoch``, or of all), and of ``spec`` and ``plan``
-    when named, in the store at ``path``."""
+    when named, read through ``handle``."""
     steps = 4 + (spec is not None) + (plan is not None)
     done = 0
 
@@ -89,43 +85,42 @@ def gather(path: str, connection: ReadConnection, mixture: str, spec: str | None
         if progress is not None:
             progress(done, steps)
 
-    found = read_mixture(connection, mixture, path, 0 if epoch is None else epoch)  # or a NotFoundError
-    info = store_info(path)
+    found = read_mixture(handle, mixture, 0 if epoch is None else epoch)  # or a NotFoundError
+    info = store_info(handle)
     chosen = next(m for m in info["mixtures"] if m["name"] == mixture)
-    plan_row = _plan_row(connection, path, plan, mixture) if plan is not None else None
+    plan_row = _plan_row(handle, plan, mixture) if plan is not None else None
     selection = Selection(found.id, *((0, found.epochs - 1) if epoch is None else (epoch, epoch)), epoch)
     step()
-    epochs = _all(connection, "SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
-                  found.id)
-    draws = _all(connection, "SELECT ed.epoch, d.name, ed.seed, ed.entries, ed.distinct_rows, ed.training_entries, "
+    epochs = handle.all("SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
+                        found.id)
+    draws = handle.all("SELECT ed.epoch, d.name, ed.seed, ed.entries, ed.distinct_rows, ed.training_entries, "
                              "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
                              "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} AND {mark} "
                              "ORDER BY ed.epoch, d.position", found.id, selection.first, selection.last)
-    figures = Figures(info, chosen, selection, epochs, composition(path, mixture, epoch=epoch), draws)
+    figures = Figures(info, chosen, selection, epochs, composition(handle, mixture, epoch=epoch), draws)
     step()
-    figures.turns = over_positions(connection, selection, TURNS)
+    figures.turns = over_positions(handle, selection, TURNS)
     step()
-    figures.reject_counts = _all(connection, "SELECT dataset, count(*) FROM rejects GROUP BY dataset ORDER BY dataset")
-    figures.rejects = _all(connection, "SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {mark}",
-                           LISTED)
+    figures.reject_counts = handle.all("SELECT dataset, count(*) FROM rejects GROUP BY dataset ORDER BY dataset")
+    figures.rejects = handle.all("SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {mark}", LISTED)
     step()
     if spec is not None:
-        figures.spec = spec_figures(connection, path, spec, selection)
+        figures.spec = spec_figures(handle, spec, selection)
         step()
     if plan_row is not None:
-        figures.plan = _plan_figures(connection, plan_row, selection)
+        figures.plan = _plan_figures(handle, plan_row, selection)
         step()
     return figures
 
 
-def _plan_row(connection: ReadConnection, path: str, name: str, mixture: str) -> tuple:
-    found = _all(connection, "SELECT p.id, p.name, p.capacity, m.name FROM packing_plans AS p "
-                             "JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}", name)
+def _plan_row(handle: StoreHandle, name: str, mixture: str) -> tuple:
+    found = handle.all("SELECT p.id, p.name, p.capacity, m.name FROM packing_plans AS p "
+                       "JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}", name)
     if not found:
-        raise not_found(connection, "packing_plans", "packing plan", name, path, "; run dataidx pack")
+        raise handle.missing("packing_plans", "packing plan", name, "; run dataidx pack")
     capacity = found[0][2]
     if type(capacity) is not int or not 0 < capacity < 2**31:  # a store's value, read as data, never as SQL
-        raise StoreError(f"{path}: packing plan '{name}' has capacity {capacity!r}, not a count of tokens: "
+        raise StoreError(f"{handle.name}: packing plan '{name}' has capacity {capacity!r}, not a count of tokens: "
                          "the store is damaged or was not made by dataidx")
     if found[0][3] != mixture:
         raise UsageError(f"packing plan '{name}' packs mixture '{found[0][3]}', not '{mixture}': "
@@ -133,20 +128,20 @@ def _plan_row(connection: ReadConnection, path: str, name: str, mixture: str) ->
     return found[0]
 
 
-def _plan_figures(connection: ReadConnection, row: tuple, selection: Selection) -> PlanFigures:
+def _plan_figures(handle: StoreHandle, row: tuple, selection: Selection) -> PlanFigures:
     plan_id, name, capacity, _ = row
-    epochs = _all(connection, "SELECT epoch, seed, packs, entries, tokens, fill, left_out FROM plan_epochs "
-                              "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} ORDER BY epoch",
-                  plan_id, selection.first, selection.last)
+    epochs = handle.all("SELECT epoch, seed, packs, entries, tokens, fill, left_out FROM plan_epochs "
+                        "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} ORDER BY epoch",
+                        plan_id, selection.first, selection.last)
     if not epochs:
         raise UsageError(f"packing plan '{name}' has no epoch {selection.first}")
     # Each pack's tokens were stored with it by dataidx pack; an epoch's packs are one stretch.
-    first_pack = _all(connection, "SELECT min(first_pack) FROM plan_epochs WHERE plan_id = {mark} "
-                                  "AND epoch BETWEEN {mark} AND {mark}", plan_id, selection.first, selection.last)[0][0]
+    first_pack = handle.value("SELECT min(first_pack) FROM plan_epochs WHERE plan_id = {mark} "
+                              "AND epoch BETWEEN {mark} AND {mark}", plan_id, selection.first, selection.last)
     packs = sum(e[2] for e in epochs)
-    histogram = _all(connection, "SELECT min(k.tokens * {mark} / {mark}, {mark}) AS bin, count(*) FROM packs AS k "
-                     "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin",
-                     FILL_BINS, capacity, FILL_BINS - 1, plan_id, first_pack, first_pack + packs - 1)
+    histogram = handle.all("SELECT min(k.tokens * {mark} / {mark}, {mark}) AS bin, count(*) FROM packs AS k "
+                           "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin",
+                           FILL_BINS, capacity, FILL_BINS - 1, plan_id, first_pack, first_pack + packs - 1)
     tokens = sum(e[4] for e in epochs)
     return PlanFigures(name, capacity, packs, sum(e[3] for e in epochs), tokens,
                        tokens / (packs * capacity) if packs else 0.0, sum(e[6] for e in epochs), histogram, epochs)

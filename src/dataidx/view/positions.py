@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import ReadConnection
+from ..store import StoreHandle
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,9 @@ spans AS (
 """
 
 
-def over_positions(connection: ReadConnection, selection: Selection, sql: str, *parameters: Any,
-                   **fragments: str) -> list[tuple]:
+def over_positions(handle: StoreHandle, selection: Selection, sql: str, *parameters: Any) -> list[tuple]:
     """Rows of ``sql`` (which reads ``spans``) over the selection; ``parameters`` follow the spans' own."""
-    statement = connection.dialect.sql(SPANS + sql, **fragments)
-    return [tuple(row) for row in connection.execute(statement, (*selection.parameters, *parameters)).fetchall()]
+    return handle.all(SPANS + sql, *selection.parameters, *parameters)
 
 
 #: Rows the positions draw, by the entries (supervised turns) each row has in the base index.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..store import REASONING_PROBLEMS, REASONING_SAID, TRAINS, ReadConnection
+from ..store import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, REASONING_SAID, StoreHandle
 from .positions import Selection, over_positions
 
 #: What each row of :func:`reasoning_rows` holds, after the dataset: the JSON keys.
@@ -16,7 +16,8 @@ KEYS = ("positions_with_reasoning", "tokens_with_reasoning", "positions_without"
 
 _GROUPS = """
 SELECT d.name, count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN 0 ELSE l.tokens END),
-       count(*) - count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN l.tokens ELSE 0 END){problems}
+       count(*) - count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN l.tokens ELSE 0 END)""" + \
+    REASONING_PROBLEM_SUMS + """
 FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
 WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi AND l.status IN ({trains})
   AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
@@ -24,11 +25,9 @@ GROUP BY d.position, d.name ORDER BY d.position
 """
 
 
-def reasoning_rows(connection: ReadConnection, selection: Selection, spec_id: int) -> list[tuple]:
+def reasoning_rows(handle: StoreHandle, selection: Selection, spec_id: int) -> list[tuple]:
     """``(dataset, *KEYS)`` per dataset over the selection's positions that train under the spec."""
-    problems = "".join(f", sum(CASE WHEN l.reasoning = '{problem}' THEN 1 ELSE 0 END)" for problem in REASONING_PROBLEMS)
-    rows = over_positions(connection, selection, _GROUPS, spec_id, problems=problems,
-                          trains=", ".join(f"'{status}'" for status in TRAINS))
+    rows = over_positions(handle, selection, _GROUPS, spec_id)
     return [(dataset, *(int(value or 0) for value in counts)) for dataset, *counts in rows]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from .._version import __version__
 from ..errors import UsageError, hide_passwords
 from ..spec import DEFAULT_SEED
-from ..store import connect_readonly
+from ..store import open_store
 from .document import report_document
 from .figures import Figures, Progress, gather
 from .reasoning import reasoning_section
@@ -43,11 +43,8 @@ def _gathered(store: str | os.PathLike[str], mixture: str, epoch: int | None, sp
     if samples < 0:
         raise UsageError(f"--samples must be 0 or more, got {samples}")
     path = os.fspath(store)
-    connection = connect_readonly(path)
-    try:
-        figures = gather(path, connection, mixture, spec, plan, epoch, progress)
-    finally:
-        connection.close()
+    with open_store(path) as handle:
+        figures = gather(handle, mixture, spec, plan, epoch, progress)
     chosen = [(e, entries) for e, _, entries in figures.epochs if epoch is None or e == epoch]
     return path, figures, sampled_positions(chosen, samples, seed)
 

@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..store import TRAINS, CauseRow, ReadConnection, added_token_uses, not_found, render_causes
+from ..store import TRAINS, CauseRow, StoreHandle, added_token_uses, render_causes
 from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
 from .reasoning import reasoning_rows
 
@@ -47,17 +47,15 @@ class SpecFigures:
         return sum(reason[2] for reason in self.reasons)
 
 
-def spec_figures(connection: ReadConnection, path: str, name: str, selection: Selection) -> SpecFigures:
-    found = connection.execute(connection.dialect.sql("SELECT id, cutoff FROM render_specs WHERE name = {mark}"),
-                               (name,)).fetchall()
-    if not found:
-        raise not_found(connection, "render_specs", "render spec", name, path, "; run dataidx render")
-    (spec_id, cutoff), = found
-    longest = over_positions(connection, selection, LONGEST, spec_id)[0][0] or 0
+def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFigures:
+    found = handle.one("SELECT id, cutoff FROM render_specs WHERE name = {mark}", name)
+    if found is None:
+        raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
+    spec_id, cutoff = found
+    longest = over_positions(handle, selection, LONGEST, spec_id)[0][0] or 0
     width = max(1, math.ceil((longest + 1) / LENGTH_BINS))
-    trains = ", ".join(f"'{status}'" for status in TRAINS)
     # One pass over the positions; every figure is a sum of its few groups.
-    groups = over_positions(connection, selection, LENGTH_GROUPS, width, spec_id)
+    groups = over_positions(handle, selection, LENGTH_GROUPS, width, spec_id)
     histogram: dict[tuple[str, str, int], int] = defaultdict(int)
     supervised: dict[str, list[int]] = {}
     by_epoch: dict[tuple[int, str], list[int]] = {}
@@ -80,9 +78,9 @@ def spec_figures(connection: ReadConnection, path: str, name: str, selection: Se
         supervised=[(dataset, *totals) for dataset, totals in supervised.items()],
         by_epoch=[(epoch, dataset, *counts) for (epoch, dataset), counts in by_epoch.items()],
         reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
-        not_training=over_positions(connection, selection, NOT_TRAINING, spec_id, LISTED, trains=trains),
-        not_training_entries=over_positions(connection, selection, NOT_TRAINING_COUNT, spec_id, trains=trains)[0][0],
-        added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in added_token_uses(connection, spec_id)],
-        causes=render_causes(connection, name),
-        reasoning=reasoning_rows(connection, selection, spec_id),
+        not_training=over_positions(handle, selection, NOT_TRAINING, spec_id, LISTED),
+        not_training_entries=over_positions(handle, selection, NOT_TRAINING_COUNT, spec_id)[0][0],
+        added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in added_token_uses(handle, spec_id)],
+        causes=render_causes(handle, name),
+        reasoning=reasoning_rows(handle, selection, spec_id),
     )

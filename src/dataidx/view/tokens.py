@@ -70,8 +70,9 @@ def converted_samples(path: str, mixture: str, picks: list[tuple[int, int]], epo
     """HTML of each ``(epoch, position)``'s converted messages, for a report without a render spec."""
     blocks = []
     for epoch, positions in _by_epoch(picks).items():
-        reader = StoreReader(path, mixture, verify=False, epoch=epoch)
-        for position, sample in zip(positions, reader.get_many(positions)):
+        with StoreReader(path, mixture, verify=False, epoch=epoch) as reader:
+            samples = reader.get_many(positions)
+        for position, sample in zip(positions, samples):
             lines = []
             for message in sample.get("messages") or sample.get("chosen_messages") or []:
                 text = "".join(str(block.get("value")) for block in message.get("content") or [])

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import decimal
 import re
 from typing import Any
 
 from ...errors import ReadOnlyError, UsageError
-from ..location import PostgresStore
-from .read import connect, first_line
+from .read import PostgresReadConnection, first_line
 
 
-def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | None, *,
+def query_postgres(connection: PostgresReadConnection, sql: str, parameters: dict[str, Any] | None, *,
                    timeout: float | None = None, limit: int | None = None) -> tuple[list[str], list[tuple]]:
-    """One SELECT in a read-only transaction, rolled back; ``:name`` parameters as in SQLite;
-    at most ``limit + 1`` rows; stopped by the server after ``timeout`` seconds (psycopg
+    """One SELECT in a read-only transaction on ``connection``, rolled back; ``:name``
+    parameters as in SQLite; at most ``limit + 1`` rows; stopped by the server after ``timeout`` seconds (psycopg
     cancels it on the server at Ctrl-C).
 
     Sent as a prepared statement (extended protocol), so a second statement is refused. A
@@ -34,15 +32,17 @@ def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | 
         if missing:
             raise UsageError(f"query failed: no value for parameter(s) {', '.join(missing)} (use --param NAME=VALUE)")
         statement, values = str(compiled), {name: parameters[name] for name in compiled.params}
-    connection = connect(store, autocommit=False)
+    raw = connection.raw
     try:
-        connection.execute("SET TRANSACTION READ ONLY")
-        if timeout:
-            connection.execute(f"SET LOCAL statement_timeout = {int(timeout * 1000)}")
-        cursor = connection.execute(statement, values, prepare=True)
-        found = (cursor.fetchall() if limit is None else cursor.fetchmany(limit + 1)) if cursor.description else []
-        rows = [tuple(_plain(value) for value in row) for row in found]
-        columns = [column.name for column in cursor.description or []]
+        with raw.transaction():  # rolled back by the Rollback at its end: nothing it did stays
+            raw.execute("SET TRANSACTION READ ONLY")
+            if timeout:
+                raw.execute(f"SET LOCAL statement_timeout = {int(timeout * 1000)}")
+            cursor = raw.execute(statement, values, prepare=True)
+            found = (cursor.fetchall() if limit is None else cursor.fetchmany(limit + 1)) if cursor.description else []
+            rows = [tuple(row) for row in found]  # numerics come as SQLite's (see read_connection)
+            columns = [column.name for column in cursor.description or []]
+            raise psycopg.Rollback()
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
         raise ReadOnlyError(f"query refused: the store is read-only here; only SELECT statements run "
                             f"({first_line(exc)})") from None
@@ -56,9 +56,6 @@ def query_postgres(store: PostgresStore, sql: str, parameters: dict[str, Any] | 
         raise UsageError(f"query failed: {first_line(exc)}{hint}") from None
     except psycopg.Error as exc:
         raise UsageError(f"query failed: {first_line(exc)}") from None
-    finally:
-        connection.rollback()
-        connection.close()
     return columns, rows
 
 
@@ -68,12 +65,3 @@ _FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*([A-Za-z]*)", re.S)
 def _first_keyword(sql: str) -> str:
     """The statement's first word, past whitespace, comments and parentheses."""
     return _FIRST_WORD.match(sql).group(1).lower()
-
-
-def _plain(value: Any) -> Any:
-    """PostgreSQL's numeric arrives as Decimal; JSON output and comparisons want int or float."""
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            return float(value)
-        return int(value) if value.as_tuple().exponent >= 0 else float(value)
-    return value

@@ -7,6 +7,7 @@ store's schema as its only ``search_path``, so the read path's SQL, spelled in
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,6 +61,28 @@ def connect(store: PostgresStore, *, read_only: bool = True, autocommit: bool = 
     return connection
 
 
+def plain_number(value: decimal.Decimal) -> int | float:
+    """PostgreSQL's numeric (``sum`` of integers, ``round``) as SQLite answers it: an int when
+    whole, else a float; so a read means the same on both backends."""
+    if not value.is_finite():
+        return float(value)
+    exponent = value.as_tuple().exponent
+    return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
+
+
+def read_connection(store: PostgresStore) -> Any:
+    """:func:`connect`, read-only, with numerics loaded as :func:`plain_number` says."""
+    psycopg = require_psycopg(store)
+
+    class PlainNumberLoader(psycopg.adapt.Loader):
+        def load(self, data: Any) -> int | float:
+            return plain_number(decimal.Decimal(bytes(data).decode()))
+
+    connection = connect(store)
+    connection.adapters.register_loader("numeric", PlainNumberLoader)
+    return connection
+
+
 def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
@@ -72,13 +95,13 @@ class PostgresReadConnection:
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
         self.psycopg = require_psycopg(store)
-        self.raw = connect(store)
+        self.raw = read_connection(store)
         self.opened_stamp: int | None = None
         #: Called when a fetch finds a new stamp (another write swapped the schema): returns if
         #: what the caller reads is unchanged, raises StaleStoreError if not. None: always refuse.
         self.on_new_stamp: Callable[[], None] | None = None
 
-    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
         """Run a read; a connection the server dropped (a restart, a terminated backend) is
         opened again once, so a training run outlives a server restart."""
         psycopg = self.psycopg
@@ -88,12 +111,12 @@ class PostgresReadConnection:
             except psycopg.OperationalError:
                 if not self.raw.closed:
                     raise
-                self.raw = connect(self.store)  # fetches are stamp-checked: a new store is noticed
+                self.raw = read_connection(self.store)  # fetches are stamp-checked: a new store is noticed
                 return self.raw.execute(sql, parameters)
         except psycopg.Error as exc:
             raise StoreError(f"{self.store}: cannot read store: {first_line(exc)}") from None
 
-    def fetch(self, sql: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def fetch(self, sql: str, parameters: Sequence[Any], /) -> list[tuple[Any, ...]]:
         """The schema is swapped in place by a write, so every fetch reads the stamp in the same
         statement; an empty answer asks for it, so no answer is ever another store's."""
         found = self.execute(sql, parameters).fetchall()

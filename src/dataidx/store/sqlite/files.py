@@ -24,7 +24,7 @@ from sqlalchemy.pool import QueuePool
 from ...errors import DataidxError, StoreError, UsageError
 from ..schema import schema_script
 from .objects import disarm
-from .read import open_file
+from .read import SQLITE, open_file
 
 
 def file_engine(path: str | os.PathLike[str], *, check_same_thread: bool = True) -> Engine:
@@ -101,6 +101,17 @@ def _rows_of(connection: Connection) -> Callable[[str], list[Any]]:
         result = connection.exec_driver_sql(sql)
         return result.fetchall() if result.returns_rows else []
     return execute
+
+
+class CopyReads:
+    """The read path's templates (see :mod:`dataidx.store.dialect`) run on a writer's working
+    copy, so a check a writer makes reads as a reader's does."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self.connection.exec_driver_sql(SQLITE.sql(template), parameters).fetchall()]
 
 
 @contextmanager

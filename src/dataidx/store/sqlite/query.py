@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import ReadOnlyError, UsageError
-from .read import FileConnection
 from .sql_functions import refused_function
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
@@ -69,7 +68,7 @@ def _ctrl_c_stops(stop: _Stop) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def query_file(connection: FileConnection, sql: str, parameters: dict[str, Any] | None, *,
+def query_file(connection: sqlite3.Connection, sql: str, parameters: dict[str, Any] | None, *,
                timeout: float | None = None, limit: int | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Column names and rows of one read-only statement, on a connection this call locks down:
     at most ``limit + 1`` rows (so a caller can tell there were more), stopped after ``timeout``
@@ -97,5 +96,6 @@ def query_file(connection: FileConnection, sql: str, parameters: dict[str, Any] 
         raise UsageError(f"query failed: {exc}") from None
     finally:
         connection.set_progress_handler(None, 0)
+        connection.set_authorizer(None)  # the connection may be a handle's that reads on
     columns = [d[0] for d in cursor.description or []]
     return columns, rows

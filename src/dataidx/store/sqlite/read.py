@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +73,9 @@ class FileConnection(sqlite3.Connection):
     dialect = SQLITE
     path: Path
     #: A file a process opened stays the file it opened, so its fetches never see a new stamp.
-    on_new_stamp = None
+    on_new_stamp: Callable[[], None] | None = None
 
-    def fetch(self, sql: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def fetch(self, sql: str, parameters: Sequence[Any], /) -> list[tuple[Any, ...]]:
         # A file stays readable after it is replaced: the stamp checked at open covers every read.
         try:
             return self.execute(sql, parameters).fetchall()
@@ -112,8 +112,8 @@ def check_store_file(path: Path) -> None:
     if not path.is_file():  # opening a FIFO waits for a writer forever
         raise StoreError(f"{path}: is not a regular file (a FIFO or a device?), not a store file")
     try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
+        with path.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
     except OSError as exc:
         raise StoreError(f"{path}: cannot read store: {exc.strerror or exc}") from None
     if header != SQLITE_HEADER:
