@@ -21,13 +21,14 @@ def open_rows(dataset: StoredDataset) -> RowSource:
 
 def _open_source_rows(dataset: StoredDataset) -> RowSource:
     """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
-    state = arrow_files_state(dataset.arrow_files) if dataset.arrow_files else "missing"
+    files = dataset.arrow_files or []
+    state = arrow_files_state(files) if files else "missing"
     if state == "changed":
         raise StaleStoreError(
             f"dataset '{dataset.name}': its Arrow data was written anew since the build; rebuild the store"
         )
     if state == "intact":
-        rows = ArrowRows(dataset.arrow_files)
+        rows = ArrowRows(files)
         if len(rows) != dataset.rows:
             raise StaleStoreError(
                 f"dataset '{dataset.name}': its Arrow data holds {len(rows)} rows, the store indexed {dataset.rows}; "

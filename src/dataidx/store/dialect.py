@@ -92,11 +92,6 @@ class ReadConnection(Protocol):
         out; raises StaleStoreError if the store was replaced since this connection opened."""
         ...
 
-    def query(self, sql: str, parameters: dict[str, Any] | None, *, timeout: float | None,
-              limit: int | None) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A user's statement (``dataidx query``): read-only whatever it says, bounded in time."""
-        ...
-
     def stamp(self) -> int:
         """The store's identity, new with every write."""
         ...

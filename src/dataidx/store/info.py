@@ -51,8 +51,9 @@ def added_token_uses(handle: StoreHandle, spec_id: int) -> list[dict[str, Any]]:
 def reasoning_problems(handle: StoreHandle, spec: str) -> list[dict[str, Any]]:
     """``{status, entries, dataset, row, cut}`` of spec ``spec``: per reasoning problem that
     occurs, its base entries and the first of them, worst problem first (counted when rendered)."""
-    found = [dict(zip(("status", "entries", "dataset", "row", "cut"), row[:5]))
-             for row in render_causes(handle, spec, "reasoning") if row.cause in REASONING_PROBLEMS]
+    found: list[dict[str, Any]] = [
+        {"status": row.cause, "entries": row.entries, "dataset": row.dataset, "row": row.row, "cut": row.cut}
+        for row in render_causes(handle, spec, "reasoning") if row.cause in REASONING_PROBLEMS]
     return sorted(found, key=lambda problem: REASONING_PROBLEMS.index(problem["status"]))
 
 

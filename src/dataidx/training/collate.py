@@ -84,7 +84,7 @@ class Collator:
             rows.append((ids, labels, weights, positions))
             sample_ids.append(owners)
             row_lengths.append(lengths)
-        batch = self._pad(rows, sample_ids)
+        batch: dict[str, Any] = dict(self._pad(rows, sample_ids))  # and max_length, an int
         batch["sample_ids"] = batch.pop("attention_mask")
         batch["attention_mask"] = (batch["sample_ids"] > 0).long()
         # Segments of the flattened [batch * width] layout: each sample, then each row's padding

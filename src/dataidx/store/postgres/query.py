@@ -64,4 +64,5 @@ _FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*([A-Za-z]*)", re.S)
 
 def _first_keyword(sql: str) -> str:
     """The statement's first word, past whitespace, comments and parentheses."""
-    return _FIRST_WORD.match(sql).group(1).lower()
+    found = _FIRST_WORD.match(sql)  # every part of it is optional: it always matches
+    return found.group(1).lower() if found else ""

@@ -1,0 +1,103 @@
+"""One store handle: every read goes through an object that owns one connection and is closed.
+
+Readers open the store once per construction and give their handle back on ``close()`` or at
+the end of a ``with`` block; functions handed an open handle read through it and leave it open;
+read templates fill in only the names the dialect knows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dataidx import DataEngine, PackedDataset, StoreReader, composition, run_query, store_info
+from dataidx.errors import ReadOnlyError, StoreError
+from dataidx.pack import PackedPlan, pack_store
+from dataidx.render import RenderedMixture, render_store
+from dataidx.store import StoreHandle, open_handles, open_store
+from dataidx.store.postgres.read import POSTGRES
+from dataidx.store.sqlite.read import SQLITE
+
+from .conftest import alpaca_rows, write_jsonl
+
+
+@pytest.fixture
+def packed_store(tmp_path: Path, make_store, tiny_tokenizer: Path) -> Path:
+    """A store of 40 alpaca rows, rendered under spec ``default`` and packed as plan ``default``."""
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(40))
+    store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    render_store(store, tiny_tokenizer, template="chatml", cutoff=256)
+    pack_store(store, "default", capacity=256)
+    return store
+
+
+def _open_now() -> list[StoreHandle]:
+    found, collected = open_handles()
+    assert collected == [], f"handles left for the garbage collector to close: {collected}"
+    return found
+
+
+def test_a_template_fills_in_the_dialects_names_and_leaves_every_other_brace_as_written() -> None:
+    template = "SELECT '{\"a\": 1}', '{x}' FROM t WHERE id = {mark} AND status IN ({trains}) AND id IN ({ids})"
+    assert SQLITE.sql(template) == ("SELECT '{\"a\": 1}', '{x}' FROM t WHERE id = ? AND status IN ('ok', 'truncated') "
+                                    "AND id IN (SELECT value FROM json_each(?))")
+    assert POSTGRES.sql("SELECT {stamped}'{x}', {mark}") == "SELECT (SELECT stamp FROM dataidx_store), '{x}', %s"
+    assert SQLITE.sql("SELECT {packed} FROM t", packed="max(x)") == "SELECT max(x) FROM t"
+
+
+def test_a_handle_reads_literal_braces_and_refuses_reads_once_closed(tmp_path: Path, make_store) -> None:
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
+    store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    with open_store(store) as handle:
+        assert handle.one("SELECT '{\"role\": \"user\"}', count(*) FROM entries WHERE row >= {mark}", 1) == \
+            ('{"role": "user"}', 2)
+        assert handle in _open_now()
+    assert handle.closed and handle not in _open_now()
+    with pytest.raises(StoreError, match="read after the store was closed"):
+        handle.all("SELECT 1")
+    handle.close()  # twice is harmless
+
+
+def test_each_reader_opens_the_store_once_and_close_or_with_gives_it_back(packed_store: Path) -> None:
+    before = set(_open_now())
+    readers = [
+        lambda: StoreReader(packed_store),
+        lambda: RenderedMixture(packed_store, spec="default"),
+        lambda: PackedPlan(packed_store, "default"),
+        lambda: DataEngine(packed_store),
+        lambda: DataEngine(packed_store, render="default"),
+        lambda: PackedDataset(packed_store, "default"),
+    ]
+    for make in readers:
+        reader = make()
+        opened = set(_open_now()) - before
+        assert len(opened) == 1, f"{type(reader).__name__} holds {len(opened)} handles"
+        reader.close()
+        assert set(_open_now()) == before
+        with pytest.raises(StoreError, match="closed"):
+            reader[0] if hasattr(reader, "__getitem__") else reader.get(0)
+        with make() as reader:
+            assert len(set(_open_now()) - before) == 1
+        assert set(_open_now()) == before
+
+
+def test_a_reader_that_fails_to_open_leaves_no_handle_open(packed_store: Path) -> None:
+    before = set(_open_now())
+    for make in (lambda: RenderedMixture(packed_store, spec="nope"), lambda: PackedPlan(packed_store, "nope"),
+                 lambda: StoreReader(packed_store, "nope")):
+        with pytest.raises(StoreError, match="nope"):
+            make()
+        assert set(_open_now()) == before
+
+
+def test_functions_given_an_open_handle_read_through_it_and_leave_it_open(packed_store: Path) -> None:
+    with open_store(packed_store) as handle:
+        assert composition(handle, spec="default") == composition(packed_store, spec="default")
+        assert store_info(handle) == store_info(packed_store)
+        assert run_query(handle, "SELECT count(*) FROM entries") == (["count(*)"], [(40,)])
+        with pytest.raises(ReadOnlyError):
+            run_query(handle, "DELETE FROM base_entries")
+        # The user's SQL ran locked down; the handle's own reads go on as before.
+        assert handle.value("SELECT json_array(count(*)) FROM entries") == "[40]"
+        assert _open_now() == [handle]
