@@ -16,8 +16,6 @@ from dataidx.errors import ReadOnlyError, StoreError
 from dataidx.pack import PackedPlan, pack_store
 from dataidx.render import RenderedMixture, render_store
 from dataidx.store import StoreHandle, open_handles, open_store
-from dataidx.store.postgres.read import POSTGRES
-from dataidx.store.sqlite.read import SQLITE
 
 from .conftest import alpaca_rows, write_jsonl
 
@@ -38,18 +36,15 @@ def _open_now() -> list[StoreHandle]:
     return found
 
 
-def test_a_template_fills_in_the_dialects_names_and_leaves_every_other_brace_as_written() -> None:
-    template = "SELECT '{\"a\": 1}', '{x}' FROM t WHERE id = {mark} AND status IN ({trains}) AND id IN ({ids})"
-    assert SQLITE.sql(template) == ("SELECT '{\"a\": 1}', '{x}' FROM t WHERE id = ? AND status IN ('ok', 'truncated') "
-                                    "AND id IN (SELECT value FROM json_each(?))")
-    assert POSTGRES.sql("SELECT {stamped}'{x}', {mark}") == "SELECT (SELECT stamp FROM dataidx_store), '{x}', %s"
-    assert SQLITE.sql("SELECT {packed} FROM t", packed="max(x)") == "SELECT max(x) FROM t"
-
-
-def test_a_handle_reads_literal_braces_and_refuses_reads_once_closed(tmp_path: Path, make_store) -> None:
+def test_a_template_fills_in_the_dialects_names_and_leaves_every_other_brace_as_written(
+        tmp_path: Path, make_store) -> None:
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
     store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
     with open_store(store) as handle:
+        template = "SELECT '{\"a\": 1}', '{x}' FROM t WHERE id = {mark} AND status IN ({trains}) AND id IN ({ids})"
+        assert handle.sql(template) == ("SELECT '{\"a\": 1}', '{x}' FROM t WHERE id = ? AND status IN ('ok', "
+                                        "'truncated') AND id IN (SELECT value FROM json_each(?))")
+        assert handle.dialect.sql("SELECT {packed} FROM t", packed="max(x)") == "SELECT max(x) FROM t"
         assert handle.one("SELECT '{\"role\": \"user\"}', count(*) FROM entries WHERE row >= {mark}", 1) == \
             ('{"role": "user"}', 2)
         assert handle in _open_now()

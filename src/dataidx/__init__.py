@@ -1,7 +1,9 @@
 """dataidx: a persistent SQLite index of LLM fine-tuning datasets, served as a torch Dataset.
 
 The public API. Names are imported on first use, so that ``import dataidx`` (and the CLI) never
-pays for torch, datasets or SQLAlchemy; :data:`_PUBLIC` is where each one lives.
+pays for torch, datasets or SQLAlchemy; the map below is where each one lives, and the only list
+of them (type checkers read the same names under ``TYPE_CHECKING``; tests/test_layers.py keeps
+the two equal).
 """
 
 from __future__ import annotations
@@ -10,23 +12,23 @@ from typing import TYPE_CHECKING
 
 from ._lazy import lazy_face
 from ._version import __version__
-from .errors import (
-    ConfigError,
-    ConversionError,
-    DataidxError,
-    InvalidRow,
-    NotFoundError,
-    PluginError,
-    ReadOnlyError,
-    RenderError,
-    SourceError,
-    StaleStoreError,
-    StoreError,
-    UsageError,
-)
 
 if TYPE_CHECKING:
     from .convert import register_converter
+    from .errors import (
+        ConfigError,
+        ConversionError,
+        DataidxError,
+        InvalidRow,
+        NotFoundError,
+        PluginError,
+        ReadOnlyError,
+        RenderError,
+        SourceError,
+        StaleStoreError,
+        StoreError,
+        UsageError,
+    )
     from .index import add_mixture, build
     from .pack import pack_store, plan_packs
     from .read import StoreReader, export_mixture, verify_store
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     )
     from .training import Collator, DataEngine, PackedDataset, block_causal_mask, loader_state_for_workers
 
-_PUBLIC = {
+_names, __getattr__, __dir__ = lazy_face(__name__, {
     # training
     "Collator": ".training",
     "DataEngine": ".training",
@@ -68,9 +70,18 @@ _PUBLIC = {
     "store_info": ".store",
     # plugins
     "register_converter": ".convert",
-}
-_ERRORS = ["ConfigError", "ConversionError", "DataidxError", "InvalidRow", "NotFoundError", "PluginError", "ReadOnlyError",
-           "RenderError", "SourceError", "StaleStoreError", "StoreError", "UsageError"]
-
-_lazy_names, __getattr__, __dir__ = lazy_face(__name__, _PUBLIC)
-__all__ = sorted([*_lazy_names, *_ERRORS, "__version__"])
+    # errors: one tree, DataidxError at its root
+    "ConfigError": ".errors",
+    "ConversionError": ".errors",
+    "DataidxError": ".errors",
+    "InvalidRow": ".errors",
+    "NotFoundError": ".errors",
+    "PluginError": ".errors",
+    "ReadOnlyError": ".errors",
+    "RenderError": ".errors",
+    "SourceError": ".errors",
+    "StaleStoreError": ".errors",
+    "StoreError": ".errors",
+    "UsageError": ".errors",
+})
+__all__ = sorted([*_names, "__version__"])
