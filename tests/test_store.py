@@ -83,6 +83,7 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "dataidx/_migrations/env.py" in names
     assert "dataidx/_migrations/versions/0001_initial.py" in names
+    assert "dataidx/py.typed" in names  # PEP 561: type checkers read the installed package's annotations
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     script = (
