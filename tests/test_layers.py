@@ -120,8 +120,9 @@ def imports_of(path: Path, source: str) -> list[Import]:
                     submodule = f"{target}.{alias.name}"
                     offered = is_package(target) and target.startswith("dataidx") and alias.name in face_names(target)
                     module = submodule if not offered and submodule.replace(".", "/") in MODULE_PATHS else target
+                    # `name as name` is the same name (a face's re-export for type checkers)
                     found.append(Import(source, module, (alias.name,), child.lineno, function,
-                                        alias.asname is not None, commented(child.lineno)))
+                                        alias.asname not in (None, alias.name), commented(child.lineno)))
             visit(child, inner)
 
     visit(ast.parse(text), None)

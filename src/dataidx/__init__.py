@@ -11,40 +11,47 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_face
-from ._version import __version__
 
+# `name as name` re-exports each name (PEP 484), so a checker reading an installed, py.typed dataidx
+# finds it public.
 if TYPE_CHECKING:
-    from .convert import register_converter
-    from .errors import (
-        ConfigError,
-        ConversionError,
-        DataidxError,
-        InvalidRow,
-        NotFoundError,
-        PluginError,
-        ReadOnlyError,
-        RenderError,
-        SourceError,
-        StaleStoreError,
-        StoreError,
-        UsageError,
-    )
-    from .index import add_mixture, build
-    from .pack import pack_store, plan_packs
-    from .read import StoreReader, export_mixture, verify_store
-    from .render import render_store
-    from .store import (
-        composition,
-        migrate_store,
-        remove_mixture,
-        remove_packing_plan,
-        remove_render_spec,
-        run_query,
-        store_info,
-    )
-    from .training import Collator, DataEngine, PackedDataset, block_causal_mask, loader_state_for_workers
+    from ._version import __version__ as __version__
+    from .convert import register_converter as register_converter
+    from .errors import ConfigError as ConfigError
+    from .errors import ConversionError as ConversionError
+    from .errors import DataidxError as DataidxError
+    from .errors import InvalidRow as InvalidRow
+    from .errors import NotFoundError as NotFoundError
+    from .errors import PluginError as PluginError
+    from .errors import ReadOnlyError as ReadOnlyError
+    from .errors import RenderError as RenderError
+    from .errors import SourceError as SourceError
+    from .errors import StaleStoreError as StaleStoreError
+    from .errors import StoreError as StoreError
+    from .errors import UsageError as UsageError
+    from .index import add_mixture as add_mixture
+    from .index import build as build
+    from .pack import pack_store as pack_store
+    from .pack import plan_packs as plan_packs
+    from .read import StoreReader as StoreReader
+    from .read import export_mixture as export_mixture
+    from .read import verify_store as verify_store
+    from .render import render_store as render_store
+    from .store import composition as composition
+    from .store import migrate_store as migrate_store
+    from .store import remove_mixture as remove_mixture
+    from .store import remove_packing_plan as remove_packing_plan
+    from .store import remove_render_spec as remove_render_spec
+    from .store import run_query as run_query
+    from .store import store_info as store_info
+    from .training import Collator as Collator
+    from .training import DataEngine as DataEngine
+    from .training import PackedDataset as PackedDataset
+    from .training import block_causal_mask as block_causal_mask
+    from .training import loader_state_for_workers as loader_state_for_workers
 
-_names, __getattr__, __dir__ = lazy_face(__name__, {
+__all__, __getattr__, __dir__ = lazy_face(__name__, {
+    "__version__": "._version",
     # training
     "Collator": ".training",
     "DataEngine": ".training",
@@ -84,4 +91,3 @@ _names, __getattr__, __dir__ = lazy_face(__name__, {
     "StoreError": ".errors",
     "UsageError": ".errors",
 })
-__all__ = sorted([*_names, "__version__"])

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
-from typing import Any
+from typing import Any, Protocol
+
+
+class NameLookup(Protocol):
+    """A face's module ``__getattr__`` (PEP 562), typed as a callable object rather than as a
+    function on purpose: a type checker that finds a module-level ``__getattr__`` function takes
+    every name as found (of its return type), so ``from dataidx.store import no_such_name`` would
+    pass. Typed so, it is ignored and the checker reads the face's ``TYPE_CHECKING`` imports."""
+
+    def __call__(self, name: str, /) -> Any: ...
 
 
 def lazy_face(package: str, names: dict[str, str]
-              ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+              ) -> tuple[list[str], NameLookup, Callable[[], list[str]]]:
     """``(__all__, __getattr__, __dir__)`` for ``package`` whose ``names`` map each public name to
     the module, relative to the package, that defines it. Type checkers and editors read the
     face's ``if TYPE_CHECKING:`` imports of the same names instead (tests/test_layers.py keeps the

@@ -6,12 +6,24 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_face
 
-if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
-    from .budgets import Lengths, budget_draw
-    from .datasets import DatasetSummary
-    from .mixtures import MixtureSummary, add_mixture
-    from .pipeline import BuildSummary, build
-    from .sampling import Draw, derive_seed, draw, epoch_seed, exact_draw, replacement_draw, resample, sample_mask
+# The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
+# re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
+if TYPE_CHECKING:
+    from .budgets import Lengths as Lengths
+    from .budgets import budget_draw as budget_draw
+    from .datasets import DatasetSummary as DatasetSummary
+    from .mixtures import MixtureSummary as MixtureSummary
+    from .mixtures import add_mixture as add_mixture
+    from .pipeline import BuildSummary as BuildSummary
+    from .pipeline import build as build
+    from .sampling import Draw as Draw
+    from .sampling import derive_seed as derive_seed
+    from .sampling import draw as draw
+    from .sampling import epoch_seed as epoch_seed
+    from .sampling import exact_draw as exact_draw
+    from .sampling import replacement_draw as replacement_draw
+    from .sampling import resample as resample
+    from .sampling import sample_mask as sample_mask
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {

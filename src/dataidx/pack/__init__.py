@@ -6,10 +6,15 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_face
 
-if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
-    from .planner import PackPlan, best_fit_decreasing, plan_packs
-    from .plans import PackSummary, pack_store
-    from .served import PackedPlan
+# The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
+# re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
+if TYPE_CHECKING:
+    from .planner import PackPlan as PackPlan
+    from .planner import best_fit_decreasing as best_fit_decreasing
+    from .planner import plan_packs as plan_packs
+    from .plans import PackSummary as PackSummary
+    from .plans import pack_store as pack_store
+    from .served import PackedPlan as PackedPlan
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {

@@ -6,18 +6,38 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_face
 
-if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
-    from .causes import CAUSES, cause_advice, describe_cause
-    from .chat_text import chat_messages, compile_template, reads_clock
-    from .escape import ESCAPES
-    from .fast_templates import FAST_TEMPLATES
-    from .lengths import RenderSummary, render_store
-    from .provenance import template_problems
-    from .rendered import IGNORE, TRAINS, Rendered
-    from .renderer import STATUSES, TRUNCATIONS, Renderer
-    from .served import RenderedMixture, open_spec, render_positions, rendered_position
-    from .spec import RenderSpec, StoredSpec, load_tokenizer, read_spec, spec_fingerprint
-    from .templates import BUILTIN_TEMPLATES, CHATML, choose_template
+# The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
+# re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
+if TYPE_CHECKING:
+    from .causes import CAUSES as CAUSES
+    from .causes import cause_advice as cause_advice
+    from .causes import describe_cause as describe_cause
+    from .chat_text import chat_messages as chat_messages
+    from .chat_text import compile_template as compile_template
+    from .chat_text import reads_clock as reads_clock
+    from .escape import ESCAPES as ESCAPES
+    from .fast_templates import FAST_TEMPLATES as FAST_TEMPLATES
+    from .lengths import RenderSummary as RenderSummary
+    from .lengths import render_store as render_store
+    from .provenance import template_problems as template_problems
+    from .rendered import IGNORE as IGNORE
+    from .rendered import TRAINS as TRAINS
+    from .rendered import Rendered as Rendered
+    from .renderer import STATUSES as STATUSES
+    from .renderer import TRUNCATIONS as TRUNCATIONS
+    from .renderer import Renderer as Renderer
+    from .served import RenderedMixture as RenderedMixture
+    from .served import open_spec as open_spec
+    from .served import render_positions as render_positions
+    from .served import rendered_position as rendered_position
+    from .spec import RenderSpec as RenderSpec
+    from .spec import StoredSpec as StoredSpec
+    from .spec import load_tokenizer as load_tokenizer
+    from .spec import read_spec as read_spec
+    from .spec import spec_fingerprint as spec_fingerprint
+    from .templates import BUILTIN_TEMPLATES as BUILTIN_TEMPLATES
+    from .templates import CHATML as CHATML
+    from .templates import choose_template as choose_template
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {

@@ -6,12 +6,21 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_face
 
-if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
-    from .cookbook import COOKBOOK
-    from .datasette import DESCRIPTIONS, VIEWS, datasette_app, datasette_metadata, serve_store
-    from .glyphs import split_characters, token_texts
-    from .guard import served_name
-    from .report import ReportSummary, report_figures, write_report
+# The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
+# re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
+if TYPE_CHECKING:
+    from .cookbook import COOKBOOK as COOKBOOK
+    from .datasette import DESCRIPTIONS as DESCRIPTIONS
+    from .datasette import VIEWS as VIEWS
+    from .datasette import datasette_app as datasette_app
+    from .datasette import datasette_metadata as datasette_metadata
+    from .datasette import serve_store as serve_store
+    from .glyphs import split_characters as split_characters
+    from .glyphs import token_texts as token_texts
+    from .guard import served_name as served_name
+    from .report import ReportSummary as ReportSummary
+    from .report import report_figures as report_figures
+    from .report import write_report as write_report
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
