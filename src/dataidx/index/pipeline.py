@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from sqlalchemy import insert
@@ -32,12 +32,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class BuildSummary:
-    """What a build did, for the CLI's summary and for callers."""
+    """What a build did, for the CLI's summary and for callers: made when the build is complete, so
+    every field is there."""
 
     store: str
-    datasets: list[DatasetSummary] = field(default_factory=list)
-    mixture: MixtureSummary | None = None
-    seconds: float = 0.0
+    datasets: list[DatasetSummary]
+    mixture: MixtureSummary
+    seconds: float
 
 
 def build(
@@ -71,7 +72,6 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
            started: float) -> BuildSummary:
     """Fill the new store: every dataset, the default mixture and the build's provenance."""
     say = progress or (lambda _message: None)
-    summary = BuildSummary(store=str(new.location))
     with (
         new.engine.begin() as connection,
         ThreadPoolExecutor(1, thread_name_prefix="dataidx-hash") as hashing,
@@ -92,14 +92,15 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)
         writes.drain()
-        summary.datasets = [future.result() for future in written]
-        summary.mixture = mixture.finish()
-        if summary.mixture.taken_whole:
+        datasets = [future.result() for future in written]
+        drawn = mixture.finish()
+        if drawn.taken_whole:
             logger.warning(
                 "datasets with a token budget (%s) are whole in the default mixture: a budget counts tokens under a "
                 "render spec, so draw it with dataidx render, then dataidx mix STORE CONFIG --name NAME --spec SPEC",
-                ", ".join(summary.mixture.taken_whole))
-        summary.seconds = time.perf_counter() - started
+                ", ".join(drawn.taken_whole))
+        summary = BuildSummary(store=str(new.location), datasets=datasets, mixture=drawn,
+                               seconds=time.perf_counter() - started)
         connection.execute(
             insert(Build),
             {
