@@ -6,7 +6,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -84,7 +84,7 @@ def echo_json(document: Any) -> None:
     click.echo(_UNSHOWABLE.sub(_json_text, json.dumps(document, ensure_ascii=False, default=str)))
 
 
-def table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
+def table(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> str:
     """A plain aligned text table, for people; ``--json`` is for programs."""
     cells = [[("" if v is None else printable(str(v))) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
