@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .arrow_compute import pc
 from .expansion import ROLES
 
 _ROLES = pa.array(ROLES)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .arrow_compute import pc
 from .data_checks import not_json, standard_roles
 from .expansion import SUPERVISED_EPSILON
 from .media import MEDIA_COLUMNS
