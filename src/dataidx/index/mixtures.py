@@ -91,13 +91,15 @@ class MixtureWriter:
         self.summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0, epochs=epochs,
                                       spec=None if lengths is None else lengths.spec, tokens=[{}])
         self.totals: dict[int, _Total] = {}
-        self.mixture_id = connection.execute(insert(Mixture).values(
+        inserted = connection.execute(insert(Mixture).values(
             name=name, seed=seed, sampling=sampling, start=self.start, entries=0, config_sha256=config.sha256,
             config_text=config.text, dataidx_version=__version__, epochs=epochs,
             spec=None if lengths is None else lengths.spec,
             spec_fingerprint=None if lengths is None else lengths.fingerprint,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        )).inserted_primary_key[0]
+        )).inserted_primary_key
+        assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
+        self.mixture_id = inserted[0]
 
     def add(self, dataset_id: int, name: str, first_entry: int, entries: int, rows: int) -> None:
         """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
@@ -216,6 +218,7 @@ def _check_budgets(config: Config, sampling: str, lengths: MixtureLengths | None
     if not budgeted:
         return
     first = budgeted[0]
+    assert first.budget is not None  # Config.budgeted holds the datasets that have one
     where = f"{config.origin}: dataset '{first.name}': key '{first.budget[0]}'"
     if lengths is None and not whole_budgets:
         raise UsageError(f"{where} is a token budget, counted under a render spec: give the mixture one with "

@@ -45,13 +45,15 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     made). Returns the plan's totals over epochs: packs, entries, tokens, fill, left_out and
     seconds since ``started``."""
     delete_plan(connection, plan["name"])
-    plan_id = connection.execute(insert(PackingPlan).values(
+    inserted = connection.execute(insert(PackingPlan).values(
         **plan, packs=0, entries=0, tokens=0, fill=1.0, left_out=0, epochs=0,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
-    )).inserted_primary_key[0]
+    )).inserted_primary_key
+    assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
+    plan_id = inserted[0]
     totals = {"packs": 0, "entries": 0, "tokens": 0, "left_out": 0, "epochs": 0}
     for number, epoch in enumerate(epochs):
-        first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar()
+        first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar_one()
         insert_pack_members(connection, plan_id, first, epoch.members)
         insert_packs(connection, plan_id, first, epoch.sizes, epoch.tokens, first_pack=totals["packs"])
         packs, tokens = len(epoch.sizes), epoch.total_tokens
@@ -62,10 +64,10 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
         for key, value in (("packs", packs), ("entries", epoch.entries), ("tokens", tokens),
                            ("left_out", epoch.left_out), ("epochs", 1)):
             totals[key] += value
-    totals["fill"] = _fill(totals["tokens"], totals["packs"], plan["capacity"])
-    totals["seconds"] = time.perf_counter() - started
-    connection.execute(update(PackingPlan).where(PackingPlan.id == plan_id).values(**totals))
-    return totals
+    done = {**totals, "fill": _fill(totals["tokens"], totals["packs"], plan["capacity"]),
+            "seconds": time.perf_counter() - started}
+    connection.execute(update(PackingPlan).where(PackingPlan.id == plan_id).values(**done))
+    return done
 
 
 def _fill(tokens: int, packs: int, capacity: int) -> float:

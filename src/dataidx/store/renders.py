@@ -48,10 +48,12 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     and the seconds since ``started``.
     """
     plans_removed = delete_spec(connection, spec["name"]) or 0
-    spec_id = connection.execute(insert(RenderSpecRow).values(
+    inserted = connection.execute(insert(RenderSpecRow).values(
         **spec, entries=entries, kept=kept, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=0.0,
-    )).inserted_primary_key[0]
+    )).inserted_primary_key
+    assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
+    spec_id = inserted[0]
     for chunk in lengths:
         if chunk:
             connection.exec_driver_sql(
