@@ -129,8 +129,8 @@ def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection
 def _converted(rows: RowSource, converter: Plugin, spec: DatasetSpec) -> Iterator[TableCuts]:
     """Each chunk's entries, row numbers counted from the dataset's first row."""
     for chunk in rows.chunks(CHUNK_ROWS, CHUNK_BYTES):
-        table = chunk.table if converter.fast is not None else None
-        found = converter.fast(table) if table is not None and _valid_utf8(table) else None
+        fast, table = converter.fast, chunk.table
+        found = fast(table) if fast is not None and table is not None and _valid_utf8(table) else None
         if found is None:
             found = _row_path(chunk, converter, spec)
         else:

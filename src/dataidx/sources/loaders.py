@@ -188,8 +188,13 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, json_files:
         if refresh or not _prepared(builder):
             refuse_deep_json(spec, json_files)
         builder.download_and_prepare(download_mode=mode)
-        return Loaded(arrow_paths=_whole_split_files(builder, spec.split), files=[],
-                      open_dataset=lambda: builder.as_dataset(split=spec.split))
+
+        def open_split() -> Dataset:
+            dataset = builder.as_dataset(split=spec.split)
+            assert isinstance(dataset, Dataset)  # a DatasetDict comes only when no split is named
+            return dataset
+
+        return Loaded(arrow_paths=_whole_split_files(builder, spec.split), files=[], open_dataset=open_split)
     refuse_deep_json(spec, json_files)  # a stream is parsed on every build
     stream = load_dataset(*args, split=spec.split, streaming=True, **kwargs)
     stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ctime_ns)
@@ -197,8 +202,10 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, json_files:
     key = hashlib.sha256(json.dumps([spec.info(), stamps, "stream-1"]).encode()).hexdigest()
     # The key covers the files' sizes and times, so a changed source is streamed anew without a
     # refresh (from_generator takes no download_mode).
+    # datasets annotates cache_dir as str with a None default: None is its own cache, as meant here.
     return Loaded(Dataset.from_generator(_stream_rows, gen_kwargs={"stream": stream}, features=stream.features,
-                                         cache_dir=_STREAMS_INTO.get(), fingerprint=key))
+                                         cache_dir=_STREAMS_INTO.get(),  # pyright: ignore[reportArgumentType]
+                                         fingerprint=key))
 
 
 def _prepared(builder: Any) -> bool:

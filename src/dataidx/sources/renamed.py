@@ -58,8 +58,8 @@ class RenamedRows:
             return None
         # A renamed column replaces any unrenamed one already holding the target name.
         kept = [name for name in table.column_names if name not in self.rename.values() or name in self.rename]
-        table = table.select(kept)
-        return table.rename_columns([self.rename.get(name, name) for name in table.column_names])
+        selected = table.select(kept)
+        return selected.rename_columns([self.rename.get(name, name) for name in selected.column_names])
 
     @property
     def column_names(self) -> list[str]:
