@@ -158,7 +158,8 @@ def sample_mask(n: int, k: int, rng: random.Random) -> np.ndarray:
     """
     if not 0 <= k <= n:
         raise ValueError("Sample larger than population or is negative")
-    randbelow = rng._randbelow  # what random.sample itself calls
+    # What random.sample itself calls: a private method of CPython's Random, which typeshed leaves out.
+    randbelow = rng._randbelow  # pyright: ignore[reportAttributeAccessIssue]
     chosen = bytearray(n)
     setsize = 21
     if k > 5:

@@ -125,7 +125,8 @@ def shuffled_positions(count: int, seed: int) -> np.ndarray:
     """Where ``random.Random(seed).shuffle`` puts each of ``count`` items, as an array: the same
     numbers from the generator, a machine integer per item instead of a Python one."""
     rng = random.Random(seed)
-    randbelow = rng._randbelow  # what random.shuffle itself calls
+    # What random.shuffle itself calls: a private method of CPython's Random, which typeshed leaves out.
+    randbelow = rng._randbelow  # pyright: ignore[reportAttributeAccessIssue]
     items = array("q")
     items.frombytes(np.arange(count, dtype=np.int64).tobytes())
     for i in reversed(range(1, count)):
