@@ -97,8 +97,10 @@ class TurnFloors:
         # A role the template refused in every probe of a place costs what the cheapest role does.
         self.first_least = _cheapest(first.values())
         self.later_least = _cheapest(later.values())
-        self._first = {role: (floor.markers, floor.runs) for role, floor in first.items()}
-        self._later = {role: (floor.markers, floor.runs) for role, floor in later.items()}
+        # Keyed by role, looked up with whatever a message holds there (None, or a value the
+        # renderer refuses later): hence object keys.
+        self._first: dict[object, tuple[int, int]] = {role: (floor.markers, floor.runs) for role, floor in first.items()}
+        self._later: dict[object, tuple[int, int]] = {role: (floor.markers, floor.runs) for role, floor in later.items()}
         self._first_default = (self.first_least.markers, self.first_least.runs)
         self._later_default = (self.later_least.markers, self.later_least.runs)
 

@@ -110,8 +110,8 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
                                      "content": "".join([*pieces, escape("".join(run), where)])}
         if calls:
             converted["tool_calls"] = calls
-        if reasoning := "".join(reasoning):  # v1's keys, in v1's order, then what transformers adds
-            converted = with_reasoning(converted, escape(reasoning, where))
+        if reasoning_text := "".join(reasoning):  # v1's keys, in v1's order, then what transformers adds
+            converted = with_reasoning(converted, escape(reasoning_text, where))
         chat.append(converted)
     return chat
 

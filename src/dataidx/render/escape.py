@@ -73,9 +73,11 @@ class ControlTokens:
         watched = {**self.ids, **self.plain}
         normalized = [token.content for token_id, token in added.items()
                       if token_id in watched and getattr(token, "normalized", False)]
-        self.normalizer = normalizer if normalizer is not None and normalized else None
-        self.normalized_pattern = (_alternatives({normalizer.normalize_str(s) for s in normalized})
-                                   if self.normalizer is not None else None)
+        #: The normaliser and what to look for in its output, when a watched token is normalized.
+        self.normalized: tuple[Any, re.Pattern[str]] | None = None
+        if normalizer is not None and normalized:
+            pattern = _alternatives({normalizer.normalize_str(s) for s in normalized})
+            self.normalized = None if pattern is None else (normalizer, pattern)
 
     def escape(self, text: str, where: str) -> str:
         """``text`` with every control token broken; RenderError if one cannot be. ``where``
@@ -106,10 +108,12 @@ class ControlTokens:
         return value
 
     def _suspect(self, text: str) -> bool:
-        if self.pattern.search(text):
+        if self.pattern is not None and self.pattern.search(text):
             return True
-        return self.normalized_pattern is not None and bool(self.normalized_pattern.search(
-            self.normalizer.normalize_str(text)))
+        if self.normalized is None:
+            return False
+        normalizer, pattern = self.normalized
+        return bool(pattern.search(normalizer.normalize_str(text)))
 
     def _broken(self, text: str, spans: list[tuple[int, int, int]], where: str) -> str:
         """``text`` with a U+200B after the first character of each span the tokenizer made a

@@ -83,6 +83,7 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
     is ``too_long`` before anything is read, one past it by what the row holds before its text is
     written; the rest go to the tokenizer in batches (:mod:`.batches`).
     """
+    assert _WORKER is not None, "render_chunk runs in a worker forked after the parent set _WORKER"
     reader, renderer = _WORKER
     rows: list[LengthRow] = []
     batch = Batch(renderer, rows)
@@ -93,7 +94,9 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
         batch.dataset = dataset_id
         for entry_id, _, _, cut in group:
             if cut is not None and cut >= past:
-                rows.append(length_row(entry_id, renderer.over(renderer.floors.least_of_count(cut))))
+                over = renderer.over(renderer.floors.least_of_count(cut))
+                assert over is not None  # past the bound by its message count alone (Floors.count_past)
+                rows.append(length_row(entry_id, over))
             else:
                 entries.append((entry_id, cut))
         if not entries:
@@ -184,10 +187,10 @@ class RenderedRows:
         self.entries += len(rows)
         self.kept += sum(1 for row in rows if row[4] in TRAINS)
         for row in rows:
-            for key in (("status", row[6]), ("reasoning", row[7])):
-                if key[1] is not None:
-                    n, first = self.causes.get(key, (0, row[0]))
-                    self.causes[key] = (n + 1, min(first, row[0]))
+            for kind, cause in (("status", row[6]), ("reasoning", row[7])):
+                if cause is not None:
+                    n, first = self.causes.get((kind, cause), (0, row[0]))
+                    self.causes[kind, cause] = (n + 1, min(first, row[0]))
 
     def chunks(self) -> Iterator[list[LengthRow]]:
         self.file.seek(0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..convert import SUPERVISED_EPSILON, truncate
 from ..errors import DataidxError, RenderError, bounded
@@ -219,11 +219,12 @@ class Renderer:
         added = next(iter(draft.values())).added
         if None in sides:
             return _holding(sides[None], added)
-        worst = max((side.status for side in sides.values()), key=STATUSES.index)
-        return _holding(Rendered(status=worst, full_tokens=sum(s.full_tokens for s in sides.values()),
-                                 detail="; ".join(f"{k}: {s.detail}" for k, s in sides.items() if s.detail) or None,
-                                 sides=sides, cause=next(s.cause for s in sides.values() if s.status == worst),
-                                 reasoning=worst_reasoning(s.reasoning for s in sides.values())), added)
+        pair = {name: side for name, side in sides.items() if name is not None}  # chosen and rejected
+        worst = max((side.status for side in pair.values()), key=STATUSES.index)
+        return _holding(Rendered(status=worst, full_tokens=sum(s.full_tokens for s in pair.values()),
+                                 detail="; ".join(f"{k}: {s.detail}" for k, s in pair.items() if s.detail) or None,
+                                 sides=pair, cause=next(s.cause for s in pair.values() if s.status == worst),
+                                 reasoning=worst_reasoning(s.reasoning for s in pair.values())), added)
 
     def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
         ids = full.ids  # a new list on every access: read once
@@ -264,7 +265,11 @@ class Renderer:
         return rendered
 
 
-def _holding(draft: Draft, added: tuple[str, ...]) -> Draft:
+#: A draft or a finished rendering: :func:`_holding` gives back what it is given.
+_Held = TypeVar("_Held", bound=Draft)
+
+
+def _holding(draft: _Held, added: tuple[str, ...]) -> _Held:
     """``draft`` recording the plain added tokens its entry's data text holds; an entry that trains
     says so in its detail (one that does not keeps the reason why)."""
     if added:

@@ -85,7 +85,8 @@ _SHORT = 64
 def _looped(context: Any, iterable: Iterable[Any]) -> Iterable[Any]:
     """A loop's items, each one a tick."""
     budget = local.budget
-    if iterable.__class__ in (list, tuple) and len(iterable) <= _SHORT:
+    # Exactly a list or tuple (a subclass may count or loop otherwise); isinstance tells type checkers.
+    if isinstance(iterable, (list, tuple)) and iterable.__class__ in (list, tuple) and len(iterable) <= _SHORT:
         budget.tick(len(iterable) + 1)
         return iterable
     return ticking(iterable, budget)
@@ -182,7 +183,9 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
 
     BudgetedEnvironment.template_class = BudgetedTemplate
     environment = BudgetedEnvironment(**options)
-    environment.concat = _joined  # a buffer's pieces, and a direct render's, checked before they are joined
+    # A buffer's pieces, and a direct render's, checked before they are joined. jinja2 declares concat
+    # as "".join, whose LiteralString overload no function of str can match: hence the ignore.
+    environment.concat = _joined  # pyright: ignore[reportAttributeAccessIssue]
     environment.globals.pop("lipsum", None)
     environment.globals.update(functions, namespace=_hf_namespace())
     environment.filters = {name: sized_filter(name, function) if name in GROWING_FILTERS else function

@@ -116,7 +116,7 @@ def sized_filter(name: str, function: Any) -> Any:
             check_call(value.replace, rest[:2], budget)
         elif name in ("join", "sum") and len(args) > passed:
             if not isinstance(value, (str, list, tuple, dict)):  # a generator: its items, counted first
-                value = list(ticking(value, budget))
+                value = list(ticking(args[passed], budget))
                 args = (*args[:passed], value, *rest)
             if name == "join":
                 separator = rest[0] if rest else kwargs.get("d", "")
