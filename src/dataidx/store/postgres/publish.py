@@ -26,7 +26,7 @@ from ...errors import StoreError
 from ..connect import SCHEMA_REVISION
 from ..location import PostgresStore
 from ..schema import Base
-from ..sqlite.files import create_store
+from ..sqlite.files import create_store, driver_of
 from .read import STAMP_TABLE, first_line, require_psycopg
 from .swap import quoted, refuse_foreign_schema, replace_schema
 from .views import create_views
@@ -49,13 +49,13 @@ def postgres_writer(store: PostgresStore) -> Iterator[Connection]:
         try:
             connection = engine.connect()
         except DBAPIError as exc:
-            raise StoreError(f"{store}: cannot connect: {first_line(exc.orig)}") from None
+            raise StoreError(f"{store}: cannot connect: {first_line(exc.orig or exc)}") from None
         with connection:
             _take_writer_lock(connection, store)
             try:
                 yield connection
             except (DBAPIError, psycopg.Error) as exc:  # through SQLAlchemy, or raw (COPY)
-                cause = exc.orig if isinstance(exc, DBAPIError) else exc
+                cause = (exc.orig or exc) if isinstance(exc, DBAPIError) else exc
                 if not isinstance(cause, psycopg.Error):
                     raise
                 raise StoreError(f"{store}: cannot write: {first_line(cause)}") from None
@@ -124,7 +124,7 @@ def publish_to_postgres(working_copy: Path, store: PostgresStore, connection: Co
             connection.exec_driver_sql(f"CREATE TABLE {staging}.{STAMP_TABLE} (stamp BIGINT NOT NULL)")
             connection.exec_driver_sql(f"INSERT INTO {staging}.alembic_version VALUES (%s)", (SCHEMA_REVISION,))
             connection.exec_driver_sql(f"INSERT INTO {staging}.{STAMP_TABLE} VALUES (%s)", (stamp,))
-            raw = connection.connection.driver_connection
+            raw = driver_of(connection.connection)
             for table in Base.metadata.sorted_tables:
                 columns = ", ".join(f'"{column.name}"' for column in table.columns)
                 with raw.cursor() as cursor, cursor.copy(f"COPY {staging}.{table.name} ({columns}) FROM STDIN") as copy:
@@ -147,6 +147,7 @@ def pull_from_postgres(store: PostgresStore, connection: Connection, working_cop
     engine = create_store(working_copy)
     target = engine.raw_connection()
     try:
+        sqlite = driver_of(target)
         with connection.begin():  # a named cursor streams rows in batches inside a transaction
             for table in Base.metadata.sorted_tables:
                 columns = ", ".join(f'"{column.name}"' for column in table.columns)
@@ -154,10 +155,10 @@ def pull_from_postgres(store: PostgresStore, connection: Connection, working_cop
                                      for c in table.columns)
                 marks = ", ".join("?" * len(table.columns))
                 insert = f"INSERT INTO {table.name} ({columns}) VALUES ({marks})"
-                with connection.connection.driver_connection.cursor(name="dataidx_pull") as cursor:
+                with driver_of(connection.connection).cursor(name="dataidx_pull") as cursor:
                     cursor.execute(f"SELECT {selected} FROM {quoted(store.schema)}.{table.name}")
                     while rows := cursor.fetchmany(_BATCH):
-                        target.driver_connection.executemany(insert, rows)
+                        sqlite.executemany(insert, rows)
         target.execute(f"PRAGMA user_version = {int(stamp)}")
         target.commit()
     finally:
@@ -178,4 +179,6 @@ def _current_stamp(connection: Connection, store: PostgresStore) -> int:
     if revision != SCHEMA_REVISION:
         raise StoreError(f"{store}: store schema revision {revision!r}, this dataidx reads and writes "
                          f"{SCHEMA_REVISION!r}; use the dataidx that made it, or rebuild the store")
+    if stamp is None:
+        raise StoreError(f"{store}: the store's {STAMP_TABLE} table is empty: the store is damaged; rebuild it")
     return stamp

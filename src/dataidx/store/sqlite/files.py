@@ -12,14 +12,14 @@ import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
 from ...errors import DataidxError, StoreError, UsageError
 from ..schema import schema_script
@@ -53,10 +53,17 @@ def create_store(path: str | os.PathLike[str]) -> Engine:
     _set_build_pragmas(engine)
     raw = engine.raw_connection()
     try:
-        raw.driver_connection.executescript(schema_script())
+        driver_of(raw).executescript(schema_script())
     finally:
         raw.close()
     return engine
+
+
+def driver_of(pooled: PoolProxiedConnection) -> Any:
+    """The DBAPI driver's own connection (sqlite3's, psycopg's) under a pooled one that is open."""
+    driver = pooled.driver_connection
+    assert driver is not None  # None only after the pooled connection is closed or invalidated
+    return driver
 
 
 def _set_build_pragmas(engine: Engine) -> None:
@@ -94,10 +101,10 @@ def stamped_transaction(file: Path, shown_as: Path | None = None) -> Iterator[Co
         engine.dispose()
 
 
-def _rows_of(connection: Connection) -> Callable[[str], list[Any]]:
+def _rows_of(connection: Connection) -> Callable[[str], Sequence[Any]]:
     """Run SQL on ``connection``: its rows, or none for a statement that returns none."""
 
-    def execute(sql: str) -> list[Any]:
+    def execute(sql: str) -> Sequence[Any]:
         result = connection.exec_driver_sql(sql)
         return result.fetchall() if result.returns_rows else []
     return execute
