@@ -8,6 +8,7 @@ the name is not one of them.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, delete, func, select
 
@@ -31,7 +32,7 @@ from .schema import (
 from .write import rewriting
 
 
-def delete_plans(connection: Connection, plan_ids: list[int]) -> None:
+def delete_plans(connection: Connection, plan_ids: Iterable[int]) -> None:
     """Delete plans with their packs and members (a rowid range each)."""
     for plan_id in plan_ids:
         span = connection.execute(

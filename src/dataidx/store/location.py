@@ -44,19 +44,20 @@ def store_location(store: str | os.PathLike[str] | PostgresStore) -> Path | Post
         return store
     if not is_url(store):
         return Path(store)
+    text = os.fspath(store)  # a URL is a str
     # Here, not at import: only a URL needs SQLAlchemy's parser, and reading a file never does.
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
     try:
-        url = make_url(store)
+        url = make_url(text)
     except ArgumentError:
-        raise StoreError(f"{store}: not a store path or a SQLAlchemy URL") from None
+        raise StoreError(f"{text}: not a store path or a SQLAlchemy URL") from None
     if url.drivername == "sqlite":
         if not url.database or url.database == ":memory:":
-            raise StoreError(f"{store}: a SQLite store needs a file (sqlite:///path/store.db)")
+            raise StoreError(f"{text}: a SQLite store needs a file (sqlite:///path/store.db)")
         return Path(url.database)
-    shown = hide_passwords(store)  # as the user wrote it, less the password
+    shown = hide_passwords(text)  # as the user wrote it, less the password
     if url.drivername not in _POSTGRES_DRIVERS:
         raise StoreError(f"{shown}: unsupported database '{url.drivername}'; dataidx stores live in SQLite "
                          "(a path or sqlite:///path) or PostgreSQL (postgresql://... with psycopg 3)")

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from ...errors import StoreError
 
-Execute = Callable[[str], list[Any]]
+Execute = Callable[[str], Sequence[Any]]
 logger = logging.getLogger(__name__)
 _OBJECTS = "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
 
