@@ -51,8 +51,8 @@ _VIEW = re.compile(r"^CREATE VIEW (\w+) AS\n(.*?);$", re.MULTILINE | re.DOTALL)
 
 def postgres_views() -> dict[str, str]:
     """View name -> its SELECT in PostgreSQL, in the order ``schema.sql`` creates them."""
-    script = schema_script()
-    return {name: _OVERRIDES.get(name, body).strip() for name, body in _VIEW.findall(script)}
+    views: list[tuple[str, str]] = _VIEW.findall(schema_script())  # two groups: (name, body)
+    return {name: _OVERRIDES.get(name, body).strip() for name, body in views}
 
 
 #: SQLite's round(real, digits), which PostgreSQL lacks, so queries written for a store file

@@ -179,9 +179,9 @@ def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, ro
         # sorted here: json_group_array promises no order.
         found = connection.execute(text(
             "SELECT json_group_array((id << 32) | row) FROM base_entries WHERE id BETWEEN :first AND :last"
-        ), {"first": first_entry + offset, "last": first_entry + offset + len(taken) - 1}).scalar()
-        rows = np.sort(np.asarray(json.loads(found), dtype=np.int64)) & 0xFFFFFFFF
-        unique = np.unique(rows[taken])
+        ), {"first": first_entry + offset, "last": first_entry + offset + len(taken) - 1}).scalar_one()
+        chunk_rows = np.sort(np.asarray(json.loads(found), dtype=np.int64)) & 0xFFFFFFFF
+        unique = np.unique(chunk_rows[taken])
         distinct_rows += len(unique) - int(unique[0] == last_row)
         last_row = int(unique[-1])
     return distinct_entries, distinct_rows, int(counts.max())
