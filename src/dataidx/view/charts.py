@@ -116,9 +116,9 @@ def turns_chart(turns: list[tuple[str, int, int]]) -> str:
             number += 1
         axes.set_title(_label(dataset), loc="left", fontsize=9)
         # The turn counts there are, each an integer tick: one value is one tick, not 0.6 .. 1.4.
-        turns = [c for c, _ in counts]
-        axes.set_xlim(min(turns) - 0.7, max(turns) + 0.7)
-        axes.set_xticks(range(min(turns), max(turns) + 1) if max(turns) - min(turns) < 15 else turns)
+        found = [c for c, _ in counts]
+        axes.set_xlim(min(found) - 0.7, max(found) + 0.7)
+        axes.set_xticks(range(min(found), max(found) + 1) if max(found) - min(found) < 15 else found)
         _counts(axes.yaxis)
         axes.set_ylabel("rows drawn")
         axes.spines[["top", "right"]].set_visible(False)

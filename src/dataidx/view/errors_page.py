@@ -57,6 +57,8 @@ def quiet_errors() -> Any:
         return respond
 
     class QuietErrors:
+        __name__: str  # set on the instance: Datasette lists its plugins by module name
+
         @hookimpl(wrapper=True)
         def handle_exception(self, datasette: Any, request: Any, exception: BaseException) -> Any:
             # The other handlers return functions Datasette would call and await (the default one
@@ -65,5 +67,5 @@ def quiet_errors() -> Any:
             return [answer(datasette, request, exception)]
 
     plugin = QuietErrors()
-    plugin.__name__ = "dataidx-quiet-errors"  # Datasette lists its plugins by module name
+    plugin.__name__ = "dataidx-quiet-errors"
     return plugin

@@ -39,6 +39,8 @@ def _byte_of() -> dict[str, int]:
 
 def _is_byte_level(tokenizer: Any) -> bool:
     decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
+    if decoder is None:
+        return False
     try:
         return json.loads(decoder.__getstate__())["type"] == "ByteLevel"
     except (AttributeError, TypeError, ValueError, KeyError):

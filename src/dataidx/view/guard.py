@@ -39,6 +39,8 @@ def read_functions_only() -> Any:
     from datasette import hookimpl  # Datasette is the optional extra dataidx[web]
 
     class ReadFunctionsOnly:
+        __name__: str  # set on the instance: Datasette lists its plugins by module name
+
         @hookimpl
         def prepare_connection(self, conn: sqlite3.Connection, database: str, datasette: Any) -> None:
             conn.set_authorizer(_functions_only)

@@ -86,9 +86,9 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
 def _page(path: str, figures: Figures, samples: list[str], seed: int) -> str:
     sections = [summary(path, figures), mixture_section(figures)]
     if figures.spec is not None:
-        sections += [lengths(figures), reasoning_section(figures)]
+        sections += [lengths(figures, figures.spec), reasoning_section(figures)]
     if figures.plan is not None:
-        sections.append(packing(figures))
+        sections.append(packing(figures, figures.plan))
     sections.append(rejects(figures))
     what = "rendered under spec '" + figures.spec.name + "'" if figures.spec else "converted (no --spec given)"
     over = f"epoch {figures.epoch}, " if figures.epoch is not None else \

@@ -9,8 +9,8 @@ from ..errors import hide_passwords
 from ..render import cause_advice, describe_cause
 from . import charts
 from .document import summary_facts
-from .figures import Figures
-from .spec_figures import LISTED
+from .figures import Figures, PlanFigures
+from .spec_figures import LISTED, SpecFigures
 
 
 def table(header: list[str], rows: list[tuple]) -> str:
@@ -84,8 +84,9 @@ def mixture_section(figures: Figures) -> str:
             + _chart("turns", charts.turns_chart(figures.turns), marks=len(figures.turns)) + "</section>")
 
 
-def lengths(figures: Figures) -> str:
-    spec, over = figures.spec, _over(figures)
+def lengths(figures: Figures, spec: SpecFigures) -> str:
+    """The lengths section, of ``figures.spec`` (the caller checks there is one)."""
+    over = _over(figures)
     supervised = charts.horizontal_bars("supervised", [r[0] for r in spec.supervised],
                                         [int(r[3]) for r in spec.supervised], f"supervised tokens ({over})")
     per_epoch = "" if len(figures.epochs) == 1 or figures.epoch is not None else (
@@ -122,8 +123,8 @@ def lengths(figures: Figures) -> str:
             + "</section>")
 
 
-def packing(figures: Figures) -> str:
-    plan = figures.plan
+def packing(figures: Figures, plan: PlanFigures) -> str:
+    """The packing section, of ``figures.plan`` (the caller checks there is one)."""
     unpacked = plan.entries * plan.capacity - plan.tokens
     packed = plan.packs * plan.capacity - plan.tokens
     facts = [("packs", plan.packs), ("entries", plan.entries), ("tokens", plan.tokens), ("fill", f"{plan.fill:.2%}"),

@@ -75,8 +75,10 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
     return SpecFigures(
         name, cutoff, width,
         histogram=[(dataset, status, bin_number, n) for (dataset, status, bin_number), n in histogram.items()],
-        supervised=[(dataset, *totals) for dataset, totals in supervised.items()],
-        by_epoch=[(epoch, dataset, *counts) for (epoch, dataset), counts in by_epoch.items()],
+        supervised=[(dataset, positions, tokens, supervised_tokens)
+                    for dataset, (positions, tokens, supervised_tokens) in supervised.items()],
+        by_epoch=[(epoch, dataset, positions, trains, tokens, supervised_tokens)
+                  for (epoch, dataset), (positions, trains, tokens, supervised_tokens) in by_epoch.items()],
         reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
         not_training=over_positions(handle, selection, NOT_TRAINING, spec_id, LISTED),
         not_training_entries=over_positions(handle, selection, NOT_TRAINING_COUNT, spec_id)[0][0],
