@@ -145,7 +145,7 @@ def added_tokens_table(specs: list[dict[str, Any]]) -> str:
                     [(s["name"], u["dataset"], u["token"], u["entries"]) for s in specs for u in s["added_tokens"]]))
 
 
-def causes_note(spec: str, causes: list[tuple[str, int, str, int, int | None, str | None]]) -> str:
+def causes_note(spec: str, causes: Sequence[tuple[str, int, str, int, int | None, str | None]]) -> str:
     """What ``dataidx render`` and ``info`` say of why entries of a spec do not train: per cause
     ``(cause, entries, dataset, row, cut, detail)``, its count and words, the first entry with its
     detail, and for a template's cause what to pass instead ("" when every entry trains)."""
