@@ -243,7 +243,7 @@ class _Stored:
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
     first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
-    stored = _Stored(1, 0) if first is None else _Stored(first, last)
+    stored = _Stored(1, 0) if first is None or last is None else _Stored(first, last)  # both, or neither
     found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
         stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
