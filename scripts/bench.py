@@ -278,7 +278,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     encoding the texts the renderer tokenizes, in batches) and of LLaMA-Factory v1's way: per
     entry, ``apply_chat_template`` and the tokenizer on the whole conversation and on its prompt."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.conftest import train_tokenizer
+    from tests.helpers import train_tokenizer
 
     from dataidx.index import build
     from dataidx.pack import pack_store

@@ -85,7 +85,7 @@ def _turns_store(work: Path, size: int) -> tuple[Path, int]:
 
 def _tokenizer(folder: str) -> dict:
     sys.path.insert(0, str(REPO))
-    from tests.conftest import train_tokenizer
+    from tests.helpers import train_tokenizer
 
     train_tokenizer(Path(folder))
     return {}

@@ -18,7 +18,7 @@ from dataidx.errors import ConfigError, ConversionError, DataidxError, SourceErr
 from dataidx.index import build
 from dataidx.store import run_query, store_info
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
 
 def digest(path: Path) -> str:

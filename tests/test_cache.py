@@ -12,7 +12,7 @@ from pathlib import Path
 from dataidx import DataEngine
 from dataidx.cache import cached_store
 
-from .conftest import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, write_jsonl, write_yaml
 
 
 def config(tmp_path: Path, rows: int = 20) -> Path:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from dataidx.index import add_mixture, build, draw, sample_mask
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import write_jsonl, write_yaml
 
 #: Tables a build or a mix writes, compared without their timestamps.
 TABLES = ("datasets", "base_entries", "rejected_rows", "mixtures", "mixture_datasets", "mixture_runs",

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from dataidx import DataEngine
 from dataidx.cli import cli
 
-from .conftest import REPO, alpaca_rows, write_jsonl, write_yaml
+from .helpers import REPO, alpaca_rows, write_jsonl, write_yaml
 
 
 def run(*args: str) -> click.testing.Result:  # noqa: F821

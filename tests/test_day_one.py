@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SHARED_DATA, alpaca_rows, chat_rows, requires_shared, write_jsonl, write_yaml
-
-REPO = Path(__file__).resolve().parents[1]
+from .helpers import REPO, SHARED_DATA, alpaca_rows, chat_rows, requires_shared, write_jsonl, write_yaml
 
 
 def dataidx(*args: object, cwd: Path) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ import pytest
 from dataidx.index import build
 from dataidx.sources import too_deep
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import write_jsonl, write_yaml
 
 ROWS = [{"instruction": f"say {i}", "input": "", "output": f"{i}"} for i in range(5)]
 DEEP = '{"instruction": "x", "input": "", "output": "y", "extra": ' + "[" * 20_000 + "]" * 20_000 + "}"

@@ -12,7 +12,7 @@ from dataidx.pack import pack_store
 from dataidx.render import render_store
 from dataidx.store import VIEW_COLUMNS, run_query
 
-from .conftest import REPO, train_tokenizer
+from .helpers import REPO, train_tokenizer
 
 SQL_DOC = REPO / "docs" / "sql.md"
 

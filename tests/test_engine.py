@@ -22,7 +22,7 @@ from dataidx.index import build
 from dataidx.read import StoreReader
 from dataidx.store import store_info
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from dataidx.cli import cli
 from dataidx.errors import DataidxError
 from dataidx.read import export_mixture
 
-from .conftest import REPO, write_jsonl
+from .helpers import REPO, write_jsonl
 
 
 @pytest.fixture

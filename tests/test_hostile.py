@@ -16,7 +16,7 @@ from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.errors import ConfigError
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
 
 
 def run(*args: str):  # click's Result
@@ -235,8 +235,6 @@ FOREVER = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELEC
 def demo(tmp_path: Path) -> Path:
     from dataidx.index import build
 
-    from .conftest import REPO
-
     store = tmp_path / "demo.db"
     build(REPO / "data" / "demo_sft.yaml", store)
     return store
@@ -363,8 +361,6 @@ def _limited(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedPro
 def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo: Path) -> None:
     import os
 
-    from .conftest import REPO
-
     for args in (["build", "data/demo_sft.yaml", "-o", str(tmp_path / "full.db"), "-q"],
                  ["mix", str(demo), "data/demo_sft.yaml", "--name", "more"],
                  ["export", str(demo), "-o", str(tmp_path / "full.jsonl"), "-q"]):
@@ -395,8 +391,6 @@ def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo
 
 
 def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokenizer: Path) -> None:
-    from .conftest import REPO
-
     config = REPO / "data" / "demo_sft.yaml"
     for name in ("we?ird%20name.db", "per%cent.db", "a#b.db"):
         store = tmp_path / name
@@ -565,8 +559,6 @@ def epochs_while_mixing(store: str, config: Path) -> None:
 
 
 def test_item19_writes_never_stop_readers_of_what_they_did_not_change(demo: Path) -> None:
-    from .conftest import REPO
-
     epochs_while_mixing(str(demo), REPO / "data" / "demo_sft.yaml")
 
 
@@ -577,8 +569,6 @@ def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: P
     from dataidx.pack import pack_store
     from dataidx.render import render_store
     from dataidx.store import remove_mixture, rewriting
-
-    from .conftest import REPO
 
     config = REPO / "data" / "demo_sft.yaml"
     meanwhile = []
@@ -930,8 +920,6 @@ def epochs_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path)
     from dataidx.pack import pack_store
     from dataidx.render import render_store
 
-    from .conftest import alpaca_rows
-
     folder = tmp_path_factory.mktemp("epochs")
     config = write_yaml(folder / "config.yaml", TRAINING_CONFIG.format(data=write_jsonl(folder / "qa.jsonl",
                                                                                         alpaca_rows(40))))
@@ -1206,8 +1194,6 @@ class _OtherDay:
 def dated_store(tmp_path: Path, tiny_tokenizer: Path) -> tuple[Path, Path]:
     from dataidx.index import build
 
-    from .conftest import alpaca_rows
-
     data = write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(12))
     build(write_yaml(tmp_path / "config.yaml", f"qa:\n  path: {data}\n  source: local\n  converter: alpaca\n"),
           tmp_path / "dated.db")
@@ -1375,8 +1361,6 @@ def _normalizing_tokenizer(normalizer_name: str, token: str):  # a PreTrainedTok
     from tokenizers import AddedToken, normalizers
     from transformers import PreTrainedTokenizerFast
 
-    from .conftest import train_tokenizer
-
     backend = train_tokenizer().backend_tokenizer
     backend.normalizer = getattr(normalizers, normalizer_name)()
     backend.add_special_tokens([AddedToken(token, special=True, normalized=True)])
@@ -1435,8 +1419,6 @@ def qwen_like(tmp_path: Path, make_store) -> tuple[Path, Path]:
     """A store of two datasets whose data text holds Qwen's plain added tokens, and a saved tiny
     tokenizer that has them as added tokens not marked special (as Qwen's tokenizer.json does)."""
     from dataidx.render import CHATML
-
-    from .conftest import train_tokenizer
 
     tokenizer = train_tokenizer(chat_template=CHATML)
     tokenizer.add_tokens(PLAIN_ADDED)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .helpers import REPO
 
 PACKAGE = REPO / "src" / "dataidx"
 

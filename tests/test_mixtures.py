@@ -33,7 +33,7 @@ from dataidx.store import (
     store_revision,
 )
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
 ENTRIES = "SELECT position, dataset, row, cut FROM entries WHERE mixture = :m ORDER BY position"
 

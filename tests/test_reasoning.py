@@ -17,7 +17,7 @@ from dataidx.store import run_query
 
 from .conformance import build_tokenizer, template_text
 from .conformance.conversations import answer, call, user
-from .conftest import write_jsonl
+from .helpers import write_jsonl
 
 pytest.importorskip("transformers")
 

@@ -16,7 +16,7 @@ from dataidx.store import run_query
 
 from .conformance import build_tokenizer
 from .conformance.conversations import call, conversations, user
-from .conftest import write_jsonl
+from .helpers import write_jsonl
 
 pytest.importorskip("transformers")
 

@@ -21,7 +21,7 @@ from dataidx.render import IGNORE, render_store
 from dataidx.store import remove_mixture
 from dataidx.training import Collator, PackedDataset, block_causal_mask
 
-from .conftest import train_tokenizer, write_jsonl
+from .helpers import REPO, train_tokenizer, write_jsonl
 
 pytest.importorskip("transformers")
 
@@ -267,8 +267,6 @@ def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make
 
 
 def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(make_store) -> None:
-    from .conftest import REPO
-
     store = make_store(REPO / "data" / "demo_sft.yaml")
     runner = CliRunner()
     for arguments in (["render", str(store), "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"],
@@ -363,8 +361,6 @@ def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny
 
 
 def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
-    from .conftest import REPO
-
     result = CliRunner().invoke(cli, ["build", str(REPO / "data" / "demo_sft.yaml"), "-o", str(tmp_path / "d.db"),
                                       "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"])
     assert result.exit_code == 0, result.output

@@ -25,7 +25,7 @@ from dataidx.render import render_store
 from dataidx.store import run_query
 from dataidx.view import COOKBOOK, DESCRIPTIONS, VIEWS, datasette_metadata, split_characters, token_texts, write_report
 
-from .conftest import REPO, alpaca_rows, write_jsonl
+from .helpers import REPO, alpaca_rows, write_jsonl
 
 SCREENSHOT = REPO / "docs" / "report.png"
 

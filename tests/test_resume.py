@@ -22,7 +22,7 @@ from dataidx.index import build
 from dataidx.pack import pack_store
 from dataidx.render import render_store
 
-from .conftest import REPO, alpaca_rows, chat_rows, write_jsonl
+from .helpers import REPO, alpaca_rows, chat_rows, write_jsonl
 
 pytest.importorskip("torchdata")
 pytest.importorskip("transformers")

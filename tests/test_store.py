@@ -21,7 +21,7 @@ from dataidx.cli import cli
 from dataidx.errors import StoreError
 from dataidx.store import SCHEMA_REVISION, VIEW_COLUMNS, Base, alembic_config, create_store, migrations_dir, run_query
 
-from .conftest import REPO
+from .helpers import REPO
 
 
 def test_migrations_create_exactly_the_models(tmp_path: Path) -> None:

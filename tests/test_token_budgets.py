@@ -25,7 +25,7 @@ from dataidx.render import render_store
 from dataidx.store import composition, run_query
 from dataidx.training import PackedDataset
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import write_jsonl, write_yaml
 
 pytest.importorskip("transformers")
 

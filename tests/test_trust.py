@@ -20,7 +20,7 @@ from dataidx.index import build
 from dataidx.read import verify_store
 from dataidx.store import run_query, store_info
 
-from .conftest import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, write_jsonl, write_yaml
 
 
 def alpaca_store(tmp_path: Path, make_store, rows: int = 5, extra: str = "") -> tuple[Path, Path]:
