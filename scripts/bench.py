@@ -609,7 +609,7 @@ def main() -> None:
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx.config import load_config
     from dataidx.sources import load
-    from dataidx.store import create_store
+    from dataidx.store.sqlite.files import create_store
 
     create_store(Path(tempfile.mkdtemp()) / "warm.db").dispose()  # warms the schema script and SQLAlchemy
 

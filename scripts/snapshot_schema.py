@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from dataidx.store import migrated_schema
+from dataidx.store.sqlite.migrations import migrated_schema
 
 TARGET = Path(__file__).resolve().parents[1] / "src" / "dataidx" / "store" / "schema.sql"
 

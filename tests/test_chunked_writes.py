@@ -217,7 +217,8 @@ def test_positions_chunked_anywhere_store_the_same_rows(ids: list[int], cuts: li
 
     from sqlalchemy import text
 
-    from dataidx.store import PositionWriter, create_store
+    from dataidx.store import PositionWriter
+    from dataidx.store.sqlite.files import create_store
 
     # Long stretches so runs appear: every id i expands to i*3, i*3+1, i*3+2.
     expanded = np.asarray([3 * i + j for i in ids for j in range(3)], dtype=np.int64)

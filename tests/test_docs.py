@@ -10,7 +10,8 @@ import pytest
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
 from dataidx.render import render_store
-from dataidx.store import VIEW_COLUMNS, run_query
+from dataidx.store import run_query
+from dataidx.store.schema import VIEW_COLUMNS
 
 from .helpers import REPO, train_tokenizer
 

@@ -22,16 +22,9 @@ from dataidx.cli import cli
 from dataidx.errors import DataidxError, StoreError
 from dataidx.index import add_mixture, derive_seed
 from dataidx.read import verify_store
-from dataidx.store import (
-    SCHEMA_REVISION,
-    alembic_config,
-    composition,
-    migrate_store,
-    remove_mixture,
-    run_query,
-    store_info,
-    store_revision,
-)
+from dataidx.store import SCHEMA_REVISION, composition, migrate_store, remove_mixture, run_query, store_info
+from dataidx.store.connect import store_revision
+from dataidx.store.sqlite.migrations import alembic_config
 
 from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
@@ -239,7 +232,8 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
 
     from sqlalchemy import text
 
-    from dataidx.store import create_store, insert_mixture_entries
+    from dataidx.store.sqlite.bulk import insert_mixture_entries
+    from dataidx.store.sqlite.files import create_store
 
     ids: list[int] = []
     for kind, *value in pieces:

@@ -21,7 +21,9 @@ from dataidx.cli import cli
 from dataidx.errors import StaleStoreError, StoreError
 from dataidx.index import build
 from dataidx.read import verify_store
-from dataidx.store import PostgresStore, postgres_conninfo, store_location
+from dataidx.store import store_location
+from dataidx.store.location import PostgresStore
+from dataidx.store.postgres.read import postgres_conninfo
 
 from .helpers import REPO, train_tokenizer, write_jsonl, write_yaml
 from .postgres_server import running_server

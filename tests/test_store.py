@@ -19,7 +19,10 @@ from sqlalchemy import create_engine
 from dataidx import DataEngine
 from dataidx.cli import cli
 from dataidx.errors import StoreError
-from dataidx.store import SCHEMA_REVISION, VIEW_COLUMNS, Base, alembic_config, create_store, migrations_dir, run_query
+from dataidx.store import SCHEMA_REVISION, run_query
+from dataidx.store.schema import VIEW_COLUMNS, Base, schema_script
+from dataidx.store.sqlite.files import create_store
+from dataidx.store.sqlite.migrations import alembic_config, migrated_schema, migrations_dir
 
 from .helpers import REPO
 
@@ -86,9 +89,9 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     script = (
-        "import dataidx.store as s; e = s.create_store('made.db'); e.dispose();"
+        "from dataidx.store.sqlite import files, migrations; e = files.create_store('made.db'); e.dispose();"
         "import sqlite3; print(sqlite3.connect('made.db').execute('SELECT version_num FROM alembic_version').fetchone()[0]);"
-        "print(s.migrations_dir())"
+        "print(migrations.migrations_dir())"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(unpacked)})
@@ -99,8 +102,6 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
 
 
 def test_schema_snapshot_is_exactly_what_the_migrations_create(tmp_path: Path) -> None:
-    from dataidx.store import migrated_schema, schema_script
-
     assert schema_script() == migrated_schema(tmp_path / "migrated.db"), "run python scripts/snapshot_schema.py"
 
 

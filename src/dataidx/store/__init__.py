@@ -1,8 +1,10 @@
 """Where a store lives and how it is opened, written and queried: the one layer that knows SQL.
 
 A store is a SQLite file or a PostgreSQL schema; :mod:`.connect`, :mod:`.write` and
-:mod:`.query` choose between :mod:`.sqlite` and :mod:`.postgres`, and nothing else does. Names
-are imported on first use: reading a store never loads SQLAlchemy, which only writers need.
+:mod:`.query` choose between :mod:`.sqlite` and :mod:`.postgres`, and nothing else does. This
+face offers what the other stages use (tests/test_layers.py holds it to that); tests and scripts
+import the rest from the module that defines it. Names are imported on first use: reading a store
+never loads SQLAlchemy, which only writers need.
 """
 
 from typing import TYPE_CHECKING
@@ -12,17 +14,15 @@ from .._lazy import lazy_face
 if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
     from .causes import CauseRow, render_causes, spec_causes
     from .compose import COMPOSITION_COLUMNS, REASONING_COLUMNS, TOKEN_COLUMNS, composition, composition_problems
-    from .connect import SCHEMA_REVISION, connect_readonly, not_found, store_revision
+    from .connect import SCHEMA_REVISION, connect_readonly, not_found
     from .deletes import remove_mixture, remove_packing_plan, remove_render_spec
     from .dialect import ReadConnection
-    from .holdings import held_beyond_build
     from .identity import ReadIdentity, identity_of
-    from .info import REASONING_SAID, added_token_uses, reasoning_problems, store_info
-    from .location import PostgresStore, store_location, streams_folder
+    from .info import REASONING_SAID, added_token_uses, store_info
+    from .location import store_location, streams_folder
     from .outputs import check_output
     from .packs import EpochPacks, save_packing_plan
     from .positions import SpecLengths, position_entries, spec_lengths
-    from .postgres.read import postgres_conninfo
     from .query import run_query
     from .records import (
         REASONING,
@@ -30,34 +30,16 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_l
         STATUSES,
         TRAINS,
         StoredDataset,
-        StoredMixture,
         check_epoch,
-        epoch_number,
         mixture_epochs,
         read_datasets,
-        read_epochs,
         read_mixture,
         served_epoch,
         serving,
-        stale_budget_mixtures,
     )
     from .renders import LengthRow, budget_mixtures_drawn_before, move_spec_tokenizer, render_counts, save_render_spec
-    from .schema import (
-        VIEW_COLUMNS,
-        Base,
-        Build,
-        Dataset,
-        EpochDataset,
-        Mixture,
-        MixtureDataset,
-        MixtureEpoch,
-        RejectedRow,
-        RenderSpecRow,
-        schema_script,
-    )
-    from .sqlite.bulk import PositionWriter, draw_counts, insert_base_entries, insert_mixture_entries
-    from .sqlite.files import create_store
-    from .sqlite.migrations import alembic_config, migrated_schema, migrations_dir
+    from .schema import Build, Dataset, EpochDataset, Mixture, MixtureDataset, MixtureEpoch, RejectedRow
+    from .sqlite.bulk import PositionWriter, draw_counts, insert_base_entries
     from .sqlite.read import stopped_read
     from .sqlite.sql_functions import refused_function
     from .write import NewStore, creating, migrate_store, rewriting
@@ -65,31 +47,24 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_l
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
-    "PostgresStore": ".location",
     "store_location": ".location",
-    "postgres_conninfo": ".postgres.read",
     # reading
     "ReadConnection": ".dialect",
     "SCHEMA_REVISION": ".connect",
     "connect_readonly": ".connect",
     "not_found": ".connect",
-    "store_revision": ".connect",
     "stopped_read": ".sqlite.read",
     "STATUSES": ".records",
     "TRAINS": ".records",
     "REASONING": ".records",
     "REASONING_PROBLEMS": ".records",
     "StoredDataset": ".records",
-    "StoredMixture": ".records",
     "read_datasets": ".records",
     "read_mixture": ".records",
-    "read_epochs": ".records",
     "check_epoch": ".records",
-    "epoch_number": ".records",
     "served_epoch": ".records",
     "serving": ".records",
     "mixture_epochs": ".records",
-    "stale_budget_mixtures": ".records",
     "render_counts": ".renders",
     "run_query": ".query",
     "refused_function": ".sqlite.sql_functions",
@@ -100,7 +75,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "spec_lengths": ".positions",
     "store_info": ".info",
     "added_token_uses": ".info",
-    "reasoning_problems": ".info",
     "REASONING_SAID": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
@@ -114,7 +88,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rewriting": ".write",
     "streams_folder": ".location",
     "insert_base_entries": ".sqlite.bulk",
-    "insert_mixture_entries": ".sqlite.bulk",
     "PositionWriter": ".sqlite.bulk",
     "draw_counts": ".sqlite.bulk",
     "save_render_spec": ".renders",
@@ -130,21 +103,12 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
     "check_output": ".outputs",
-    "held_beyond_build": ".holdings",
     # the schema
-    "Base": ".schema",
     "Build": ".schema",
     "Dataset": ".schema",
     "Mixture": ".schema",
     "MixtureDataset": ".schema",
     "MixtureEpoch": ".schema",
     "EpochDataset": ".schema",
-    "RenderSpecRow": ".schema",
     "RejectedRow": ".schema",
-    "VIEW_COLUMNS": ".schema",
-    "schema_script": ".schema",
-    "create_store": ".sqlite.files",
-    "alembic_config": ".sqlite.migrations",
-    "migrated_schema": ".sqlite.migrations",
-    "migrations_dir": ".sqlite.migrations",
 })
