@@ -26,7 +26,7 @@ from dataidx.store import SCHEMA_REVISION, composition, migrate_store, remove_mi
 from dataidx.store.connect import store_revision
 from dataidx.store.sqlite.migrations import alembic_config
 
-from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, insert_mixture_entries, write_jsonl, write_yaml
 
 ENTRIES = "SELECT position, dataset, row, cut FROM entries WHERE mixture = :m ORDER BY position"
 
@@ -232,7 +232,6 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
 
     from sqlalchemy import text
 
-    from dataidx.store.sqlite.bulk import insert_mixture_entries
     from dataidx.store.sqlite.files import create_store
 
     ids: list[int] = []

@@ -8,8 +8,10 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataidx.index import derive_seed, exact_draw, replacement_draw, resample
+from dataidx.index import derive_seed
 from dataidx.spec import DEFAULT_SEED
+
+from .helpers import exact_draw, replacement_draw, resample
 
 
 @given(n=st.integers(1, 300), k=st.integers(0, 1000), seed=st.integers(0, 2**63 - 1))

@@ -22,9 +22,9 @@ from dataidx.errors import StoreError
 from dataidx.store import SCHEMA_REVISION, run_query
 from dataidx.store.schema import VIEW_COLUMNS, Base, schema_script
 from dataidx.store.sqlite.files import create_store
-from dataidx.store.sqlite.migrations import alembic_config, migrated_schema, migrations_dir
+from dataidx.store.sqlite.migrations import alembic_config, migrations_dir
 
-from .helpers import REPO
+from .helpers import REPO, migrated_schema
 
 
 def test_migrations_create_exactly_the_models(tmp_path: Path) -> None:

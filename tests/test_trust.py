@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.convert import convert_row, converters, register_converter, row_cuts
+from dataidx.convert import convert_row, converters, register_converter
 from dataidx.errors import ConversionError, SourceError, StaleStoreError
 from dataidx.index import build
 from dataidx.read import verify_store
 from dataidx.store import run_query, store_info
 
-from .helpers import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, row_cuts, write_jsonl, write_yaml
 
 
 def alpaca_store(tmp_path: Path, make_store, rows: int = 5, extra: str = "") -> tuple[Path, Path]:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_l
     from .datasets import DatasetSummary
     from .mixtures import MixtureSummary, add_mixture
     from .pipeline import BuildSummary, build
-    from .sampling import Draw, derive_seed, draw, epoch_seed, exact_draw, replacement_draw, resample, sample_mask
+    from .sampling import Draw, derive_seed, draw, epoch_seed, sample_mask
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -26,8 +26,5 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "budget_draw": ".budgets",
     "Lengths": ".budgets",
     "draw": ".sampling",
-    "exact_draw": ".sampling",
-    "replacement_draw": ".sampling",
-    "resample": ".sampling",
     "sample_mask": ".sampling",
 })
