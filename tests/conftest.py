@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from .helpers import alpaca_rows, train_tokenizer, write_jsonl, write_yaml
+from .helpers import REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
 
 # Set before anything imports `datasets`, which reads these once at import time.
 _CACHE = tempfile.mkdtemp(prefix="dataidx-hf-cache-")
@@ -36,6 +36,25 @@ def make_store(tmp_path: Path) -> Callable[..., Path]:
         return store
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The README's demo (data/demo_sft.yaml) built once per session (per xdist worker), for
+    tests that only read it; a test that writes takes ``demo_copy``. Checked unchanged at the end."""
+    from dataidx.index import build
+
+    store = tmp_path_factory.mktemp("demo") / "demo.db"
+    build(REPO / "data" / "demo_sft.yaml", store)
+    built = store.read_bytes()
+    yield store
+    assert store.read_bytes() == built, "a test wrote to the shared demo store: give it demo_copy"
+
+
+@pytest.fixture
+def demo_copy(demo_store: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the demo store (``tmp_path / "demo.db"``), to write to."""
+    return Path(shutil.copyfile(demo_store, tmp_path / "demo.db"))
 
 
 @pytest.fixture(scope="session")

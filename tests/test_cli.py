@@ -22,15 +22,6 @@ def run(*args: str) -> click.testing.Result:  # noqa: F821
     return CliRunner().invoke(cli, list(args))
 
 
-@pytest.fixture
-def demo_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(REPO)
-    store = tmp_path / "demo.db"
-    result = run("build", "data/demo_sft.yaml", "-o", str(store))
-    assert result.exit_code == 0, result.output
-    return store
-
-
 def test_build_prints_a_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     result = run("build", "data/demo_sft.yaml", "-o", str(tmp_path / "d.db"), "--seed", "3")
@@ -87,13 +78,13 @@ def test_query_table_and_json(demo_store: Path) -> None:
         "WITH x AS (SELECT 1) DELETE FROM base_entries",
     ],
 )
-def test_query_can_never_change_the_store(demo_store: Path, sql: str, tmp_path: Path, monkeypatch) -> None:
+def test_query_can_never_change_the_store(demo_copy: Path, sql: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    before = hashlib.sha256(demo_store.read_bytes()).hexdigest()
-    result = run("query", str(demo_store), sql)
+    before = hashlib.sha256(demo_copy.read_bytes()).hexdigest()
+    result = run("query", str(demo_copy), sql)
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: query ") and result.stderr.count("\n") == 1
-    assert hashlib.sha256(demo_store.read_bytes()).hexdigest() == before
+    assert hashlib.sha256(demo_copy.read_bytes()).hexdigest() == before
     assert not (tmp_path / "other.db").exists()
 
 

@@ -231,39 +231,30 @@ def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
 FOREVER = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    from dataidx.index import build
-
-    store = tmp_path / "demo.db"
-    build(REPO / "data" / "demo_sft.yaml", store)
-    return store
-
-
-def test_item5_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo: Path) -> None:
+def test_item5_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_store: Path) -> None:
     import signal
     import subprocess
     import sys
 
     started = time.perf_counter()
-    one_line_error(run("query", demo, FOREVER, "--timeout", "0.5"), "query stopped after 0.5 s (--timeout")
+    one_line_error(run("query", demo_store, FOREVER, "--timeout", "0.5"), "query stopped after 0.5 s (--timeout")
     assert time.perf_counter() - started < 5
-    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'query', {str(demo)!r}, {FOREVER!r}]; main()"
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'query', {str(demo_store)!r}, {FOREVER!r}]; main()"
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     time.sleep(2)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=10) != 0  # a recursive CTE ran on for 10 minutes after Ctrl-C before
     assert "Traceback" not in process.stderr.read()
-    limited = run("query", demo, "SELECT position FROM entries ORDER BY position", "--limit", "5", "--json")
+    limited = run("query", demo_store, "SELECT position FROM entries ORDER BY position", "--limit", "5", "--json")
     assert limited.exit_code == 0 and [r["position"] for r in __import__("json").loads(limited.stdout)] == [0, 1, 2, 3, 4]
     assert "stopped at --limit 5 rows" in limited.stderr
     assert "--limit" in run("query", "-h").output and "unlimited" in run("query", "-h").output
 
 
-def test_item14_query_calls_only_the_functions_a_read_needs(demo: Path) -> None:
-    one_line_error(run("query", demo, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
-    one_line_error(run("query", demo, "SELECT load_extension('x')"), "query refused")
-    fine = run("query", demo, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
+def test_item14_query_calls_only_the_functions_a_read_needs(demo_store: Path) -> None:
+    one_line_error(run("query", demo_store, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
+    one_line_error(run("query", demo_store, "SELECT load_extension('x')"), "query refused")
+    fine = run("query", demo_store, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
     assert fine.exit_code == 0, fine.output
 
 
@@ -358,20 +349,20 @@ def _limited(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedPro
                           preexec_fn=limit, timeout=120)
 
 
-def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo: Path) -> None:
+def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: Path) -> None:
     import os
 
     for args in (["build", "data/demo_sft.yaml", "-o", str(tmp_path / "full.db"), "-q"],
-                 ["mix", str(demo), "data/demo_sft.yaml", "--name", "more"],
-                 ["export", str(demo), "-o", str(tmp_path / "full.jsonl"), "-q"]):
-        found = _limited(16 * 1024 if args[0] != "mix" else os.path.getsize(demo) // 2, *args, cwd=REPO)
+                 ["mix", str(demo_copy), "data/demo_sft.yaml", "--name", "more"],
+                 ["export", str(demo_copy), "-o", str(tmp_path / "full.jsonl"), "-q"]):
+        found = _limited(16 * 1024 if args[0] != "mix" else os.path.getsize(demo_copy) // 2, *args, cwd=REPO)
         assert found.returncode == 1 and found.stderr.count("\n") == 1 and "Traceback" not in found.stderr, found.stderr
         assert "cannot write" in found.stderr or "File too large" in found.stderr, found.stderr
-    assert not (tmp_path / "full.db").exists() and run("info", demo).exit_code == 0
-    one_line_error(run("export", demo, "-o", demo / "x.jsonl", "-q"), "demo.db")
+    assert not (tmp_path / "full.db").exists() and run("info", demo_copy).exit_code == 0
+    one_line_error(run("export", demo_copy, "-o", demo_copy / "x.jsonl", "-q"), "demo.db")
     one_line_error(run("info", "postgresql://u@localhost:99999/db?schema=s"), "invalid port")
-    for args in (["render", demo, "--tokenizer", REPO / "data" / "demo_tokenizer", "--cutoff", "9" * 20],
-                 ["pack", demo, "--spec", "default", "--capacity", "256", "--seed", "9" * 25]):
+    for args in (["render", demo_copy, "--tokenizer", REPO / "data" / "demo_tokenizer", "--cutoff", "9" * 20],
+                 ["pack", demo_copy, "--spec", "default", "--capacity", "256", "--seed", "9" * 25]):
         result = run(*args)  # a usage error, refused before any work (exit 2, as every bad option)
         assert result.exit_code == 2 and "is not in the range" in result.stderr and "Traceback" not in result.stderr
     from dataidx.errors import RenderError, UsageError
@@ -379,9 +370,9 @@ def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo
     from dataidx.render import render_store
 
     with pytest.raises(RenderError, match="cutoff must be from 1"):
-        render_store(demo, REPO / "data" / "demo_tokenizer", cutoff=10**20)
+        render_store(demo_copy, REPO / "data" / "demo_tokenizer", cutoff=10**20)
     with pytest.raises(UsageError, match="does not fit in 64 bits"):
-        pack_store(demo, "default", capacity=256, seed=10**25)
+        pack_store(demo_copy, "default", capacity=256, seed=10**25)
     fifo = tmp_path / "fifo.db"
     os.mkfifo(fifo)
     started = time.perf_counter()
@@ -558,11 +549,11 @@ def epochs_while_mixing(store: str, config: Path) -> None:
         assert engine[0] == expected[0]
 
 
-def test_item19_writes_never_stop_readers_of_what_they_did_not_change(demo: Path) -> None:
-    epochs_while_mixing(str(demo), REPO / "data" / "demo_sft.yaml")
+def test_item19_writes_never_stop_readers_of_what_they_did_not_change(demo_copy: Path) -> None:
+    epochs_while_mixing(str(demo_copy), REPO / "data" / "demo_sft.yaml")
 
 
-def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: Path, tiny_tokenizer: Path,
+def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Path, tiny_tokenizer: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.errors import StaleStoreError
     from dataidx.index import add_mixture
@@ -579,13 +570,13 @@ def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: P
 
     monkeypatch.setattr("dataidx.render.lengths.rewriting", rewriting_after_another_write)
     monkeypatch.setattr("dataidx.pack.plans.rewriting", rewriting_after_another_write)
-    meanwhile.append(lambda: add_mixture(demo, config, "during_render", seed=1))
-    assert render_store(demo, tiny_tokenizer, cutoff=256).entries == 28
-    meanwhile.append(lambda: add_mixture(demo, config, "during_pack", seed=2))
-    assert pack_store(demo, "default", capacity=512).packs > 0
-    meanwhile.append(lambda: remove_mixture(demo, "during_pack"))
+    meanwhile.append(lambda: add_mixture(demo_copy, config, "during_render", seed=1))
+    assert render_store(demo_copy, tiny_tokenizer, cutoff=256).entries == 28
+    meanwhile.append(lambda: add_mixture(demo_copy, config, "during_pack", seed=2))
+    assert pack_store(demo_copy, "default", capacity=512).packs > 0
+    meanwhile.append(lambda: remove_mixture(demo_copy, "during_pack"))
     with pytest.raises(StaleStoreError, match="mixture 'during_pack' was removed or drawn again while planning"):
-        pack_store(demo, "default", capacity=512, mixture="during_pack", name="p2")
+        pack_store(demo_copy, "default", capacity=512, mixture="during_pack", name="p2")
 
 
 class _Recording:
@@ -809,18 +800,18 @@ def crafted(store: Path, *statements: str) -> Path:
 
 
 def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c(
-        demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        demo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
     import subprocess
     import sys
 
-    crafted(demo, "DROP VIEW pack_plans", HANGING_PACK_PLANS)
+    crafted(demo_copy, "DROP VIEW pack_plans", HANGING_PACK_PLANS)
     monkeypatch.setattr("dataidx.store.sqlite.read.READ_SECONDS", 0.5)
     started = time.perf_counter()
-    one_line_error(run("info", demo), "a read of the store was stopped after 0.5 s")
-    one_line_error(run("report", demo, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
+    one_line_error(run("info", demo_copy), "a read of the store was stopped after 0.5 s")
+    one_line_error(run("report", demo_copy, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
     assert time.perf_counter() - started < 10  # both ran until killed before
-    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo)!r}]; main()"
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo_copy)!r}]; main()"
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     time.sleep(2)
     process.send_signal(signal.SIGINT)
@@ -828,17 +819,17 @@ def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c
     assert "Traceback" not in process.stderr.read()
 
 
-def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
+def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo_copy: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
     from dataidx.pack import pack_store
     from dataidx.render import render_store
 
-    render_store(demo, tiny_tokenizer, cutoff=256)
-    pack_store(demo, "default", capacity=512)
-    fine = run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
+    render_store(demo_copy, tiny_tokenizer, cutoff=256)
+    pack_store(demo_copy, "default", capacity=512)
+    fine = run("report", demo_copy, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
     assert fine.exit_code == 0, fine.output
     # Pasted into the fill histogram's SQL, this ran fts3_tokenizer outside any authorizer.
-    crafted(demo, "UPDATE packing_plans SET capacity = '512 + length(hex(fts3_tokenizer(''simple'')))'")
-    one_line_error(run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
+    crafted(demo_copy, "UPDATE packing_plans SET capacity = '512 + length(hex(fts3_tokenizer(''simple'')))'")
+    one_line_error(run("report", demo_copy, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
                    "packing plan 'default' has capacity \"512 + length(", "not a count of tokens")
     assert not (tmp_path / "r.html").exists()
 
@@ -861,27 +852,27 @@ def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple
 
 
 def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_host(
-        demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        demo_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("datasette")
     from urllib.parse import quote
 
-    leak, write, fine = served(demo, "/demo.json?sql=" + quote("SELECT hex(fts3_tokenizer('simple')) AS address"),
+    leak, write, fine = served(demo_store, "/demo.json?sql=" + quote("SELECT hex(fts3_tokenizer('simple')) AS address"),
                                "/demo.json?sql=" + quote("SELECT fts3_tokenizer('x', zeroblob(8)) AS written"),
                                "/demo.json?sql=" + quote("SELECT count(*) AS n, upper('a') AS a FROM entries"))
     assert leak[0] == 400 and '"rows": []' in leak[1] and "not authorized to use function: fts3" in leak[1], leak
     assert write[0] == 400 and "not authorized" in write[1], write
     assert fine[0] == 200 and '"n"' in fine[1], fine
-    assert served(demo, "/demo/composition.json", host="localhost:8001")[0][0] == 200
+    assert served(demo_store, "/demo/composition.json", host="localhost:8001")[0][0] == 200
     capsys.readouterr()
     for host in ("rebound.example:8001", "127.0.0.1:9999", "127.0.0.1"):
-        status, body = served(demo, "/demo/entries.json", host=host)[0]
+        status, body = served(demo_store, "/demo/entries.json", host=host)[0]
         assert status == 421 and "entries" not in body  # a rebound name read the whole store before
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3 and "Host 'rebound.example:8001' is not 127.0.0.1:8001" in lines[0], lines
 
 
 @pytest.mark.parametrize("name", ["odd#name.db", "other?x=.db", "_internal.db"])
-def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, tmp_path: Path, name: str) -> None:
+def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo_store: Path, tmp_path: Path, name: str) -> None:
     pytest.importorskip("datasette")
     import json
     import sqlite3
@@ -891,7 +882,7 @@ def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, 
     folder = tmp_path / "served"
     folder.mkdir()
     store = folder / name
-    store.write_bytes(demo.read_bytes())
+    store.write_bytes(demo_store.read_bytes())
     with sqlite3.connect(folder / "other") as other:  # what "other?x=.db" opened, read-write
         other.execute("CREATE TABLE secret (x)")
     other.close()

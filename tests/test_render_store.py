@@ -266,8 +266,8 @@ def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make
         pack_store(store, "default", capacity=4096)
 
 
-def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(make_store) -> None:
-    store = make_store(REPO / "data" / "demo_sft.yaml")
+def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(demo_copy: Path) -> None:
+    store = demo_copy
     runner = CliRunner()
     for arguments in (["render", str(store), "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"],
                       ["pack", str(store), "--spec", "default", "--capacity", "512", "--seed", "0"],

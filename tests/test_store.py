@@ -49,9 +49,8 @@ def test_views_have_their_documented_columns(tmp_path: Path) -> None:
         assert tuple(found) == columns
 
 
-def test_store_opens_in_stock_sqlite3(tmp_path: Path, make_store) -> None:
-    store = make_store(REPO / "data" / "demo_sft.yaml")
-    connection = sqlite3.connect(store)
+def test_store_opens_in_stock_sqlite3(demo_store: Path) -> None:
+    connection = sqlite3.connect(demo_store)
     assert connection.execute("SELECT sum(entries) FROM composition").fetchone() == (37,)
     assert connection.execute("SELECT count(*) FROM entries WHERE mixture = 'default'").fetchone() == (37,)
     connection.close()
