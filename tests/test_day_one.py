@@ -96,7 +96,7 @@ def test_item5_a_build_that_renders_spec_default_again_may_replace_it(demo: Path
 
 def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: Path) -> None:
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
-    source = (demo / "chat.jsonl").read_bytes()
+    source, store = (demo / "chat.jsonl").read_bytes(), (demo / "s.db").read_bytes()
     refused(dataidx("export", "s.db", "-o", "chat.jsonl", cwd=demo),
             "chat.jsonl: refusing to write over it: dataset 'chat' of the store was built from it; choose another output")
     refused(dataidx("export", "s.db", "-o", "sft.yaml", "--force", cwd=demo),
@@ -110,6 +110,7 @@ def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: 
     assert dataidx("export", "s.db", "-o", "notes.jsonl", "-q", cwd=demo).returncode == 0  # now an export: replaced
     refused(dataidx("report", "s.db", "-o", "s.db", cwd=demo),
             "s.db: refusing to write over it: it is the store; choose another output")
+    assert (demo / "s.db").read_bytes() == store
     refused(dataidx("report", "s.db", "-o", "notes.jsonl", cwd=demo),
             "notes.jsonl exists and is not an HTML file; refusing to overwrite it (choose another output, or pass --force)")
     assert dataidx("report", "s.db", "-o", "r.html", "-q", cwd=demo).returncode == 0
@@ -117,6 +118,7 @@ def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: 
     (demo / "dataset_info.json").write_text('{"a": {"file_name": "alpaca.jsonl"}}')
     refused(dataidx("import-v0", "dataset_info.json", "-o", "dataset_info.json", cwd=demo),
             "dataset_info.json: refusing to write over it: the command reads it; choose another output")
+    assert (demo / "dataset_info.json").read_text() == '{"a": {"file_name": "alpaca.jsonl"}}'
     (demo / "README.md").write_text("# my project\n\nSome text.\n")
     refused(dataidx("import-v0", "dataset_info.json", "-o", "README.md", cwd=demo),
             "README.md exists and is not a YAML file; refusing to overwrite it (choose another output, or pass --force)")

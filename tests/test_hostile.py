@@ -60,18 +60,6 @@ def test_an_empty_plan_is_said_empty_and_one_leftover_pack_is_one_pack(tmp_path:
                                               "not fill a step and is dropped (drop_last)")
 
 
-def test_outputs_never_overwrite_the_store_its_sources_or_the_input(tmp_path: Path, make_store) -> None:
-    data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"}])
-    store = make_store(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
-    kept = store.read_bytes(), data.read_bytes()
-    one_line_error(run("report", store, "-o", store, "-q"), "refusing to write over it: it is the store")
-    one_line_error(run("export", store, "-o", data, "-q"), "dataset 'a' of the store was built from it")
-    info = tmp_path / "dataset_info.json"
-    info.write_text('{"a": {"file_name": "a.jsonl"}}')
-    one_line_error(run("import-v0", info, "-o", info), "refusing to write over it: the command reads it")
-    assert (store.read_bytes(), data.read_bytes()) == kept and info.read_text() == '{"a": {"file_name": "a.jsonl"}}'
-
-
 def test_a_crafted_stores_triggers_are_dropped_by_writes_and_its_altered_views_refused(
         tmp_path: Path, make_store, caplog: pytest.LogCaptureFixture) -> None:
     import sqlite3

@@ -124,11 +124,13 @@ def test_adding_removing_or_reordering_datasets_keeps_each_draw(tmp_path, source
     }
     for name, text in draws.items():
         add_mixture(store, write_yaml(tmp_path / f"{name}.yaml", text), name, seed=5, sampling=sampling)
+    built = {name: make_store(draws[name], seed=5, sampling=sampling) for name in ("both", "alone")}  # at build
 
-    def alpaca_draw(mixture: str) -> list:
+    def alpaca_draw(mixture: str, store: Path = store) -> list:
         return [(r, c) for _, d, r, c in entries(store, mixture) if d == "alpaca"]
 
     assert alpaca_draw("both") == alpaca_draw("reordered") == alpaca_draw("alone")
+    assert alpaca_draw("default", built["both"]) == alpaca_draw("default", built["alone"]) == alpaca_draw("alone")
     assert len(alpaca_draw("both")) == 12
 
 
