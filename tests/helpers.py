@@ -1,28 +1,23 @@
 """What tests share besides fixtures: where things are, real files written from rows, tiny tokenizers.
 
 Tests import these (``from .helpers import write_jsonl``); fixtures live in ``conftest.py``.
-Scripts import them too (``from tests.helpers import train_tokenizer``).
+Scripts import them too (``from tests.helpers import train_tokenizer``). dataidx is imported inside
+the functions that need it, so importing this module is cheap, and works against an older dataidx
+(tests/chunked_golden.py runs under 0.2.0).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from sqlalchemy import Connection
-
-from dataidx.convert import Converter, row_expansion
-from dataidx.index.sampling import draw, exact, with_replacement
-from dataidx.store import PositionWriter
-from dataidx.store.sqlite.bulk import MIN_RUN
-from dataidx.store.sqlite.files import file_engine
-from dataidx.store.sqlite.migrations import upgrade
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -120,15 +115,42 @@ def train_tokenizer(folder: Path | None = None, *, add_bos: bool = False, vocab_
     return tokenizer
 
 
+def assert_matches_golden(found: list[str], golden: Path, *, shown: int = 60) -> None:
+    """``found`` is the golden file's lines (``#`` lines are comments); else the test fails with
+    the lines that differ as a unified diff, each hunk under the last section line above it (a
+    line ``== ...`` or ``table: columns``)."""
+    expected = [line for line in golden.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    if found == expected:
+        return
+    report = []
+    for group in difflib.SequenceMatcher(None, expected, found, autojunk=False).get_grouped_opcodes(2):
+        first = group[0][1]
+        above = expected[:first + 1]
+        heads = [next((line for line in reversed(above) if re.match(pattern, line)), None)
+                 for pattern in (r"== ", r"\w+: ")]
+        report.append(f"@@ {golden.name} line {first + 1}, under {' / '.join(h for h in heads if h) or 'the start'}")
+        for tag, i1, i2, j1, j2 in group:
+            report += [f"  {line}" for line in expected[i1:i2]] if tag == "equal" else []
+            report += [f"- {line}" for line in expected[i1:i2]] if tag in ("replace", "delete") else []
+            report += [f"+ {line}" for line in found[j1:j2]] if tag in ("replace", "insert") else []
+    more = f"\n... and {len(report) - shown} more lines" if len(report) > shown else ""
+    pytest.fail(f"not what {golden.name} holds (- golden, + this run):\n" + "\n".join(report[:shown]) + more,
+                pytrace=False)
+
+
 # Views of the library's own functions that only tests and scripts need.
 
 def exact_draw(n: int, k: int, rng: random.Random) -> list[int]:
     """:func:`dataidx.index.sampling.exact` as a list of offsets."""
+    from dataidx.index.sampling import exact
+
     return exact(n, k, rng).offsets().tolist()
 
 
 def replacement_draw(n: int, k: int, rng: random.Random) -> list[int]:
     """:func:`dataidx.index.sampling.with_replacement` as a list of offsets (v1's ``random.choices``)."""
+    from dataidx.index.sampling import with_replacement
+
     return with_replacement(n, k, rng).offsets().tolist()
 
 
@@ -140,17 +162,29 @@ def resample(entries: Sequence[int], size: int | None, weight: float | None, sam
         >>> resample(range(4), size=2, weight=None, sampling="exact", seed=1)
         [1, 2]
     """
+    from dataidx.index.sampling import draw
+
     return [entries[i] for i in draw(len(entries), size, weight, sampling, seed).offsets().tolist()]
 
 
-def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> list[int | None]:
+def row_cuts(func: Callable[[dict[str, Any]], dict[str, Any]], raw: dict[str, Any], dataset: str, row: int,
+             converter: str) -> list[int | None]:
     """The cuts of one converted row; a sample that cannot be expanded fails like a conversion."""
+    from dataidx.convert import row_expansion
+
     return row_expansion(func, raw, dataset, row, converter)[0]
 
 
-def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: int, entry_ids: Sequence[int], *,
-                           min_run: int = MIN_RUN) -> None:
-    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries."""
+def insert_mixture_entries(connection: Any, mixture_id: int, first_id: int, entry_ids: Sequence[int], *,
+                           min_run: int | None = None) -> None:
+    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries, through
+    ``connection`` (SQLAlchemy's); ``min_run`` defaults to the writer's."""
+    import numpy as np
+
+    from dataidx.store import PositionWriter
+    from dataidx.store.sqlite.bulk import MIN_RUN
+
+    min_run = MIN_RUN if min_run is None else min_run
     positions = PositionWriter(connection, mixture_id, first_id, min_run=min_run)
     positions.add_ids(np.asarray(entry_ids, dtype=np.int64))
     positions.close()
@@ -158,6 +192,9 @@ def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: in
 
 def migrated_schema(path: str | os.PathLike[str]) -> str:
     """The schema script of a new store made by running every migration (``schema.sql``)."""
+    from dataidx.store.sqlite.files import file_engine
+    from dataidx.store.sqlite.migrations import upgrade
+
     engine = file_engine(path)
     try:
         with engine.begin() as connection:
