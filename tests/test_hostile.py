@@ -157,7 +157,7 @@ demo:
 """
 
 
-def test_item2_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path) -> None:
+def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "bomb.yaml", ALIAS_BOMB)
     started = time.perf_counter()
     for command in (["build", config, "-o", tmp_path / "s.db", "-q"], ["mix", tmp_path / "s.db", config, "--name", "x"]):
@@ -175,7 +175,7 @@ def test_item2_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path:
     assert len(str(error.value)) < 300 and "..." in str(error.value)
 
 
-def test_item9_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+def test_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "twice.yaml", "one:\n  path: a.jsonl\ntwo:\n  path: b.jsonl\none:\n  path: c.jsonl\n")
     with pytest.raises(ConfigError, match=r"line 5: key 'one' is given again \(first on line 1\)"):
         load_config(config)
@@ -184,13 +184,13 @@ def test_item9_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Pat
         load_config(inner)
 
 
-def test_item16_very_deep_yaml_is_one_error(tmp_path: Path) -> None:
+def test_very_deep_yaml_is_one_error(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "deep.yaml", "demo:\n  path: x\n  size: " + "[" * 50_000 + "]" * 50_000 + "\n")
     one_line_error(run("build", config, "-o", tmp_path / "s.db", "-q"), "deep.yaml", "nested deeper than 64 levels")
 
 
 @pytest.mark.parametrize("keys", ["  size: 1500000000\n", "  weight: 1.0e+300\n", "  size: 12000\n  weight: 2000\n"])
-def test_item3_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_they_count(tmp_path: Path,
+def test_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_they_count(tmp_path: Path,
                                                                                         keys: str) -> None:
     write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
                                                        {"role": "assistant", "content": "yo"}]}] * 12)
@@ -201,7 +201,7 @@ def test_item3_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_th
     assert not (tmp_path / "s.db").exists()
 
 
-def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
+def test_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
     import tracemalloc
 
     from dataidx.pack import best_fit_decreasing, plan_packs
@@ -219,7 +219,7 @@ def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
 FOREVER = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
 
 
-def test_item5_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_store: Path) -> None:
+def test_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_store: Path) -> None:
     import signal
     import subprocess
     import sys
@@ -239,14 +239,14 @@ def test_item5_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_sto
     assert "--limit" in run("query", "-h").output and "unlimited" in run("query", "-h").output
 
 
-def test_item14_query_calls_only_the_functions_a_read_needs(demo_store: Path) -> None:
+def test_query_calls_only_the_functions_a_read_needs(demo_store: Path) -> None:
     one_line_error(run("query", demo_store, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
     one_line_error(run("query", demo_store, "SELECT load_extension('x')"), "query refused")
     fine = run("query", demo_store, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
     assert fine.exit_code == 0, fine.output
 
 
-def test_item13_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path) -> None:
+def test_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
                                                        {"role": "assistant", "content": "yo"}]}])
     evil = '"evil\\e]0;pwned\\a\\e[2J\\u202e\\x9b31m"'  # retitle, clear screen, reorder, C1 CSI colour
@@ -263,7 +263,7 @@ def test_item13_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path
     assert __import__("json").loads(outputs[4].stdout)[0]["dataset"] == "evil\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
 
 
-def test_item8_import_v0_keeps_names_and_reasons_inside_their_comments(tmp_path: Path) -> None:
+def test_import_v0_keeps_names_and_reasons_inside_their_comments(tmp_path: Path) -> None:
     import json
 
     injected = {"sneaky\nextra:\n  path: /etc/passwd\n  source: local": {"file_name": "a.json", "formatting": "weird"},
@@ -285,7 +285,7 @@ def load_config_mapping(path: Path):
     return found or None
 
 
-def test_item10_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
     import sqlite3
 
@@ -312,7 +312,7 @@ def test_item10_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monk
     assert all(path.exists() or path.is_symlink() for path in theirs) and mine.exists()
 
 
-def test_item11_no_password_in_an_errors_message_args_or_repr() -> None:
+def test_no_password_in_an_errors_message_args_or_repr() -> None:
     from dataidx.errors import StoreError, hide_passwords
 
     error = StoreError("postgresql://bob:two words@db/x?sslpassword=s3cr3t: cannot connect")
@@ -337,7 +337,7 @@ def _limited(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedPro
                           preexec_fn=limit, timeout=120)
 
 
-def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: Path) -> None:
+def test_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: Path) -> None:
     import os
 
     for args in (["build", "data/demo_sft.yaml", "-o", str(tmp_path / "full.db"), "-q"],
@@ -369,7 +369,7 @@ def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo
     assert time.perf_counter() - started < 30
 
 
-def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokenizer: Path) -> None:
+def test_stores_with_odd_names_or_behind_a_symlink_build_mix_render_and_compose(tmp_path: Path, tiny_tokenizer: Path) -> None:
     config = REPO / "data" / "demo_sft.yaml"
     for name in ("we?ird%20name.db", "per%cent.db", "a#b.db"):
         store = tmp_path / name
@@ -386,7 +386,7 @@ def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokeni
     assert link.is_symlink() and "seed7" in run("info", real).output
 
 
-def test_item6_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> None:
+def test_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> None:
     import json
     import os
     import sqlite3
@@ -410,7 +410,7 @@ def test_item6_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> Non
     assert result.exit_code == 1 and "other content" in result.output
 
 
-def test_item7_a_source_that_changes_while_the_build_reads_it_fails_the_build(tmp_path: Path,
+def test_a_source_that_changes_while_the_build_reads_it_fails_the_build(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.errors import SourceError
     from dataidx.index import build
@@ -431,7 +431,7 @@ def test_item7_a_source_that_changes_while_the_build_reads_it_fails_the_build(tm
     assert not (tmp_path / "s.db").exists()
 
 
-def test_item15_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_path: Path,
+def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_path: Path,
                                                                                   tiny_tokenizer: Path) -> None:
     import sqlite3
 
@@ -452,7 +452,7 @@ def test_item15_a_malformed_row_under_none_is_a_render_error_not_an_aborted_rend
 
 
 @pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
-def test_item18_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:
+def test_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:
     rows = [{"instruction": "fine", "input": "", "output": '[[[{{ not nesting: "text" ]]'}] * 3
     lines = [__import__("json").dumps(row) for row in rows]
     lines.insert(2, '{"instruction": "x", "input": "", "output": "y", "extra": ' + "[" * 20_000 + "]" * 20_000 + "}")
@@ -492,7 +492,7 @@ def _depth(value) -> int:
 
 @settings(max_examples=150, deadline=None)
 @given(values=st.lists(json_values, min_size=1, max_size=4), block=st.sampled_from([1, 2, 5, 64, 1 << 20]))
-def test_item18_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_path_factory, values, block: int) -> None:
+def test_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_path_factory, values, block: int) -> None:
     import json
 
     from dataidx.sources import too_deep
@@ -537,11 +537,11 @@ def epochs_while_mixing(store: str, config: Path) -> None:
         assert engine[0] == expected[0]
 
 
-def test_item19_writes_never_stop_readers_of_what_they_did_not_change(demo_copy: Path) -> None:
+def test_writes_never_stop_readers_of_what_they_did_not_change(demo_copy: Path) -> None:
     epochs_while_mixing(str(demo_copy), REPO / "data" / "demo_sft.yaml")
 
 
-def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Path, tiny_tokenizer: Path,
+def test_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Path, tiny_tokenizer: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.errors import StaleStoreError
     from dataidx.index import add_mixture
@@ -579,7 +579,7 @@ class _Recording:
 
 
 @pytest.mark.parametrize("truncation", ["drop", "right", "left"])
-def test_item1_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer: Path, truncation: str) -> None:
+def test_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer: Path, truncation: str) -> None:
     from transformers import AutoTokenizer
 
     from dataidx.render import CHATML, Renderer

@@ -97,25 +97,25 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 @SETTINGS
 @given(st.lists(alpaca_row, min_size=1, max_size=12))
-def test_alpaca(rows: list[dict]) -> None:
+def test_alpaca_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("alpaca", rows) != "unreadable")
 
 
 @SETTINGS
 @given(st.lists(sharegpt_row, min_size=1, max_size=6))
-def test_sharegpt_with_unknown_tags_and_broken_tool_calls(rows: list[dict]) -> None:
+def test_sharegpt_fast_path_equals_the_row_path_with_unknown_tags_and_broken_tool_calls(rows: list[dict]) -> None:
     assume(check("sharegpt", rows) != "unreadable")
 
 
 @SETTINGS
 @given(st.lists(standard_row, min_size=1, max_size=12))
-def test_standard_messages(rows: list[dict]) -> None:
+def test_standard_messages_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("none", rows) != "unreadable")
 
 
 @SETTINGS
 @given(st.lists(pair_row, min_size=1, max_size=6))
-def test_pair(rows: list[dict]) -> None:
+def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("pair", rows) != "unreadable")
 
 
