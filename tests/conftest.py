@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
+from .helpers import HYPOTHESIS_PROFILE, REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
 
 # Set before anything imports `datasets`, which reads these once at import time.
 _CACHE = tempfile.mkdtemp(prefix="dataidx-hf-cache-")
@@ -18,6 +18,20 @@ os.environ["HF_HOME"] = _CACHE
 os.environ["HF_DATASETS_CACHE"] = os.path.join(_CACHE, "datasets")
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the Hypothesis profile before any test module is imported, so every @settings starts
+    from it. Deadlines and the too-slow health check time examples, which a busy machine makes
+    flaky: neither is used. pytest-xdist's controller runs no test and skips the import."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 @pytest.fixture

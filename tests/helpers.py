@@ -24,6 +24,18 @@ SHARED = REPO.parent / "shared"
 SHARED_DATA = SHARED / "data"
 GOLDEN = SHARED_DATA / "golden"
 
+#: The Hypothesis profile tests/conftest.py loads: DATAIDX_HYPOTHESIS_PROFILE, else ``ci`` where CI
+#: is set (.ci/run runs with CI=true) and ``dev`` elsewhere. ``ci`` draws the same examples on every
+#: run, as many as each test asks for; ``dev`` draws new ones each run, a fifth as many, and first
+#: replays any that failed before (.hypothesis/).
+HYPOTHESIS_PROFILE = os.environ.get("DATAIDX_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+
+
+def examples(n: int) -> int:
+    """How many examples a property test that asks for ``n`` runs under :data:`HYPOTHESIS_PROFILE`."""
+    return n if HYPOTHESIS_PROFILE == "ci" else max(10, n // 5)
+
+
 requires_shared = pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/data/golden is not beside the repo")
 
 # Golden name -> (source file under ../shared/data, converter); None means rows are already standard.

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dataidx.index import build, draw, sample_mask
 
 from .chunked_golden import GOLDEN, store_lines, write_data
-from .helpers import assert_matches_golden
+from .helpers import assert_matches_golden, examples
 
 
 def test_default_chunks_write_what_whole_datasets_wrote(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def _list_draw(n: int, size: int | None, weight: float | None, sampling: str, se
 @given(n=st.integers(0, 400), size=st.one_of(st.none(), st.integers(0, 1200)),
        weight=st.one_of(st.none(), st.floats(0, 3.5)), sampling=st.sampled_from(["exact", "replacement"]),
        seed=st.integers(0, 2**63 - 1))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 def test_compact_draws_are_the_list_draws(n: int, size: int | None, weight: float | None, sampling: str,
                                           seed: int) -> None:
     expected, _ = _list_draw(n, size, weight, sampling, seed)
@@ -69,7 +69,7 @@ def test_compact_draws_are_the_list_draws(n: int, size: int | None, weight: floa
 
 
 @given(n=st.integers(1, 5000), share=st.floats(0, 1), seed=st.integers(0, 2**32))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 def test_sample_mask_takes_the_numbers_random_sample_takes(n: int, share: float, seed: int) -> None:
     """Both branches of CPython's sample (a pool for large k, a set for small k), and the
     generator left in the same state, so the draw after it is the same too."""
@@ -80,7 +80,7 @@ def test_sample_mask_takes_the_numbers_random_sample_takes(n: int, share: float,
     assert ours.getstate() == theirs.getstate()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(ids=st.lists(st.integers(1, 30), max_size=120), cuts=st.lists(st.integers(1, 40), max_size=8))
 def test_positions_chunked_anywhere_store_the_same_rows(ids: list[int], cuts: list[int]) -> None:
     """Stretches of consecutive ids are found across chunk boundaries: any chunking, same rows."""

@@ -16,7 +16,7 @@ from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.errors import ConfigError
 
-from .helpers import REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
+from .helpers import REPO, alpaca_rows, examples, train_tokenizer, write_jsonl, write_yaml
 
 
 def run(*args: str):  # click's Result
@@ -490,7 +490,7 @@ def _depth(value) -> int:
     return 0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(values=st.lists(json_values, min_size=1, max_size=4), block=st.sampled_from([1, 2, 5, 64, 1 << 20]))
 def test_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_path_factory, values, block: int) -> None:
     import json

@@ -26,7 +26,7 @@ from dataidx.store import SCHEMA_REVISION, composition, migrate_store, remove_mi
 from dataidx.store.connect import store_revision
 from dataidx.store.sqlite.migrations import alembic_config
 
-from .helpers import alpaca_rows, chat_rows, insert_mixture_entries, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, examples, insert_mixture_entries, write_jsonl, write_yaml
 
 ENTRIES = "SELECT position, dataset, row, cut FROM entries WHERE mixture = :m ORDER BY position"
 
@@ -224,7 +224,7 @@ def test_composition_counts_stored_at_write_time_equal_the_positions(sources, ma
     assert not report["ok"] and any("mixture 'default', dataset 'chat'" in line for line in report["integrity"])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(pieces=st.lists(st.one_of(st.tuples(st.just("run"), st.integers(1, 30), st.integers(0, 12)),
                                  st.tuples(st.just("ids"), st.lists(st.integers(1, 40), max_size=8))), max_size=6))
 def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None:

@@ -21,7 +21,7 @@ from dataidx.index import build
 from dataidx.read import verify_store
 from dataidx.store import run_query, store_info
 
-from .helpers import alpaca_rows, row_cuts, write_jsonl, write_yaml
+from .helpers import alpaca_rows, examples, row_cuts, write_jsonl, write_yaml
 
 
 def alpaca_store(tmp_path: Path, make_store, rows: int = 5, extra: str = "") -> tuple[Path, Path]:
@@ -256,7 +256,7 @@ rows = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(row=rows, name=st.sampled_from(["alpaca", "sharegpt", "pair", "none"]))
 def test_converters_return_a_sample_or_a_clean_error(row: dict, name: str) -> None:
     plugin = converters.get(name)

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from dataidx.convert import NO_CUT, collecting_drops, converters, row_expansion
 from dataidx.errors import ConversionError
 
+from .helpers import examples
+
 PLAIN = st.one_of(st.sampled_from(["", "hi", "a <b> c", "x < y"]), st.text(max_size=8))
 # Placeholders send a whole table down the row path, so they come rarely, to keep both paths busy.
 TEXT = st.one_of(PLAIN, PLAIN, PLAIN, PLAIN, PLAIN, st.sampled_from(["x<image>y", "<audio>"]))
@@ -92,7 +94,8 @@ pair_row = st.fixed_dictionaries({}, optional={
     "rejected": RARELY_NONE(st.lists(pair_message, max_size=4)),
 })
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=examples(300),  # the profile's suppressed checks, and filtering
+                    suppress_health_check=[*settings().suppress_health_check, HealthCheck.filter_too_much])
 
 
 @SETTINGS
