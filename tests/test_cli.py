@@ -110,6 +110,7 @@ def test_user_mistakes_are_one_line_and_exit_1(tmp_path: Path) -> None:
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_console_script(demo_store: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "dataidx", "query", str(demo_store), "SELECT count(*) FROM entries"],
                             capture_output=True, text=True, env=os.environ.copy())

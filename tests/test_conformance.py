@@ -26,6 +26,8 @@ from .conformance.v1 import entries, outcome, v1_render, v1_renderer_class
 from .helpers import GOLDEN as SHARED_GOLDEN
 from .helpers import golden_config, write_jsonl
 
+pytestmark = pytest.mark.slow  # the real chat templates of 12 model families
+
 pytest.importorskip("transformers")
 
 V1 = json.loads((GOLDEN / "v1.json").read_text(encoding="utf-8"))

@@ -22,6 +22,8 @@ from dataidx.store import store_info
 
 from .helpers import alpaca_rows, write_jsonl, write_yaml
 
+pytestmark = pytest.mark.slow  # processes killed with SIGKILL mid-write
+
 # Registers a deliberately slow converter, says "started", then builds or mixes: the kill lands
 # inside the work, not inside Python's start-up.
 WORKER = """

@@ -13,6 +13,8 @@ import pytest
 
 from .helpers import REPO, SHARED_DATA, alpaca_rows, chat_rows, requires_shared, write_jsonl, write_yaml
 
+pytestmark = pytest.mark.slow  # the CLI in a process of its own, many times a test
+
 
 def dataidx(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dataidx", *map(str, args)], cwd=cwd, capture_output=True,

@@ -111,3 +111,9 @@ def test_cookbook_token_and_coverage_answers_agree_with_the_positions(cookbook_s
                                        "(SELECT 1 FROM entries AS e WHERE e.mixture = 'by_tokens' AND "
                                        "e.dataset = t.dataset AND e.row = t.row)")
     assert never_seen == counted[0][0] and epochs == 3 and rows_ == 12
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    readme = (REPO / "README.md").read_text()
+    command = (REPO / ".ci" / "run").read_text().rstrip("\n").splitlines()[-1]
+    assert f"```bash\n{command}\n```" in readme

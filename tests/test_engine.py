@@ -73,7 +73,7 @@ def test_getitems_matches_getitem(chat_store: Path) -> None:
     assert engine.__getitems__(order) == [engine[i] for i in order]
 
 
-@pytest.mark.parametrize("context", ["fork", "spawn"])
+@pytest.mark.parametrize("context", ["fork", pytest.param("spawn", marks=pytest.mark.slow)])
 def test_dataloader_with_two_workers(chat_store: Path, context: str) -> None:
     engine = DataEngine(chat_store)
     loader = DataLoader(engine, batch_size=3, num_workers=2, collate_fn=list, multiprocessing_context=context)
@@ -103,6 +103,7 @@ def test_unknown_mixture_lists_the_mixtures(chat_store: Path) -> None:
         DataEngine(chat_store, mixture="other")
 
 
+@pytest.mark.slow
 def test_open_and_fetch_never_import_datasets(chat_store: Path) -> None:
     """Opening maps the recorded Arrow files; it must not call load_dataset (or import datasets)."""
     script = (
@@ -148,6 +149,7 @@ def test_numpy_and_torch_integers_index_the_engine(alpaca3k_store: Path) -> None
         engine[1.5]
 
 
+@pytest.mark.slow
 def test_threads_reading_one_engine_get_the_right_rows(alpaca3k_store: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -108,6 +108,7 @@ def test_an_entry_naming_a_row_outside_its_dataset_is_refused_not_served_as_anot
     assert engine[2]["messages"][0]["content"][0]["value"] == "q2"
 
 
+@pytest.mark.slow
 def test_a_report_of_a_huge_row_stays_small(tmp_path: Path, make_store, tiny_tokenizer: Path) -> None:
     words = " ".join(["hello world"] * 40_000)  # 480 KB of text, some 80k tokens
     data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"},
@@ -127,6 +128,7 @@ def test_a_report_of_a_huge_row_stays_small(tmp_path: Path, make_store, tiny_tok
     assert rendered.stat().st_size < 300_000 and "more tokens not shown (past the cutoff)" in page
 
 
+@pytest.mark.slow
 def test_a_report_of_many_datasets_draws_panels_for_the_largest_only(tmp_path: Path, make_store,
                                                                     tiny_tokenizer: Path) -> None:
     config = ""
@@ -219,6 +221,7 @@ def test_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
 FOREVER = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
 
 
+@pytest.mark.slow
 def test_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_store: Path) -> None:
     import signal
     import subprocess
@@ -337,6 +340,7 @@ def _limited(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedPro
                           preexec_fn=limit, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: Path) -> None:
     import os
 
@@ -369,6 +373,7 @@ def test_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: 
     assert time.perf_counter() - started < 30
 
 
+@pytest.mark.slow
 def test_stores_with_odd_names_or_behind_a_symlink_build_mix_render_and_compose(tmp_path: Path, tiny_tokenizer: Path) -> None:
     config = REPO / "data" / "demo_sft.yaml"
     for name in ("we?ird%20name.db", "per%cent.db", "a#b.db"):
@@ -451,6 +456,7 @@ def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_
     assert run("pack", store, "--spec", "default", "--capacity", "64").exit_code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
 def test_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:
     rows = [{"instruction": "fine", "input": "", "output": '[[[{{ not nesting: "text" ]]'}] * 3
@@ -537,10 +543,12 @@ def epochs_while_mixing(store: str, config: Path) -> None:
         assert engine[0] == expected[0]
 
 
+@pytest.mark.slow
 def test_writes_never_stop_readers_of_what_they_did_not_change(demo_copy: Path) -> None:
     epochs_while_mixing(str(demo_copy), REPO / "data" / "demo_sft.yaml")
 
 
+@pytest.mark.slow
 def test_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Path, tiny_tokenizer: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.errors import StaleStoreError
@@ -787,6 +795,7 @@ def crafted(store: Path, *statements: str) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c(
         demo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
@@ -807,6 +816,7 @@ def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c
     assert "Traceback" not in process.stderr.read()
 
 
+@pytest.mark.slow
 def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo_copy: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
     from dataidx.pack import pack_store
     from dataidx.render import render_store
@@ -839,6 +849,7 @@ def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple
     return asyncio.run(get_all())
 
 
+@pytest.mark.slow
 def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_host(
         demo_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("datasette")
@@ -859,6 +870,7 @@ def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_ho
     assert len(lines) == 3 and "Host 'rebound.example:8001' is not 127.0.0.1:8001" in lines[0], lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["odd#name.db", "other?x=.db", "_internal.db"])
 def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo_store: Path, tmp_path: Path, name: str) -> None:
     pytest.importorskip("datasette")
@@ -957,6 +969,7 @@ def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_s
     assert run("show", epochs_store, "0", "--epoch", "1").exit_code == 1
 
 
+@pytest.mark.slow
 def test_a_transformers_trainer_runs_three_epochs_over_a_store_built_once(epochs_store: Path, tiny_tokenizer: Path,
                                                                           tmp_path: Path) -> None:
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
@@ -1013,6 +1026,7 @@ def _stateful_loader(data, workers: int = 0, **kwargs):
                               multiprocessing_context="fork" if workers else None, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_a_restored_loader_serves_the_epoch_it_was_saved_in_without_set_epoch(epochs_store: Path) -> None:
     from dataidx import DataEngine, PackedDataset, loader_state_for_workers
@@ -1087,6 +1101,7 @@ class _FirstBatchSlow:
         return super().__getitems__(indices)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_an_out_of_order_loader_state_is_refused_not_resumed_with_duplicates(epochs_store: Path) -> None:
     from dataidx import DataEngine, loader_state_for_workers
@@ -1208,6 +1223,7 @@ def test_a_template_that_reads_the_date_renders_at_the_spec_s_recorded_clock_on_
     assert "fixed at 2024-07-26T00:00:00" in run("info", store).output
 
 
+@pytest.mark.slow
 def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rendered_again(
         dated_store: tuple[Path, Path], tiny_tokenizer: Path) -> None:
     import sqlite3
@@ -1262,6 +1278,7 @@ RUNAWAY_TEMPLATES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RUNAWAY_TEMPLATES))
 def test_a_runaway_chat_template_is_one_entry_s_render_error_within_its_budget(tiny_tokenizer: Path, name: str,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1294,6 +1311,7 @@ def test_the_budget_leaves_real_templates_as_they_render(tiny_tokenizer: Path) -
     assert _renderer(tiny_tokenizer, DATED_TEMPLATE).render(_chat(("user", "hi"), ("assistant", "ok")), True).status == "ok"
 
 
+@pytest.mark.slow
 def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_names_it(
         dated_store: tuple[Path, Path], tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
@@ -1414,6 +1432,7 @@ def qwen_like(tmp_path: Path, make_store) -> tuple[Path, Path]:
     return store, tmp_path / "qwen-like"
 
 
+@pytest.mark.slow
 def test_added_tokens_not_special_keep_v1s_ids_and_are_counted_per_dataset_and_named(qwen_like) -> None:
     import sqlite3
 
@@ -1511,6 +1530,7 @@ def _stored_lengths(store: Path, spec: str = "default") -> list[tuple]:
                                   "WHERE spec = ? ORDER BY cut", (spec,)).fetchall()
 
 
+@pytest.mark.slow
 def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound_are_not_templated(
         tmp_path: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.convert import convert_row
@@ -1591,6 +1611,7 @@ def test_turn_markers_count_toward_the_bound_and_never_past_the_real_count(tiny_
         assert least.tokens <= rendered.full_tokens, (template, sample, least, rendered.full_tokens)
 
 
+@pytest.mark.slow
 def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path: Path, tiny_tokenizer: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.render import Renderer, render_store

@@ -102,6 +102,7 @@ def test_remove_mixture_and_add_again(tmp_path, sources, make_store) -> None:
     assert counts == [("a", 19), ("b", 19), ("default", 45)]
 
 
+@pytest.mark.slow
 def test_same_inputs_and_seed_give_the_same_mixture_in_another_process(tmp_path, sources) -> None:
     config = write_yaml(tmp_path / "c.yaml", yaml_for(sources, chat="  size: 9\n", alpaca="  weight: 0.7\n"))
     stores = []

@@ -48,6 +48,7 @@ def test_equals_item_by_item_best_fit_decreasing(capacity: int, data: st.DataObj
     assert sorted(map(sorted, packs)) == sorted(map(sorted, reference_bfd(lengths, capacity)))
 
 
+@pytest.mark.slow
 def test_fill_on_realistic_lengths_and_same_seed_same_plan() -> None:
     rng = np.random.default_rng(0)
     lengths = np.clip(rng.lognormal(6.2, 0.9, 50_000).astype(int), 16, 4096)

@@ -28,6 +28,8 @@ from dataidx.store.postgres.read import postgres_conninfo
 from .helpers import REPO, train_tokenizer, write_jsonl, write_yaml
 from .postgres_server import running_server
 
+pytestmark = pytest.mark.slow  # a real PostgreSQL server
+
 DEMO = str(REPO / "data" / "demo_sft.yaml")
 _schemas = count()
 

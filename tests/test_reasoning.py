@@ -19,6 +19,8 @@ from .conformance import build_tokenizer, template_text
 from .conformance.conversations import answer, call, user
 from .helpers import write_jsonl
 
+pytestmark = pytest.mark.slow  # real Qwen templates, and the report in Chromium
+
 pytest.importorskip("transformers")
 
 #: One single-turn row per case: (messages, status under qwen2_5, status under qwen3). Qwen3's

@@ -19,7 +19,7 @@ from dataidx.store import run_query
 
 from .helpers import GOLDEN, golden_config, read_jsonl, requires_shared
 
-pytestmark = requires_shared
+pytestmark = [requires_shared, pytest.mark.slow]  # LLaMA-Factory v1's rendered goldens, end to end
 
 RENDERED = GOLDEN / "render"
 TOKENIZERS = ("chatml", "llama3")

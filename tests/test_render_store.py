@@ -153,6 +153,7 @@ def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: 
     assert query(store, "SELECT count(*) FROM packing_plans")[0][0] == 0
 
 
+@pytest.mark.slow
 def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="left")
     pack_store(store, "default", capacity=160, seed=0)
@@ -369,6 +370,7 @@ def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
         query(tmp_path / "d.db", "SELECT count(*) FROM base_entries")[0][0]
 
 
+@pytest.mark.slow
 def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
     pack_store(store, "default", capacity=128)
@@ -383,6 +385,7 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
     assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
 
 
+@pytest.mark.slow
 def test_remove_spec_and_plan(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=4096)
     render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="other")

@@ -62,6 +62,7 @@ def test_the_report_is_one_self_contained_file(report: Path) -> None:
     assert text.count("<svg") == 5  # mixture, turns, lengths, supervised, fill
 
 
+@pytest.mark.slow
 def test_the_report_in_a_browser(report: Path, rendered_demo: Path, browser, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 1000, "height": 1400})
     problems: list[str] = []
@@ -142,6 +143,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_serve_shows_the_store_in_datasette(rendered_demo: Path) -> None:
     pytest.importorskip("datasette")
     port = free_port()
@@ -211,6 +213,7 @@ def test_serve_refuses_what_is_not_a_store_file(tmp_path: Path) -> None:
 CHINESE = ["中文怎么说", "你好，世界", "数据集"]
 
 
+@pytest.mark.slow
 def test_chinese_text_is_drawn_whole_in_a_browser(browser, tmp_path: Path) -> None:
     """A byte-level BPE (the demo tokenizer) splits a Chinese character's three bytes across
     tokens; the page draws each character once, in its first token's box, keeps one box per

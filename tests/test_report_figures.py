@@ -19,6 +19,8 @@ from dataidx.store import run_query
 
 from .helpers import chat_rows, write_jsonl
 
+pytestmark = pytest.mark.slow  # the CLI in a process of its own
+
 
 def dataidx(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dataidx", *args], capture_output=True, text=True, timeout=300)

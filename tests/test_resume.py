@@ -31,7 +31,8 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 # torchdata 0.11 calls a torch API that torch deprecated; nothing dataidx can change.
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+pytestmark = [pytest.mark.slow,  # loaders stopped and restored in new processes
+              pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")]
 
 KINDS = ("samples", "rendered", "packed")
 STOP_AFTER = 3

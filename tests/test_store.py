@@ -76,6 +76,7 @@ def test_bad_store_files_get_one_clear_error(tmp_path: Path, make_store) -> None
         DataEngine(newer)
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],

@@ -227,6 +227,7 @@ def test_a_build_takes_budgeted_datasets_whole_and_says_so(tmp_path: Path, store
     assert query(output, "SELECT count(*) FROM entries") == query(output, "SELECT count(*) FROM base_entries")
 
 
+@pytest.mark.slow
 def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: Path) -> None:
     from torch.utils.data import DataLoader
 
@@ -251,6 +252,7 @@ def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: P
         store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 ORDER BY position")
 
 
+@pytest.mark.slow
 def test_a_plan_per_epoch(tmp_path: Path, store: Path) -> None:
     add_mixture(store, budgets(tmp_path), "by_tokens", spec="default", epochs=2, seed=1)
     summary = pack_store(store, "default", capacity=64, mixture="by_tokens", name="p", seed=5)
