@@ -117,3 +117,9 @@ def test_ci_runs_the_readmes_test_command() -> None:
     readme = (REPO / "README.md").read_text()
     command = (REPO / ".ci" / "run").read_text().rstrip("\n").splitlines()[-1]
     assert f"```bash\n{command}\n```" in readme
+
+
+def test_pre_commit_runs_the_ruff_pyproject_pins() -> None:
+    pinned = re.findall(r'"ruff==([^"]+)"', (REPO / "pyproject.toml").read_text())
+    hooked = re.findall(r'"ruff==([^"]+)"', (REPO / ".pre-commit-config.yaml").read_text())
+    assert len(pinned) == 1 and hooked == pinned
