@@ -133,9 +133,10 @@ def loader_run(engine: Any, count: int) -> tuple[float, float]:
     started = time.perf_counter()
     fetched = 0
     baseline: dict[int, float] = {}
+    settled = min(20, len(loader) // 2)  # the 20th batch, or halfway through a short pass
     for number, batch in enumerate(iterator):
         fetched += len(batch)
-        if number == 20:
+        if number == settled:
             baseline = {w.pid: private_dirty_mib(w.pid) for w in iterator._workers}
     seconds = time.perf_counter() - started
     growth = max(private_dirty_mib(pid) - before for pid, before in baseline.items())
