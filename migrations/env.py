@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from dataidx.store import Base
+from dataidx.store.schema import Base
 
 connection = context.config.attributes["connection"]
 # SQLite cannot ALTER most things in place; batch mode copies tables instead.

@@ -133,9 +133,10 @@ def loader_run(engine: Any, count: int) -> tuple[float, float]:
     started = time.perf_counter()
     fetched = 0
     baseline: dict[int, float] = {}
+    settled = min(20, len(loader) // 2)  # the 20th batch, or halfway through a short pass
     for number, batch in enumerate(iterator):
         fetched += len(batch)
-        if number == 20:
+        if number == settled:
             baseline = {w.pid: private_dirty_mib(w.pid) for w in iterator._workers}
     seconds = time.perf_counter() - started
     growth = max(private_dirty_mib(pid) - before for pid, before in baseline.items())
@@ -278,7 +279,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     encoding the texts the renderer tokenizes, in batches) and of LLaMA-Factory v1's way: per
     entry, ``apply_chat_template`` and the tokenizer on the whole conversation and on its prompt."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.conftest import train_tokenizer
+    from tests.helpers import train_tokenizer
 
     from dataidx.index import build
     from dataidx.pack import pack_store
@@ -609,7 +610,7 @@ def main() -> None:
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx.config import load_config
     from dataidx.sources import load
-    from dataidx.store import create_store
+    from dataidx.store.sqlite.files import create_store
 
     create_store(Path(tempfile.mkdtemp()) / "warm.db").dispose()  # warms the schema script and SQLAlchemy
 

@@ -124,8 +124,9 @@ def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
     for start in range(first, last + 1, 1_000_000):
         count = min(1_000_000, last + 1 - start)
         lengths = np.clip(rng.lognormal(6.0, 0.9, count).astype(np.int64), 16, cutoff)
-        connection.execute("INSERT INTO entry_renders SELECT ?, ? + key, value, value / 3, value, 'ok', NULL "
-                           "FROM json_each(?)", (spec_id, start, json.dumps(lengths.tolist())))
+        connection.execute("INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, "
+                           "status, detail) SELECT ?, ? + key, value, value / 3, value, 'ok', NULL FROM json_each(?)",
+                           (spec_id, start, json.dumps(lengths.tolist())))
     connection.commit()
     connection.close()
 

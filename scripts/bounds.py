@@ -4,6 +4,7 @@
     python scripts/bounds.py turns --sizes 500 4000
     python scripts/bounds.py report                # the report of one 1 MB row, and of 50/100/200 datasets
     python scripts/bounds.py template              # crafted chat templates stopped, and what the checks cost
+    python scripts/bounds.py turns report template --sizes 10 --datasets 3 --budget 0.5   # a smoke run (tests)
 
 Every figure is taken in a fresh child process (``os.wait4`` gives that child's own peak RSS), so
 one measurement's imports and leftovers never count in the next. Nothing is downloaded: the
@@ -85,7 +86,7 @@ def _turns_store(work: Path, size: int) -> tuple[Path, int]:
 
 def _tokenizer(folder: str) -> dict:
     sys.path.insert(0, str(REPO))
-    from tests.conftest import train_tokenizer
+    from tests.helpers import train_tokenizer
 
     train_tokenizer(Path(folder))
     return {}
@@ -108,9 +109,9 @@ def report(args: argparse.Namespace) -> None:
     tokens), and of 50/100/200 datasets (before: 55 s for 200)."""
     work, tokenizer = _work()
     lines = []
-    for label, datasets, rows, words in (("one 1 MB row", 1, 1, 85_000), ("one 60 KB row, shown", 1, 1, 5_000),
-                                         ("50 datasets", 50, 4, 20),
-                                         ("100 datasets", 100, 4, 20), ("200 datasets", 200, 4, 20)):
+    cases = [("one 1 MB row", 1, 1, 85_000), ("one 60 KB row, shown", 1, 1, 5_000)]
+    cases += [(f"{count} datasets", count, 4, 20) for count in args.datasets]
+    for label, datasets, rows, words in cases:
         store, data_bytes = _report_store(work / label.replace(" ", "-"), datasets, rows, words, tokenizer)
         result, peak = measured("_report", str(store))
         lines.append((label, f"{data_bytes / 1e6:,.2f}", f"{result['bytes'] / 1e6:,.2f}", f"{result['seconds']:.2f}",
@@ -163,11 +164,12 @@ CRAFTED = {
 
 def template(args: argparse.Namespace) -> None:
     """Issue 24 item 11: each crafted template renders one entry under the default budget (10 s,
-    characters 4x the spec's hard bound + 1 MiB); then the checks' cost on real templates."""
+    characters 4x the spec's hard bound + 1 MiB; ``--budget`` sets the seconds); then the checks'
+    cost on real templates."""
     work, tokenizer = _work()
     lines = []
     for name in CRAFTED:
-        result, peak = measured("_crafted", str(tokenizer), name)
+        result, peak = measured("_crafted", str(tokenizer), name, str(args.budget or ""))
         lines.append((name, f"{result['seconds']:.2f}", f"{peak:,.0f}", result["status"], result["detail"][:60]))
     print("one entry rendered with a crafted template, cutoff 4096 (fresh process each)")
     print_table(("template", "seconds", "peak RSS MB", "status", "detail"), lines)
@@ -178,11 +180,13 @@ def template(args: argparse.Namespace) -> None:
                  for name, (plain, budgeted) in result.items()])
 
 
-def _crafted(tokenizer: str, name: str) -> dict:
+def _crafted(tokenizer: str, name: str, budget: str = "") -> dict:
     from transformers import AutoTokenizer
 
-    from dataidx.render import Renderer
+    from dataidx.render import Renderer, sandbox
 
+    if budget:
+        sandbox.TEMPLATE_SECONDS = float(budget)  # read by each Renderer made after this
     renderer = Renderer(AutoTokenizer.from_pretrained(tokenizer), CRAFTED[name], cutoff=4096)
     sample = {"messages": [{"role": role, "content": [{"type": "text", "value": text}]}
                            for role, text in (("user", "hi"), ("assistant", "ok"))]}
@@ -240,6 +244,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000, 8000],
                         help="turns: the rows' numbers of turns")
     parser.add_argument("--cutoff", type=int, default=4096, help="turns: the render's cutoff")
+    parser.add_argument("--datasets", type=int, nargs="+", default=[50, 100, 200],
+                        help="report: the stores' numbers of datasets (after the two one-row stores)")
+    parser.add_argument("--budget", type=float, help="template: the sandbox's seconds per entry (default: dataidx's)")
     args = parser.parse_args()
     for number, name in enumerate(args.bounds):
         if number:

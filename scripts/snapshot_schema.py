@@ -5,12 +5,16 @@
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
-from dataidx.store import migrated_schema
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-TARGET = Path(__file__).resolve().parents[1] / "src" / "dataidx" / "store" / "schema.sql"
+from tests.helpers import migrated_schema  # noqa: E402
+
+TARGET = REPO / "src" / "dataidx" / "store" / "schema.sql"
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from .helpers import HYPOTHESIS_PROFILE, REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
 
 # Set before anything imports `datasets`, which reads these once at import time.
 _CACHE = tempfile.mkdtemp(prefix="dataidx-hf-cache-")
@@ -18,51 +19,19 @@ os.environ["HF_DATASETS_CACHE"] = os.path.join(_CACHE, "datasets")
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-SHARED_DATA = SHARED / "data"
-GOLDEN = SHARED_DATA / "golden"
 
-requires_shared = pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/data/golden is not beside the repo")
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the Hypothesis profile before any test module is imported, so every @settings starts
+    from it. Deadlines and the too-slow health check time examples, which a busy machine makes
+    flaky: neither is used. pytest-xdist's controller runs no test and skips the import."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    from hypothesis import HealthCheck, settings
 
-# Golden name -> (source file under ../shared/data, converter); None means rows are already standard.
-GOLDEN_SOURCES = {
-    "alpaca_en_demo": ("alpaca_en_demo.json", "alpaca"),
-    "identity": ("identity.json", "alpaca"),
-    "inject_demo": ("inject_demo.jsonl", "alpaca"),
-    "glaive_toolcall_en_demo": ("glaive_toolcall_en_demo.json", "sharegpt"),
-    "pair_demo": ("pair_demo.jsonl", "pair"),
-    "v1_sft_demo": ("v1_sft_demo.jsonl", None),
-    "v1_dpo_demo": ("v1_dpo_demo.jsonl", None),
-    "v1_multimodal_demo": ("v1_multimodal_demo.jsonl", None),
-}
-
-
-def golden_config(names: list[str]) -> str:
-    """YAML text of a config holding the golden datasets ``names``, as LLaMA-Factory v1 loads them."""
-    lines = []
-    for name in names:
-        filename, converter = GOLDEN_SOURCES[name]
-        lines += [f"{name}:", f"  path: {SHARED_DATA / filename}", "  source: local"]
-        if converter:
-            lines.append(f"  converter: {converter}")
-    return "\n".join(lines) + "\n"
-
-
-def read_jsonl(path: Path) -> list:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
-def write_yaml(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 @pytest.fixture
@@ -83,53 +52,23 @@ def make_store(tmp_path: Path) -> Callable[..., Path]:
     return _make
 
 
-def alpaca_rows(n: int) -> list[dict]:
-    return [{"instruction": f"question {i}", "input": "", "output": f"answer {i}"} for i in range(n)]
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The README's demo (data/demo_sft.yaml) built once per session (per xdist worker), for
+    tests that only read it; a test that writes takes ``demo_copy``. Checked unchanged at the end."""
+    from dataidx.index import build
+
+    store = tmp_path_factory.mktemp("demo") / "demo.db"
+    build(REPO / "data" / "demo_sft.yaml", store)
+    built = store.read_bytes()
+    yield store
+    assert store.read_bytes() == built, "a test wrote to the shared demo store: give it demo_copy"
 
 
-def chat_rows(turns: list[int]) -> list[dict]:
-    """ShareGPT rows with the given number of human/gpt exchanges each."""
-    rows = []
-    for r, count in enumerate(turns):
-        conversation = []
-        for t in range(count):
-            conversation += [{"from": "human", "value": f"q{r}.{t}"}, {"from": "gpt", "value": f"a{r}.{t}"}]
-        rows.append({"conversations": conversation})
-    return rows
-
-
-#: Control tokens of every built-in template, special in the test tokenizers.
-SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
-                  "<|end_header_id|>", "<|eot_id|>"]
-CORPUS = ["hello world, how are you today? I am fine, thanks.", "The answer is 42.", "question answer tool call",
-          "user assistant system: Be brief. helpful"]
-
-
-def train_tokenizer(folder: Path | None = None, *, add_bos: bool = False, vocab_size: int = 400,
-                    chat_template: str | None = None, corpus: list[str] | None = None):
-    """A tiny byte-level BPE trained here (nothing is downloaded), as a PreTrainedTokenizerFast.
-
-    ``add_bos`` gives it a post-processor that prepends BOS, like Llama tokenizers.
-    """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    backend.train_from_iterator((corpus or CORPUS) * 20, trainer)
-    if add_bos:
-        backend.post_processor = processors.TemplateProcessing(
-            single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", backend.token_to_id("<s>"))])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>",
-                                        pad_token="<pad>")
-    if chat_template is not None:
-        tokenizer.chat_template = chat_template
-    if folder is not None:
-        tokenizer.save_pretrained(folder)
-    return tokenizer
+@pytest.fixture
+def demo_copy(demo_store: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the demo store (``tmp_path / "demo.db"``), to write to."""
+    return Path(shutil.copyfile(demo_store, tmp_path / "demo.db"))
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 from dataidx.sources import ArrowRows, arrow_files_at, load
 from dataidx.spec import DatasetSpec
 
-from .conftest import alpaca_rows, write_jsonl
+from .helpers import alpaca_rows, write_jsonl
 
 
 def _resident_file_pages_mib() -> float:

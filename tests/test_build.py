@@ -18,7 +18,7 @@ from dataidx.errors import ConfigError, ConversionError, DataidxError, SourceErr
 from dataidx.index import build
 from dataidx.store import run_query, store_info
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
 
 def digest(path: Path) -> str:
@@ -72,15 +72,6 @@ def test_same_config_and_seed_give_the_same_mixture_and_seed_changes_it(tmp_path
     assert len(set(first)) == 15
     replaced = run_query(make_store(config, seed=1, sampling="replacement"), sql)[1]
     assert len(replaced) == 15
-
-
-def test_adding_a_dataset_does_not_change_another_draw(tmp_path: Path, make_store) -> None:
-    a = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(50))
-    b = write_jsonl(tmp_path / "b.jsonl", alpaca_rows(7))
-    a_only = f"a:\n  path: {a}\n  source: local\n  converter: alpaca\n  size: 20\n"
-    both = f"b:\n  path: {b}\n  source: local\n  converter: alpaca\n" + a_only
-    sql = "SELECT row FROM entries WHERE dataset = 'a' ORDER BY position"
-    assert run_query(make_store(a_only), sql) == run_query(make_store(both), sql)
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "parquet", "arrow", "folder"])

@@ -9,10 +9,12 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from dataidx import DataEngine
 from dataidx.cache import cached_store
 
-from .conftest import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, write_jsonl, write_yaml
 
 
 def config(tmp_path: Path, rows: int = 20) -> Path:
@@ -36,6 +38,7 @@ def test_a_yaml_path_builds_once_then_opens(tmp_path: Path, monkeypatch, caplog)
     assert cached_store(yaml, seed=7)[0] != store
 
 
+@pytest.mark.slow
 def test_a_changed_source_rebuilds_saying_so(tmp_path: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
     yaml = config(tmp_path)
@@ -51,6 +54,7 @@ def _open(yaml: str, folder: str, queue) -> None:
     queue.put(cached_store(yaml, folder=folder)[1])
 
 
+@pytest.mark.slow
 def test_processes_starting_together_build_once(tmp_path: Path) -> None:
     yaml = config(tmp_path, rows=2000)
     context = multiprocessing.get_context("spawn")

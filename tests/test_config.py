@@ -14,7 +14,7 @@ from dataidx.convert import converters
 from dataidx.errors import ConfigError
 from dataidx.spec import VALID_KEYS
 
-from .conftest import write_yaml
+from .helpers import write_yaml
 
 
 def test_v1_keys_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

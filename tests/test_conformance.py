@@ -23,8 +23,10 @@ from dataidx.store import run_query
 from .conformance import GOLDEN, build_tokenizer, digest, families
 from .conformance.conversations import conversations
 from .conformance.v1 import entries, outcome, v1_render, v1_renderer_class
-from .conftest import GOLDEN as SHARED_GOLDEN
-from .conftest import golden_config, write_jsonl
+from .helpers import GOLDEN as SHARED_GOLDEN
+from .helpers import golden_config, write_jsonl
+
+pytestmark = pytest.mark.slow  # the real chat templates of 12 model families
 
 pytest.importorskip("transformers")
 

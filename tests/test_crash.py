@@ -20,7 +20,9 @@ from dataidx.convert import converters, register_converter
 from dataidx.index import add_mixture, build
 from dataidx.store import store_info
 
-from .conftest import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, write_jsonl, write_yaml
+
+pytestmark = pytest.mark.slow  # processes killed with SIGKILL mid-write
 
 # Registers a deliberately slow converter, says "started", then builds or mixes: the kill lands
 # inside the work, not inside Python's start-up.

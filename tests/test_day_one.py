@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SHARED_DATA, alpaca_rows, chat_rows, requires_shared, write_jsonl, write_yaml
+from .helpers import REPO, SHARED_DATA, alpaca_rows, chat_rows, requires_shared, write_jsonl, write_yaml
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # the CLI in a process of its own, many times a test
 
 
 def dataidx(*args: object, cwd: Path) -> subprocess.CompletedProcess:
@@ -43,7 +43,7 @@ def demo(tmp_path: Path) -> Path:
 
 # Item 4: a tokenizer that is not one, and render options without a tokenizer.
 
-def test_item4_a_tokenizer_that_is_not_one_is_one_line(demo: Path) -> None:
+def test_a_tokenizer_that_is_not_one_is_one_line(demo: Path) -> None:
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
     (demo / "model").mkdir()
     (demo / "model" / "tokenizer_config.json").write_text("{}")
@@ -59,7 +59,7 @@ def test_item4_a_tokenizer_that_is_not_one_is_one_line(demo: Path) -> None:
     assert "sentencepiece" not in result.stderr and "\\x0a" not in result.stderr
 
 
-def test_item4_render_options_without_a_tokenizer_are_a_usage_error(demo: Path) -> None:
+def test_render_options_without_a_tokenizer_are_a_usage_error(demo: Path) -> None:
     refused(dataidx("build", "sft.yaml", "-o", "s.db", "--cutoff", "128", "--truncation", "right", cwd=demo),
             "--cutoff, --truncation are for rendering and need --tokenizer (or run dataidx render after the build)",
             code=2)
@@ -68,7 +68,7 @@ def test_item4_render_options_without_a_tokenizer_are_a_usage_error(demo: Path) 
 
 # Item 5: a build over a store holding more than the build writes.
 
-def test_item5_a_build_over_a_store_with_other_work_is_refused_unless_replace(demo: Path, tiny_tokenizer: Path) -> None:
+def test_a_build_over_a_store_with_other_work_is_refused_unless_replace(demo: Path, tiny_tokenizer: Path) -> None:
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0  # the same build: as today
     assert dataidx("mix", "s.db", "sft.yaml", "--name", "seed7", "--seed", "7", cwd=demo).returncode == 0
@@ -85,7 +85,7 @@ def test_item5_a_build_over_a_store_with_other_work_is_refused_unless_replace(de
     assert listed == ["name", "default"]
 
 
-def test_item5_a_build_that_renders_spec_default_again_may_replace_it(demo: Path, tiny_tokenizer: Path) -> None:
+def test_a_build_that_renders_spec_default_again_may_replace_it(demo: Path, tiny_tokenizer: Path) -> None:
     build = ("build", "sft.yaml", "-o", "s.db", "-q", "--tokenizer", tiny_tokenizer, "--cutoff", "512")
     assert dataidx(*build, cwd=demo).returncode == 0
     assert dataidx(*build, cwd=demo).returncode == 0
@@ -96,9 +96,9 @@ def test_item5_a_build_that_renders_spec_default_again_may_replace_it(demo: Path
 
 # Item 7: outputs written over the store, its sources, the input, or another kind of file.
 
-def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: Path) -> None:
+def test_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: Path) -> None:
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
-    source = (demo / "chat.jsonl").read_bytes()
+    source, store = (demo / "chat.jsonl").read_bytes(), (demo / "s.db").read_bytes()
     refused(dataidx("export", "s.db", "-o", "chat.jsonl", cwd=demo),
             "chat.jsonl: refusing to write over it: dataset 'chat' of the store was built from it; choose another output")
     refused(dataidx("export", "s.db", "-o", "sft.yaml", "--force", cwd=demo),
@@ -112,6 +112,7 @@ def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: 
     assert dataidx("export", "s.db", "-o", "notes.jsonl", "-q", cwd=demo).returncode == 0  # now an export: replaced
     refused(dataidx("report", "s.db", "-o", "s.db", cwd=demo),
             "s.db: refusing to write over it: it is the store; choose another output")
+    assert (demo / "s.db").read_bytes() == store
     refused(dataidx("report", "s.db", "-o", "notes.jsonl", cwd=demo),
             "notes.jsonl exists and is not an HTML file; refusing to overwrite it (choose another output, or pass --force)")
     assert dataidx("report", "s.db", "-o", "r.html", "-q", cwd=demo).returncode == 0
@@ -119,6 +120,7 @@ def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: 
     (demo / "dataset_info.json").write_text('{"a": {"file_name": "alpaca.jsonl"}}')
     refused(dataidx("import-v0", "dataset_info.json", "-o", "dataset_info.json", cwd=demo),
             "dataset_info.json: refusing to write over it: the command reads it; choose another output")
+    assert (demo / "dataset_info.json").read_text() == '{"a": {"file_name": "alpaca.jsonl"}}'
     (demo / "README.md").write_text("# my project\n\nSome text.\n")
     refused(dataidx("import-v0", "dataset_info.json", "-o", "README.md", cwd=demo),
             "README.md exists and is not a YAML file; refusing to overwrite it (choose another output, or pass --force)")
@@ -128,7 +130,7 @@ def test_item7_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: 
 
 # Item 1: a wrong or missing converter builds nothing but one line naming the right one.
 
-def test_item1_a_dataset_that_trains_nothing_is_refused_naming_the_converter_its_columns_suggest(demo: Path) -> None:
+def test_a_dataset_that_trains_nothing_is_refused_naming_the_converter_its_columns_suggest(demo: Path) -> None:
     write_yaml(demo / "wrong.yaml", "alp:\n  path: alpaca.jsonl\n  source: local\n  converter: sharegpt\n")
     refused(dataidx("build", "wrong.yaml", "-o", "s.db", "-q", cwd=demo),
             "dataset 'alp': 6 of 6 rows have no supervised turn and no preference pair under converter 'sharegpt'; "
@@ -142,7 +144,7 @@ def test_item1_a_dataset_that_trains_nothing_is_refused_naming_the_converter_its
     assert not (demo / "s.db").exists()
 
 
-def test_item1_text_allowed_on_purpose_builds_and_empty_rows_are_counted(demo: Path) -> None:
+def test_text_allowed_on_purpose_builds_and_empty_rows_are_counted(demo: Path) -> None:
     write_jsonl(demo / "text.jsonl", [{"text": f"page {i}"} for i in range(4)])
     write_jsonl(demo / "mostly.jsonl", alpaca_rows(3) + [{"instruction": "no answer", "output": None}])
     write_yaml(demo / "mixed.yaml", "pages:\n  path: text.jsonl\n  source: local\n")
@@ -159,7 +161,7 @@ def test_item1_text_allowed_on_purpose_builds_and_empty_rows_are_counted(demo: P
 
 
 @requires_shared
-def test_item1_llamafactorys_preference_and_text_demos_build_as_they_should(tmp_path: Path) -> None:
+def test_llamafactorys_preference_and_text_demos_build_as_they_should(tmp_path: Path) -> None:
     """Preference data trains through its pairs; v1's text demos need allow_empty."""
     write_yaml(tmp_path / "pair.yaml", f"p:\n  path: {SHARED_DATA / 'pair_demo.jsonl'}\n  source: local\n  converter: pair\n"
                f"d:\n  path: {SHARED_DATA / 'v1_dpo_demo.jsonl'}\n  source: local\n")
@@ -172,7 +174,7 @@ def test_item1_llamafactorys_preference_and_text_demos_build_as_they_should(tmp_
 
 # Item 6: a mixture drawn by tokens under lengths a new render replaced.
 
-def test_item6_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(demo: Path, tiny_tokenizer: Path) -> None:
+def test_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(demo: Path, tiny_tokenizer: Path) -> None:
     write_yaml(demo / "budgets.yaml", "alp:\n  path: alpaca.jsonl\n  source: local\n  converter: alpaca\n  tokens: 40\n"
                "chat:\n  path: chat.jsonl\n  source: local\n  converter: sharegpt\n")
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
@@ -200,7 +202,7 @@ def test_item6_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(dem
 
 # Item 10: steps, packs and messages per epoch.
 
-def test_item10_steps_and_packs_are_per_epoch_and_messages_name_the_epoch(demo: Path, tiny_tokenizer: Path) -> None:
+def test_steps_and_packs_are_per_epoch_and_messages_name_the_epoch(demo: Path, tiny_tokenizer: Path) -> None:
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
     assert dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q", cwd=demo).returncode == 0
     assert dataidx("mix", "s.db", "sft.yaml", "--name", "three", "--epochs", "3", cwd=demo).returncode == 0
@@ -246,7 +248,7 @@ WALKTHROUGH = [
 ]
 
 
-def test_item13_the_readme_walkthrough_ends_with_steps_to_train(tmp_path: Path) -> None:
+def test_the_readme_walkthrough_ends_with_steps_to_train(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text()
     shutil.copytree(REPO / "data", tmp_path / "data")
     said = {}

@@ -15,7 +15,7 @@ import pytest
 from dataidx.index import build
 from dataidx.sources import too_deep
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import write_jsonl, write_yaml
 
 ROWS = [{"instruction": f"say {i}", "input": "", "output": f"{i}"} for i in range(5)]
 DEEP = '{"instruction": "x", "input": "", "output": "y", "extra": ' + "[" * 20_000 + "]" * 20_000 + "}"
@@ -60,6 +60,7 @@ def test_a_warm_build_does_not_scan_a_file_the_cache_already_holds(tmp_path: Pat
     assert scans == ["a.jsonl", "a.jsonl"]
 
 
+@pytest.mark.slow
 def test_a_file_changed_with_its_mtime_put_back_is_still_checked_before_pyarrow(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "a.jsonl", ROWS)
     config = write_yaml(tmp_path / "c.yaml", f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
@@ -72,6 +73,7 @@ def test_a_file_changed_with_its_mtime_put_back_is_still_checked_before_pyarrow(
             "and the JSON reader cannot take it")
 
 
+@pytest.mark.slow
 def test_a_local_file_left_on_the_default_hub_source_is_named_with_its_fix(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "data" / "x.json", ROWS)  # LLaMA-Factory's .json files are often JSON lines
     write_yaml(tmp_path / "c.yaml", "demo:\n  path: data/x.json\n  converter: alpaca\n")  # no source: hf_hub
@@ -82,6 +84,7 @@ def test_a_local_file_left_on_the_default_hub_source_is_named_with_its_fix(tmp_p
     assert cli("build", "ok.yaml", "-o", "s.db", "-q", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", [1, 7000])  # in the first 10 MiB chunk datasets reads, and in a later one
 def test_a_malformed_json_lines_row_is_named_by_its_line_and_column(tmp_path: Path, where: int) -> None:
     lines = [json.dumps({**ROWS[0], "output": "x" * 2000}) for _ in range(where + 3)]
@@ -94,6 +97,7 @@ def test_a_malformed_json_lines_row_is_named_by_its_line_and_column(tmp_path: Pa
             "(Expecting property name enclosed in double quotes)")
 
 
+@pytest.mark.slow
 def test_a_malformed_json_array_file_is_named_by_its_line_and_column(tmp_path: Path) -> None:
     data = tmp_path / "bad.json"
     data.write_text('[\n  {"instruction": "a", "input": "", "output": "b"},\n'
@@ -103,6 +107,7 @@ def test_a_malformed_json_array_file_is_named_by_its_line_and_column(tmp_path: P
             f"Error: dataset 'bad': {data}: line 3, column 36: not valid JSON (Expecting ',' delimiter)")
 
 
+@pytest.mark.slow
 def test_pair_rows_in_v0s_shape_are_explained_not_a_type_error(tmp_path: Path) -> None:
     rows = [{"instruction": f"q{i}", "input": "", "chosen": "good", "rejected": "bad"} for i in range(3)]
     data = write_jsonl(tmp_path / "rank.jsonl", rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,10 @@ import pytest
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
 from dataidx.render import render_store
-from dataidx.store import VIEW_COLUMNS, run_query
+from dataidx.store import run_query
+from dataidx.store.schema import VIEW_COLUMNS
 
-from .conftest import REPO, train_tokenizer
+from .helpers import REPO, train_tokenizer
 
 SQL_DOC = REPO / "docs" / "sql.md"
 
@@ -22,11 +24,9 @@ def sql_examples() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from dataidx.index import build
-
-    store = tmp_path_factory.mktemp("docs") / "demo.db"
-    build(REPO / "data" / "demo_sft.yaml", store)
+def cookbook_store(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo with a second mixture, rendered, packed, and a mixture of 3 epochs by tokens."""
+    store = Path(shutil.copyfile(demo_store, tmp_path_factory.mktemp("docs") / "demo.db"))
     add_mixture(store, REPO / "data" / "demo_sft.yaml", "seed7", seed=7, sampling="replacement")
     tokenizer = tmp_path_factory.mktemp("tokenizer")
     train_tokenizer(tokenizer)
@@ -37,8 +37,8 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("sql", sql_examples())
-def test_sql_examples_run_and_answer(demo_store: Path, sql: str) -> None:
-    columns, rows = run_query(demo_store, sql)
+def test_sql_examples_run_and_answer(cookbook_store: Path, sql: str) -> None:
+    columns, rows = run_query(cookbook_store, sql)
     assert columns
     if "EXCEPT" not in sql and "rejects" not in sql:
         assert rows
@@ -56,7 +56,7 @@ def test_every_view_is_documented_with_its_columns() -> None:
         assert f"| `{view}` | `{', '.join(columns)}` |" in text
 
 
-def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(demo_store: Path) -> None:
+def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(cookbook_store: Path) -> None:
     """The cookbook reads a mixture's runs as ranges; joining the views position by position
     (the way it was written before, slow past 100k entries) must give the same figures."""
     by_views = ("SELECT e.dataset, count(*), sum(l.tokens), sum(l.supervised_tokens) FROM entries AS e "
@@ -67,8 +67,8 @@ def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(demo_store: P
 
     from_runs = next(sql for title, sql in COOKBOOK if title.startswith("Tokens and supervised tokens"))
     for mixture in ("default", "seed7"):
-        _, expected = run_query(demo_store, by_views.format(mixture=mixture))
-        _, found = run_query(demo_store, from_runs.replace("name = 'default')", f"name = '{mixture}')"))
+        _, expected = run_query(cookbook_store, by_views.format(mixture=mixture))
+        _, found = run_query(cookbook_store, from_runs.replace("name = 'default')", f"name = '{mixture}')"))
         assert sorted(found) == sorted(expected) and found
 
 
@@ -79,7 +79,7 @@ def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(demo_store: P
     ("The emptiest packs of a plan", "SELECT pack, count(*), sum(tokens) FROM pack_members WHERE plan = 'default' "
      "GROUP BY pack ORDER BY sum(tokens), pack LIMIT 5", False),
 ])
-def test_cookbook_lookups_answer_what_the_views_answer(demo_store: Path, title: str, by_views: str,
+def test_cookbook_lookups_answer_what_the_views_answer(cookbook_store: Path, title: str, by_views: str,
                                                       position: bool) -> None:
     """Queries that read runs or a row per pack instead of expanding every position."""
     from dataidx.view import COOKBOOK
@@ -89,25 +89,37 @@ def test_cookbook_lookups_answer_what_the_views_answer(demo_store: Path, title: 
     for mixture, at in cases:
         asked = sql.replace("name = 'default')", f"name = '{mixture}')").replace("+ 0", f"+ {at}")
         asked = asked.replace("0 AS position", f"{at} AS position")
-        _, expected = run_query(demo_store, by_views.format(mixture=mixture, position=at))
-        _, found = run_query(demo_store, asked)
+        _, expected = run_query(cookbook_store, by_views.format(mixture=mixture, position=at))
+        _, found = run_query(cookbook_store, asked)
         assert found == expected and found
 
 
-def test_cookbook_token_and_coverage_answers_agree_with_the_positions(demo_store: Path) -> None:
+def test_cookbook_token_and_coverage_answers_agree_with_the_positions(cookbook_store: Path) -> None:
     from dataidx.view import COOKBOOK
 
     most = next(sql for title, sql in COOKBOOK if title.startswith("Which dataset gets the most trained tokens"))
-    _, rows = run_query(demo_store, most)
+    _, rows = run_query(cookbook_store, most)
     assert sorted({epoch for epoch, *_ in rows}) == [0, 1, 2]
-    _, by_views = run_query(demo_store, "SELECT e.epoch, e.dataset, count(*), sum(l.tokens) FROM entries AS e "
+    _, by_views = run_query(cookbook_store, "SELECT e.epoch, e.dataset, count(*), sum(l.tokens) FROM entries AS e "
                                         "JOIN entry_lengths AS l ON l.spec = 'default' AND l.dataset = e.dataset AND "
                                         "l.row = e.row AND coalesce(l.cut, -1) = coalesce(e.cut, -1) "
                                         "WHERE e.mixture = 'by_tokens' GROUP BY e.epoch, e.dataset")
     assert sorted((epoch, dataset, entries, tokens) for epoch, dataset, entries, tokens, *_ in rows) == sorted(by_views)
     never = next(sql for title, sql in COOKBOOK if title.startswith("How many rows of a dataset were never seen"))
-    (_, rows_, _, never_seen, epochs), = run_query(demo_store, never)[1]
-    _, counted = run_query(demo_store, "SELECT count(*) FROM turns AS t WHERE t.dataset = 'demo_alpaca' AND NOT EXISTS "
+    (_, rows_, _, never_seen, epochs), = run_query(cookbook_store, never)[1]
+    _, counted = run_query(cookbook_store, "SELECT count(*) FROM turns AS t WHERE t.dataset = 'demo_alpaca' AND NOT EXISTS "
                                        "(SELECT 1 FROM entries AS e WHERE e.mixture = 'by_tokens' AND "
                                        "e.dataset = t.dataset AND e.row = t.row)")
     assert never_seen == counted[0][0] and epochs == 3 and rows_ == 12
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    readme = (REPO / "README.md").read_text()
+    command = (REPO / ".ci" / "run").read_text().rstrip("\n").splitlines()[-1]
+    assert f"```bash\n{command}\n```" in readme
+
+
+def test_pre_commit_runs_the_ruff_pyproject_pins() -> None:
+    pinned = re.findall(r'"ruff==([^"]+)"', (REPO / "pyproject.toml").read_text())
+    hooked = re.findall(r'"ruff==([^"]+)"', (REPO / ".pre-commit-config.yaml").read_text())
+    assert len(pinned) == 1 and hooked == pinned

@@ -14,39 +14,34 @@ from dataidx.cli import cli
 from dataidx.errors import DataidxError
 from dataidx.read import export_mixture
 
-from .conftest import REPO, write_jsonl
+from .helpers import write_jsonl
 
 
-@pytest.fixture
-def demo(make_store) -> Path:
-    return make_store(REPO / "data" / "demo_sft.yaml")
-
-
-def test_jsonl_and_parquet_hold_the_mixture_in_order(tmp_path: Path, demo: Path) -> None:
-    engine = DataEngine(demo)
+def test_jsonl_and_parquet_hold_the_mixture_in_order(tmp_path: Path, demo_store: Path) -> None:
+    engine = DataEngine(demo_store)
     expected = engine[0:len(engine)]
-    result = CliRunner().invoke(cli, ["export", str(demo), "-o", str(tmp_path / "out.jsonl")])
+    result = CliRunner().invoke(cli, ["export", str(demo_store), "-o", str(tmp_path / "out.jsonl")])
     assert result.exit_code == 0, result.output
     assert f"wrote {len(engine)} samples" in result.stderr
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert lines == expected
-    assert export_mixture(demo, tmp_path / "out.parquet") == len(engine)
+    assert export_mixture(demo_store, tmp_path / "out.parquet") == len(engine)
     rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
     for row, sample in zip(rows, expected, strict=True):
         assert {k: v for k, v in row.items() if v is not None} == sample
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_to_hf_is_a_datasets_view_of_the_mixture(demo: Path) -> None:
-    engine = DataEngine(demo)
+def test_to_hf_is_a_datasets_view_of_the_mixture(demo_store: Path) -> None:
+    engine = DataEngine(demo_store)
     hf = engine.to_hf()
     assert len(hf) == len(engine)
     assert hf[3]["messages"] == engine[3]["messages"] and hf[3]["_dataset_name"] == engine[3]["_dataset_name"]
 
 
-def test_export_errors(tmp_path: Path, demo: Path, make_store) -> None:
+def test_export_errors(tmp_path: Path, demo_store: Path, make_store) -> None:
     with pytest.raises(DataidxError, match="unknown export format"):
-        export_mixture(demo, tmp_path / "out.csv")
+        export_mixture(demo_store, tmp_path / "out.csv")
     # Rows of the `none` converter may carry keys the standard sample lacks: JSON lines keep them.
     write_jsonl(tmp_path / "std.jsonl", [{"messages": [{"role": "user", "content": [{"type": "text", "value": "q"}]},
                                                        {"role": "assistant", "content": [{"type": "text", "value": "a"}]}],
@@ -56,7 +51,7 @@ def test_export_errors(tmp_path: Path, demo: Path, make_store) -> None:
         export_mixture(store, tmp_path / "std.parquet")
     assert not (tmp_path / "std.parquet").exists() and not list(tmp_path.glob(".*.tmp"))
     assert export_mixture(store, tmp_path / "std-out.jsonl") == 1
-    result = CliRunner().invoke(cli, ["export", str(demo), "-o", str(tmp_path / "nowhere" / "x.jsonl")])
+    result = CliRunner().invoke(cli, ["export", str(demo_store), "-o", str(tmp_path / "nowhere" / "x.jsonl")])
     assert result.exit_code == 1 and "does not exist" in result.output
 
 

@@ -12,7 +12,7 @@ from dataidx.config import load_config
 from dataidx.convert import convert_row, converters
 from dataidx.errors import ConfigError, ConversionError, SourceError
 
-from .conftest import GOLDEN, SHARED_DATA, alpaca_rows, requires_shared, write_jsonl
+from .helpers import GOLDEN, SHARED_DATA, alpaca_rows, requires_shared, write_jsonl
 
 
 def test_columns_map_source_names_to_what_the_converter_expects(tmp_path: Path, make_store) -> None:

@@ -10,7 +10,7 @@ from dataidx import DataEngine
 from dataidx.index import build
 from dataidx.store import run_query
 
-from .conftest import GOLDEN, GOLDEN_SOURCES, SHARED, golden_config, read_jsonl, requires_shared
+from .helpers import GOLDEN, GOLDEN_SOURCES, SHARED, golden_config, read_jsonl, requires_shared
 
 pytestmark = requires_shared
 

@@ -16,7 +16,7 @@ from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.errors import ConfigError
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import REPO, alpaca_rows, examples, train_tokenizer, write_jsonl, write_yaml
 
 
 def run(*args: str):  # click's Result
@@ -58,18 +58,6 @@ def test_an_empty_plan_is_said_empty_and_one_leftover_pack_is_one_pack(tmp_path:
     result = run("pack", store, "--spec", "default", "--capacity", "20", "--global-batch-size", "2")
     assert result.stderr.splitlines()[-1] == ("1 step per epoch at a global batch size of 2 packs; the last pack does "
                                               "not fill a step and is dropped (drop_last)")
-
-
-def test_outputs_never_overwrite_the_store_its_sources_or_the_input(tmp_path: Path, make_store) -> None:
-    data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"}])
-    store = make_store(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
-    kept = store.read_bytes(), data.read_bytes()
-    one_line_error(run("report", store, "-o", store, "-q"), "refusing to write over it: it is the store")
-    one_line_error(run("export", store, "-o", data, "-q"), "dataset 'a' of the store was built from it")
-    info = tmp_path / "dataset_info.json"
-    info.write_text('{"a": {"file_name": "a.jsonl"}}')
-    one_line_error(run("import-v0", info, "-o", info), "refusing to write over it: the command reads it")
-    assert (store.read_bytes(), data.read_bytes()) == kept and info.read_text() == '{"a": {"file_name": "a.jsonl"}}'
 
 
 def test_a_crafted_stores_triggers_are_dropped_by_writes_and_its_altered_views_refused(
@@ -120,6 +108,7 @@ def test_an_entry_naming_a_row_outside_its_dataset_is_refused_not_served_as_anot
     assert engine[2]["messages"][0]["content"][0]["value"] == "q2"
 
 
+@pytest.mark.slow
 def test_a_report_of_a_huge_row_stays_small(tmp_path: Path, make_store, tiny_tokenizer: Path) -> None:
     words = " ".join(["hello world"] * 40_000)  # 480 KB of text, some 80k tokens
     data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": "q", "output": "a"},
@@ -139,6 +128,7 @@ def test_a_report_of_a_huge_row_stays_small(tmp_path: Path, make_store, tiny_tok
     assert rendered.stat().st_size < 300_000 and "more tokens not shown (past the cutoff)" in page
 
 
+@pytest.mark.slow
 def test_a_report_of_many_datasets_draws_panels_for_the_largest_only(tmp_path: Path, make_store,
                                                                     tiny_tokenizer: Path) -> None:
     config = ""
@@ -169,7 +159,7 @@ demo:
 """
 
 
-def test_item2_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path) -> None:
+def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "bomb.yaml", ALIAS_BOMB)
     started = time.perf_counter()
     for command in (["build", config, "-o", tmp_path / "s.db", "-q"], ["mix", tmp_path / "s.db", config, "--name", "x"]):
@@ -187,7 +177,7 @@ def test_item2_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path:
     assert len(str(error.value)) < 300 and "..." in str(error.value)
 
 
-def test_item9_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+def test_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "twice.yaml", "one:\n  path: a.jsonl\ntwo:\n  path: b.jsonl\none:\n  path: c.jsonl\n")
     with pytest.raises(ConfigError, match=r"line 5: key 'one' is given again \(first on line 1\)"):
         load_config(config)
@@ -196,13 +186,13 @@ def test_item9_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Pat
         load_config(inner)
 
 
-def test_item16_very_deep_yaml_is_one_error(tmp_path: Path) -> None:
+def test_very_deep_yaml_is_one_error(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "deep.yaml", "demo:\n  path: x\n  size: " + "[" * 50_000 + "]" * 50_000 + "\n")
     one_line_error(run("build", config, "-o", tmp_path / "s.db", "-q"), "deep.yaml", "nested deeper than 64 levels")
 
 
 @pytest.mark.parametrize("keys", ["  size: 1500000000\n", "  weight: 1.0e+300\n", "  size: 12000\n  weight: 2000\n"])
-def test_item3_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_they_count(tmp_path: Path,
+def test_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_they_count(tmp_path: Path,
                                                                                         keys: str) -> None:
     write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
                                                        {"role": "assistant", "content": "yo"}]}] * 12)
@@ -213,7 +203,7 @@ def test_item3_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_th
     assert not (tmp_path / "s.db").exists()
 
 
-def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
+def test_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
     import tracemalloc
 
     from dataidx.pack import best_fit_decreasing, plan_packs
@@ -231,45 +221,35 @@ def test_item4_planning_memory_grows_with_the_tokens_not_the_capacity() -> None:
 FOREVER = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    from dataidx.index import build
-
-    from .conftest import REPO
-
-    store = tmp_path / "demo.db"
-    build(REPO / "data" / "demo_sft.yaml", store)
-    return store
-
-
-def test_item5_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo: Path) -> None:
+@pytest.mark.slow
+def test_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_store: Path) -> None:
     import signal
     import subprocess
     import sys
 
     started = time.perf_counter()
-    one_line_error(run("query", demo, FOREVER, "--timeout", "0.5"), "query stopped after 0.5 s (--timeout")
+    one_line_error(run("query", demo_store, FOREVER, "--timeout", "0.5"), "query stopped after 0.5 s (--timeout")
     assert time.perf_counter() - started < 5
-    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'query', {str(demo)!r}, {FOREVER!r}]; main()"
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'query', {str(demo_store)!r}, {FOREVER!r}]; main()"
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     time.sleep(2)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=10) != 0  # a recursive CTE ran on for 10 minutes after Ctrl-C before
     assert "Traceback" not in process.stderr.read()
-    limited = run("query", demo, "SELECT position FROM entries ORDER BY position", "--limit", "5", "--json")
+    limited = run("query", demo_store, "SELECT position FROM entries ORDER BY position", "--limit", "5", "--json")
     assert limited.exit_code == 0 and [r["position"] for r in __import__("json").loads(limited.stdout)] == [0, 1, 2, 3, 4]
     assert "stopped at --limit 5 rows" in limited.stderr
     assert "--limit" in run("query", "-h").output and "unlimited" in run("query", "-h").output
 
 
-def test_item14_query_calls_only_the_functions_a_read_needs(demo: Path) -> None:
-    one_line_error(run("query", demo, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
-    one_line_error(run("query", demo, "SELECT load_extension('x')"), "query refused")
-    fine = run("query", demo, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
+def test_query_calls_only_the_functions_a_read_needs(demo_store: Path) -> None:
+    one_line_error(run("query", demo_store, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
+    one_line_error(run("query", demo_store, "SELECT load_extension('x')"), "query refused")
+    fine = run("query", demo_store, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
     assert fine.exit_code == 0, fine.output
 
 
-def test_item13_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path) -> None:
+def test_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
                                                        {"role": "assistant", "content": "yo"}]}])
     evil = '"evil\\e]0;pwned\\a\\e[2J\\u202e\\x9b31m"'  # retitle, clear screen, reorder, C1 CSI colour
@@ -286,7 +266,7 @@ def test_item13_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path
     assert __import__("json").loads(outputs[4].stdout)[0]["dataset"] == "evil\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
 
 
-def test_item8_import_v0_keeps_names_and_reasons_inside_their_comments(tmp_path: Path) -> None:
+def test_import_v0_keeps_names_and_reasons_inside_their_comments(tmp_path: Path) -> None:
     import json
 
     injected = {"sneaky\nextra:\n  path: /etc/passwd\n  source: local": {"file_name": "a.json", "formatting": "weird"},
@@ -308,7 +288,7 @@ def load_config_mapping(path: Path):
     return found or None
 
 
-def test_item10_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
     import sqlite3
 
@@ -335,7 +315,7 @@ def test_item10_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monk
     assert all(path.exists() or path.is_symlink() for path in theirs) and mine.exists()
 
 
-def test_item11_no_password_in_an_errors_message_args_or_repr() -> None:
+def test_no_password_in_an_errors_message_args_or_repr() -> None:
     from dataidx.errors import StoreError, hide_passwords
 
     error = StoreError("postgresql://bob:two words@db/x?sslpassword=s3cr3t: cannot connect")
@@ -360,22 +340,21 @@ def _limited(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedPro
                           preexec_fn=limit, timeout=120)
 
 
-def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo: Path) -> None:
+@pytest.mark.slow
+def test_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: Path) -> None:
     import os
 
-    from .conftest import REPO
-
     for args in (["build", "data/demo_sft.yaml", "-o", str(tmp_path / "full.db"), "-q"],
-                 ["mix", str(demo), "data/demo_sft.yaml", "--name", "more"],
-                 ["export", str(demo), "-o", str(tmp_path / "full.jsonl"), "-q"]):
-        found = _limited(16 * 1024 if args[0] != "mix" else os.path.getsize(demo) // 2, *args, cwd=REPO)
+                 ["mix", str(demo_copy), "data/demo_sft.yaml", "--name", "more"],
+                 ["export", str(demo_copy), "-o", str(tmp_path / "full.jsonl"), "-q"]):
+        found = _limited(16 * 1024 if args[0] != "mix" else os.path.getsize(demo_copy) // 2, *args, cwd=REPO)
         assert found.returncode == 1 and found.stderr.count("\n") == 1 and "Traceback" not in found.stderr, found.stderr
         assert "cannot write" in found.stderr or "File too large" in found.stderr, found.stderr
-    assert not (tmp_path / "full.db").exists() and run("info", demo).exit_code == 0
-    one_line_error(run("export", demo, "-o", demo / "x.jsonl", "-q"), "demo.db")
+    assert not (tmp_path / "full.db").exists() and run("info", demo_copy).exit_code == 0
+    one_line_error(run("export", demo_copy, "-o", demo_copy / "x.jsonl", "-q"), "demo.db")
     one_line_error(run("info", "postgresql://u@localhost:99999/db?schema=s"), "invalid port")
-    for args in (["render", demo, "--tokenizer", REPO / "data" / "demo_tokenizer", "--cutoff", "9" * 20],
-                 ["pack", demo, "--spec", "default", "--capacity", "256", "--seed", "9" * 25]):
+    for args in (["render", demo_copy, "--tokenizer", REPO / "data" / "demo_tokenizer", "--cutoff", "9" * 20],
+                 ["pack", demo_copy, "--spec", "default", "--capacity", "256", "--seed", "9" * 25]):
         result = run(*args)  # a usage error, refused before any work (exit 2, as every bad option)
         assert result.exit_code == 2 and "is not in the range" in result.stderr and "Traceback" not in result.stderr
     from dataidx.errors import RenderError, UsageError
@@ -383,9 +362,9 @@ def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo
     from dataidx.render import render_store
 
     with pytest.raises(RenderError, match="cutoff must be from 1"):
-        render_store(demo, REPO / "data" / "demo_tokenizer", cutoff=10**20)
+        render_store(demo_copy, REPO / "data" / "demo_tokenizer", cutoff=10**20)
     with pytest.raises(UsageError, match="does not fit in 64 bits"):
-        pack_store(demo, "default", capacity=256, seed=10**25)
+        pack_store(demo_copy, "default", capacity=256, seed=10**25)
     fifo = tmp_path / "fifo.db"
     os.mkfifo(fifo)
     started = time.perf_counter()
@@ -394,9 +373,8 @@ def test_item16_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo
     assert time.perf_counter() - started < 30
 
 
-def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokenizer: Path) -> None:
-    from .conftest import REPO
-
+@pytest.mark.slow
+def test_stores_with_odd_names_or_behind_a_symlink_build_mix_render_and_compose(tmp_path: Path, tiny_tokenizer: Path) -> None:
     config = REPO / "data" / "demo_sft.yaml"
     for name in ("we?ird%20name.db", "per%cent.db", "a#b.db"):
         store = tmp_path / name
@@ -413,7 +391,7 @@ def test_item17_odd_store_names_and_symlinked_stores(tmp_path: Path, tiny_tokeni
     assert link.is_symlink() and "seed7" in run("info", real).output
 
 
-def test_item6_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> None:
+def test_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> None:
     import json
     import os
     import sqlite3
@@ -437,7 +415,7 @@ def test_item6_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> Non
     assert result.exit_code == 1 and "other content" in result.output
 
 
-def test_item7_a_source_that_changes_while_the_build_reads_it_fails_the_build(tmp_path: Path,
+def test_a_source_that_changes_while_the_build_reads_it_fails_the_build(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.errors import SourceError
     from dataidx.index import build
@@ -458,7 +436,7 @@ def test_item7_a_source_that_changes_while_the_build_reads_it_fails_the_build(tm
     assert not (tmp_path / "s.db").exists()
 
 
-def test_item15_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_path: Path,
+def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_path: Path,
                                                                                   tiny_tokenizer: Path) -> None:
     import sqlite3
 
@@ -478,8 +456,9 @@ def test_item15_a_malformed_row_under_none_is_a_render_error_not_an_aborted_rend
     assert run("pack", store, "--spec", "default", "--capacity", "64").exit_code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
-def test_item18_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:
+def test_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:
     rows = [{"instruction": "fine", "input": "", "output": '[[[{{ not nesting: "text" ]]'}] * 3
     lines = [__import__("json").dumps(row) for row in rows]
     lines.insert(2, '{"instruction": "x", "input": "", "output": "y", "extra": ' + "[" * 20_000 + "]" * 20_000 + "}")
@@ -517,9 +496,9 @@ def _depth(value) -> int:
     return 0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(values=st.lists(json_values, min_size=1, max_size=4), block=st.sampled_from([1, 2, 5, 64, 1 << 20]))
-def test_item18_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_path_factory, values, block: int) -> None:
+def test_the_depth_count_is_exact_whatever_the_strings_and_blocks(tmp_path_factory, values, block: int) -> None:
     import json
 
     from dataidx.sources import too_deep
@@ -564,21 +543,19 @@ def epochs_while_mixing(store: str, config: Path) -> None:
         assert engine[0] == expected[0]
 
 
-def test_item19_writes_never_stop_readers_of_what_they_did_not_change(demo: Path) -> None:
-    from .conftest import REPO
+@pytest.mark.slow
+def test_writes_never_stop_readers_of_what_they_did_not_change(demo_copy: Path) -> None:
+    epochs_while_mixing(str(demo_copy), REPO / "data" / "demo_sft.yaml")
 
-    epochs_while_mixing(str(demo), REPO / "data" / "demo_sft.yaml")
 
-
-def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: Path, tiny_tokenizer: Path,
+@pytest.mark.slow
+def test_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Path, tiny_tokenizer: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.errors import StaleStoreError
     from dataidx.index import add_mixture
     from dataidx.pack import pack_store
     from dataidx.render import render_store
     from dataidx.store import remove_mixture, rewriting
-
-    from .conftest import REPO
 
     config = REPO / "data" / "demo_sft.yaml"
     meanwhile = []
@@ -589,13 +566,13 @@ def test_item19_a_render_or_pack_in_progress_survives_an_unrelated_write(demo: P
 
     monkeypatch.setattr("dataidx.render.lengths.rewriting", rewriting_after_another_write)
     monkeypatch.setattr("dataidx.pack.plans.rewriting", rewriting_after_another_write)
-    meanwhile.append(lambda: add_mixture(demo, config, "during_render", seed=1))
-    assert render_store(demo, tiny_tokenizer, cutoff=256).entries == 28
-    meanwhile.append(lambda: add_mixture(demo, config, "during_pack", seed=2))
-    assert pack_store(demo, "default", capacity=512).packs > 0
-    meanwhile.append(lambda: remove_mixture(demo, "during_pack"))
+    meanwhile.append(lambda: add_mixture(demo_copy, config, "during_render", seed=1))
+    assert render_store(demo_copy, tiny_tokenizer, cutoff=256).entries == 28
+    meanwhile.append(lambda: add_mixture(demo_copy, config, "during_pack", seed=2))
+    assert pack_store(demo_copy, "default", capacity=512).packs > 0
+    meanwhile.append(lambda: remove_mixture(demo_copy, "during_pack"))
     with pytest.raises(StaleStoreError, match="mixture 'during_pack' was removed or drawn again while planning"):
-        pack_store(demo, "default", capacity=512, mixture="during_pack", name="p2")
+        pack_store(demo_copy, "default", capacity=512, mixture="during_pack", name="p2")
 
 
 class _Recording:
@@ -610,7 +587,7 @@ class _Recording:
 
 
 @pytest.mark.parametrize("truncation", ["drop", "right", "left"])
-def test_item1_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer: Path, truncation: str) -> None:
+def test_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer: Path, truncation: str) -> None:
     from transformers import AutoTokenizer
 
     from dataidx.render import CHATML, Renderer
@@ -818,19 +795,20 @@ def crafted(store: Path, *statements: str) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c(
-        demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        demo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
     import subprocess
     import sys
 
-    crafted(demo, "DROP VIEW pack_plans", HANGING_PACK_PLANS)
+    crafted(demo_copy, "DROP VIEW pack_plans", HANGING_PACK_PLANS)
     monkeypatch.setattr("dataidx.store.sqlite.read.READ_SECONDS", 0.5)
     started = time.perf_counter()
-    one_line_error(run("info", demo), "a read of the store was stopped after 0.5 s")
-    one_line_error(run("report", demo, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
+    one_line_error(run("info", demo_copy), "a read of the store was stopped after 0.5 s")
+    one_line_error(run("report", demo_copy, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
     assert time.perf_counter() - started < 10  # both ran until killed before
-    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo)!r}]; main()"
+    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo_copy)!r}]; main()"
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     time.sleep(2)
     process.send_signal(signal.SIGINT)
@@ -838,17 +816,18 @@ def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c
     assert "Traceback" not in process.stderr.read()
 
 
-def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo_copy: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
     from dataidx.pack import pack_store
     from dataidx.render import render_store
 
-    render_store(demo, tiny_tokenizer, cutoff=256)
-    pack_store(demo, "default", capacity=512)
-    fine = run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
+    render_store(demo_copy, tiny_tokenizer, cutoff=256)
+    pack_store(demo_copy, "default", capacity=512)
+    fine = run("report", demo_copy, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
     assert fine.exit_code == 0, fine.output
     # Pasted into the fill histogram's SQL, this ran fts3_tokenizer outside any authorizer.
-    crafted(demo, "UPDATE packing_plans SET capacity = '512 + length(hex(fts3_tokenizer(''simple'')))'")
-    one_line_error(run("report", demo, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
+    crafted(demo_copy, "UPDATE packing_plans SET capacity = '512 + length(hex(fts3_tokenizer(''simple'')))'")
+    one_line_error(run("report", demo_copy, "--spec", "default", "--plan", "default", "-o", tmp_path / "r.html"),
                    "packing plan 'default' has capacity \"512 + length(", "not a count of tokens")
     assert not (tmp_path / "r.html").exists()
 
@@ -870,28 +849,30 @@ def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple
     return asyncio.run(get_all())
 
 
+@pytest.mark.slow
 def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_host(
-        demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        demo_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("datasette")
     from urllib.parse import quote
 
-    leak, write, fine = served(demo, "/demo.json?sql=" + quote("SELECT hex(fts3_tokenizer('simple')) AS address"),
+    leak, write, fine = served(demo_store, "/demo.json?sql=" + quote("SELECT hex(fts3_tokenizer('simple')) AS address"),
                                "/demo.json?sql=" + quote("SELECT fts3_tokenizer('x', zeroblob(8)) AS written"),
                                "/demo.json?sql=" + quote("SELECT count(*) AS n, upper('a') AS a FROM entries"))
     assert leak[0] == 400 and '"rows": []' in leak[1] and "not authorized to use function: fts3" in leak[1], leak
     assert write[0] == 400 and "not authorized" in write[1], write
     assert fine[0] == 200 and '"n"' in fine[1], fine
-    assert served(demo, "/demo/composition.json", host="localhost:8001")[0][0] == 200
+    assert served(demo_store, "/demo/composition.json", host="localhost:8001")[0][0] == 200
     capsys.readouterr()
     for host in ("rebound.example:8001", "127.0.0.1:9999", "127.0.0.1"):
-        status, body = served(demo, "/demo/entries.json", host=host)[0]
+        status, body = served(demo_store, "/demo/entries.json", host=host)[0]
         assert status == 421 and "entries" not in body  # a rebound name read the whole store before
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3 and "Host 'rebound.example:8001' is not 127.0.0.1:8001" in lines[0], lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["odd#name.db", "other?x=.db", "_internal.db"])
-def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, tmp_path: Path, name: str) -> None:
+def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo_store: Path, tmp_path: Path, name: str) -> None:
     pytest.importorskip("datasette")
     import json
     import sqlite3
@@ -901,7 +882,7 @@ def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo: Path, 
     folder = tmp_path / "served"
     folder.mkdir()
     store = folder / name
-    store.write_bytes(demo.read_bytes())
+    store.write_bytes(demo_store.read_bytes())
     with sqlite3.connect(folder / "other") as other:  # what "other?x=.db" opened, read-write
         other.execute("CREATE TABLE secret (x)")
     other.close()
@@ -929,8 +910,6 @@ def epochs_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path)
     from dataidx.index import add_mixture, build
     from dataidx.pack import pack_store
     from dataidx.render import render_store
-
-    from .conftest import alpaca_rows
 
     folder = tmp_path_factory.mktemp("epochs")
     config = write_yaml(folder / "config.yaml", TRAINING_CONFIG.format(data=write_jsonl(folder / "qa.jsonl",
@@ -990,6 +969,7 @@ def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_s
     assert run("show", epochs_store, "0", "--epoch", "1").exit_code == 1
 
 
+@pytest.mark.slow
 def test_a_transformers_trainer_runs_three_epochs_over_a_store_built_once(epochs_store: Path, tiny_tokenizer: Path,
                                                                           tmp_path: Path) -> None:
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
@@ -1046,6 +1026,7 @@ def _stateful_loader(data, workers: int = 0, **kwargs):
                               multiprocessing_context="fork" if workers else None, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_a_restored_loader_serves_the_epoch_it_was_saved_in_without_set_epoch(epochs_store: Path) -> None:
     from dataidx import DataEngine, PackedDataset, loader_state_for_workers
@@ -1120,6 +1101,7 @@ class _FirstBatchSlow:
         return super().__getitems__(indices)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_an_out_of_order_loader_state_is_refused_not_resumed_with_duplicates(epochs_store: Path) -> None:
     from dataidx import DataEngine, loader_state_for_workers
@@ -1206,8 +1188,6 @@ class _OtherDay:
 def dated_store(tmp_path: Path, tiny_tokenizer: Path) -> tuple[Path, Path]:
     from dataidx.index import build
 
-    from .conftest import alpaca_rows
-
     data = write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(12))
     build(write_yaml(tmp_path / "config.yaml", f"qa:\n  path: {data}\n  source: local\n  converter: alpaca\n"),
           tmp_path / "dated.db")
@@ -1243,6 +1223,7 @@ def test_a_template_that_reads_the_date_renders_at_the_spec_s_recorded_clock_on_
     assert "fixed at 2024-07-26T00:00:00" in run("info", store).output
 
 
+@pytest.mark.slow
 def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rendered_again(
         dated_store: tuple[Path, Path], tiny_tokenizer: Path) -> None:
     import sqlite3
@@ -1297,6 +1278,7 @@ RUNAWAY_TEMPLATES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RUNAWAY_TEMPLATES))
 def test_a_runaway_chat_template_is_one_entry_s_render_error_within_its_budget(tiny_tokenizer: Path, name: str,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1329,6 +1311,7 @@ def test_the_budget_leaves_real_templates_as_they_render(tiny_tokenizer: Path) -
     assert _renderer(tiny_tokenizer, DATED_TEMPLATE).render(_chat(("user", "hi"), ("assistant", "ok")), True).status == "ok"
 
 
+@pytest.mark.slow
 def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_names_it(
         dated_store: tuple[Path, Path], tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
@@ -1374,8 +1357,6 @@ def _normalizing_tokenizer(normalizer_name: str, token: str):  # a PreTrainedTok
     the tokenizer matches on the normalised text (``normalized=True``, as in tokenizer.json)."""
     from tokenizers import AddedToken, normalizers
     from transformers import PreTrainedTokenizerFast
-
-    from .conftest import train_tokenizer
 
     backend = train_tokenizer().backend_tokenizer
     backend.normalizer = getattr(normalizers, normalizer_name)()
@@ -1436,8 +1417,6 @@ def qwen_like(tmp_path: Path, make_store) -> tuple[Path, Path]:
     tokenizer that has them as added tokens not marked special (as Qwen's tokenizer.json does)."""
     from dataidx.render import CHATML
 
-    from .conftest import train_tokenizer
-
     tokenizer = train_tokenizer(chat_template=CHATML)
     tokenizer.add_tokens(PLAIN_ADDED)
     tokenizer.save_pretrained(tmp_path / "qwen-like")
@@ -1453,6 +1432,7 @@ def qwen_like(tmp_path: Path, make_store) -> tuple[Path, Path]:
     return store, tmp_path / "qwen-like"
 
 
+@pytest.mark.slow
 def test_added_tokens_not_special_keep_v1s_ids_and_are_counted_per_dataset_and_named(qwen_like) -> None:
     import sqlite3
 
@@ -1550,6 +1530,7 @@ def _stored_lengths(store: Path, spec: str = "default") -> list[tuple]:
                                   "WHERE spec = ? ORDER BY cut", (spec,)).fetchall()
 
 
+@pytest.mark.slow
 def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound_are_not_templated(
         tmp_path: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.convert import convert_row
@@ -1630,6 +1611,7 @@ def test_turn_markers_count_toward_the_bound_and_never_past_the_real_count(tiny_
         assert least.tokens <= rendered.full_tokens, (template, sample, least, rendered.full_tokens)
 
 
+@pytest.mark.slow
 def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path: Path, tiny_tokenizer: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.render import Renderer, render_store

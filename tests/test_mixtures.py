@@ -22,18 +22,11 @@ from dataidx.cli import cli
 from dataidx.errors import DataidxError, StoreError
 from dataidx.index import add_mixture, derive_seed
 from dataidx.read import verify_store
-from dataidx.store import (
-    SCHEMA_REVISION,
-    alembic_config,
-    composition,
-    migrate_store,
-    remove_mixture,
-    run_query,
-    store_info,
-    store_revision,
-)
+from dataidx.store import SCHEMA_REVISION, composition, migrate_store, remove_mixture, run_query, store_info
+from dataidx.store.connect import store_revision
+from dataidx.store.sqlite.migrations import alembic_config
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, examples, insert_mixture_entries, write_jsonl, write_yaml
 
 ENTRIES = "SELECT position, dataset, row, cut FROM entries WHERE mixture = :m ORDER BY position"
 
@@ -109,6 +102,7 @@ def test_remove_mixture_and_add_again(tmp_path, sources, make_store) -> None:
     assert counts == [("a", 19), ("b", 19), ("default", 45)]
 
 
+@pytest.mark.slow
 def test_same_inputs_and_seed_give_the_same_mixture_in_another_process(tmp_path, sources) -> None:
     config = write_yaml(tmp_path / "c.yaml", yaml_for(sources, chat="  size: 9\n", alpaca="  weight: 0.7\n"))
     stores = []
@@ -131,11 +125,13 @@ def test_adding_removing_or_reordering_datasets_keeps_each_draw(tmp_path, source
     }
     for name, text in draws.items():
         add_mixture(store, write_yaml(tmp_path / f"{name}.yaml", text), name, seed=5, sampling=sampling)
+    built = {name: make_store(draws[name], seed=5, sampling=sampling) for name in ("both", "alone")}  # at build
 
-    def alpaca_draw(mixture: str) -> list:
+    def alpaca_draw(mixture: str, store: Path = store) -> list:
         return [(r, c) for _, d, r, c in entries(store, mixture) if d == "alpaca"]
 
     assert alpaca_draw("both") == alpaca_draw("reordered") == alpaca_draw("alone")
+    assert alpaca_draw("default", built["both"]) == alpaca_draw("default", built["alone"]) == alpaca_draw("alone")
     assert len(alpaca_draw("both")) == 12
 
 
@@ -229,7 +225,7 @@ def test_composition_counts_stored_at_write_time_equal_the_positions(sources, ma
     assert not report["ok"] and any("mixture 'default', dataset 'chat'" in line for line in report["integrity"])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(pieces=st.lists(st.one_of(st.tuples(st.just("run"), st.integers(1, 30), st.integers(0, 12)),
                                  st.tuples(st.just("ids"), st.lists(st.integers(1, 40), max_size=8))), max_size=6))
 def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None:
@@ -239,7 +235,7 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
 
     from sqlalchemy import text
 
-    from dataidx.store import create_store, insert_mixture_entries
+    from dataidx.store.sqlite.files import create_store
 
     ids: list[int] = []
     for kind, *value in pieces:

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from dataidx.pack import best_fit_decreasing, plan_packs
 
+from .helpers import examples
+
 
 def reference_bfd(lengths: list[int], capacity: int) -> list[list[int]]:
     """Best-fit-decreasing the obvious O(n^2) way, item by item, same tie rules."""
@@ -35,7 +37,7 @@ def reference_bfd(lengths: list[int], capacity: int) -> list[list[int]]:
     return bins
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(capacity=st.integers(1, 40), data=st.data())
 def test_equals_item_by_item_best_fit_decreasing(capacity: int, data: st.DataObject) -> None:
     lengths = data.draw(st.lists(st.integers(1, capacity), max_size=40))
@@ -46,6 +48,7 @@ def test_equals_item_by_item_best_fit_decreasing(capacity: int, data: st.DataObj
     assert sorted(map(sorted, packs)) == sorted(map(sorted, reference_bfd(lengths, capacity)))
 
 
+@pytest.mark.slow
 def test_fill_on_realistic_lengths_and_same_seed_same_plan() -> None:
     rng = np.random.default_rng(0)
     lengths = np.clip(rng.lognormal(6.2, 0.9, 50_000).astype(int), 16, 4096)
@@ -66,7 +69,7 @@ def test_bad_lengths_are_refused() -> None:
     assert best_fit_decreasing([], 8) == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(capacity=st.integers(1, 40), seed=st.integers(0, 2**32), data=st.data())
 def test_a_plan_is_the_bins_shuffled_as_random_shuffle_shuffles_a_list(capacity: int, seed: int,
                                                                        data: st.DataObject) -> None:

@@ -10,7 +10,7 @@ from dataidx.cli import cli
 from dataidx.convert import converters
 from dataidx.plugins import load_entry_point_plugins
 
-from .conftest import write_jsonl
+from .helpers import write_jsonl
 
 PLUGIN = '''
 from dataidx import register_converter

@@ -21,10 +21,14 @@ from dataidx.cli import cli
 from dataidx.errors import StaleStoreError, StoreError
 from dataidx.index import build
 from dataidx.read import verify_store
-from dataidx.store import PostgresStore, postgres_conninfo, store_location
+from dataidx.store import store_location
+from dataidx.store.location import PostgresStore
+from dataidx.store.postgres.read import postgres_conninfo
 
-from .conftest import REPO, write_jsonl, write_yaml
+from .helpers import REPO, train_tokenizer, write_jsonl, write_yaml
 from .postgres_server import running_server
+
+pytestmark = pytest.mark.slow  # a real PostgreSQL server
 
 DEMO = str(REPO / "data" / "demo_sft.yaml")
 _schemas = count()
@@ -262,7 +266,6 @@ def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Pat
     from dataidx.render import render_store
     from dataidx.store import run_query
 
-    from .conftest import train_tokenizer
     from .test_docs import sql_examples
 
     tokenizer = train_tokenizer(tmp_path / "tokenizer") and tmp_path / "tokenizer"

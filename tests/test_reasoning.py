@@ -17,7 +17,9 @@ from dataidx.store import run_query
 
 from .conformance import build_tokenizer, template_text
 from .conformance.conversations import answer, call, user
-from .conftest import write_jsonl
+from .helpers import write_jsonl
+
+pytestmark = pytest.mark.slow  # real Qwen templates, and the report in Chromium
 
 pytest.importorskip("transformers")
 

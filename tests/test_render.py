@@ -10,7 +10,7 @@ import pytest
 from dataidx.errors import RenderError
 from dataidx.render import BUILTIN_TEMPLATES, IGNORE, Renderer, chat_messages, choose_template
 
-from .conftest import train_tokenizer
+from .helpers import train_tokenizer
 
 pytest.importorskip("transformers")
 

@@ -16,7 +16,7 @@ from dataidx.store import run_query
 
 from .conformance import build_tokenizer
 from .conformance.conversations import call, conversations, user
-from .conftest import write_jsonl
+from .helpers import write_jsonl
 
 pytest.importorskip("transformers")
 
@@ -75,6 +75,7 @@ def test_template_refusals_are_grouped_by_the_templates_own_words(store: Path) -
     assert "'You are terse.\\n\\nName a prime.[/INST]' becomes 'Name a prime.[/INST]7.</s>'" in said
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_causes_in_a_browser_and_in_its_json(store: Path, browser, tmp_path: Path) -> None:
     html_path = tmp_path / "report.html"
     result = CliRunner().invoke(cli, ["report", str(store), "-o", str(html_path), "--spec", "gemma2"])

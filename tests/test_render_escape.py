@@ -11,7 +11,7 @@ import pytest
 
 from dataidx.render import BUILTIN_TEMPLATES, Renderer
 
-from .conftest import SPECIAL_TOKENS, train_tokenizer
+from .helpers import SPECIAL_TOKENS, train_tokenizer
 
 pytest.importorskip("transformers")
 

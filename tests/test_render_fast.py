@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from dataidx.errors import RenderError
 from dataidx.render import FAST_TEMPLATES, compile_template
 
+from .helpers import examples
+
 TEXT = st.text(alphabet=st.sampled_from(list("ab \n<>|{}\"'\\é")), max_size=6)
 ARGUMENTS = st.one_of(TEXT, st.dictionaries(st.sampled_from(["x", "y", "ü"]), st.one_of(TEXT, st.integers()), max_size=2))
 CALL = st.builds(lambda name, arguments: {"type": "function", "function": {"name": name, "arguments": arguments}},
@@ -33,7 +35,7 @@ TOOLS = st.one_of(st.none(), st.lists(st.fixed_dictionaries({"name": TEXT, "para
 
 
 @pytest.mark.parametrize("template", list(FAST_TEMPLATES))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(chat=st.lists(messages(), max_size=6), tools=TOOLS, generation=st.booleans(),
        bos=st.sampled_from([None, "", "<s>"]))
 def test_fast_renderer_writes_what_jinja_writes(template: str, chat: list, tools: list | None, generation: bool,

@@ -17,9 +17,9 @@ from dataidx.index import build
 from dataidx.render import IGNORE, Renderer, load_tokenizer
 from dataidx.store import run_query
 
-from .conftest import GOLDEN, golden_config, read_jsonl, requires_shared
+from .helpers import GOLDEN, golden_config, read_jsonl, requires_shared
 
-pytestmark = requires_shared
+pytestmark = [requires_shared, pytest.mark.slow]  # LLaMA-Factory v1's rendered goldens, end to end
 
 RENDERED = GOLDEN / "render"
 TOKENIZERS = ("chatml", "llama3")

@@ -21,7 +21,7 @@ from dataidx.render import IGNORE, render_store
 from dataidx.store import remove_mixture
 from dataidx.training import Collator, PackedDataset, block_causal_mask
 
-from .conftest import train_tokenizer, write_jsonl
+from .helpers import REPO, train_tokenizer, write_jsonl
 
 pytest.importorskip("transformers")
 
@@ -153,6 +153,7 @@ def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: 
     assert query(store, "SELECT count(*) FROM packing_plans")[0][0] == 0
 
 
+@pytest.mark.slow
 def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="left")
     pack_store(store, "default", capacity=160, seed=0)
@@ -266,10 +267,8 @@ def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make
         pack_store(store, "default", capacity=4096)
 
 
-def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(make_store) -> None:
-    from .conftest import REPO
-
-    store = make_store(REPO / "data" / "demo_sft.yaml")
+def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(demo_copy: Path) -> None:
+    store = demo_copy
     runner = CliRunner()
     for arguments in (["render", str(store), "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"],
                       ["pack", str(store), "--spec", "default", "--capacity", "512", "--seed", "0"],
@@ -363,8 +362,6 @@ def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny
 
 
 def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
-    from .conftest import REPO
-
     result = CliRunner().invoke(cli, ["build", str(REPO / "data" / "demo_sft.yaml"), "-o", str(tmp_path / "d.db"),
                                       "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256"])
     assert result.exit_code == 0, result.output
@@ -373,6 +370,7 @@ def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
         query(tmp_path / "d.db", "SELECT count(*) FROM base_entries")[0][0]
 
 
+@pytest.mark.slow
 def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
     pack_store(store, "default", capacity=128)
@@ -387,6 +385,7 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
     assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
 
 
+@pytest.mark.slow
 def test_remove_spec_and_plan(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=4096)
     render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="other")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,29 +26,28 @@ from dataidx.render import render_store
 from dataidx.store import run_query
 from dataidx.view import COOKBOOK, DESCRIPTIONS, VIEWS, datasette_metadata, split_characters, token_texts, write_report
 
-from .conftest import REPO, alpaca_rows, write_jsonl
+from .helpers import REPO, alpaca_rows, write_jsonl
 
 SCREENSHOT = REPO / "docs" / "report.png"
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def rendered_demo(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The README's demo: built, rendered with the shipped tokenizer (cutoff 256: some entries are
     too long) and packed."""
-    store = tmp_path_factory.mktemp("report") / "demo.db"
-    build(REPO / "data" / "demo_sft.yaml", store)
+    store = Path(shutil.copyfile(demo_store, tmp_path_factory.mktemp("report") / "demo.db"))
     render_store(store, REPO / "data" / "demo_tokenizer", cutoff=256)
     pack_store(store, "default", capacity=256)
     return store
 
 
 @pytest.fixture(scope="module")
-def report(demo_store: Path) -> Path:
-    result = CliRunner().invoke(cli, ["report", str(demo_store), "-o", str(demo_store.with_name("report.html")),
+def report(rendered_demo: Path) -> Path:
+    result = CliRunner().invoke(cli, ["report", str(rendered_demo), "-o", str(rendered_demo.with_name("report.html")),
                                       "--spec", "default", "--plan", "default", "--samples", "4"])
     assert result.exit_code == 0, result.output
     assert "report steps 6/6" in result.output and "wrote" in result.output
-    return demo_store.with_name("report.html")
+    return rendered_demo.with_name("report.html")
 
 
 def sql_count(store: Path, sql: str) -> int:
@@ -62,7 +62,8 @@ def test_the_report_is_one_self_contained_file(report: Path) -> None:
     assert text.count("<svg") == 5  # mixture, turns, lengths, supervised, fill
 
 
-def test_the_report_in_a_browser(report: Path, demo_store: Path, browser, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_the_report_in_a_browser(report: Path, rendered_demo: Path, browser, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 1000, "height": 1400})
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type in ("error", "warning") else None)
@@ -72,17 +73,17 @@ def test_the_report_in_a_browser(report: Path, demo_store: Path, browser, tmp_pa
     page.goto(report.as_uri())
     width = int(page.get_attribute("#chart-lengths", "data-bin-width"))
     expected = {  # every chart counts the mixture's positions
-        "mixture": sql_count(demo_store, "SELECT count(*) FROM composition WHERE mixture = 'default'"),
-        "turns": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT t.dataset, t.entries FROM turns AS t "
+        "mixture": sql_count(rendered_demo, "SELECT count(*) FROM composition WHERE mixture = 'default'"),
+        "turns": sql_count(rendered_demo, "SELECT count(*) FROM (SELECT DISTINCT t.dataset, t.entries FROM turns AS t "
                                        "JOIN (SELECT DISTINCT dataset, row FROM entries WHERE mixture = 'default') AS r "
                                        "ON r.dataset = t.dataset AND r.row = t.row) AS t"),
-        "lengths": sql_count(demo_store, f"SELECT count(*) FROM (SELECT DISTINCT l.dataset, l.status, l.full_tokens / "
+        "lengths": sql_count(rendered_demo, f"SELECT count(*) FROM (SELECT DISTINCT l.dataset, l.status, l.full_tokens / "
                                          f"{width} FROM entries AS e JOIN entry_lengths AS l ON l.spec = 'default' "
                                          "AND l.dataset = e.dataset AND l.row = e.row AND l.cut IS e.cut "
                                          "WHERE e.mixture = 'default') AS t"),
-        "supervised": sql_count(demo_store, "SELECT count(DISTINCT dataset) FROM entry_lengths WHERE spec = 'default' "
+        "supervised": sql_count(rendered_demo, "SELECT count(DISTINCT dataset) FROM entry_lengths WHERE spec = 'default' "
                                             "AND status IN ('ok', 'truncated')"),
-        "fill": sql_count(demo_store, "SELECT count(*) FROM (SELECT DISTINCT min(sum(tokens) * 20 / 256, 19) "
+        "fill": sql_count(rendered_demo, "SELECT count(*) FROM (SELECT DISTINCT min(sum(tokens) * 20 / 256, 19) "
                                       "FROM pack_members WHERE plan = 'default' GROUP BY pack) AS t"),
     }
     drawn = {chart: page.locator(f"#chart-{chart} [id^='mark-{chart}-']").count() for chart in expected}
@@ -108,14 +109,14 @@ def test_the_report_in_a_browser(report: Path, demo_store: Path, browser, tmp_pa
     page.close()
 
 
-def test_report_without_a_spec_and_its_errors(demo_store: Path, tmp_path: Path) -> None:
-    summary = write_report(demo_store, tmp_path / "plain.html", samples=2, seed=3)
+def test_report_without_a_spec_and_its_errors(rendered_demo: Path, tmp_path: Path) -> None:
+    summary = write_report(rendered_demo, tmp_path / "plain.html", samples=2, seed=3)
     text = summary.path.read_text(encoding="utf-8")
     assert summary.bytes == len(text.encode()) and "converted (no --spec given)" in text
     assert text.count("<svg") == 2 and "id='chart-lengths'" not in text
-    result = CliRunner().invoke(cli, ["report", str(demo_store), "-o", str(tmp_path / "x.html"), "--spec", "nope"])
+    result = CliRunner().invoke(cli, ["report", str(rendered_demo), "-o", str(tmp_path / "x.html"), "--spec", "nope"])
     assert result.exit_code == 1 and "render spec 'nope'" in result.output and "default" in result.output
-    result = CliRunner().invoke(cli, ["report", str(demo_store), "-o", str(tmp_path / "x.html"), "--mixture", "nope"])
+    result = CliRunner().invoke(cli, ["report", str(rendered_demo), "-o", str(tmp_path / "x.html"), "--mixture", "nope"])
     assert result.exit_code == 1 and "mixture 'nope'" in result.output
     assert not (tmp_path / "x.html").exists()
 
@@ -129,8 +130,8 @@ def test_dataset_names_are_drawn_as_text(tmp_path: Path) -> None:
     assert "cost_$5_to_$ &lt;b&gt;&amp;" in text and "<b>&" not in text
 
 
-def test_datasette_metadata_describes_every_table_and_view(demo_store: Path) -> None:
-    _, names = run_query(demo_store, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+def test_datasette_metadata_describes_every_table_and_view(rendered_demo: Path) -> None:
+    _, names = run_query(rendered_demo, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     assert {name for name, in names} == set(DESCRIPTIONS)
     queries = datasette_metadata("demo")["databases"]["demo"]["queries"]
     assert len(queries) == len(COOKBOOK) and all(query["sql"] for query in queries.values())
@@ -142,10 +143,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_serve_shows_the_store_in_datasette(demo_store: Path) -> None:
+@pytest.mark.slow
+def test_serve_shows_the_store_in_datasette(rendered_demo: Path) -> None:
     pytest.importorskip("datasette")
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "dataidx", "serve", str(demo_store), "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "dataidx", "serve", str(rendered_demo), "--port", str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         base = f"http://127.0.0.1:{port}/demo"
@@ -159,7 +161,7 @@ def test_serve_shows_the_store_in_datasette(demo_store: Path) -> None:
                 assert server.poll() is None, server.stdout.read()
                 assert time.monotonic() < deadline, "datasette did not start"
                 time.sleep(0.3)
-        _, expected = run_query(demo_store, "SELECT dataset, entries FROM composition WHERE mixture = 'default'")
+        _, expected = run_query(rendered_demo, "SELECT dataset, entries FROM composition WHERE mixture = 'default'")
         assert [(row["dataset"], row["entries"]) for row in composition["rows"]] == [tuple(row) for row in expected]
         with urllib.request.urlopen(f"{base}/share_of_each_dataset_in_a_mixture.json?_shape=array", timeout=5) as response:
             shares = json.load(response)
@@ -173,7 +175,7 @@ def test_serve_shows_the_store_in_datasette(demo_store: Path) -> None:
         assert links[: len(VIEWS)] == list(VIEWS) and set(VIEWS) <= set(DESCRIPTIONS)
         with pytest.raises(urllib.error.HTTPError):  # read-only: Datasette refuses anything but a read
             urllib.request.urlopen(f"{base}.json?sql=DELETE+FROM+datasets", timeout=5)
-        assert run_query(demo_store, "SELECT count(*) FROM datasets")[1][0][0] == 3
+        assert run_query(rendered_demo, "SELECT count(*) FROM datasets")[1][0][0] == 3
     finally:
         server.terminate()
         output = server.communicate(timeout=30)[0]
@@ -211,6 +213,7 @@ def test_serve_refuses_what_is_not_a_store_file(tmp_path: Path) -> None:
 CHINESE = ["中文怎么说", "你好，世界", "数据集"]
 
 
+@pytest.mark.slow
 def test_chinese_text_is_drawn_whole_in_a_browser(browser, tmp_path: Path) -> None:
     """A byte-level BPE (the demo tokenizer) splits a Chinese character's three bytes across
     tokens; the page draws each character once, in its first token's box, keeps one box per

@@ -17,7 +17,9 @@ from dataidx.index import build
 from dataidx.render import render_store
 from dataidx.store import run_query
 
-from .conftest import chat_rows, write_jsonl
+from .helpers import chat_rows, write_jsonl
+
+pytestmark = pytest.mark.slow  # the CLI in a process of its own
 
 
 def dataidx(*args: str) -> subprocess.CompletedProcess:

@@ -22,7 +22,7 @@ from dataidx.index import build
 from dataidx.pack import pack_store
 from dataidx.render import render_store
 
-from .conftest import REPO, alpaca_rows, chat_rows, write_jsonl
+from .helpers import REPO, alpaca_rows, chat_rows, write_jsonl
 
 pytest.importorskip("torchdata")
 pytest.importorskip("transformers")
@@ -31,7 +31,8 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from torchdata.stateful_dataloader.sampler import StatefulDistributedSampler
 
 # torchdata 0.11 calls a torch API that torch deprecated; nothing dataidx can change.
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+pytestmark = [pytest.mark.slow,  # loaders stopped and restored in new processes
+              pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")]
 
 KINDS = ("samples", "rendered", "packed")
 STOP_AFTER = 3

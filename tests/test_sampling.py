@@ -8,12 +8,14 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataidx.index import derive_seed, exact_draw, replacement_draw, resample
+from dataidx.index import derive_seed
 from dataidx.spec import DEFAULT_SEED
+
+from .helpers import exact_draw, examples, replacement_draw, resample
 
 
 @given(n=st.integers(1, 300), k=st.integers(0, 1000), seed=st.integers(0, 2**63 - 1))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 def test_exact_draw_counts(n: int, k: int, seed: int) -> None:
     drawn = exact_draw(n, k, random.Random(seed))
     assert len(drawn) == k
@@ -29,7 +31,7 @@ def test_exact_draw_counts(n: int, k: int, seed: int) -> None:
 
 @given(n=st.integers(0, 200), size=st.one_of(st.none(), st.integers(0, 400)),
        weight=st.one_of(st.none(), st.floats(0, 4)), seed=st.integers(0, 2**32))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 def test_resample_size_then_weight(n: int, size: int | None, weight: float | None, seed: int) -> None:
     entries = list(range(100, 100 + n))
     chosen = resample(entries, size, weight, "exact", seed)

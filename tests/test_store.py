@@ -19,9 +19,12 @@ from sqlalchemy import create_engine
 from dataidx import DataEngine
 from dataidx.cli import cli
 from dataidx.errors import StoreError
-from dataidx.store import SCHEMA_REVISION, VIEW_COLUMNS, Base, alembic_config, create_store, migrations_dir, run_query
+from dataidx.store import SCHEMA_REVISION, run_query
+from dataidx.store.schema import VIEW_COLUMNS, Base, schema_script
+from dataidx.store.sqlite.files import create_store
+from dataidx.store.sqlite.migrations import alembic_config, migrations_dir
 
-from .conftest import REPO
+from .helpers import REPO, migrated_schema
 
 
 def test_migrations_create_exactly_the_models(tmp_path: Path) -> None:
@@ -46,9 +49,8 @@ def test_views_have_their_documented_columns(tmp_path: Path) -> None:
         assert tuple(found) == columns
 
 
-def test_store_opens_in_stock_sqlite3(tmp_path: Path, make_store) -> None:
-    store = make_store(REPO / "data" / "demo_sft.yaml")
-    connection = sqlite3.connect(store)
+def test_store_opens_in_stock_sqlite3(demo_store: Path) -> None:
+    connection = sqlite3.connect(demo_store)
     assert connection.execute("SELECT sum(entries) FROM composition").fetchone() == (37,)
     assert connection.execute("SELECT count(*) FROM entries WHERE mixture = 'default'").fetchone() == (37,)
     connection.close()
@@ -74,6 +76,7 @@ def test_bad_store_files_get_one_clear_error(tmp_path: Path, make_store) -> None
         DataEngine(newer)
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
@@ -87,9 +90,9 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     script = (
-        "import dataidx.store as s; e = s.create_store('made.db'); e.dispose();"
+        "from dataidx.store.sqlite import files, migrations; e = files.create_store('made.db'); e.dispose();"
         "import sqlite3; print(sqlite3.connect('made.db').execute('SELECT version_num FROM alembic_version').fetchone()[0]);"
-        "print(s.migrations_dir())"
+        "print(migrations.migrations_dir())"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(unpacked)})
@@ -100,8 +103,6 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
 
 
 def test_schema_snapshot_is_exactly_what_the_migrations_create(tmp_path: Path) -> None:
-    from dataidx.store import migrated_schema, schema_script
-
     assert schema_script() == migrated_schema(tmp_path / "migrated.db"), "run python scripts/snapshot_schema.py"
 
 

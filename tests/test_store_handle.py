@@ -17,7 +17,7 @@ from dataidx.pack import PackedPlan, pack_store
 from dataidx.render import RenderedMixture, render_store
 from dataidx.store import StoreHandle, open_handles, open_store
 
-from .conftest import alpaca_rows, write_jsonl
+from .helpers import alpaca_rows, write_jsonl
 
 
 @pytest.fixture

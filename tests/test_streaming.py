@@ -8,7 +8,7 @@ from pathlib import Path
 from dataidx import DataEngine
 from dataidx.index import build
 
-from .conftest import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
 
 
 def config(tmp_path: Path, streaming: bool) -> Path:

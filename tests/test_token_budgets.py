@@ -25,7 +25,7 @@ from dataidx.render import render_store
 from dataidx.store import composition, run_query
 from dataidx.training import PackedDataset
 
-from .conftest import write_jsonl, write_yaml
+from .helpers import examples, write_jsonl, write_yaml
 
 pytest.importorskip("transformers")
 
@@ -40,7 +40,7 @@ def query(store: Path, sql: str, *parameters) -> list[tuple]:
 lengths_and_trains = st.lists(st.tuples(st.integers(0, 60), st.booleans()), min_size=1, max_size=80)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(entries=lengths_and_trains, budget=st.integers(1, 6000), seed=st.integers(0, 2**63 - 1))
 def test_a_budget_is_met_within_half_an_entry_by_entries_that_train(entries, budget: int, seed: int) -> None:
     lengths = np.array([length for length, _ in entries], dtype=np.int32)
@@ -227,6 +227,7 @@ def test_a_build_takes_budgeted_datasets_whole_and_says_so(tmp_path: Path, store
     assert query(output, "SELECT count(*) FROM entries") == query(output, "SELECT count(*) FROM base_entries")
 
 
+@pytest.mark.slow
 def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: Path) -> None:
     from torch.utils.data import DataLoader
 
@@ -251,6 +252,7 @@ def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: P
         store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 ORDER BY position")
 
 
+@pytest.mark.slow
 def test_a_plan_per_epoch(tmp_path: Path, store: Path) -> None:
     add_mixture(store, budgets(tmp_path), "by_tokens", spec="default", epochs=2, seed=1)
     summary = pack_store(store, "default", capacity=64, mixture="by_tokens", name="p", seed=5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,13 @@ from hypothesis import strategies as st
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.convert import convert_row, converters, register_converter, row_cuts
+from dataidx.convert import convert_row, converters, register_converter
 from dataidx.errors import ConversionError, SourceError, StaleStoreError
 from dataidx.index import build
 from dataidx.read import verify_store
 from dataidx.store import run_query, store_info
 
-from .conftest import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, examples, row_cuts, write_jsonl, write_yaml
 
 
 def alpaca_store(tmp_path: Path, make_store, rows: int = 5, extra: str = "") -> tuple[Path, Path]:
@@ -52,23 +53,28 @@ def test_a_byte_changed_in_place_is_found_by_verify(tmp_path: Path, make_store) 
     assert json.loads(run("verify", str(store), "--json").output)["ok"] is True
 
 
-@pytest.mark.parametrize("change", ["grow", "shrink", "remove"])
-def test_grown_shrunk_or_missing_sources_are_refused_on_open(tmp_path: Path, make_store, change: str) -> None:
+@pytest.mark.parametrize(("change", "expected"), [("grow", "a.jsonl changed size"), ("shrink", "a.jsonl changed size"),
+                                                ("touch", "a.jsonl was modified after the build"),
+                                                ("remove", "a.jsonl is missing")])
+def test_grown_shrunk_touched_or_missing_sources_are_refused_on_open(tmp_path: Path, make_store, change: str,
+                                                                     expected: str) -> None:
     store, data = alpaca_store(tmp_path, make_store)
     if change == "grow":
         write_jsonl(data, alpaca_rows(6))
-        expected = "changed size"
     elif change == "shrink":
         write_jsonl(data, alpaca_rows(4))
-        expected = "changed size"
+    elif change == "touch":
+        later = time.time() + 10
+        os.utime(data, (later, later))
     else:
         data.unlink()
-        expected = "is missing"
     with pytest.raises(StaleStoreError, match=f"dataset 'alp' changed since the build: .*{expected}"):
         DataEngine(store)
     result = run("show", str(store), "0")
     assert result.exit_code == 1 and expected in result.stderr and result.stderr.count("\n") == 1
     assert run("verify", str(store)).exit_code == 1
+    if change == "grow":
+        assert len(DataEngine(store, verify=False)) == 5  # the rows the build indexed
 
 
 def test_a_file_added_to_a_dataset_folder_is_refused(tmp_path: Path, make_store) -> None:
@@ -89,7 +95,7 @@ def test_no_verify_reads_a_changed_store_anyway(tmp_path: Path, make_store) -> N
     assert result.exit_code == 0 and json.loads(result.output) == expected
 
 
-def test_a_changed_converter_version_fails_verify(tmp_path: Path, make_store) -> None:
+def test_a_changed_converter_version_is_refused_on_open_and_by_verify(tmp_path: Path, make_store) -> None:
     @register_converter("trust_versioned", version="1")
     def first(row: dict) -> dict:
         return {"messages": [{"role": "assistant", "content": [{"type": "text", "value": row["output"]}]}]}
@@ -97,8 +103,12 @@ def test_a_changed_converter_version_fails_verify(tmp_path: Path, make_store) ->
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(2))
     store = make_store(f"v:\n  path: {data}\n  source: local\n  converter: trust_versioned\n")
     try:
+        assert DataEngine(store)[1]["messages"][0]["content"][0]["value"] == "answer 1"
         with pytest.warns(UserWarning):
             register_converter("trust_versioned", version="2")(first)
+        with pytest.raises(StaleStoreError,
+                           match="converter 'trust_versioned' is version 2, the store was built with version 1"):
+            DataEngine(store)
         assert verify_store(store)["datasets"]["v"] == [
             "converter 'trust_versioned' is version 2, the store was built with version 1"
         ]
@@ -246,7 +256,7 @@ rows = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(row=rows, name=st.sampled_from(["alpaca", "sharegpt", "pair", "none"]))
 def test_converters_return_a_sample_or_a_clean_error(row: dict, name: str) -> None:
     plugin = converters.get(name)

@@ -17,15 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .helpers import REPO
 
 SOURCE = REPO / "src" / "dataidx"
 #: The root and each stage package: what other packages, tests, docs and users import from.
 FACES = ["dataidx", *sorted(f"dataidx.{path.parent.name}" for path in SOURCE.glob("*/__init__.py"))]
 MISSPELLED = "no_such_name"
-#: Faces a user's checker does not yet see exporting their names: the store face still imports
-#: them without `name as name` (left to its owner); the test fails once it exports them.
-NOT_YET_EXPORTED = {"dataidx.store"}
 
 
 def probe(folder: Path) -> tuple[Path, dict[int, str], dict[int, str]]:
@@ -94,6 +91,4 @@ def test_an_installed_dataidx_exports_every_name_its_faces_list(tmp_path: Path) 
     passed = [face for line, face in misspelled.items() if not unknown(found.get(line, []))]
     assert not passed, f"pyright let a misspelled import through from {passed}"
     faces = refused(found, real)
-    assert set(faces) == NOT_YET_EXPORTED, (
-        f"an installed dataidx does not export names its faces list: {faces}" if set(faces) - NOT_YET_EXPORTED
-        else f"{sorted(NOT_YET_EXPORTED - set(faces))} now export their names: take them out of NOT_YET_EXPORTED")
+    assert not faces, f"an installed dataidx does not export names its faces list: {faces}"

@@ -12,7 +12,7 @@ from dataidx import DataEngine
 from dataidx.cli import cli
 from dataidx.config import import_dataset_info
 
-from .conftest import SHARED_DATA, requires_shared
+from .helpers import SHARED_DATA, requires_shared
 
 #: Entries as LLaMA-Factory's data/dataset_info.json has them for its demo files, plus shapes v1 lacks.
 DATASET_INFO = {

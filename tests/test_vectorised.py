@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from dataidx.convert import NO_CUT, collecting_drops, converters, row_expansion
 from dataidx.errors import ConversionError
 
+from .helpers import examples
+
 PLAIN = st.one_of(st.sampled_from(["", "hi", "a <b> c", "x < y"]), st.text(max_size=8))
 # Placeholders send a whole table down the row path, so they come rarely, to keep both paths busy.
 TEXT = st.one_of(PLAIN, PLAIN, PLAIN, PLAIN, PLAIN, st.sampled_from(["x<image>y", "<audio>"]))
@@ -92,30 +94,31 @@ pair_row = st.fixed_dictionaries({}, optional={
     "rejected": RARELY_NONE(st.lists(pair_message, max_size=4)),
 })
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=examples(300),  # the profile's suppressed checks, and filtering
+                    suppress_health_check=[*settings().suppress_health_check, HealthCheck.filter_too_much])
 
 
 @SETTINGS
 @given(st.lists(alpaca_row, min_size=1, max_size=12))
-def test_alpaca(rows: list[dict]) -> None:
+def test_alpaca_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("alpaca", rows) != "unreadable")
 
 
 @SETTINGS
 @given(st.lists(sharegpt_row, min_size=1, max_size=6))
-def test_sharegpt_with_unknown_tags_and_broken_tool_calls(rows: list[dict]) -> None:
+def test_sharegpt_fast_path_equals_the_row_path_with_unknown_tags_and_broken_tool_calls(rows: list[dict]) -> None:
     assume(check("sharegpt", rows) != "unreadable")
 
 
 @SETTINGS
 @given(st.lists(standard_row, min_size=1, max_size=12))
-def test_standard_messages(rows: list[dict]) -> None:
+def test_standard_messages_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("none", rows) != "unreadable")
 
 
 @SETTINGS
 @given(st.lists(pair_row, min_size=1, max_size=6))
-def test_pair(rows: list[dict]) -> None:
+def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("pair", rows) != "unreadable")
 
 

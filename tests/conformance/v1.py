@@ -11,7 +11,7 @@ from typing import Any
 from . import digest
 from .conversations import conversations
 
-#: The demo datasets whose v1 samples and index the goldens cover (tests/conftest.py's names);
+#: The demo datasets whose v1 samples and index the goldens cover (tests/helpers.py's names);
 #: alpaca's 999 single turns are left to tests/test_render_golden.py, for the suite's time.
 SHARED_NAMES = ["identity", "inject_demo", "glaive_toolcall_en_demo", "v1_sft_demo", "pair_demo", "v1_dpo_demo"]
 HANDMADE = "handmade"

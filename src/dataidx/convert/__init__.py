@@ -12,7 +12,6 @@ from .registry import (
     converters,
     drop,
     register_converter,
-    row_cuts,
     row_expansion,
 )
 from .vectorised import NO_CUT, TableCuts
@@ -33,7 +32,6 @@ __all__ = [
     "drop",
     "register_converter",
     "role_problem",
-    "row_cuts",
     "row_expansion",
     "trains_nothing",
     "truncate",

@@ -88,11 +88,6 @@ def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, co
     return sample
 
 
-def row_cuts(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> list[int | None]:
-    """The cuts of one converted row; a sample that cannot be expanded fails like a conversion."""
-    return row_expansion(func, raw, dataset, row, converter)[0]
-
-
 def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
                   converter: str) -> tuple[list[int | None], bool]:
     """The cuts of one converted row and whether it trains nothing (:func:`.expansion.trains_nothing`);

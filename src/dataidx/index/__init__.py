@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from .sampling import derive_seed as derive_seed
     from .sampling import draw as draw
     from .sampling import epoch_seed as epoch_seed
-    from .sampling import exact_draw as exact_draw
-    from .sampling import replacement_draw as replacement_draw
-    from .sampling import resample as resample
     from .sampling import sample_mask as sample_mask
 
 
@@ -38,8 +35,5 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "budget_draw": ".budgets",
     "Lengths": ".budgets",
     "draw": ".sampling",
-    "exact_draw": ".sampling",
-    "replacement_draw": ".sampling",
-    "resample": ".sampling",
     "sample_mask": ".sampling",
 })

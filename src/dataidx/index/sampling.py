@@ -20,7 +20,7 @@ import hashlib
 import math
 import random
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,16 +209,6 @@ DRAWS: dict[str, Callable[[int, int, random.Random], Draw]] = {
 }
 
 
-def exact_draw(n: int, k: int, rng: random.Random) -> list[int]:
-    """:func:`exact` as a list of offsets."""
-    return exact(n, k, rng).offsets().tolist()
-
-
-def replacement_draw(n: int, k: int, rng: random.Random) -> list[int]:
-    """:func:`with_replacement` as a list of offsets (v1's ``random.choices``)."""
-    return with_replacement(n, k, rng).offsets().tolist()
-
-
 def requested_count(n: int, size: int | None, weight: float | None) -> int:
     """How many entries ``size`` then ``weight`` ask for out of ``n``."""
     k = n if size is None else size
@@ -236,13 +226,3 @@ def draw(n: int, size: int | None, weight: float | None, sampling: str, seed: in
         chosen = make(len(chosen), int(len(chosen) * weight), rng).of(chosen)
     return chosen
 
-
-def resample(entries: Sequence[int], size: int | None, weight: float | None, sampling: str, seed: int) -> list[int]:
-    """:func:`draw` over a list of entries.
-
-    Example::
-
-        >>> resample(range(4), size=2, weight=None, sampling="exact", seed=1)
-        [1, 2]
-    """
-    return [entries[i] for i in draw(len(entries), size, weight, sampling, seed).offsets().tolist()]

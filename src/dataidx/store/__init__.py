@@ -1,82 +1,95 @@
 """Where a store lives and how it is opened, written and queried: the one layer that knows SQL.
 
 A store is a SQLite file or a PostgreSQL schema; :mod:`.connect`, :mod:`.write` and
-:mod:`.query` choose between :mod:`.sqlite` and :mod:`.postgres`, and nothing else does. Names
-are imported on first use: reading a store never loads SQLAlchemy, which only writers need.
+:mod:`.query` choose between :mod:`.sqlite` and :mod:`.postgres`, and nothing else does. This
+face offers what the other stages use (tests/test_layers.py holds it to that); tests and scripts
+import the rest from the module that defines it. Names are imported on first use: reading a store
+never loads SQLAlchemy, which only writers need.
 """
 
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_face
 
-if TYPE_CHECKING:  # the same names, for type checkers and editors (tests/test_layers.py keeps them equal)
-    from .causes import CauseRow, render_causes, spec_causes
-    from .compose import COMPOSITION_COLUMNS, REASONING_COLUMNS, TOKEN_COLUMNS, composition, composition_problems
-    from .connect import SCHEMA_REVISION, check_store, open_store, reading, store_revision
-    from .deletes import remove_mixture, remove_packing_plan, remove_render_spec
-    from .dialect import STATUSES, TRAINS
-    from .handle import Store, StoreHandle, open_handles
-    from .holdings import held_beyond_build
-    from .identity import ReadIdentity, identity_of
-    from .info import REASONING_SAID, added_token_uses, reasoning_problems, store_info
-    from .location import PostgresStore, store_location, streams_folder
-    from .outputs import check_output
-    from .packs import EpochPacks, save_packing_plan
-    from .positions import SpecLengths, position_entries, spec_lengths
-    from .postgres.read import postgres_conninfo
-    from .query import run_query
-    from .records import (
-        REASONING,
-        REASONING_PROBLEM_SUMS,
-        REASONING_PROBLEMS,
-        StoredDataset,
-        StoredMixture,
-        check_epoch,
-        epoch_number,
-        mixture_epochs,
-        read_datasets,
-        read_epochs,
-        read_mixture,
-        served_epoch,
-        serving,
-        stale_budget_mixtures,
-    )
-    from .renders import LengthRow, budget_mixtures_drawn_before, move_spec_tokenizer, render_counts, save_render_spec
-    from .schema import (
-        VIEW_COLUMNS,
-        Base,
-        Build,
-        Dataset,
-        EpochDataset,
-        Mixture,
-        MixtureDataset,
-        MixtureEpoch,
-        RejectedRow,
-        RenderSpecRow,
-        schema_script,
-    )
-    from .sqlite.bulk import PositionWriter, draw_counts, insert_base_entries, insert_mixture_entries
-    from .sqlite.files import create_store
-    from .sqlite.migrations import alembic_config, migrated_schema, migrations_dir
-    from .sqlite.read import stopped_read
-    from .sqlite.sql_functions import refused_function
-    from .write import NewStore, creating, migrate_store, rewriting
+# The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
+# re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
+if TYPE_CHECKING:
+    from .causes import CauseRow as CauseRow
+    from .causes import render_causes as render_causes
+    from .causes import spec_causes as spec_causes
+    from .compose import COMPOSITION_COLUMNS as COMPOSITION_COLUMNS
+    from .compose import REASONING_COLUMNS as REASONING_COLUMNS
+    from .compose import TOKEN_COLUMNS as TOKEN_COLUMNS
+    from .compose import composition as composition
+    from .compose import composition_problems as composition_problems
+    from .connect import SCHEMA_REVISION as SCHEMA_REVISION
+    from .connect import check_store as check_store
+    from .connect import open_store as open_store
+    from .connect import reading as reading
+    from .deletes import remove_mixture as remove_mixture
+    from .deletes import remove_packing_plan as remove_packing_plan
+    from .deletes import remove_render_spec as remove_render_spec
+    from .dialect import STATUSES as STATUSES
+    from .dialect import TRAINS as TRAINS
+    from .handle import Store as Store
+    from .handle import StoreHandle as StoreHandle
+    from .identity import ReadIdentity as ReadIdentity
+    from .identity import identity_of as identity_of
+    from .info import REASONING_SAID as REASONING_SAID
+    from .info import added_token_uses as added_token_uses
+    from .info import store_info as store_info
+    from .location import store_location as store_location
+    from .location import streams_folder as streams_folder
+    from .outputs import check_output as check_output
+    from .packs import EpochPacks as EpochPacks
+    from .packs import save_packing_plan as save_packing_plan
+    from .positions import SpecLengths as SpecLengths
+    from .positions import position_entries as position_entries
+    from .positions import spec_lengths as spec_lengths
+    from .query import run_query as run_query
+    from .records import REASONING as REASONING
+    from .records import REASONING_PROBLEM_SUMS as REASONING_PROBLEM_SUMS
+    from .records import REASONING_PROBLEMS as REASONING_PROBLEMS
+    from .records import StoredDataset as StoredDataset
+    from .records import check_epoch as check_epoch
+    from .records import mixture_epochs as mixture_epochs
+    from .records import read_datasets as read_datasets
+    from .records import read_mixture as read_mixture
+    from .records import served_epoch as served_epoch
+    from .records import serving as serving
+    from .renders import LengthRow as LengthRow
+    from .renders import budget_mixtures_drawn_before as budget_mixtures_drawn_before
+    from .renders import move_spec_tokenizer as move_spec_tokenizer
+    from .renders import render_counts as render_counts
+    from .renders import save_render_spec as save_render_spec
+    from .schema import Build as Build
+    from .schema import Dataset as Dataset
+    from .schema import EpochDataset as EpochDataset
+    from .schema import Mixture as Mixture
+    from .schema import MixtureDataset as MixtureDataset
+    from .schema import MixtureEpoch as MixtureEpoch
+    from .schema import RejectedRow as RejectedRow
+    from .sqlite.bulk import PositionWriter as PositionWriter
+    from .sqlite.bulk import draw_counts as draw_counts
+    from .sqlite.bulk import insert_base_entries as insert_base_entries
+    from .sqlite.read import stopped_read as stopped_read
+    from .sqlite.sql_functions import refused_function as refused_function
+    from .write import NewStore as NewStore
+    from .write import creating as creating
+    from .write import migrate_store as migrate_store
+    from .write import rewriting as rewriting
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
-    "PostgresStore": ".location",
     "store_location": ".location",
-    "postgres_conninfo": ".postgres.read",
     # reading
     "SCHEMA_REVISION": ".connect",
     "open_store": ".connect",
     "reading": ".connect",
     "check_store": ".connect",
-    "store_revision": ".connect",
     "Store": ".handle",
     "StoreHandle": ".handle",
-    "open_handles": ".handle",
     "stopped_read": ".sqlite.read",
     "STATUSES": ".dialect",
     "TRAINS": ".dialect",
@@ -84,16 +97,12 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "REASONING_PROBLEMS": ".records",
     "REASONING_PROBLEM_SUMS": ".records",
     "StoredDataset": ".records",
-    "StoredMixture": ".records",
     "read_datasets": ".records",
     "read_mixture": ".records",
-    "read_epochs": ".records",
     "check_epoch": ".records",
-    "epoch_number": ".records",
     "served_epoch": ".records",
     "serving": ".records",
     "mixture_epochs": ".records",
-    "stale_budget_mixtures": ".records",
     "render_counts": ".renders",
     "run_query": ".query",
     "refused_function": ".sqlite.sql_functions",
@@ -104,7 +113,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "spec_lengths": ".positions",
     "store_info": ".info",
     "added_token_uses": ".info",
-    "reasoning_problems": ".info",
     "REASONING_SAID": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
@@ -118,7 +126,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rewriting": ".write",
     "streams_folder": ".location",
     "insert_base_entries": ".sqlite.bulk",
-    "insert_mixture_entries": ".sqlite.bulk",
     "PositionWriter": ".sqlite.bulk",
     "draw_counts": ".sqlite.bulk",
     "save_render_spec": ".renders",
@@ -134,21 +141,12 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
     "check_output": ".outputs",
-    "held_beyond_build": ".holdings",
     # the schema
-    "Base": ".schema",
     "Build": ".schema",
     "Dataset": ".schema",
     "Mixture": ".schema",
     "MixtureDataset": ".schema",
     "MixtureEpoch": ".schema",
     "EpochDataset": ".schema",
-    "RenderSpecRow": ".schema",
     "RejectedRow": ".schema",
-    "VIEW_COLUMNS": ".schema",
-    "schema_script": ".schema",
-    "create_store": ".sqlite.files",
-    "alembic_config": ".sqlite.migrations",
-    "migrated_schema": ".sqlite.migrations",
-    "migrations_dir": ".sqlite.migrations",
 })

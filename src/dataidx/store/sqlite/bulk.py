@@ -8,7 +8,6 @@ C with ``json_each`` inside a single ``INSERT ... SELECT``: two to three times f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -54,14 +53,6 @@ def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, 
         connection.execute(
             _BASE, {"first": first_id + offset, "dataset": dataset_id, "k": k, "packed": json.dumps(chunk.tolist())}
         )
-
-
-def insert_mixture_entries(connection: Connection, mixture_id: int, first_id: int, entry_ids: Sequence[int], *,
-                           min_run: int = MIN_RUN) -> None:
-    """Positions ``first_id, first_id + 1, ...`` of a mixture, pointing at base entries."""
-    positions = PositionWriter(connection, mixture_id, first_id, min_run=min_run)
-    positions.add_ids(np.asarray(entry_ids, dtype=np.int64))
-    positions.close()
 
 
 class PositionWriter:

@@ -1,0 +1,64 @@
+"""Every benchmark in scripts/ runs to its end at a tiny size, in a process of its own.
+
+Nothing else runs them between measurements, and a schema change once broke two of them unseen.
+The other scripts write files of the repository (make_demo_tokenizer.py, snapshot_schema.py:
+test_store checks schema.sql instead), need LLaMA-Factory's source (conformance.py), or are a
+module of the benchmarks (scale_data.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from .helpers import REPO
+from .postgres_server import server_binaries
+
+pytestmark = pytest.mark.slow  # each takes 10-60 s
+
+#: Arguments of each run, and a line its report must hold.
+SMOKES = {
+    "bench": (["bench.py", "--alpaca", "200", "--sharegpt", "50", "--fetches", "100", "--loader", "200", "--pack",
+               "1000", "--render", "100", "--families", "100"], "real families' templates: 2,000 of"),
+    "bench_budgets": (["bench_budgets.py", "--entries", "2000"], "budgets against what each epoch drew"),
+    "bench_postgres": (["bench_postgres.py", "--alpaca", "400", "--sharegpt", "100", "--fetches", "100", "--loader",
+                        "200"], "PostgreSQL / file"),
+    "bench_report": (["bench_report.py", "--alpaca", "400", "--sharegpt", "100"], "dataidx report (fresh process"),
+    "bench_scale": (["bench_scale.py", "--entries", "2000", "--render", "100", "--work", "{tmp}/scale"],
+                    "`dataidx pack` 4096, all entries (s)"),
+    "bounds turns": (["bounds.py", "turns", "--sizes", "10"], "one row of N one-character turns"),
+    "bounds report": (["bounds.py", "report", "--datasets", "3"], "3 datasets"),
+    "bounds template": (["bounds.py", "template", "--budget", "0.5"], "ran past its budget of 0.5 s"),
+}
+
+
+@pytest.mark.parametrize("name", list(SMOKES))
+def test_a_benchmark_runs_to_its_end_at_a_tiny_size(name: str, tmp_path: Path) -> None:
+    arguments, said = SMOKES[name]
+    if name == "bench_postgres" and server_binaries() is None:
+        if os.environ.get("DATAIDX_REQUIRE_POSTGRES"):
+            pytest.fail("PostgreSQL's server binaries (initdb) are needed for scripts/bench_postgres.py")
+        pytest.skip("no PostgreSQL server binaries on this machine")
+    script, *rest = arguments
+    # Their temporary folders go to one of their own; a server's must be one the postgres user can
+    # enter, which tmp_path is not.
+    temporary = tmp_path
+    if name == "bench_postgres":
+        temporary = Path(tempfile.mkdtemp(prefix="dataidx-smoke-"))
+        temporary.chmod(0o755)
+    try:
+        result = subprocess.run([sys.executable, str(REPO / "scripts" / script),
+                                 *(a.format(tmp=tmp_path) for a in rest)], cwd=REPO,
+                                env={**os.environ, "TMPDIR": str(temporary)}, capture_output=True, text=True,
+                                timeout=600)
+    finally:
+        if temporary != tmp_path:
+            shutil.rmtree(temporary, ignore_errors=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert said in result.stdout, result.stdout[-3000:]
