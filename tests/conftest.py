@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ os.environ["HF_HOME"] = _CACHE
 os.environ["HF_DATASETS_CACHE"] = os.path.join(_CACHE, "datasets")
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -103,3 +106,29 @@ def browser():
         launched = driver.chromium.launch(executable_path=chromium, headless=True)
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def exit_stack() -> Iterator[ExitStack]:
+    """An ExitStack unwound when the test ends: ``exit_stack.enter_context(DataEngine(...))`` for
+    readers a test makes in loops, lambdas or as arguments, which a ``with`` block cannot hold."""
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture(autouse=True)
+def no_store_handle_left_open() -> Iterator[None]:
+    """Fail a test that leaves a store handle open: a reader, engine or plan it made and did not
+    close (``close()`` or ``with``), whose connection would wait for the garbage collector.
+    Handles of wider fixtures, opened before the test, are theirs to close."""
+    from dataidx.store.handle import open_handles
+
+    before = set(open_handles()[0])
+    yield
+    still, collected = open_handles()
+    left = [handle for handle in still if handle not in before]
+    for handle in left:  # reported here, once, not again when the collector finds them
+        handle.close()
+    if left or collected:
+        pytest.fail(f"store handles left open: {[str(h.name) for h in left] + collected} (close() or with)",
+                    pytrace=False)

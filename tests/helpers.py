@@ -220,3 +220,20 @@ def migrated_schema(path: str | os.PathLike[str]) -> str:
     lines += [statement.strip() + ";" for statement in statements]
     lines.append(f"INSERT INTO alembic_version (version_num) VALUES ('{revision}');")
     return "\n".join(lines) + "\n"
+
+
+def engine_samples(store: Any, *args: Any, **options: Any) -> list[dict[str, Any]]:
+    """Every sample ``DataEngine(store, *args, **options)`` serves, in order; the engine is closed
+    after (a test that only looks at what a store serves leaves no handle open)."""
+    from dataidx import DataEngine
+
+    with DataEngine(store, *args, **options) as engine:
+        return engine[:]  # type: ignore[return-value]
+
+
+def engine_length(store: Any, *args: Any, **options: Any) -> int:
+    """``len(DataEngine(store, *args, **options))``, the engine closed after."""
+    from dataidx import DataEngine
+
+    with DataEngine(store, *args, **options) as engine:
+        return len(engine)

@@ -18,7 +18,7 @@ from dataidx.errors import ConfigError, ConversionError, DataidxError, SourceErr
 from dataidx.index import build
 from dataidx.store import run_query, store_info
 
-from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, engine_length, engine_samples, write_jsonl, write_yaml
 
 
 def digest(path: Path) -> str:
@@ -95,16 +95,16 @@ def test_local_formats(tmp_path: Path, make_store, fmt: str) -> None:
         write_jsonl(target / "part-0.jsonl", rows[:3])
         write_jsonl(target / "part-1.jsonl", rows[3:])
     store = make_store(f"d:\n  path: {target}\n  source: local\n  converter: alpaca\n")
-    engine = DataEngine(store)
-    assert len(engine) == 6
-    assert {engine[i]["messages"][1]["content"][0]["value"] for i in range(6)} == {f"answer {i}" for i in range(6)}
+    with DataEngine(store) as engine:
+        assert len(engine) == 6
+        assert {engine[i]["messages"][1]["content"][0]["value"] for i in range(6)} == {f"answer {i}" for i in range(6)}
 
 
 def test_text_files_load_with_the_text_builder(tmp_path: Path, make_store) -> None:
     data = tmp_path / "corpus.txt"
     data.write_text("first line\nsecond line\n")
     store = make_store(data)
-    assert DataEngine(store)[:] == [{"_dataset_name": "default", "text": "first line"},
+    assert engine_samples(store) == [{"_dataset_name": "default", "text": "first line"},
                                    {"_dataset_name": "default", "text": "second line"}]
 
 
@@ -115,9 +115,9 @@ def test_hf_hub_source_on_a_local_folder_laid_out_like_a_hub_repo(tmp_path: Path
     pq.write_table(pa.Table.from_pylist(alpaca_rows(2)), repo / "data" / "test-00000-of-00001.parquet")
     (repo / "README.md").write_text("# a dataset\n")
     store = make_store(f"hub:\n  path: {repo}\n  converter: alpaca\n")
-    assert len(DataEngine(store)) == 3
+    assert engine_length(store) == 3
     store = make_store(f"hub:\n  path: {repo}\n  split: test\n  converter: alpaca\n")
-    assert len(DataEngine(store)) == 2
+    assert engine_length(store) == 2
     files = store_info(store)["datasets"][0]["files"]
     assert {Path(f["path"]).name for f in files} == {"README.md", "train-00000-of-00001.parquet",
                                                       "test-00000-of-00001.parquet"}
@@ -127,8 +127,8 @@ def test_sliced_split_falls_back_to_loading_and_reads_the_right_rows(tmp_path: P
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(10))
     store = make_store(f"a:\n  path: {data}\n  source: local\n  split: train[4:7]\n  converter: alpaca\n")
     assert store_info(store)["datasets"][0]["arrow_files"] == []
-    engine = DataEngine(store)
-    assert [s["messages"][0]["content"][0]["value"] for s in engine[:]] == ["question 4", "question 5", "question 6"]
+    with DataEngine(store) as engine:
+        assert [s["messages"][0]["content"][0]["value"] for s in engine[:]] == ["question 4", "question 5", "question 6"]
 
 
 BAD_INPUTS = {
@@ -187,7 +187,7 @@ def test_rebuild_replaces_the_store_whole(tmp_path: Path, make_store) -> None:
     build(config, store)
     write_jsonl(data, alpaca_rows(5))
     build(config, store)
-    assert len(DataEngine(store)) == 5
+    assert engine_length(store) == 5
     connection = sqlite3.connect(store)
     assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     connection.close()
@@ -210,13 +210,13 @@ def test_what_the_build_recorded_is_not_logged_again_at_fetch(tmp_path: Path, ca
                            {"from": "gpt", "value": f"a{i}"}]} for i in range(50)])
     config = write_yaml(tmp_path / "c.yaml", f"chat:\n  path: {data}\n  source: local\n  converter: sharegpt\n")
     build(config, tmp_path / "s.db")
-    engine = DataEngine(tmp_path / "s.db")
-    with caplog.at_level("WARNING"):
-        samples = [engine[i] for i in range(len(engine))] + engine[0:len(engine)]
-    assert len(samples) == 100 and not caplog.records  # 50 rows lost a message; the build counted them
-    result = CliRunner().invoke(cli, ["info", str(tmp_path / "s.db")])
-    header, _, line = result.output.splitlines()[3:6]
-    assert "dropped messages" in header and line.split()[:6] == ["chat", "sharegpt", "50", "50", "50", "0"]
+    with DataEngine(tmp_path / "s.db") as engine:
+        with caplog.at_level("WARNING"):
+            samples = [engine[i] for i in range(len(engine))] + engine[0:len(engine)]
+        assert len(samples) == 100 and not caplog.records  # 50 rows lost a message; the build counted them
+        result = CliRunner().invoke(cli, ["info", str(tmp_path / "s.db")])
+        header, _, line = result.output.splitlines()[3:6]
+        assert "dropped messages" in header and line.split()[:6] == ["chat", "sharegpt", "50", "50", "50", "0"]
 
 
 def test_a_drop_the_build_did_not_record_is_logged_once_per_dataset(tmp_path: Path,
@@ -239,13 +239,13 @@ def test_a_drop_the_build_did_not_record_is_logged_once_per_dataset(tmp_path: Pa
         build(write_yaml(tmp_path / "c.yaml", yaml), tmp_path / "s.db")
         with pytest.warns(UserWarning, match="registered again"):
             register_converter("qa_test")(qa_changed)
-        engine = DataEngine(tmp_path / "s.db")
-        with caplog.at_level("WARNING"):
-            [engine[i] for i in range(len(engine))]
-            DataEngine(tmp_path / "s.db")[0:len(engine)]  # another reader in the same process
-        warned = [r.getMessage() for r in caplog.records]
-        assert len(warned) == 2 and "dataset 'first' row 0" in warned[0] and "dataset 'second' row 0" in warned[1]
-        assert "the hint is not JSON" in warned[0] and "did not record" in warned[0]
+        with DataEngine(tmp_path / "s.db") as engine:
+            with caplog.at_level("WARNING"):
+                [engine[i] for i in range(len(engine))]
+                engine_samples(tmp_path / "s.db")[0:len(engine)]  # another reader in the same process
+            warned = [r.getMessage() for r in caplog.records]
+            assert len(warned) == 2 and "dataset 'first' row 0" in warned[0] and "dataset 'second' row 0" in warned[1]
+            assert "the hint is not JSON" in warned[0] and "did not record" in warned[0]
     finally:
         converters._plugins.pop("qa_test", None)
 

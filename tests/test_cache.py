@@ -14,7 +14,7 @@ import pytest
 from dataidx import DataEngine
 from dataidx.cache import cached_store
 
-from .helpers import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, engine_length, write_jsonl, write_yaml
 
 
 def config(tmp_path: Path, rows: int = 20) -> Path:
@@ -25,14 +25,14 @@ def config(tmp_path: Path, rows: int = 20) -> Path:
 def test_a_yaml_path_builds_once_then_opens(tmp_path: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
     yaml = config(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="dataidx"):
-        engine = DataEngine(yaml)
+    with caplog.at_level(logging.WARNING, logger="dataidx"), DataEngine(yaml) as engine:
+        first = engine[0]
     assert len(engine) == 20 and "building" in caplog.text
     (store,) = (tmp_path / "cache").glob("sft-*.db")
     built_at = store.stat().st_mtime_ns
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="dataidx"):
-        assert DataEngine(yaml)[0] == engine[0]
+    with caplog.at_level(logging.WARNING, logger="dataidx"), DataEngine(yaml) as engine:
+        assert engine[0] == first
     assert caplog.text == "" and store.stat().st_mtime_ns == built_at
     # Another seed is another store; the same YAML text in another place is another store too.
     assert cached_store(yaml, seed=7)[0] != store
@@ -42,11 +42,12 @@ def test_a_yaml_path_builds_once_then_opens(tmp_path: Path, monkeypatch, caplog)
 def test_a_changed_source_rebuilds_saying_so(tmp_path: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
     yaml = config(tmp_path)
-    assert len(DataEngine(yaml)) == 20
+    with DataEngine(yaml) as engine:
+        assert len(engine) == 20
     time.sleep(0.01)
     write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(25))
-    with caplog.at_level(logging.WARNING, logger="dataidx"):
-        assert len(DataEngine(yaml)) == 25
+    with caplog.at_level(logging.WARNING, logger="dataidx"), DataEngine(yaml) as engine:
+        assert len(engine) == 25
     assert "rebuilding" in caplog.text and "changed" in caplog.text
 
 
@@ -77,8 +78,8 @@ def test_cache_lists_and_cleans(tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
     yaml = config(tmp_path)
-    DataEngine(yaml)
-    DataEngine(yaml, seed=3)
+    DataEngine(yaml).close()  # builds it into the cache
+    DataEngine(yaml, seed=3).close()
     runner = CliRunner()
     result = runner.invoke(cli, ["cache", "--json"])
     assert result.exit_code == 0 and len(__import__("json").loads(result.stdout)) == 2
@@ -87,4 +88,4 @@ def test_cache_lists_and_cleans(tmp_path: Path, monkeypatch) -> None:
     result = runner.invoke(cli, ["cache", "--clean", "30"])
     assert result.exit_code == 0 and "removed 1 cached stores" in result.stderr
     assert sorted((tmp_path / "cache").glob("*.db")) != [] and not old.exists()
-    assert len(DataEngine(yaml)) == 20  # whichever was removed is built again on use
+    assert engine_length(yaml) == 20  # whichever was removed is built again on use

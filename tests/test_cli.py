@@ -45,12 +45,12 @@ def test_info_text_and_json(demo_store: Path) -> None:
 def test_show_prints_what_the_engine_returns(demo_store: Path) -> None:
     result = run("show", str(demo_store), "0", "5", "-1")
     assert result.exit_code == 0, result.output
-    engine = DataEngine(demo_store)
-    assert [json.loads(line) for line in result.output.splitlines()] == [engine[0], engine[5], engine[-1]]
-    other = run("show", str(demo_store), "1", "--mixture", "nope")
-    assert other.exit_code == 1 and "no mixture 'nope'" in other.stderr
-    far = run("show", str(demo_store), "37")
-    assert far.exit_code == 1 and "position 37 out of range" in far.stderr
+    with DataEngine(demo_store) as engine:
+        assert [json.loads(line) for line in result.output.splitlines()] == [engine[0], engine[5], engine[-1]]
+        other = run("show", str(demo_store), "1", "--mixture", "nope")
+        assert other.exit_code == 1 and "no mixture 'nope'" in other.stderr
+        far = run("show", str(demo_store), "37")
+        assert far.exit_code == 1 and "position 37 out of range" in far.stderr
 
 
 def test_query_table_and_json(demo_store: Path) -> None:

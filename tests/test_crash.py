@@ -20,7 +20,7 @@ from dataidx.convert import converters, register_converter
 from dataidx.index import add_mixture, build
 from dataidx.store import store_info
 
-from .helpers import alpaca_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, engine_length, write_jsonl, write_yaml
 
 pytestmark = pytest.mark.slow  # processes killed with SIGKILL mid-write
 
@@ -64,9 +64,9 @@ def assert_whole(store: Path, expected_digest: str, entries: int) -> None:
     connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     connection.close()
-    engine = DataEngine(store)
-    assert len(engine) == entries
-    assert engine[-1]["_dataset_name"] == "alp"
+    with DataEngine(store) as engine:
+        assert len(engine) == entries
+        assert engine[-1]["_dataset_name"] == "alp"
 
 
 def kill_after(args: list[str], delay: float) -> bool:
@@ -130,7 +130,7 @@ def test_kill_9_during_mix_never_damages_the_store(slow_setup) -> None:
     assert killed >= 2
     assert [m["name"] for m in store_info(store_big)["mixtures"]] in (["default"], ["default", "crash"])
     add_mixture(store_big, big, "after", seed=1)  # also clears the killed writers' temporaries
-    assert len(DataEngine(store_big, mixture="after")) == 2_400_000
+    assert engine_length(store_big, mixture="after") == 2_400_000
     assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -195,4 +195,4 @@ def test_concurrent_mixes_both_land(tmp_path: Path, alpaca3k_store: Path) -> Non
     ]
     assert [p.wait() for p in processes] == [0, 0, 0]
     assert sorted(m["name"] for m in store_info(alpaca3k_store)["mixtures"]) == ["default", "first", "second", "third"]
-    assert all(len(DataEngine(alpaca3k_store, mixture=name)) == 900_000 for name in ("first", "second", "third"))
+    assert all(engine_length(alpaca3k_store, mixture=name) == 900_000 for name in ("first", "second", "third"))

@@ -232,8 +232,9 @@ def test_steps_and_packs_are_per_epoch_and_messages_name_the_epoch(demo: Path, t
     assert exported.stderr.splitlines()[-1] == "wrote 12 samples of mixture 'three', epoch 2 of 3 to e.jsonl"
     from dataidx import DataEngine
 
-    with pytest.raises(IndexError, match=r"^position 12 out of range for mixture 'three', epoch 1 of 3 of 12 entries$"):
-        DataEngine(demo / "s.db", "three", epoch=1)[12]
+    with DataEngine(demo / "s.db", "three", epoch=1) as engine, \
+            pytest.raises(IndexError, match=r"^position 12 out of range for mixture 'three', epoch 1 of 3 of 12 entries$"):
+        engine[12]
 
 
 # Item 13: the README's walkthrough, as written, ends with steps to train.

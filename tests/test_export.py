@@ -18,25 +18,25 @@ from .helpers import write_jsonl
 
 
 def test_jsonl_and_parquet_hold_the_mixture_in_order(tmp_path: Path, demo_store: Path) -> None:
-    engine = DataEngine(demo_store)
-    expected = engine[0:len(engine)]
-    result = CliRunner().invoke(cli, ["export", str(demo_store), "-o", str(tmp_path / "out.jsonl")])
-    assert result.exit_code == 0, result.output
-    assert f"wrote {len(engine)} samples" in result.stderr
-    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert lines == expected
-    assert export_mixture(demo_store, tmp_path / "out.parquet") == len(engine)
-    rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
-    for row, sample in zip(rows, expected, strict=True):
-        assert {k: v for k, v in row.items() if v is not None} == sample
-    assert not list(tmp_path.glob(".*.tmp"))
+    with DataEngine(demo_store) as engine:
+        expected = engine[0:len(engine)]
+        result = CliRunner().invoke(cli, ["export", str(demo_store), "-o", str(tmp_path / "out.jsonl")])
+        assert result.exit_code == 0, result.output
+        assert f"wrote {len(engine)} samples" in result.stderr
+        lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert lines == expected
+        assert export_mixture(demo_store, tmp_path / "out.parquet") == len(engine)
+        rows = pq.read_table(tmp_path / "out.parquet").to_pylist()
+        for row, sample in zip(rows, expected, strict=True):
+            assert {k: v for k, v in row.items() if v is not None} == sample
+        assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_to_hf_is_a_datasets_view_of_the_mixture(demo_store: Path) -> None:
-    engine = DataEngine(demo_store)
-    hf = engine.to_hf()
-    assert len(hf) == len(engine)
-    assert hf[3]["messages"] == engine[3]["messages"] and hf[3]["_dataset_name"] == engine[3]["_dataset_name"]
+    with DataEngine(demo_store) as engine:
+        hf = engine.to_hf()
+        assert len(hf) == len(engine)
+        assert hf[3]["messages"] == engine[3]["messages"] and hf[3]["_dataset_name"] == engine[3]["_dataset_name"]
 
 
 def test_export_errors(tmp_path: Path, demo_store: Path, make_store) -> None:

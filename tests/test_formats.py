@@ -12,7 +12,7 @@ from dataidx.config import load_config
 from dataidx.convert import convert_row, converters
 from dataidx.errors import ConfigError, ConversionError, SourceError
 
-from .helpers import GOLDEN, SHARED_DATA, alpaca_rows, requires_shared, write_jsonl
+from .helpers import GOLDEN, SHARED_DATA, alpaca_rows, engine_samples, requires_shared, write_jsonl
 
 
 def test_columns_map_source_names_to_what_the_converter_expects(tmp_path: Path, make_store) -> None:
@@ -25,9 +25,9 @@ def test_columns_map_source_names_to_what_the_converter_expects(tmp_path: Path, 
         f"qa:\n  path: {tmp_path / 'odd.jsonl'}\n  source: local\n  converter: alpaca\n"
         "  columns: {instruction: question, input: context, output: answer}\n"
     )
-    expected, got = DataEngine(standard), DataEngine(renamed)
+    expected, got = engine_samples(standard), engine_samples(renamed)
     assert len(got) == len(expected) == 30
-    assert got[0:30] == expected[0:30]  # "answer" replaced the unrenamed "output" column
+    assert got == expected  # "answer" replaced the unrenamed "output" column
 
 
 def test_columns_map_with_the_row_path(tmp_path: Path, make_store) -> None:
@@ -38,9 +38,9 @@ def test_columns_map_with_the_row_path(tmp_path: Path, make_store) -> None:
     write_jsonl(tmp_path / "chat.jsonl", [{"dialogue": turns}] * 3)
     store = make_store(f"chat:\n  path: {tmp_path / 'chat.jsonl'}\n  source: local\n  converter: sharegpt\n"
                        "  columns: {conversations: dialogue}\n")
-    engine = DataEngine(store)
-    assert len(engine) == 3
-    assert [m["role"] for m in engine[0]["messages"]] == ["user", "assistant"]
+    with DataEngine(store) as engine:
+        assert len(engine) == 3
+        assert [m["role"] for m in engine[0]["messages"]] == ["user", "assistant"]
 
 
 def test_bad_columns_are_named(tmp_path: Path, make_store) -> None:
@@ -89,17 +89,17 @@ def test_openai_converter_with_media_and_tool_calls() -> None:
 @requires_shared
 def test_openai_converter_reads_llamafactory_mllm_demo_as_v1_does(tmp_path: Path, make_store) -> None:
     store = make_store(f"mllm:\n  path: {SHARED_DATA / 'mllm_demo.json'}\n  source: local\n  converter: openai\n")
-    engine = DataEngine(store)
-    golden = [json.loads(line) for line in (GOLDEN / "v1_multimodal_demo.samples.jsonl").open()]
-    source = json.loads((SHARED_DATA / "mllm_demo.json").read_text())
-    for number in range(len(source)):  # v1's multimodal demo is the same conversations, paths under data/
-        row = DataEngine(store).reader.sample(1, number, None)["messages"]
-        want = golden[number]["messages"]
-        assert [m["role"] for m in row] == [m["role"] for m in want]
-        for ours, theirs in zip(row, want):
-            assert [(b["type"], b["value"].removeprefix("data/")) for b in theirs["content"]] == \
-                [(b["type"], b["value"]) for b in ours["content"]]
-    assert len(engine) == sum(sum(m["role"] == "assistant" for m in r["messages"]) for r in source)
+    with DataEngine(store) as engine:
+        golden = [json.loads(line) for line in (GOLDEN / "v1_multimodal_demo.samples.jsonl").open()]
+        source = json.loads((SHARED_DATA / "mllm_demo.json").read_text())
+        for number in range(len(source)):  # v1's multimodal demo is the same conversations, paths under data/
+            row = engine.reader.sample(1, number, None)["messages"]
+            want = golden[number]["messages"]
+            assert [m["role"] for m in row] == [m["role"] for m in want]
+            for ours, theirs in zip(row, want):
+                assert [(b["type"], b["value"].removeprefix("data/")) for b in theirs["content"]] == \
+                    [(b["type"], b["value"]) for b in ours["content"]]
+        assert len(engine) == sum(sum(m["role"] == "assistant" for m in r["messages"]) for r in source)
 
 
 def test_rows_datasets_stores_as_json_text_read_back_as_ds_i_does(tmp_path: Path, make_store) -> None:
@@ -108,6 +108,6 @@ def test_rows_datasets_stores_as_json_text_read_back_as_ds_i_does(tmp_path: Path
                 {"role": "assistant", "content": [{"type": "text", "value": "a"}], "loss_weight": 1.0}]
     write_jsonl(tmp_path / "mixed.jsonl", [{"messages": messages}] * 3)
     store = make_store(f"mixed:\n  path: {tmp_path / 'mixed.jsonl'}\n  source: local\n")
-    engine = DataEngine(store)
-    assert len(engine) == 3
-    assert engine[0]["messages"] == messages
+    with DataEngine(store) as engine:
+        assert len(engine) == 3
+        assert engine[0]["messages"] == messages

@@ -31,23 +31,23 @@ def test_index_and_samples_match_llamafactory(name: str, tmp_path: Path) -> None
     assert [tuple(r) for r in rows] == golden_index
 
     samples = read_jsonl(GOLDEN / f"{name}.samples.jsonl")
-    engine = DataEngine(store)
-    assert len(engine) == len(golden_index)
-    for position, (row, cut) in enumerate(golden_index):
-        expected = dict(samples[row])
-        if cut is not None:
-            expected["messages"] = expected["messages"][:cut]
-        assert engine[position] == {"_dataset_name": name, **expected}, (name, position)
+    with DataEngine(store) as engine:
+        assert len(engine) == len(golden_index)
+        for position, (row, cut) in enumerate(golden_index):
+            expected = dict(samples[row])
+            if cut is not None:
+                expected["messages"] = expected["messages"][:cut]
+            assert engine[position] == {"_dataset_name": name, **expected}, (name, position)
 
 
 def test_llamafactory_v1_sft_demo_yaml_builds_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SHARED)
     store = tmp_path / "v1.db"
     build("data/v1_sft_demo.yaml", store)
-    engine = DataEngine(store)
-    assert len(engine) == 91 + 500
-    _, rows = run_query(store, "SELECT dataset, entries, distinct_rows FROM composition ORDER BY dataset")
-    assert rows == [("alpaca_en_demo", 500, 500, ), ("identity", 91, 91)]
-    _, paths = run_query(store, "SELECT path FROM datasets ORDER BY position")
-    data = SHARED.resolve() / "data"
-    assert paths == [(str(data / "identity.json"),), (str(data / "alpaca_en_demo.json"),)]
+    with DataEngine(store) as engine:
+        assert len(engine) == 91 + 500
+        _, rows = run_query(store, "SELECT dataset, entries, distinct_rows FROM composition ORDER BY dataset")
+        assert rows == [("alpaca_en_demo", 500, 500, ), ("identity", 91, 91)]
+        _, paths = run_query(store, "SELECT path FROM datasets ORDER BY position")
+        data = SHARED.resolve() / "data"
+        assert paths == [(str(data / "identity.json"),), (str(data / "alpaca_en_demo.json"),)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,16 @@ from dataidx.cli import cli
 from dataidx.config import load_config
 from dataidx.errors import ConfigError
 
-from .helpers import REPO, alpaca_rows, examples, train_tokenizer, write_jsonl, write_yaml
+from .helpers import (
+    REPO,
+    alpaca_rows,
+    engine_length,
+    engine_samples,
+    examples,
+    train_tokenizer,
+    write_jsonl,
+    write_yaml,
+)
 
 
 def run(*args: str):  # click's Result
@@ -64,7 +74,6 @@ def test_a_crafted_stores_triggers_are_dropped_by_writes_and_its_altered_views_r
         tmp_path: Path, make_store, caplog: pytest.LogCaptureFixture) -> None:
     import sqlite3
 
-    from dataidx import DataEngine
 
     data = write_jsonl(tmp_path / "a.jsonl", [{"instruction": f"q{i}", "output": f"a{i}"} for i in range(40)])
     config = write_yaml(tmp_path / "a.yaml", f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
@@ -74,7 +83,7 @@ def test_a_crafted_stores_triggers_are_dropped_by_writes_and_its_altered_views_r
                            "UPDATE mixture_runs SET first_entry = 1, length = 1 WHERE rowid = NEW.rowid; END")
     assert run("mix", store, config, "--name", "m").exit_code == 0
     assert "dropped trigger 'one_sample' before writing" in caplog.text
-    rows = [sample["messages"][0]["content"][0]["value"] for sample in DataEngine(store, "m")]
+    rows = [sample["messages"][0]["content"][0]["value"] for sample in engine_samples(store, "m")]
     assert sorted(rows) == sorted(f"q{i}" for i in range(40))
     with sqlite3.connect(store) as connection:
         connection.execute("CREATE TRIGGER later AFTER INSERT ON mixtures BEGIN SELECT 1; END")
@@ -100,12 +109,12 @@ def test_an_entry_naming_a_row_outside_its_dataset_is_refused_not_served_as_anot
     with sqlite3.connect(store) as connection:
         connection.execute("UPDATE base_entries SET row = -1 WHERE id = 1")
         connection.execute("UPDATE base_entries SET cut = -1 WHERE id = 2")
-    engine = DataEngine(store)
-    with pytest.raises(StoreError, match=r"dataset 'a' has rows 0-4, but an entry names row -1; the store is damaged"):
-        engine[0]
-    with pytest.raises(StoreError, match=r"an entry names row 1 cut -1; the store is damaged"):
-        engine[1]
-    assert engine[2]["messages"][0]["content"][0]["value"] == "q2"
+    with DataEngine(store) as engine:
+        with pytest.raises(StoreError, match=r"dataset 'a' has rows 0-4, but an entry names row -1; the store is damaged"):
+            engine[0]
+        with pytest.raises(StoreError, match=r"an entry names row 1 cut -1; the store is damaged"):
+            engine[1]
+        assert engine[2]["messages"][0]["content"][0]["value"] == "q2"
 
 
 @pytest.mark.slow
@@ -299,7 +308,7 @@ def test_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch
     monkeypatch.setenv("DATAIDX_CACHE", str(cache))
     write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
                                                        {"role": "assistant", "content": "yo"}]}])
-    DataEngine(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n"))
+    DataEngine(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n")).close()
     mine = tmp_path / "precious.db"
     sqlite3.connect(mine).close()
     theirs = [cache / "results.db", cache / "notes-0123456789abcdef01234567.db", cache / "linked-0123456789abcdef0123456a.db"]
@@ -522,25 +531,25 @@ def epochs_while_mixing(store: str, config: Path) -> None:
     from dataidx.index import add_mixture
     from dataidx.store import remove_mixture
 
-    engine = DataEngine(store)
-    loader = DataLoader(engine, batch_size=4, num_workers=2, multiprocessing_context="fork", collate_fn=list)
-    expected = [engine[i] for i in range(len(engine))]
-    for epoch in range(3):
-        assert [sample for batch in loader for sample in batch] == expected, epoch
-        if epoch == 0:
-            add_mixture(store, config, f"other{epoch}", seed=epoch)  # an unrelated write: the store is replaced
-        if epoch == 1:
-            remove_mixture(store, "other0")
-    assert engine[0] == expected[0]
-    remove_mixture(store, "default")
-    add_mixture(store, config, "default", seed=99)  # what this engine reads, drawn again
-    with pytest.raises(StaleStoreError, match="mixture 'default' was removed or drawn again"):
-        [sample for batch in loader for sample in batch]
-    if store.startswith("postgresql"):  # a server connection reads the swapped schema: refused
-        with pytest.raises(StaleStoreError, match="mixture 'default' was removed or drawn again"):
-            engine[0]
-    else:  # this process keeps reading the file it opened
+    with DataEngine(store) as engine:
+        loader = DataLoader(engine, batch_size=4, num_workers=2, multiprocessing_context="fork", collate_fn=list)
+        expected = [engine[i] for i in range(len(engine))]
+        for epoch in range(3):
+            assert [sample for batch in loader for sample in batch] == expected, epoch
+            if epoch == 0:
+                add_mixture(store, config, f"other{epoch}", seed=epoch)  # an unrelated write: the store is replaced
+            if epoch == 1:
+                remove_mixture(store, "other0")
         assert engine[0] == expected[0]
+        remove_mixture(store, "default")
+        add_mixture(store, config, "default", seed=99)  # what this engine reads, drawn again
+        with pytest.raises(StaleStoreError, match="mixture 'default' was removed or drawn again"):
+            [sample for batch in loader for sample in batch]
+        if store.startswith("postgresql"):  # a server connection reads the swapped schema: refused
+            with pytest.raises(StaleStoreError, match="mixture 'default' was removed or drawn again"):
+                engine[0]
+        else:  # this process keeps reading the file it opened
+            assert engine[0] == expected[0]
 
 
 @pytest.mark.slow
@@ -922,11 +931,13 @@ def epochs_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path)
     return folder / "epochs.db"
 
 
-def _training_datasets(store: Path) -> dict:
+def _training_datasets(store: Path, stack: ExitStack) -> dict:
+    """The three datasets a trainer reads, each closed when ``stack`` unwinds."""
     from dataidx import DataEngine, PackedDataset
 
-    return {"samples": DataEngine(store), "rendered": DataEngine(store, render="default"),
-            "packed": PackedDataset(store, plan="default")}
+    return {"samples": stack.enter_context(DataEngine(store)),
+            "rendered": stack.enter_context(DataEngine(store, render="default")),
+            "packed": stack.enter_context(PackedDataset(store, plan="default"))}
 
 
 def _plain(batch):  # batches with tensors as lists, to compare with ==
@@ -940,13 +951,14 @@ def _plain(batch):  # batches with tensors as lists, to compare with ==
 
 
 def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_store: Path,
-                                                                          caplog: pytest.LogCaptureFixture) -> None:
+                                                                          caplog: pytest.LogCaptureFixture,
+                                                                          exit_stack: ExitStack) -> None:
     from accelerate.data_loader import DataLoaderShard
 
     from dataidx import Collator, DataEngine
     from dataidx.errors import NotFoundError
 
-    for kind, data in _training_datasets(epochs_store).items():
+    for kind, data in _training_datasets(epochs_store, exit_stack).items():
         loader = DataLoaderShard(data, batch_size=4, collate_fn=list if kind == "samples" else Collator(0))
         served = []
         for epoch in range(3):
@@ -956,17 +968,17 @@ def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_s
     wraps = [r for r in caplog.records if "set_epoch(1) serves epoch 0" in r.getMessage()]
     assert len(wraps) == 1 and wraps[0].levelname == "WARNING"  # once per process, store and mixture
     # A mixture of 3 stored epochs serves epoch k % 3 for set_epoch(k); each epoch is its own draw.
-    three = DataEngine(epochs_store, "three")
-    draws = []
-    for epoch in range(6):
-        three.set_epoch(epoch)
-        draws.append([three.reader.entry(i) for i in range(len(three))])
-        assert three.epoch == epoch % 3
-    assert draws[:3] == draws[3:] and draws[0] != draws[1] != draws[2]
-    # An epoch a user names is one the mixture has.
-    with pytest.raises(NotFoundError, match="has epoch 0, not epoch 1"):
-        DataEngine(epochs_store, epoch=1)
-    assert run("show", epochs_store, "0", "--epoch", "1").exit_code == 1
+    with DataEngine(epochs_store, "three") as three:
+        draws = []
+        for epoch in range(6):
+            three.set_epoch(epoch)
+            draws.append([three.reader.entry(i) for i in range(len(three))])
+            assert three.epoch == epoch % 3
+        assert draws[:3] == draws[3:] and draws[0] != draws[1] != draws[2]
+        # An epoch a user names is one the mixture has.
+        with pytest.raises(NotFoundError, match="has epoch 0, not epoch 1"):
+            DataEngine(epochs_store, epoch=1)
+        assert run("show", epochs_store, "0", "--epoch", "1").exit_code == 1
 
 
 @pytest.mark.slow
@@ -981,20 +993,20 @@ def test_a_transformers_trainer_runs_three_epochs_over_a_store_built_once(epochs
                                          num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
                                          max_position_embeddings=256))
     collate = Collator(pad_token_id=tokenizer.pad_token_id)
-    engine = DataEngine(epochs_store, render="default")
-    epochs = []
-    engine_set_epoch = engine.set_epoch
-    engine.set_epoch = lambda epoch: (epochs.append(epoch), engine_set_epoch(epoch))[1]  # record each call
-    arguments = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3, per_device_train_batch_size=8,
-                                  report_to=[], use_cpu=True, save_strategy="no", logging_strategy="no",
-                                  dataloader_num_workers=0, disable_tqdm=True,
-                                  remove_unused_columns=False)  # else the Trainer drops loss_weights before collate
-    trainer = Trainer(model=model, args=arguments, train_dataset=engine,
-                      data_collator=lambda batch: {k: v for k, v in collate(batch).items() if k != "loss_weights"})
-    result = trainer.train()
-    # Trainer and accelerate's DataLoaderShard each call it every epoch; 1 and 2 served the stored epoch again.
-    assert sorted(set(epochs)) == [0, 1, 2] and engine.epoch == 0
-    assert result.global_step == 3 * -(-len(engine) // 8)
+    with DataEngine(epochs_store, render="default") as engine:
+        epochs = []
+        engine_set_epoch = engine.set_epoch
+        engine.set_epoch = lambda epoch: (epochs.append(epoch), engine_set_epoch(epoch))[1]  # record each call
+        arguments = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3, per_device_train_batch_size=8,
+                                      report_to=[], use_cpu=True, save_strategy="no", logging_strategy="no",
+                                      dataloader_num_workers=0, disable_tqdm=True,
+                                      remove_unused_columns=False)  # else the Trainer drops loss_weights before collate
+        trainer = Trainer(model=model, args=arguments, train_dataset=engine,
+                          data_collator=lambda batch: {k: v for k, v in collate(batch).items() if k != "loss_weights"})
+        result = trainer.train()
+        # Trainer and accelerate's DataLoaderShard each call it every epoch; 1 and 2 served the stored epoch again.
+        assert sorted(set(epochs)) == [0, 1, 2] and engine.epoch == 0
+        assert result.global_step == 3 * -(-len(engine) // 8)
 
 
 def test_set_epoch_takes_any_integer_and_refuses_bools_and_floats_in_words(epochs_store: Path) -> None:
@@ -1004,19 +1016,20 @@ def test_set_epoch_takes_any_integer_and_refuses_bools_and_floats_in_words(epoch
     from dataidx import DataEngine, PackedDataset
     from dataidx.errors import UsageError
 
-    three, packs = DataEngine(epochs_store, "three"), PackedDataset(epochs_store)
-    for epoch, served in ((np.int64(2), 2), (torch.tensor(1), 1), (np.uint8(4), 1)):
-        three.set_epoch(epoch)
-        assert three.epoch == served and type(three.epoch) is int
-    assert DataEngine(epochs_store, "three", epoch=np.int32(2)).epoch == 2
-    packs.set_epoch(np.int64(3))
-    assert packs.packs.epoch == 0
-    for data in (three, packs):
-        for bad, words in ((True, "not bool True"), (1.0, "not float 1.0"), ("1", "not str '1'"),
-                           (-1, "0 or more, not -1")):
-            with pytest.raises(UsageError, match="epoch") as error:
-                data.set_epoch(bad)
-            assert words in str(error.value) and "\n" not in str(error.value)
+    with DataEngine(epochs_store, "three") as three, PackedDataset(epochs_store) as packs:
+        for epoch, served in ((np.int64(2), 2), (torch.tensor(1), 1), (np.uint8(4), 1)):
+            three.set_epoch(epoch)
+            assert three.epoch == served and type(three.epoch) is int
+        with DataEngine(epochs_store, "three", epoch=np.int32(2)) as named:
+            assert named.epoch == 2
+        packs.set_epoch(np.int64(3))
+        assert packs.packs.epoch == 0
+        for data in (three, packs):
+            for bad, words in ((True, "not bool True"), (1.0, "not float 1.0"), ("1", "not str '1'"),
+                               (-1, "0 or more, not -1")):
+                with pytest.raises(UsageError, match="epoch") as error:
+                    data.set_epoch(bad)
+                assert words in str(error.value) and "\n" not in str(error.value)
 
 
 def _stateful_loader(data, workers: int = 0, **kwargs):
@@ -1028,25 +1041,26 @@ def _stateful_loader(data, workers: int = 0, **kwargs):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
-def test_a_restored_loader_serves_the_epoch_it_was_saved_in_without_set_epoch(epochs_store: Path) -> None:
+def test_a_restored_loader_serves_the_epoch_it_was_saved_in_without_set_epoch(epochs_store: Path,
+                                                                              exit_stack: ExitStack) -> None:
     from dataidx import DataEngine, PackedDataset, loader_state_for_workers
 
     for make in (lambda: DataEngine(epochs_store, "three"), lambda: DataEngine(epochs_store, "three", render="default"),
                  lambda: PackedDataset(epochs_store, plan="three")):
         whole = {}
         for epoch in (0, 2):
-            data = make()
+            data = exit_stack.enter_context(make())
             data.set_epoch(epoch)
             whole[epoch] = _plain(list(_stateful_loader(data)))
         for before, after, pass_dataset in ((0, 0, False), (0, 2, False), (2, 0, True), (2, 1, True)):
-            stopped = make()
+            stopped = exit_stack.enter_context(make())
             stopped.set_epoch(2)
             loader = _stateful_loader(stopped, before)
             batches = iter(loader)
             assert _plain([next(batches), next(batches)]) == whole[2][:2]
             state = loader.state_dict()
             del batches
-            fresh = make()  # a new process: epoch 0 until the state says otherwise
+            fresh = exit_stack.enter_context(make())  # a new process: epoch 0 until the state says otherwise
             resumed = _stateful_loader(fresh, after)
             resumed.load_state_dict(loader_state_for_workers(state, after, dataset=fresh if pass_dataset else None))
             rest = _plain(list(resumed))
@@ -1057,39 +1071,40 @@ def test_a_restored_loader_serves_the_epoch_it_was_saved_in_without_set_epoch(ep
 
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_a_loader_state_saved_over_another_store_or_mixture_is_refused_in_one_line(epochs_store: Path,
-                                                                                   tmp_path: Path) -> None:
+                                                                                   tmp_path: Path,
+                                                                                   exit_stack: ExitStack) -> None:
     import shutil
 
     from dataidx import DataEngine, PackedDataset, loader_state_for_workers
     from dataidx.errors import StaleStoreError, UsageError
     from dataidx.index import build
 
-    three = DataEngine(epochs_store, "three")
-    three.set_epoch(1)
-    saved = _stateful_loader(three).state_dict()
-    assert saved["dataset_state"]["epoch"] == 1
-    moved = shutil.copy(epochs_store, tmp_path / "moved.db")  # the same store elsewhere resumes
-    DataEngine(moved, "three").load_state_dict(saved["dataset_state"])
-    for other, error, words in ((DataEngine(epochs_store), UsageError, "over mixture 'three', not mixture 'default'"),
-                                (DataEngine(epochs_store, "three", render="default"), UsageError,
-                                 "not mixture 'three', render spec 'default'"),
-                                (PackedDataset(epochs_store), UsageError, "not packing plan 'default'")):
-        for through_loader in (False, True):
-            with pytest.raises(error) as raised:
-                if through_loader:
-                    loader_state_for_workers(saved, 2, dataset=other)
-                else:
-                    other.load_state_dict(saved["dataset_state"])
-            assert words in str(raised.value) and "\n" not in str(raised.value)
-    rebuilt = tmp_path / "rebuilt.db"  # the same config built again: another build, positions of another draw
-    config = epochs_store.parent / "config.yaml"
-    build(config, rebuilt)
-    from dataidx.index import add_mixture
+    with DataEngine(epochs_store, "three") as three:
+        three.set_epoch(1)
+        saved = _stateful_loader(three).state_dict()
+        assert saved["dataset_state"]["epoch"] == 1
+        moved = shutil.copy(epochs_store, tmp_path / "moved.db")  # the same store elsewhere resumes
+        exit_stack.enter_context(DataEngine(moved, "three")).load_state_dict(saved["dataset_state"])
+        others = (DataEngine(epochs_store), DataEngine(epochs_store, "three", render="default"), PackedDataset(epochs_store))
+        for other, words in zip(map(exit_stack.enter_context, others),
+                                ("over mixture 'three', not mixture 'default'",
+                                 "not mixture 'three', render spec 'default'", "not packing plan 'default'")):
+            for through_loader in (False, True):
+                with pytest.raises(UsageError) as raised:
+                    if through_loader:
+                        loader_state_for_workers(saved, 2, dataset=other)
+                    else:
+                        other.load_state_dict(saved["dataset_state"])
+                assert words in str(raised.value) and "\n" not in str(raised.value)
+        rebuilt = tmp_path / "rebuilt.db"  # the same config built again: another build, positions of another draw
+        config = epochs_store.parent / "config.yaml"
+        build(config, rebuilt)
+        from dataidx.index import add_mixture
 
-    add_mixture(rebuilt, config, "three", epochs=3, seed=5)
-    with pytest.raises(StaleStoreError, match="another draw .the store was rebuilt since") as raised:
-        DataEngine(rebuilt, "three").load_state_dict(saved["dataset_state"])
-    assert "\n" not in str(raised.value)
+        add_mixture(rebuilt, config, "three", epochs=3, seed=5)
+        with pytest.raises(StaleStoreError, match="another draw .the store was rebuilt since") as raised:
+            exit_stack.enter_context(DataEngine(rebuilt, "three")).load_state_dict(saved["dataset_state"])
+        assert "\n" not in str(raised.value)
 
 
 class _FirstBatchSlow:
@@ -1103,11 +1118,12 @@ class _FirstBatchSlow:
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
-def test_an_out_of_order_loader_state_is_refused_not_resumed_with_duplicates(epochs_store: Path) -> None:
+def test_an_out_of_order_loader_state_is_refused_not_resumed_with_duplicates(epochs_store: Path,
+                                                                             exit_stack: ExitStack) -> None:
     from dataidx import DataEngine, loader_state_for_workers
     from dataidx.errors import UsageError
 
-    slow = type("Slow", (_FirstBatchSlow, DataEngine), {})(epochs_store)
+    slow = exit_stack.enter_context(type("Slow", (_FirstBatchSlow, DataEngine), {})(epochs_store))
     loader = _stateful_loader(slow, 2, in_order=False, snapshot_every_n_steps=1)
     yielded, refused = [], []
     key = lambda sample: sample["messages"][0]["content"][0]["value"]  # noqa: E731
@@ -1120,19 +1136,21 @@ def test_an_out_of_order_loader_state_is_refused_not_resumed_with_duplicates(epo
             assert "in_order=False" in str(error) and "\n" not in str(error)
             refused.append(len(yielded))
             continue
-        resumed = _stateful_loader(DataEngine(epochs_store))
+        resumed = _stateful_loader(exit_stack.enter_context(DataEngine(epochs_store)))
         resumed.load_state_dict(converted)
         rest = [key(s) for batch in resumed for s in batch]
-        assert sorted(yielded + rest) == sorted(key(s) for s in DataEngine(epochs_store)[:])  # nothing twice
+        assert sorted(yielded + rest) == sorted(key(s) for s in engine_samples(epochs_store))  # nothing twice
     assert refused  # batch 1 came before batch 0: that state would have read 4 samples again
 
 
 @pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
-def test_crafted_loader_states_are_one_clear_error_naming_what_is_wrong(epochs_store: Path) -> None:
+def test_crafted_loader_states_are_one_clear_error_naming_what_is_wrong(epochs_store: Path,
+                                                                        exit_stack: ExitStack) -> None:
     from dataidx import DataEngine, loader_state_for_workers
     from dataidx.errors import UsageError
 
-    good = _stateful_loader(DataEngine(epochs_store)).state_dict()
+    engine = exit_stack.enter_context(DataEngine(epochs_store))
+    good = _stateful_loader(engine).state_dict()
     workers = {"_snapshot": {"_snapshot_step": 0, "_main_snapshot": {"_sampler_iter_yielded": 0},
                              "_worker_snapshots": {"worker_0": 5}}, "_steps_since_snapshot": 0,
                "_iterator_finished": False}
@@ -1152,13 +1170,13 @@ def test_crafted_loader_states_are_one_clear_error_naming_what_is_wrong(epochs_s
     ]
     for state, words in crafted:
         with pytest.raises(UsageError) as raised:
-            loader_state_for_workers(state, 2, dataset=DataEngine(epochs_store))
+            loader_state_for_workers(state, 2, dataset=engine)
         assert words in str(raised.value) and "\n" not in str(raised.value), (state, str(raised.value))
     for workers_count in (-1, "2", True):
         with pytest.raises(UsageError, match="num_workers must be a whole number 0 or more"):
             loader_state_for_workers(good, workers_count)
     with pytest.raises(UsageError, match="a dataidx dataset state is a dict, not list"):
-        DataEngine(epochs_store).load_state_dict([])
+        engine.load_state_dict([])
 
 
 # Issue 24: templates that read the clock
@@ -1215,12 +1233,13 @@ def test_a_template_that_reads_the_date_renders_at_the_spec_s_recorded_clock_on_
     monkeypatch.setattr("dataidx.render.chat_text.datetime", _OtherDay(datetime.datetime))  # the days after
     again = run(*args)
     assert again.exit_code == 0 and "spec 'default' is up to date" in again.stderr, again.stderr
-    engine = DataEngine(store, render="default")
-    decoded = AutoTokenizer.from_pretrained(tiny_tokenizer).decode(engine[0]["input_ids"])
-    assert decoded.startswith("Today Date: Friday 26 July 2024\n"), decoded
-    assert [len(engine[i]["input_ids"]) for i in range(len(engine))] == stored
-    assert len(list(PackedDataset(store))) > 0  # packed reads check lengths against the store: they agree
-    assert "fixed at 2024-07-26T00:00:00" in run("info", store).output
+    with DataEngine(store, render="default") as engine:
+        decoded = AutoTokenizer.from_pretrained(tiny_tokenizer).decode(engine[0]["input_ids"])
+        assert decoded.startswith("Today Date: Friday 26 July 2024\n"), decoded
+        assert [len(engine[i]["input_ids"]) for i in range(len(engine))] == stored
+        with PackedDataset(store) as packed:
+            assert len(list(packed)) > 0  # packed reads check lengths against the store: they agree
+        assert "fixed at 2024-07-26T00:00:00" in run("info", store).output
 
 
 @pytest.mark.slow
@@ -1248,7 +1267,7 @@ def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rend
     with pytest.raises(StaleStoreError, match="'dated': its template reads the clock .*run dataidx render again"):
         DataEngine(store, render="dated")
     assert not render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="dated").reused
-    assert len(DataEngine(store, render="dated")) == 12
+    assert engine_length(store, render="dated") == 12
     bad = run("render", store, "--tokenizer", tiny_tokenizer, "--template", template, "--cutoff", 256,
               "--clock", "next friday")
     one_line_error(bad, "clock 'next friday' is not a date (YYYY-MM-DD)")
@@ -1334,8 +1353,9 @@ def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_na
                            (crafted, spec_fingerprint(fields[0], crafted, *fields[1:])))
     connection.close()
     monkeypatch.setattr("dataidx.render.sandbox.TEMPLATE_SECONDS", 0.5)
-    with pytest.raises(StaleStoreError, match="renders as render_error .*ran past its budget of 0.5 s"):
-        DataEngine(store, render="default")[0]
+    with DataEngine(store, render="default") as engine, \
+            pytest.raises(StaleStoreError, match="renders as render_error .*ran past its budget of 0.5 s"):
+        engine[0]
     shown = run("show", store, "0", "--render", "default")
     assert shown.exit_code == 0 and "ran past its budget of 0.5 s" in shown.output, shown.output
     named = run("verify", store)
@@ -1499,14 +1519,14 @@ def test_render_escape_added_breaks_added_tokens_not_special_under_its_own_finge
                               "WHERE s.name = 'strict'").fetchone() == (0,)
     assert connection.execute("SELECT DISTINCT status, detail FROM entry_lengths WHERE spec = 'strict'").fetchall() \
         == [("ok", None)]
-    served = DataEngine(store, render="strict")  # readers render with the spec's escape set
-    assert len(served) == 5 and not any(plain & set(served[i]["input_ids"]) for i in range(len(served)))
-    assert "<\u200btool_call>" in tokenizer.decode(served[0]["input_ids"])
-    loose = DataEngine(store, render="default")
-    assert plain & set(loose[0]["input_ids"])
-    assert "added" in run("info", store).output
-    assert run("render", store, "--tokenizer", folder, "--cutoff", 4096, "--escape", "added", "--name",
-               "strict").output.startswith("dataset")  # the same spec again is up to date
+    with DataEngine(store, render="strict") as served:  # readers render with the spec's escape set
+        assert len(served) == 5 and not any(plain & set(served[i]["input_ids"]) for i in range(len(served)))
+        assert "<\u200btool_call>" in tokenizer.decode(served[0]["input_ids"])
+        with DataEngine(store, render="default") as loose:
+            assert plain & set(loose[0]["input_ids"])
+            assert "added" in run("info", store).output
+            assert run("render", store, "--tokenizer", folder, "--cutoff", 4096, "--escape", "added", "--name",
+                       "strict").output.startswith("dataset")  # the same spec again is up to date
 
 
 # Issue 24: render cost linear in turns
@@ -1558,16 +1578,16 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
     assert max(templated) <= 2050 and past[0][0] <= 2050
     # A cut tokenized is exactly what rendering it alone gives; one not tokenized is too_long
     # alone too, with at least the tokens its detail says.
-    reader = EntryReader(store)
-    monkeypatch.undo()
-    renderer = Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=4096)
-    for cut, tokens, supervised, full, status, detail in lengths[:: 37] + lengths[fits - 2 : fits + 2]:
-        alone = renderer.render(reader.sample(1, 0, cut), True)
-        if detail and "not tokenized" in detail:
-            assert status == alone.status == "too_long" and alone.full_tokens >= full > 8192, cut
-        else:
-            assert (tokens, supervised, full, status, detail) == (alone.tokens, alone.supervised_tokens,
-                                                                  alone.full_tokens, alone.status, alone.detail), cut
+    with EntryReader(store) as reader:
+        monkeypatch.undo()
+        renderer = Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=4096)
+        for cut, tokens, supervised, full, status, detail in lengths[:: 37] + lengths[fits - 2 : fits + 2]:
+            alone = renderer.render(reader.sample(1, 0, cut), True)
+            if detail and "not tokenized" in detail:
+                assert status == alone.status == "too_long" and alone.full_tokens >= full > 8192, cut
+            else:
+                assert (tokens, supervised, full, status, detail) == (alone.tokens, alone.supervised_tokens,
+                                                                      alone.full_tokens, alone.status, alone.detail), cut
 
 
 def _tokenizer(folder: Path):  # a tokenizer
@@ -1642,10 +1662,10 @@ def test_a_trainer_that_drops_loss_weights_is_told_to_keep_them_in_one_line(epoc
     from dataidx.errors import UsageError
     from dataidx.training import Collator
 
-    engine = DataEngine(epochs_store, render="default")
-    # What Trainer(remove_unused_columns=True) wraps around a collator: only the forward's columns pass.
-    trainer_side = RemoveColumnsCollator(Collator(pad_token_id=0), ["input_ids", "attention_mask", "labels"])
-    with pytest.raises(UsageError, match=r"without loss_weights \(it has attention_mask, input_ids, labels\): "
-                                         r".*TrainingArguments\(remove_unused_columns=False\)"):
-        trainer_side([engine[0], engine[1]])
-    assert Collator(pad_token_id=0)([engine[0], engine[1]])["loss_weights"].shape[0] == 2
+    with DataEngine(epochs_store, render="default") as engine:
+        # What Trainer(remove_unused_columns=True) wraps around a collator: only the forward's columns pass.
+        trainer_side = RemoveColumnsCollator(Collator(pad_token_id=0), ["input_ids", "attention_mask", "labels"])
+        with pytest.raises(UsageError, match=r"without loss_weights \(it has attention_mask, input_ids, labels\): "
+                                             r".*TrainingArguments\(remove_unused_columns=False\)"):
+            trainer_side([engine[0], engine[1]])
+        assert Collator(pad_token_id=0)([engine[0], engine[1]])["loss_weights"].shape[0] == 2

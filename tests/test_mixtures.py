@@ -26,7 +26,7 @@ from dataidx.store import SCHEMA_REVISION, composition, migrate_store, remove_mi
 from dataidx.store.connect import store_revision
 from dataidx.store.sqlite.migrations import alembic_config
 
-from .helpers import alpaca_rows, chat_rows, examples, insert_mixture_entries, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, engine_length, examples, insert_mixture_entries, write_jsonl, write_yaml
 
 ENTRIES = "SELECT position, dataset, row, cut FROM entries WHERE mixture = :m ORDER BY position"
 
@@ -64,11 +64,11 @@ def test_mix_works_with_the_sources_moved_away_and_leaves_other_mixtures(tmp_pat
     assert [p for p, *_ in small] == list(range(80))
     assert len({(r, c) for _, d, r, c in small if d == "chat"}) == 5
     shutil.move(tmp_path / "elsewhere", tmp_path / "sources")
-    engine = DataEngine(store, mixture="small")
-    assert len(engine) == 80
-    assert engine[0]["_dataset_name"] == "chat" and engine[-1]["_dataset_name"] == "alpaca"
-    result = CliRunner().invoke(cli, ["show", str(store), "-1", "--mixture", "small"])
-    assert json.loads(result.output) == engine[-1]
+    with DataEngine(store, mixture="small") as engine:
+        assert len(engine) == 80
+        assert engine[0]["_dataset_name"] == "chat" and engine[-1]["_dataset_name"] == "alpaca"
+        result = CliRunner().invoke(cli, ["show", str(store), "-1", "--mixture", "small"])
+        assert json.loads(result.output) == engine[-1]
 
 
 def test_mix_config_errors_name_the_problem(tmp_path, sources, make_store) -> None:
@@ -200,7 +200,7 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     assert store_revision(store) == SCHEMA_REVISION
     assert entries(store) == before
     assert composition(store) == counted  # counted again from the positions by revision 0006
-    assert len(DataEngine(store)) == len(before)
+    assert engine_length(store) == len(before)
     assert migrate_store(store) == (SCHEMA_REVISION, SCHEMA_REVISION)
     assert sorted(p.name for p in store.parent.iterdir() if p.name.endswith(".tmp")) == []
     assert CliRunner().invoke(cli, ["verify", str(store)]).exit_code == 0  # its views are the schema's

@@ -25,7 +25,7 @@ from dataidx.store import store_location
 from dataidx.store.location import PostgresStore
 from dataidx.store.postgres.read import postgres_conninfo
 
-from .helpers import REPO, train_tokenizer, write_jsonl, write_yaml
+from .helpers import REPO, engine_length, engine_samples, train_tokenizer, write_jsonl, write_yaml
 from .postgres_server import running_server
 
 pytestmark = pytest.mark.slow  # a real PostgreSQL server
@@ -88,14 +88,14 @@ def test_fetch_matches_a_file_in_the_process_and_in_workers(url: str, tmp_path: 
     file = tmp_path / "demo.db"
     build(DEMO, file)
     build(DEMO, url)
-    local, shared = DataEngine(file), DataEngine(url)
-    expected = [local[i] for i in range(len(local))]
-    assert [shared[i] for i in range(len(shared))] == expected
-    backwards = list(range(len(local)))[::-1]
-    assert shared.__getitems__(backwards) == local.__getitems__(backwards)
-    loader = DataLoader(shared, batch_size=5, num_workers=2, multiprocessing_context="fork", collate_fn=list)
-    assert [sample for batch in loader for sample in batch] == expected
-    assert shared[0] == expected[0]  # the parent's connection survived its forked workers
+    with DataEngine(file) as local, DataEngine(url) as shared:
+        expected = [local[i] for i in range(len(local))]
+        assert [shared[i] for i in range(len(shared))] == expected
+        backwards = list(range(len(local)))[::-1]
+        assert shared.__getitems__(backwards) == local.__getitems__(backwards)
+        loader = DataLoader(shared, batch_size=5, num_workers=2, multiprocessing_context="fork", collate_fn=list)
+        assert [sample for batch in loader for sample in batch] == expected
+        assert shared[0] == expected[0]  # the parent's connection survived its forked workers
 
 
 def test_mix_remove_render_and_pack_on_the_server(url: str, tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ def test_mix_remove_render_and_pack_on_the_server(url: str, tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     names = json.loads(run("query", url, "--json", "SELECT name FROM mixtures ORDER BY id").output)
     assert [row["name"] for row in names] == ["default", "other"]
-    assert len(DataEngine(url, "other")) == len(DataEngine(url))
+    assert engine_length(url, "other") == engine_length(url)
     assert run("remove-mixture", url, "other").exit_code == 0
     assert "other" not in run("info", url).output
 
@@ -115,13 +115,12 @@ def test_mix_remove_render_and_pack_on_the_server(url: str, tmp_path: Path) -> N
         assert run("render", target, "--tokenizer", tokenizer, "--cutoff", "256", "-q").exit_code == 0
         result = run("pack", target, "--spec", "default", "--capacity", "512")
         assert result.exit_code == 0, result.output
-    packed = [PackedDataset(target) for target in (file, url)]
-    assert len(packed[0]) == len(packed[1]) > 0
-    assert [[s["input_ids"] for s in packed[1][i]] for i in range(len(packed[1]))] == \
-        [[s["input_ids"] for s in packed[0][i]] for i in range(len(packed[0]))]
-    rendered = [DataEngine(target, render="default") for target in (file, url)]
-    assert [rendered[1][i]["labels"] for i in range(len(rendered[1]))] == \
-        [rendered[0][i]["labels"] for i in range(len(rendered[0]))]
+    with PackedDataset(file) as on_file, PackedDataset(url) as on_server:
+        assert len(on_file) == len(on_server) > 0
+        assert [[s["input_ids"] for s in on_server[i]] for i in range(len(on_server))] == \
+            [[s["input_ids"] for s in on_file[i]] for i in range(len(on_file))]
+    assert [s["labels"] for s in engine_samples(url, render="default")] == \
+        [s["labels"] for s in engine_samples(file, render="default")]
     assert run("remove-plan", url, "default").exit_code == 0
     assert run("remove-spec", url, "default").exit_code == 0
     info = json.loads(run("info", url, "--json").output)
@@ -148,11 +147,11 @@ def test_token_budgets_and_epochs_on_the_server_match_a_file(url: str, tmp_path:
         outputs = [run(command[0], target, *command[1:]) for target in (file, url)]
         assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, outputs[1].output
         assert json.loads(outputs[0].output) == json.loads(outputs[1].output), command
-    local, shared = DataEngine(file, "by_tokens", epoch=1), DataEngine(url, "by_tokens", epoch=1)
-    assert [shared[i] for i in range(len(shared))] == [local[i] for i in range(len(local))]
-    shared.set_epoch(2)
-    assert shared[0] == DataEngine(file, "by_tokens", epoch=2)[0]
-    assert verify_store(url)["ok"]
+    with DataEngine(file, "by_tokens", epoch=1) as local, DataEngine(url, "by_tokens", epoch=1) as shared:
+        assert [shared[i] for i in range(len(shared))] == [local[i] for i in range(len(local))]
+        shared.set_epoch(2)
+        assert shared[0] == engine_samples(file, "by_tokens", epoch=2)[0]
+        assert verify_store(url)["ok"]
 
 
 @pytest.mark.parametrize("statement", [
@@ -200,19 +199,19 @@ def test_a_reader_role_keeps_its_access_and_cannot_write(server: str, url: str) 
     build(DEMO, url, seed=5)  # a new schema replaces the old one: the grants come along
     as_reader = url.replace("postgresql://postgres@", "postgresql://reader@")
     assert json.loads(run("compose", as_reader, "--json").output)[0]["dataset"] == "demo_alpaca"
-    assert len(DataEngine(as_reader)) == 37
+    assert engine_length(as_reader) == 37
     result = run("mix", as_reader, DEMO, "--name", "mine")
     assert result.exit_code == 1 and "cannot write" in result.output, result.output
 
 
 def test_a_reader_notices_when_the_store_is_replaced(url: str) -> None:
     build(DEMO, url)
-    engine = DataEngine(url)
-    first = engine[0]
-    build(DEMO, url, seed=5)
-    with pytest.raises(StaleStoreError, match="the store was rebuilt"):
-        engine[0]
-    assert DataEngine(url)[0] is not None and first is not None
+    with DataEngine(url) as engine:
+        first = engine[0]
+        build(DEMO, url, seed=5)
+        with pytest.raises(StaleStoreError, match="the store was rebuilt"):
+            engine[0]
+        assert engine_samples(url)[0] is not None and first is not None
 
 
 def test_a_failed_build_leaves_the_old_store(url: str, tmp_path: Path) -> None:
@@ -249,7 +248,7 @@ def test_store_arguments_parse_paths_and_urls(tmp_path: Path) -> None:
     assert str(StoreError("postgresql+psycopg://bob:pw@db/x: gone")) == "postgresql+psycopg://bob:***@db/x: gone"
     sqlite_url = f"sqlite:///{tmp_path}/demo.db"
     assert run("build", DEMO, "-o", sqlite_url, "-q").exit_code == 0
-    assert len(DataEngine(sqlite_url)) == 37
+    assert engine_length(sqlite_url) == 37
 
 
 def test_shell_pipeline_on_the_server(url: str) -> None:
@@ -318,27 +317,27 @@ def test_a_schema_named_like_a_keyword(server: str) -> None:
     keyword = f"{server}&schema=select"
     build(DEMO, keyword)
     build(DEMO, keyword, seed=3)
-    assert len(DataEngine(keyword)) == 37 and run("compose", keyword).exit_code == 0
+    assert engine_length(keyword) == 37 and run("compose", keyword).exit_code == 0
 
 
 def test_an_empty_answer_is_checked_against_the_stamp_too(url: str) -> None:
     build(DEMO, url)
     assert run("render", url, "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256", "-q").exit_code == 0
     assert run("pack", url, "--spec", "default", "--capacity", "512").exit_code == 0
-    packs = PackedDataset(url)
-    assert packs[0]
-    assert run("remove-plan", url, "default").exit_code == 0
-    with pytest.raises(StaleStoreError):
-        packs[0]
+    with PackedDataset(url) as packs:
+        assert packs[0]
+        assert run("remove-plan", url, "default").exit_code == 0
+        with pytest.raises(StaleStoreError):
+            packs[0]
 
 
 def test_a_reader_outlives_a_dropped_connection(server: str, url: str) -> None:
     build(DEMO, url)
-    engine = DataEngine(url)
-    first = engine[0]
-    sql(server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE pid <> pg_backend_pid() AND usename = 'postgres' AND backend_type = 'client backend'")
-    assert engine[0] == first
+    with DataEngine(url) as engine:
+        first = engine[0]
+        sql(server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND usename = 'postgres' AND backend_type = 'client backend'")
+        assert engine[0] == first
 
 
 def test_a_busy_store_makes_a_write_wait_then_give_up_cleanly(server: str, url: str,
@@ -356,7 +355,7 @@ def test_a_busy_store_makes_a_write_wait_then_give_up_cleanly(server: str, url: 
         with pytest.raises(StoreError, match="readers kept the store busy"):
             add_mixture(url, DEMO, "other", seed=1)
     add_mixture(url, DEMO, "other", seed=1)
-    assert len(DataEngine(url, "other")) == 37
+    assert engine_length(url, "other") == 37
 
 
 def test_server_specific_answers_and_refusals(server: str, url: str, tmp_path: Path) -> None:

@@ -75,13 +75,13 @@ def test_every_rendered_golden_file_is_covered() -> None:
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 def test_data_engine_serves_v1s_input_ids_labels_and_loss_weights(golden_store, tokenizer: str) -> None:
     store, positions = golden_store
-    engine = DataEngine(store, render=tokenizer)
-    assert len(engine) == len(positions)  # every golden entry trains, so engine index = position
-    lines = golden_lines(tokenizer, SFT + PREFERENCE)
-    served = engine[[positions[(name, line["row"], line["cut"])] for name, line in lines]]
-    mismatched = [(name, line["row"], line["cut"]) for (name, line), one in zip(lines, served)
-                  if as_v1(one) != expected(line)]
-    assert not mismatched and len(lines) == 594
+    with DataEngine(store, render=tokenizer) as engine:
+        assert len(engine) == len(positions)  # every golden entry trains, so engine index = position
+        lines = golden_lines(tokenizer, SFT + PREFERENCE)
+        served = engine[[positions[(name, line["row"], line["cut"])] for name, line in lines]]
+        mismatched = [(name, line["row"], line["cut"]) for (name, line), one in zip(lines, served)
+                      if as_v1(one) != expected(line)]
+        assert not mismatched and len(lines) == 594
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
@@ -115,24 +115,24 @@ def test_packed_rows_hold_v1s_entries_end_to_end(golden_store, tmp_path: Path, t
     by_pack: dict[int, list[tuple]] = {}
     for pack, *entry in members:
         by_pack.setdefault(pack, []).append(tuple(entry))
-    packs, collate = PackedDataset(store, plan=plan), Collator(pad_token_id=0)
-    compared = 0
-    for number, entries in by_pack.items():
-        samples = packs[number]
-        batch = collate([samples])
-        start = 0
-        for slot, (sample, entry) in enumerate(zip(samples, entries)):
-            stop = start + len(sample["input_ids"])
-            line = golden.get(entry)
-            if line is not None:  # v1 rendered the first 150 entries of the big datasets, every one of the rest
-                labels, weights = list(line["labels"]), list(line["loss_weights"])
-                if slot:  # a packed sample's first token is not predicted from the one before
-                    labels[0], weights[0] = IGNORE, 0.0
-                assert batch["input_ids"][0, start:stop].tolist() == line["input_ids"], entry
-                assert batch["labels"][0, start:stop].tolist() == labels, entry
-                assert batch["loss_weights"][0, start:stop].tolist() == pytest.approx(weights), entry
-                compared += 1
-            start = stop
+    collate, compared = Collator(pad_token_id=0), 0
+    with PackedDataset(store, plan=plan) as packs:
+        for number, entries in by_pack.items():
+            samples = packs[number]
+            batch = collate([samples])
+            start = 0
+            for slot, (sample, entry) in enumerate(zip(samples, entries)):
+                stop = start + len(sample["input_ids"])
+                line = golden.get(entry)
+                if line is not None:  # v1 rendered the first 150 entries of the big datasets, every one of the rest
+                    labels, weights = list(line["labels"]), list(line["loss_weights"])
+                    if slot:  # a packed sample's first token is not predicted from the one before
+                        labels[0], weights[0] = IGNORE, 0.0
+                    assert batch["input_ids"][0, start:stop].tolist() == line["input_ids"], entry
+                    assert batch["labels"][0, start:stop].tolist() == labels, entry
+                    assert batch["loss_weights"][0, start:stop].tolist() == pytest.approx(weights), entry
+                    compared += 1
+                start = stop
     assert compared == len(golden) == 547
 
 
@@ -142,14 +142,14 @@ def test_control_tokens_in_data_never_reach_the_ids(golden_store, tokenizer: str
     store, positions = golden_store
     loaded = load_tokenizer(RENDERED / tokenizer / "tokenizer")
     controls = Renderer(loaded, loaded.chat_template, cutoff=100000).controls
-    engine = DataEngine(store)
-    benign = Renderer(loaded, loaded.chat_template, cutoff=100000)
-    for line in read_jsonl(RENDERED / tokenizer / "inject_demo.jsonl"):
-        sample = engine[positions[("inject_demo", line["row"], line["cut"])]]
-        for message in sample["messages"]:
-            for block in message["content"]:
-                for string in controls.strings:
-                    block["value"] = block["value"].replace(string, "x")
-        clean = benign.render(sample, has_cut=True)
-        assert Counter(t for t in line["input_ids"] if t in controls.ids) == \
-            Counter(t for t in clean.input_ids if t in controls.ids)
+    with DataEngine(store) as engine:
+        benign = Renderer(loaded, loaded.chat_template, cutoff=100000)
+        for line in read_jsonl(RENDERED / tokenizer / "inject_demo.jsonl"):
+            sample = engine[positions[("inject_demo", line["row"], line["cut"])]]
+            for message in sample["messages"]:
+                for block in message["content"]:
+                    for string in controls.strings:
+                        block["value"] = block["value"].replace(string, "x")
+            clean = benign.render(sample, has_cut=True)
+            assert Counter(t for t in line["input_ids"] if t in controls.ids) == \
+                Counter(t for t in clean.input_ids if t in controls.ids)

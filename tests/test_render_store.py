@@ -21,7 +21,7 @@ from dataidx.render import IGNORE, render_store
 from dataidx.store import remove_mixture
 from dataidx.training import Collator, PackedDataset, block_causal_mask
 
-from .helpers import REPO, train_tokenizer, write_jsonl
+from .helpers import REPO, engine_length, engine_samples, train_tokenizer, write_jsonl
 
 pytest.importorskip("transformers")
 
@@ -72,14 +72,14 @@ def test_a_changed_tokenizer_never_reuses_lengths(tmp_path: Path, store: Path) -
     folder = tmp_path / "tok"
     train_tokenizer(folder, chat_template=CHATML)
     render_store(store, folder, cutoff=4096)
-    DataEngine(store, render="default")[0]
+    engine_samples(store, render="default")[0]
     train_tokenizer(folder, chat_template=CHATML, vocab_size=300)  # retrained in place: other ids
     with pytest.raises(StaleStoreError, match="tokenizer .* changed"):
         DataEngine(store, render="default")
     fingerprint = query(store, "SELECT fingerprint FROM render_specs")[0][0]
     assert not render_store(store, folder, cutoff=4096).reused
     assert query(store, "SELECT fingerprint FROM render_specs")[0][0] != fingerprint
-    assert len(DataEngine(store, render="default")) > 0
+    assert engine_length(store, render="default") > 0
 
 
 def test_a_spec_from_before_v1s_labels_is_refused_until_rendered_again(store: Path, tiny_tokenizer: Path) -> None:
@@ -96,22 +96,22 @@ def test_a_spec_from_before_v1s_labels_is_refused_until_rendered_again(store: Pa
     with pytest.raises(StaleStoreError, match="made by dataidx 0.1.0.*run dataidx render again"):
         DataEngine(store, render="default")
     assert not render_store(store, tiny_tokenizer, cutoff=4096).reused
-    assert len(DataEngine(store, render="default")) > 0
+    assert engine_length(store, render="default") > 0
 
 
 def test_the_rendered_engine_serves_training_entries_only(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=48, truncation="drop")
-    engine = DataEngine(store, render="default")
-    plain = DataEngine(store)
-    trains = query(store, "SELECT count(*) FROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset "
-                          "AND l.row = e.row AND l.cut IS e.cut WHERE l.status = 'ok' AND e.mixture = 'default'")[0][0]
-    assert len(engine) == trains < len(plain)
-    samples = engine[0:len(engine)]
-    assert all(len(s["input_ids"]) <= 48 and set(s) >= {"input_ids", "labels", "loss_weights", "attention_mask"}
-               for s in samples)
-    assert engine[-1] == samples[-1]
-    with pytest.raises(IndexError):
-        engine[len(engine)]
+    with DataEngine(store, render="default") as engine:
+        with DataEngine(store) as plain:
+            trains = query(store, "SELECT count(*) FROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset "
+                                  "AND l.row = e.row AND l.cut IS e.cut WHERE l.status = 'ok' AND e.mixture = 'default'")[0][0]
+            assert len(engine) == trains < len(plain)
+            samples = engine[0:len(engine)]
+            assert all(len(s["input_ids"]) <= 48 and set(s) >= {"input_ids", "labels", "loss_weights", "attention_mask"}
+                       for s in samples)
+            assert engine[-1] == samples[-1]
+            with pytest.raises(IndexError):
+                engine[len(engine)]
 
 
 def test_pack_plans_every_training_position_once_within_capacity(store: Path, tiny_tokenizer: Path) -> None:
@@ -157,54 +157,54 @@ def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: 
 def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="left")
     pack_store(store, "default", capacity=160, seed=0)
-    packs = PackedDataset(store)
-    members = query(store, "SELECT pack, count(*), sum(tokens) FROM pack_members GROUP BY pack ORDER BY pack")
-    assert len(packs) == len(members)
-    collate = Collator(pad_token_id=2)  # the pad id is EOS's, which is supervised: padding must go by length
-    batch = collate([packs[0], packs[1]])
-    for row, (_, count, tokens) in enumerate(members[:2]):
-        pack = packs[row]
-        assert len(pack) == count and sum(len(s["input_ids"]) for s in pack) == tokens
-        starts = np.cumsum([0] + [len(s["input_ids"]) for s in pack])
-        positions = batch["position_ids"][row].tolist()
-        for number, (start, sample) in enumerate(zip(starts, pack)):
-            length = len(sample["input_ids"])
-            assert positions[start : start + length] == list(range(length))
-            assert batch["input_ids"][row, start : start + length].tolist() == sample["input_ids"]
-            expected = sample["labels"] if number == 0 else [IGNORE] + sample["labels"][1:]
-            assert batch["labels"][row, start : start + length].tolist() == expected
-        assert batch["labels"][row, tokens:].eq(IGNORE).all() and batch["attention_mask"][row, tokens:].eq(0).all()
-    # cu_seq_lens cuts the flattened batch into whole samples and whole stretches of padding.
-    flat_ids, flat_owner = batch["input_ids"].view(-1).tolist(), batch["sample_ids"].view(-1).tolist()
-    bounds = batch["cu_seq_lens"].tolist()
-    assert bounds[0] == 0 and bounds[-1] == len(flat_ids)
-    samples = [s["input_ids"] for pack in (packs[0], packs[1]) for s in pack]
-    segments = [(flat_ids[a:b], set(flat_owner[a:b])) for a, b in zip(bounds, bounds[1:])]
-    assert [ids for ids, owners in segments if owners != {0}] == samples
-    assert all(len(owners) == 1 for _, owners in segments)
-    assert batch["max_length"] == max(b - a for a, b in zip(bounds, bounds[1:]))
-    mask = block_causal_mask(batch["sample_ids"])
-    ids = batch["sample_ids"]
-    for row in range(2):
-        for q in range(ids.shape[1]):
-            allowed = mask[row, 0, q].nonzero().flatten().tolist()
-            assert all(ids[row, k] == ids[row, q] > 0 and k <= q for k in allowed)  # never another sample
-    loader = torch.utils.data.DataLoader(packs, batch_size=2, num_workers=2, collate_fn=collate)
-    assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
+    with PackedDataset(store) as packs:
+        members = query(store, "SELECT pack, count(*), sum(tokens) FROM pack_members GROUP BY pack ORDER BY pack")
+        assert len(packs) == len(members)
+        collate = Collator(pad_token_id=2)  # the pad id is EOS's, which is supervised: padding must go by length
+        batch = collate([packs[0], packs[1]])
+        for row, (_, count, tokens) in enumerate(members[:2]):
+            pack = packs[row]
+            assert len(pack) == count and sum(len(s["input_ids"]) for s in pack) == tokens
+            starts = np.cumsum([0] + [len(s["input_ids"]) for s in pack])
+            positions = batch["position_ids"][row].tolist()
+            for number, (start, sample) in enumerate(zip(starts, pack)):
+                length = len(sample["input_ids"])
+                assert positions[start : start + length] == list(range(length))
+                assert batch["input_ids"][row, start : start + length].tolist() == sample["input_ids"]
+                expected = sample["labels"] if number == 0 else [IGNORE] + sample["labels"][1:]
+                assert batch["labels"][row, start : start + length].tolist() == expected
+            assert batch["labels"][row, tokens:].eq(IGNORE).all() and batch["attention_mask"][row, tokens:].eq(0).all()
+        # cu_seq_lens cuts the flattened batch into whole samples and whole stretches of padding.
+        flat_ids, flat_owner = batch["input_ids"].view(-1).tolist(), batch["sample_ids"].view(-1).tolist()
+        bounds = batch["cu_seq_lens"].tolist()
+        assert bounds[0] == 0 and bounds[-1] == len(flat_ids)
+        samples = [s["input_ids"] for pack in (packs[0], packs[1]) for s in pack]
+        segments = [(flat_ids[a:b], set(flat_owner[a:b])) for a, b in zip(bounds, bounds[1:])]
+        assert [ids for ids, owners in segments if owners != {0}] == samples
+        assert all(len(owners) == 1 for _, owners in segments)
+        assert batch["max_length"] == max(b - a for a, b in zip(bounds, bounds[1:]))
+        mask = block_causal_mask(batch["sample_ids"])
+        ids = batch["sample_ids"]
+        for row in range(2):
+            for q in range(ids.shape[1]):
+                allowed = mask[row, 0, q].nonzero().flatten().tolist()
+                assert all(ids[row, k] == ids[row, q] > 0 and k <= q for k in allowed)  # never another sample
+        loader = torch.utils.data.DataLoader(packs, batch_size=2, num_workers=2, collate_fn=collate)
+        assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
 
 
 def test_padded_batches_pad_labels_by_length(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=4096)
-    engine = DataEngine(store, render="default")
-    samples = engine[[0, 1, 2]]
-    eos = 2
-    batch = Collator(pad_token_id=eos)(samples)
-    for row, sample in enumerate(samples):
-        n = len(sample["labels"])
-        assert batch["labels"][row, :n].tolist() == sample["labels"]
-        assert sample["labels"][-1] == IGNORE or batch["labels"][row, n - 1] != IGNORE
-        assert batch["labels"][row, n:].eq(IGNORE).all() and batch["loss_weights"][row, n:].eq(0).all()
-    assert batch["attention_mask"].sum(1).tolist() == [len(s["input_ids"]) for s in samples]
+    with DataEngine(store, render="default") as engine:
+        samples = engine[[0, 1, 2]]
+        eos = 2
+        batch = Collator(pad_token_id=eos)(samples)
+        for row, sample in enumerate(samples):
+            n = len(sample["labels"])
+            assert batch["labels"][row, :n].tolist() == sample["labels"]
+            assert sample["labels"][-1] == IGNORE or batch["labels"][row, n - 1] != IGNORE
+            assert batch["labels"][row, n:].eq(IGNORE).all() and batch["loss_weights"][row, n:].eq(0).all()
+        assert batch["attention_mask"].sum(1).tolist() == [len(s["input_ids"]) for s in samples]
 
 
 def test_plans_go_with_their_mixture_and_spec(tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
@@ -255,16 +255,16 @@ def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make
     store = make_store(f"pairs:\n  path: {tmp_path / 'pairs.jsonl'}\n  source: local\n  converter: pair\n")
     summary = render_store(store, tiny_tokenizer, cutoff=4096, jobs=1)
     assert summary.counts == [("pairs", "ok", 4)]
-    engine = DataEngine(store, render="default")
-    first = engine[0]
-    assert set(first) == {"_dataset_name", "chosen", "rejected"}
-    assert query(store, "SELECT tokens FROM entry_lengths LIMIT 1")[0][0] == \
-        len(first["chosen"]["input_ids"]) + len(first["rejected"]["input_ids"])
-    batch = Collator(pad_token_id=0)(engine[[0, 1]])
-    assert batch["input_ids"].shape[0] == 4  # chosen, chosen, rejected, rejected
-    assert batch["labels"][0].tolist() != batch["labels"][2].tolist()
-    with pytest.raises(StoreError, match="preference data \\(pairs\\)"):
-        pack_store(store, "default", capacity=4096)
+    with DataEngine(store, render="default") as engine:
+        first = engine[0]
+        assert set(first) == {"_dataset_name", "chosen", "rejected"}
+        assert query(store, "SELECT tokens FROM entry_lengths LIMIT 1")[0][0] == \
+            len(first["chosen"]["input_ids"]) + len(first["rejected"]["input_ids"])
+        batch = Collator(pad_token_id=0)(engine[[0, 1]])
+        assert batch["input_ids"].shape[0] == 4  # chosen, chosen, rejected, rejected
+        assert batch["labels"][0].tolist() != batch["labels"][2].tolist()
+        with pytest.raises(StoreError, match="preference data \\(pairs\\)"):
+            pack_store(store, "default", capacity=4096)
 
 
 def test_the_readme_render_example_runs_on_the_shipped_demo_tokenizer(demo_copy: Path) -> None:
@@ -307,7 +307,7 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, 
     shutil.rmtree(moved)
     shutil.copytree(tiny_tokenizer, tmp_path / "new-place")
     assert render_store(store, tmp_path / "new-place", cutoff=4096).reused
-    assert len(DataEngine(store, render="default")) > 0
+    assert engine_length(store, render="default") > 0
     # A bare tokenizer.json names no BOS/EOS: refused unless its tokenizer_config.json is beside it.
     (tmp_path / "bare").mkdir()
     shutil.copy(tiny_tokenizer / "tokenizer.json", tmp_path / "bare" / "tokenizer.json")
@@ -321,7 +321,7 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, 
         {"messages": [{"role": "user", "content": [{"type": "text", "value": "hello world how are you"}]},
                       {"role": "assistant", "content": [{"type": "text", "value": "fine"}]}]}, has_cut=True)
     assert rendered.status == "ok" and rendered.tokens > 3
-    DataEngine(store, render="default", tokenizer=tokenizer)
+    DataEngine(store, render="default", tokenizer=tokenizer).close()  # the tokenizer passed is the one recorded
     # Left truncation to one token keeps one token.
     one = Renderer(train_tokenizer(add_bos=True), BUILTIN_TEMPLATES["plain"], cutoff=1, truncation="left").render(
         {"messages": [{"role": "user", "content": [{"type": "text", "value": "Well?"}]},
@@ -349,12 +349,13 @@ def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny
     render_store(store, tiny_tokenizer, cutoff=48, name="short")  # some entries are too long
     details = store_info(store)
     (mixture,) = details["mixtures"]
-    serves = len(DataEngine(store, render="short"))
-    assert mixture["training_samples"] == {"short": serves} and serves < mixture["entries"] == len(DataEngine(store))
+    serves = engine_length(store, render="short")
+    assert mixture["training_samples"] == {"short": serves} and serves < mixture["entries"] == engine_length(store)
     result = CliRunner().invoke(cli, ["info", str(store)])
     assert f"samples per epoch: {mixture['entries']} with DataEngine, {serves} with render='short'" in result.output
     result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "short", "--capacity", "48", "--global-batch-size", "4"])
-    packs = len(PackedDataset(store))
+    with PackedDataset(store) as packed:
+        packs = len(packed)
     assert result.exit_code == 0 and packs % 4 and packs > 4
     last = "the last pack does" if packs % 4 == 1 else f"the last {packs % 4} packs do"
     assert f"{packs // 4} steps per epoch at a global batch size of 4 packs; {last} not fill a step" in result.output
@@ -375,14 +376,14 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
     render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
     pack_store(store, "default", capacity=128)
     collate = Collator(pad_token_id=0)
-    engine = DataEngine(store, render="default")
-    loader = torch.utils.data.DataLoader(engine, batch_size=16, num_workers=2, collate_fn=collate,
-                                         multiprocessing_context="spawn")
-    assert sum(int(b["input_ids"].shape[0]) for b in loader) == len(engine)
-    packs = PackedDataset(store)
-    loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=2, collate_fn=collate,
-                                         multiprocessing_context="spawn")
-    assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
+    with DataEngine(store, render="default") as engine:
+        loader = torch.utils.data.DataLoader(engine, batch_size=16, num_workers=2, collate_fn=collate,
+                                             multiprocessing_context="spawn")
+        assert sum(int(b["input_ids"].shape[0]) for b in loader) == len(engine)
+        with PackedDataset(store) as packs:
+            loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=2, collate_fn=collate,
+                                                 multiprocessing_context="spawn")
+            assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
 
 
 @pytest.mark.slow

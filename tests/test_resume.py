@@ -9,6 +9,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,9 @@ def dataset(store: Path, kind: str) -> Any:
     return PackedDataset(store, plan="default")
 
 
-def make_loader(store: Path, kind: str, rank: int, ranks: int, workers: int) -> StatefulDataLoader:
-    data = dataset(store, kind)
+def make_loader(stack: ExitStack, store: Path, kind: str, rank: int, ranks: int, workers: int) -> StatefulDataLoader:
+    """A loader of ``kind`` for ``rank`` of ``ranks``; its dataset is closed when ``stack`` unwinds."""
+    data = stack.enter_context(dataset(store, kind))
     sampler = StatefulDistributedSampler(data, num_replicas=ranks, rank=rank, shuffle=True, seed=7, drop_last=True)
     return StatefulDataLoader(data, batch_size=2, sampler=sampler, num_workers=workers,
                               collate_fn=list if kind == "samples" else Collator(pad_token_id=0),
@@ -68,10 +70,11 @@ def comparable(batch: Any) -> Any:
 def resume_in_this_process(jobs: Path, results: Path) -> None:
     """The new process: restore every saved state and read the rest of each run."""
     rests = []
-    for store, kind, rank, ranks, workers, state in pickle.loads(jobs.read_bytes()):
-        loader = make_loader(store, kind, rank, ranks, workers)
-        loader.load_state_dict(loader_state_for_workers(state, workers))
-        rests.append([comparable(batch) for batch in loader])
+    with ExitStack() as stack:
+        for store, kind, rank, ranks, workers, state in pickle.loads(jobs.read_bytes()):
+            loader = make_loader(stack, store, kind, rank, ranks, workers)
+            loader.load_state_dict(loader_state_for_workers(state, workers))
+            rests.append([comparable(batch) for batch in loader])
     results.write_bytes(pickle.dumps(rests))
 
 
@@ -89,14 +92,15 @@ def store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Pat
     return folder / "resume.db"
 
 
-def test_a_run_stopped_and_restored_in_a_new_process_reads_the_same_batches(store: Path, tmp_path: Path) -> None:
+def test_a_run_stopped_and_restored_in_a_new_process_reads_the_same_batches(store: Path, tmp_path: Path,
+                                                                           exit_stack: ExitStack) -> None:
     jobs, expected = [], []
     for kind in KINDS:
         for ranks, before, after in CASES:
             for rank in range(ranks):
-                whole = [comparable(batch) for batch in make_loader(store, kind, rank, ranks, before)]
+                whole = [comparable(batch) for batch in make_loader(exit_stack, store, kind, rank, ranks, before)]
                 assert len(whole) > STOP_AFTER
-                stopped = make_loader(store, kind, rank, ranks, before)
+                stopped = make_loader(exit_stack, store, kind, rank, ranks, before)
                 batches = iter(stopped)
                 assert [comparable(next(batches)) for _ in range(STOP_AFTER)] == whole[:STOP_AFTER]
                 jobs.append((store, kind, rank, ranks, after, stopped.state_dict()))
@@ -115,12 +119,12 @@ def test_a_run_stopped_and_restored_in_a_new_process_reads_the_same_batches(stor
 
 
 def test_ranks_split_an_epoch_without_overlap(store: Path) -> None:
-    engine = DataEngine(store)
-    seen = []
-    for rank in range(4):
-        sampler = StatefulDistributedSampler(engine, num_replicas=4, rank=rank, shuffle=True, seed=7, drop_last=True)
-        seen += list(sampler)
-    assert len(seen) == len(set(seen)) == len(engine) // 4 * 4
+    with DataEngine(store) as engine:
+        seen = []
+        for rank in range(4):
+            sampler = StatefulDistributedSampler(engine, num_replicas=4, rank=rank, shuffle=True, seed=7, drop_last=True)
+            seen += list(sampler)
+        assert len(seen) == len(set(seen)) == len(engine) // 4 * 4
 
 
 def test_a_loader_state_changes_its_number_of_workers_only_when_it_can() -> None:
@@ -134,9 +138,9 @@ def test_a_loader_state_changes_its_number_of_workers_only_when_it_can() -> None
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_workers_forked_after_the_parent_read_the_store_read_the_right_rows(store: Path, kind: str) -> None:
-    data = dataset(store, kind)
-    expected = [comparable(data[i]) for i in range(len(data))]  # the parent's connection and rows are open
-    loader = DataLoader(data, batch_size=3, num_workers=2, multiprocessing_context="fork",
-                        collate_fn=list)
-    assert [comparable(item) for batch in loader for item in batch] == expected
-    assert comparable(data[0]) == expected[0]  # and the parent's connection survived its workers
+    with dataset(store, kind) as data:
+        expected = [comparable(data[i]) for i in range(len(data))]  # the parent's connection and rows are open
+        loader = DataLoader(data, batch_size=3, num_workers=2, multiprocessing_context="fork",
+                            collate_fn=list)
+        assert [comparable(item) for batch in loader for item in batch] == expected
+        assert comparable(data[0]) == expected[0]  # and the parent's connection survived its workers

@@ -7,6 +7,7 @@ read templates fill in only the names the dialect knows.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from dataidx import DataEngine, PackedDataset, StoreReader, composition, run_que
 from dataidx.errors import ReadOnlyError, StoreError
 from dataidx.pack import PackedPlan, pack_store
 from dataidx.render import RenderedMixture, render_store
-from dataidx.store import StoreHandle, open_handles, open_store
+from dataidx.store import StoreHandle, open_store
+from dataidx.store.handle import open_handles
 
 from .helpers import alpaca_rows, write_jsonl
 
@@ -94,3 +96,19 @@ def test_functions_given_an_open_handle_read_through_it_and_leave_it_open(packed
         # The user's SQL ran locked down; the handle's own reads go on as before.
         assert handle.value("SELECT json_array(count(*)) FROM entries") == "[40]"
         assert not handle.closed
+
+
+def test_a_reader_nobody_closed_is_open_until_the_collector_closes_it_and_then_reported(tmp_path: Path,
+                                                                                        make_store) -> None:
+    """What tests/conftest.py's no_store_handle_left_open checks after every test: a handle still
+    open, or one the garbage collector had to close, is found and named."""
+    data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(3))
+    store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
+    before = set(_open_now())
+    reader = StoreReader(store)
+    (left,) = set(_open_now()) - before
+    assert left.name == str(store)
+    del reader, left
+    gc.collect()  # a reader's handle sits in a reference cycle: only the collector would close it
+    still, collected = open_handles()
+    assert not set(still) - before and collected == [str(store)]

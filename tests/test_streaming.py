@@ -5,10 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from dataidx import DataEngine
 from dataidx.index import build
 
-from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, engine_length, engine_samples, write_jsonl, write_yaml
 
 
 def config(tmp_path: Path, streaming: bool) -> Path:
@@ -26,13 +25,13 @@ def test_a_streaming_source_is_materialised_beside_the_store_and_indexed(tmp_pat
     streamed = build(config(tmp_path, True), tmp_path / "streamed.db")
     loaded = build(config(tmp_path, False), tmp_path / "loaded.db")
     assert [d.entries for d in streamed.datasets] == [d.entries for d in loaded.datasets] == [50, 60]
-    a, b = DataEngine(tmp_path / "streamed.db"), DataEngine(tmp_path / "loaded.db")
-    assert a[0:len(a)] == b[0:len(b)]  # streaming and non-streaming datasets mixed in one YAML
+    a, b = engine_samples(tmp_path / "streamed.db"), engine_samples(tmp_path / "loaded.db")
+    assert a == b  # streaming and non-streaming datasets mixed in one YAML
     materialised = list((tmp_path / "streamed.db.streams").rglob("*.arrow"))
     assert materialised, "the stream's rows live next to the store"
     # Readers map the materialised rows; the datasets cache is not needed for them.
     shutil.rmtree(Path(__import__("os").environ["HF_DATASETS_CACHE"]), ignore_errors=True)
-    assert DataEngine(tmp_path / "streamed.db")[3] == b[3]
+    assert engine_samples(tmp_path / "streamed.db")[3] == b[3]
 
 
 def test_a_changed_streaming_source_is_streamed_again(tmp_path: Path) -> None:
@@ -42,7 +41,7 @@ def test_a_changed_streaming_source_is_streamed_again(tmp_path: Path) -> None:
     summary = build(yaml, tmp_path / "s.db")
     assert summary.datasets[0].entries == 70
     assert len(list((tmp_path / "s.db.streams").rglob("*.arrow"))) == 1  # the old stream's rows are gone
-    assert len(DataEngine(tmp_path / "s.db")) == 70 + 40
+    assert engine_length(tmp_path / "s.db") == 70 + 40
 
 
 def test_a_relative_output_path_keeps_its_materialised_stream(tmp_path: Path, monkeypatch) -> None:
@@ -52,5 +51,5 @@ def test_a_relative_output_path_keeps_its_materialised_stream(tmp_path: Path, mo
     yaml = config(tmp_path, True)
     monkeypatch.chdir(tmp_path)
     build(yaml, "relative.db")
-    reader = StoreReader("relative.db")
-    assert arrow_files_state(reader.datasets[1].arrow_files) == "intact"
+    with StoreReader("relative.db") as reader:
+        assert arrow_files_state(reader.datasets[1].arrow_files) == "intact"

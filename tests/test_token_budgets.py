@@ -25,7 +25,7 @@ from dataidx.render import render_store
 from dataidx.store import composition, run_query
 from dataidx.training import PackedDataset
 
-from .helpers import examples, write_jsonl, write_yaml
+from .helpers import engine_length, examples, write_jsonl, write_yaml
 
 pytest.importorskip("transformers")
 
@@ -232,24 +232,25 @@ def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: P
     from torch.utils.data import DataLoader
 
     add_mixture(store, budgets(tmp_path), "by_tokens", spec="default", epochs=3, seed=1)
-    engine = DataEngine(store, "by_tokens")
-    rendered = DataEngine(store, "by_tokens", render="default", epoch=2)
-    loader = DataLoader(engine, batch_size=4, num_workers=2, multiprocessing_context="fork", collate_fn=list)
-    for epoch in range(3):
-        engine.set_epoch(epoch)
-        served = [(s["_dataset_name"], s["messages"]) for batch in loader for s in batch]
-        expected = query(store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = ? "
-                                "ORDER BY position", epoch)
-        assert len(served) == len(engine) == len(expected)
-        assert [name for name, _ in served] == [dataset for dataset, _, _ in expected]
-        assert [engine.reader.entry(i) for i in range(len(engine))] == expected
-    assert len(rendered) == len(DataEngine(store, "by_tokens", epoch=2))  # only training entries were drawn
-    assert "epoch=2" in repr(DataEngine(store, "by_tokens", epoch=2))
-    with pytest.raises(LookupError, match="has epochs 0-2, not epoch 3"):
-        DataEngine(store, "by_tokens", epoch=3)  # an epoch named by the user is one the mixture has
-    engine.set_epoch(4)  # a trainer's per-epoch call past the stored ones serves epoch 4 % 3
-    assert engine.epoch == 1 and [engine.reader.entry(i) for i in range(len(engine))] == query(
-        store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 ORDER BY position")
+    with DataEngine(store, "by_tokens") as engine:
+        with DataEngine(store, "by_tokens", render="default", epoch=2) as rendered:
+            loader = DataLoader(engine, batch_size=4, num_workers=2, multiprocessing_context="fork", collate_fn=list)
+            for epoch in range(3):
+                engine.set_epoch(epoch)
+                served = [(s["_dataset_name"], s["messages"]) for batch in loader for s in batch]
+                expected = query(store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = ? "
+                                        "ORDER BY position", epoch)
+                assert len(served) == len(engine) == len(expected)
+                assert [name for name, _ in served] == [dataset for dataset, _, _ in expected]
+                assert [engine.reader.entry(i) for i in range(len(engine))] == expected
+            assert len(rendered) == engine_length(store, "by_tokens", epoch=2)  # only training entries were drawn
+            with DataEngine(store, "by_tokens", epoch=2) as second:
+                assert "epoch=2" in repr(second)
+            with pytest.raises(LookupError, match="has epochs 0-2, not epoch 3"):
+                DataEngine(store, "by_tokens", epoch=3)  # an epoch named by the user is one the mixture has
+            engine.set_epoch(4)  # a trainer's per-epoch call past the stored ones serves epoch 4 % 3
+            assert engine.epoch == 1 and [engine.reader.entry(i) for i in range(len(engine))] == query(
+                store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 ORDER BY position")
 
 
 @pytest.mark.slow
@@ -259,15 +260,15 @@ def test_a_plan_per_epoch(tmp_path: Path, store: Path) -> None:
     epochs = query(store, "SELECT epoch, seed, first_pack, packs, entries FROM plan_epochs ORDER BY epoch")
     assert [row[1] for row in epochs] == [5, epoch_seed(5, 1)]
     assert epochs[1][2] == epochs[0][3] and summary.packs == epochs[0][3] + epochs[1][3]
-    packs = PackedDataset(store, "p")
-    for epoch, _, _, count, entries in epochs:
-        packs.set_epoch(epoch)
-        assert len(packs) == count
-        positions = sorted(p for (p,) in query(store, "SELECT position FROM pack_members WHERE plan = 'p' AND epoch = ?",
-                                               epoch))
-        assert positions == list(range(entries))  # every position of the epoch once (all train)
-        assert sum(len(packs[i]) for i in range(len(packs))) == entries
-    assert query(store, "SELECT min(pack), max(pack) FROM pack_members WHERE epoch = 1") == [(0, epochs[1][3] - 1)]
+    with PackedDataset(store, "p") as packs:
+        for epoch, _, _, count, entries in epochs:
+            packs.set_epoch(epoch)
+            assert len(packs) == count
+            positions = sorted(p for (p,) in query(store, "SELECT position FROM pack_members WHERE plan = 'p' AND epoch = ?",
+                                                   epoch))
+            assert positions == list(range(entries))  # every position of the epoch once (all train)
+            assert sum(len(packs[i]) for i in range(len(packs))) == entries
+        assert query(store, "SELECT min(pack), max(pack) FROM pack_members WHERE epoch = 1") == [(0, epochs[1][3] - 1)]
 
 
 def test_verify_recounts_each_epoch(tmp_path: Path, store: Path) -> None:

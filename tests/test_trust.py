@@ -21,7 +21,7 @@ from dataidx.index import build
 from dataidx.read import verify_store
 from dataidx.store import run_query, store_info
 
-from .helpers import alpaca_rows, examples, row_cuts, write_jsonl, write_yaml
+from .helpers import alpaca_rows, engine_length, engine_samples, examples, row_cuts, write_jsonl, write_yaml
 
 
 def alpaca_store(tmp_path: Path, make_store, rows: int = 5, extra: str = "") -> tuple[Path, Path]:
@@ -41,7 +41,7 @@ def test_a_byte_changed_in_place_is_found_by_verify(tmp_path: Path, make_store) 
     content = data.read_bytes()
     data.write_bytes(content.replace(b"answer 3", b"answer 7"))
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert len(DataEngine(store)) == 5  # the cheap check on open cannot see it
+    assert engine_length(store) == 5  # the cheap check on open cannot see it
     report = verify_store(store)
     assert report["ok"] is False
     assert report["datasets"]["alp"] == [f"{data} has different content (same size and mtime)"]
@@ -74,7 +74,7 @@ def test_grown_shrunk_touched_or_missing_sources_are_refused_on_open(tmp_path: P
     assert result.exit_code == 1 and expected in result.stderr and result.stderr.count("\n") == 1
     assert run("verify", str(store)).exit_code == 1
     if change == "grow":
-        assert len(DataEngine(store, verify=False)) == 5  # the rows the build indexed
+        assert engine_length(store, verify=False) == 5  # the rows the build indexed
 
 
 def test_a_file_added_to_a_dataset_folder_is_refused(tmp_path: Path, make_store) -> None:
@@ -88,9 +88,9 @@ def test_a_file_added_to_a_dataset_folder_is_refused(tmp_path: Path, make_store)
 
 def test_no_verify_reads_a_changed_store_anyway(tmp_path: Path, make_store) -> None:
     store, data = alpaca_store(tmp_path, make_store)
-    expected = DataEngine(store)[2]
+    expected = engine_samples(store)[2]
     os.utime(data, (1, 1))
-    assert DataEngine(store, verify=False)[2] == expected
+    assert engine_samples(store, verify=False)[2] == expected
     result = run("show", str(store), "2", "--no-verify")
     assert result.exit_code == 0 and json.loads(result.output) == expected
 
@@ -103,7 +103,7 @@ def test_a_changed_converter_version_is_refused_on_open_and_by_verify(tmp_path: 
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(2))
     store = make_store(f"v:\n  path: {data}\n  source: local\n  converter: trust_versioned\n")
     try:
-        assert DataEngine(store)[1]["messages"][0]["content"][0]["value"] == "answer 1"
+        assert engine_samples(store)[1]["messages"][0]["content"][0]["value"] == "answer 1"
         with pytest.warns(UserWarning):
             register_converter("trust_versioned", version="2")(first)
         with pytest.raises(StaleStoreError,
@@ -133,11 +133,11 @@ def test_skip_records_rejected_rows_with_reasons(tmp_path: Path, make_store) -> 
     assert [(d.rows, d.entries, d.rejected) for d in summary.datasets] == [(3, 2, 1)]
     _, rejects = run_query(tmp_path / "s.db", "SELECT * FROM rejects")
     assert rejects == [("chat", 1, "MediaMismatch: more <image> placeholders than files in column 'images' (0)")]
-    engine = DataEngine(tmp_path / "s.db")
-    assert [s["messages"][1]["content"][0]["value"] for s in engine[:]] == ["a0", "a2"]
-    assert store_info(tmp_path / "s.db")["datasets"][0]["rejected"] == 1
-    result = run("build", str(config), "-o", str(tmp_path / "t.db"))
-    assert result.exit_code == 0 and "chat     3     2        2           0             1" in result.stderr
+    with DataEngine(tmp_path / "s.db") as engine:
+        assert [s["messages"][1]["content"][0]["value"] for s in engine[:]] == ["a0", "a2"]
+        assert store_info(tmp_path / "s.db")["datasets"][0]["rejected"] == 1
+        result = run("build", str(config), "-o", str(tmp_path / "t.db"))
+        assert result.exit_code == 0 and "chat     3     2        2           0             1" in result.stderr
 
 
 def test_raise_names_dataset_row_converter_and_cause(tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_invalid_utf8_is_found_at_build_time(tmp_path: Path) -> None:
     build(skip, tmp_path / "s.db")
     _, rejects = run_query(tmp_path / "s.db", "SELECT row, reason FROM rejects")
     assert rejects[0][0] == 1 and "not valid UTF-8" in rejects[0][1]
-    assert len(DataEngine(tmp_path / "s.db")) == 1
+    assert engine_length(tmp_path / "s.db") == 1
 
 
 def test_a_null_turn_is_never_indexed_quietly(tmp_path: Path) -> None:
@@ -177,7 +177,7 @@ def test_a_null_turn_is_never_indexed_quietly(tmp_path: Path) -> None:
     build(write_yaml(tmp_path / "skip.yaml", text + "  on_error: skip\n"), tmp_path / "s.db")
     _, rejects = run_query(tmp_path / "s.db", "SELECT row FROM rejects")
     assert rejects == [(1,)]
-    assert [s["messages"][-1]["content"][0]["value"] for s in DataEngine(tmp_path / "s.db")[:]] == ["a0"]
+    assert [s["messages"][-1]["content"][0]["value"] for s in engine_samples(tmp_path / "s.db")] == ["a0"]
 
 
 def test_a_broken_json_line_names_the_file_and_line(tmp_path: Path) -> None:
@@ -274,7 +274,7 @@ def test_files_in_subfolders_count_as_sources(tmp_path: Path, make_store) -> Non
     write_jsonl(folder / "a" / "p0.jsonl", alpaca_rows(3))
     write_jsonl(folder / "b" / "p1.jsonl", alpaca_rows(2))
     built = make_store(f"f:\n  path: {folder}\n  source: local\n  converter: alpaca\n")
-    assert len(DataEngine(built)) == 5
+    assert engine_length(built) == 5
     assert len(store_info(built)["datasets"][0]["files"]) == 2
     write_jsonl(folder / "b" / "p1.jsonl", alpaca_rows(4))
     with pytest.raises(StaleStoreError, match="p1.jsonl changed size"):
@@ -295,5 +295,5 @@ def test_a_source_rewritten_with_its_mtime_put_back_is_loaded_again(tmp_path: Pa
     # The older store indexed the cache that has just been written anew: refused, not misread.
     with pytest.raises(StaleStoreError, match="the Arrow data recorded at build time was written anew; rebuild the store"):
         DataEngine(tmp_path / "old.db")
-    assert DataEngine(tmp_path / "s.db")[1]["messages"][1]["content"][0]["value"] == "answer 9"
+    assert engine_samples(tmp_path / "s.db")[1]["messages"][1]["content"][0]["value"] == "answer 9"
     assert json.loads(CliRunner().invoke(cli, ["verify", str(tmp_path / "s.db"), "--json"]).output)["ok"] is True

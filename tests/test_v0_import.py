@@ -8,11 +8,10 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from dataidx import DataEngine
 from dataidx.cli import cli
 from dataidx.config import import_dataset_info
 
-from .helpers import SHARED_DATA, requires_shared
+from .helpers import SHARED_DATA, engine_samples, requires_shared
 
 #: Entries as LLaMA-Factory's data/dataset_info.json has them for its demo files, plus shapes v1 lacks.
 DATASET_INFO = {
@@ -71,9 +70,9 @@ def test_the_imported_yaml_builds_the_demo_files(tmp_path: Path) -> None:
     direct.write_text(f"alpaca_en_demo:\n  path: {SHARED_DATA / 'alpaca_en_demo.json'}\n  source: local\n"
                       "  converter: alpaca\n")
     runner.invoke(cli, ["build", str(direct), "-o", str(tmp_path / "direct.db"), "-q"])
-    imported, reference = DataEngine(tmp_path / "v1.db"), DataEngine(tmp_path / "direct.db")
-    assert imported[0:len(reference)] == reference[0:len(reference)]
-    names = {sample["_dataset_name"] for sample in imported[0:len(imported)]}
+    imported, reference = engine_samples(tmp_path / "v1.db"), engine_samples(tmp_path / "direct.db")
+    assert imported[0:len(reference)] == reference
+    names = {sample["_dataset_name"] for sample in imported}
     assert names == {"alpaca_en_demo", "glaive_toolcall_en_demo", "mllm_demo", "identity"}
 
 
