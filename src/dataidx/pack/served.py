@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
 from ..render import open_spec
-from ..store import check_epoch, served_epoch
+from ..store import Closable, check_epoch, served_epoch
 
 _MEMBERS = (
     "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
@@ -26,7 +26,7 @@ _PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
 
 
-class PackedPlan:
+class PackedPlan(Closable):
     """The packs of a stored plan; item ``i`` is pack ``i``: its members rendered, in slot order.
 
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
@@ -58,12 +58,6 @@ class PackedPlan:
     def close(self) -> None:
         """Give back the store handle of this process (see :meth:`EntryReader.close`)."""
         self.reader.close()
-
-    def __enter__(self) -> PackedPlan:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def set_epoch(self, epoch: int) -> None:
         """Serve the packs of epoch ``epoch`` of the plan's mixture from now on: a trainer's

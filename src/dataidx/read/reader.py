@@ -13,10 +13,11 @@ import bisect
 import json
 import os
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import StaleStoreError, StoreError
 from ..store import (
+    Closable,
     StoredDataset,
     StoreHandle,
     identity_of,
@@ -44,10 +45,8 @@ _ENTRY_RANGE = (
     "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
 )
 
-_Reader = TypeVar("_Reader", bound="EntryReader")
 
-
-class EntryReader:
+class EntryReader(Closable):
     """Base entries of a store by id -> samples; what every reader and the render pass share.
 
     Opening checks the store's schema, that the sources did not change and that each converter
@@ -116,12 +115,6 @@ class EntryReader:
         local, self._local = self._local, None
         if local is not None and local.pid == os.getpid():
             local.close()
-
-    def __enter__(self: _Reader) -> _Reader:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def fetch(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
         """Rows of a read in this process, its SQL a template whose select list starts with

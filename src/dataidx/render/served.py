@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import StaleStoreError
 from ..read import StoreReader, paused_gc
-from ..store import StoreHandle, position_entries, read_mixture, spec_lengths
+from ..store import Closable, StoreHandle, position_entries, read_mixture, spec_lengths
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
 
@@ -26,7 +26,7 @@ def open_spec(handle: StoreHandle, spec: str, tokenizer: Any) -> tuple[StoredSpe
     return stored, stored.renderer(tokenizer)
 
 
-class RenderedMixture:
+class RenderedMixture(Closable):
     """Training entries of one mixture, rendered with a stored spec: ``input_ids``, ``labels``...
 
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
@@ -50,12 +50,6 @@ class RenderedMixture:
     def close(self) -> None:
         """Give back the store handle of this process (see :meth:`StoreReader.close`)."""
         self.reader.close()
-
-    def __enter__(self) -> RenderedMixture:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def _find_positions(self) -> None:
         """The positions of the epoch served whose entries train (None: all of them)."""

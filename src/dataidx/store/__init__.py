@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .deletes import remove_render_spec as remove_render_spec
     from .dialect import STATUSES as STATUSES
     from .dialect import TRAINS as TRAINS
+    from .handle import Closable as Closable
     from .handle import Store as Store
     from .handle import StoreHandle as StoreHandle
     from .identity import ReadIdentity as ReadIdentity
@@ -88,6 +89,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "open_store": ".connect",
     "reading": ".connect",
     "check_store": ".connect",
+    "Closable": ".handle",
     "Store": ".handle",
     "StoreHandle": ".handle",
     "stopped_read": ".sqlite.read",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import NotFoundError, StoreError, hide_passwords
 from .dialect import Cursor, Dialect, ReadConnection
@@ -22,13 +22,29 @@ from .location import PostgresStore
 
 Store = str | os.PathLike[str] | PostgresStore
 
+_Closable = TypeVar("_Closable", bound="Closable")
+
+
+class Closable:
+    """``with`` for an object that has ``close()``: the end of the block closes it."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Closable) -> _Closable:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 #: Handles open in this process: what ``tests/`` checks every test closes.
 _OPEN: weakref.WeakSet[StoreHandle] = weakref.WeakSet()
 #: Handles the garbage collector closed because nobody else did: their names, newest last.
 _UNCLOSED: list[str] = []
 
 
-class StoreHandle:
+class StoreHandle(Closable):
     """A read-only connection to a current store, with its name for messages.
 
     Example::
@@ -120,12 +136,6 @@ class StoreHandle:
             self.closed = True
             _OPEN.discard(self)
             self.connection.close()
-
-    def __enter__(self) -> StoreHandle:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def __del__(self) -> None:
         if not getattr(self, "closed", True):  # never opened, or closed

@@ -19,6 +19,7 @@ from ..pack import PackedPlan
 from ..read import StoreReader, to_hf
 from ..render import RenderedMixture
 from ..spec import DEFAULT_SEED
+from ..store import Closable
 from .state import check_state, dataset_state
 
 
@@ -32,7 +33,7 @@ def _position(index: Any) -> int:
         raise TypeError(f"DataEngine indices must be int, slice or list of int, not {type(index).__name__}") from None
 
 
-class DataEngine(Dataset):
+class DataEngine(Closable, Dataset):
     """Entries of mixture ``mixture`` of the store at ``path``, converted on fetch.
 
     ``path`` is a store file, a ``sqlite:///`` URL or a ``postgresql://...?schema=NAME`` URL
@@ -82,12 +83,6 @@ class DataEngine(Dataset):
         back when the worker ends); later reads are refused. ``with DataEngine(...) as engine:``
         closes it too."""
         self.reader.close()
-
-    def __enter__(self) -> DataEngine:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     @property
     def epoch(self) -> int:
@@ -139,7 +134,7 @@ class DataEngine(Dataset):
         return f"DataEngine({hide_passwords(path)!r}, mixture={self.mixture!r}{epoch}, entries={len(self)})"
 
 
-class PackedDataset(Dataset):
+class PackedDataset(Closable, Dataset):
     """The packs of a plan stored by ``dataidx pack``: item ``i`` is the list of pack ``i``'s
     rendered members. Batch it with :class:`~dataidx.training.Collator`, which lays each pack out
     as one row with restarting ``position_ids`` and ``cu_seq_lens``.
@@ -160,12 +155,6 @@ class PackedDataset(Dataset):
     def close(self) -> None:
         """Give back this process's store handle (see :meth:`DataEngine.close`)."""
         self.packs.close()
-
-    def __enter__(self) -> PackedDataset:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def set_epoch(self, epoch: int) -> None:
         """Serve the packs of epoch ``epoch`` (a plan of a mixture of several epochs has a plan per
