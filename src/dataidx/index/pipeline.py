@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,13 +20,13 @@ from sqlalchemy import insert
 
 from .._version import __version__
 from ..config import load_config
+from ..progress import MessageProgress
 from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
 from ..store import Build, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
 from .mixtures import MixtureSummary, MixtureWriter
 
-Progress = Callable[[str], None]
 logger = logging.getLogger(__name__)
 
 
@@ -47,7 +47,7 @@ def build(
     *,
     seed: int = DEFAULT_SEED,
     sampling: str = "exact",
-    progress: Progress | None = None,
+    progress: MessageProgress | None = None,
     replace: bool = False,
     specs: Collection[str] = (),
 ) -> BuildSummary:
@@ -68,7 +68,7 @@ def build(
         return _write(config, new, seed, sampling, progress, started)
 
 
-def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Progress | None,
+def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: MessageProgress | None,
            started: float) -> BuildSummary:
     """Fill the new store: every dataset, the default mixture and the build's provenance."""
     say = progress or (lambda _message: None)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ..errors import UsageError
+from ..progress import CountProgress
 from .reader import StoreReader
 
 CHUNK = 1024
@@ -71,7 +72,7 @@ def _misfit(sample: dict[str, Any]) -> str | None:
 
 
 def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
-                   verify: bool = True, progress: Callable[[int, int], None] | None = None, epoch: int = 0) -> int:
+                   verify: bool = True, progress: CountProgress | None = None, epoch: int = 0) -> int:
     """Write epoch ``epoch`` of mixture ``mixture`` of ``store`` to ``output`` (.jsonl or
     .parquet); returns samples.
 

@@ -15,7 +15,7 @@ import pickle
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -23,6 +23,7 @@ from multiprocessing import get_context
 from typing import Any
 
 from ..errors import ConversionError, bounded
+from ..progress import CountProgress
 from ..read import EntryReader
 from ..store import (
     CauseRow,
@@ -43,8 +44,6 @@ from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
 CHUNK = 2_000
-#: ``progress(done, total)`` after each rendered chunk.
-Progress = Callable[[int, int], None]
 #: Entries whose data text holds a plain (not special) added token, per ``(dataset id, token)``.
 AddedUses = Counter[tuple[int, str]]
 
@@ -121,7 +120,7 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
 
 def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
-    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: Progress | None = None,
+    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: CountProgress | None = None,
     tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special",
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
@@ -201,7 +200,7 @@ class RenderedRows:
                 return
 
 
-def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
+def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: CountProgress | None
               ) -> Iterator[tuple[list[LengthRow], AddedUses]]:
     done = 0
     if jobs == 1 or len(chunks) == 1:

@@ -9,11 +9,11 @@ and ``epoch_datasets``; lengths and tokens under a spec from :mod:`.spec_figures
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StoreError, UsageError
+from ..progress import CountProgress
 from ..store import StoreHandle, composition, read_mixture, store_info
 from .positions import TURNS, Selection, over_positions
 from .spec_figures import SpecFigures, spec_figures
@@ -22,8 +22,6 @@ from .spec_figures import SpecFigures, spec_figures
 FILL_BINS = 20
 #: Rejected rows listed one by one (the counts cover them all).
 LISTED = 50
-
-Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -73,7 +71,7 @@ class Figures:
 
 
 def gather(handle: StoreHandle, mixture: str, spec: str | None, plan: str | None,
-           epoch: int | None = None, progress: Progress | None = None) -> Figures:
+           epoch: int | None = None, progress: CountProgress | None = None) -> Figures:
     """The figures of ``mixture`` (of epoch ``epoch``, or of all), and of ``spec`` and ``plan``
     when named, read through ``handle``."""
     steps = 4 + (spec is not None) + (plan is not None)

@@ -17,10 +17,11 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError, hide_passwords
+from ..progress import CountProgress
 from ..spec import DEFAULT_SEED
 from ..store import open_store
 from .document import report_document
-from .figures import Figures, Progress, gather
+from .figures import Figures, gather
 from .reasoning import reasoning_section
 from .sections import lengths, mixture_section, packing, rejects, summary
 from .tokens import converted_samples, rendered_samples, sampled_positions
@@ -39,7 +40,7 @@ class ReportSummary:
 
 
 def _gathered(store: str | os.PathLike[str], mixture: str, epoch: int | None, spec: str | None, plan: str | None,
-              samples: int, seed: int, progress: Progress | None) -> tuple[str, Figures, list[tuple[int, int]]]:
+              samples: int, seed: int, progress: CountProgress | None) -> tuple[str, Figures, list[tuple[int, int]]]:
     if samples < 0:
         raise UsageError(f"--samples must be 0 or more, got {samples}")
     path = os.fspath(store)
@@ -64,7 +65,7 @@ def report_figures(store: str | os.PathLike[str], *, mixture: str = "default", e
 
 def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
                  epoch: int | None = None, spec: str | None = None, plan: str | None = None, samples: int = 5,
-                 seed: int = DEFAULT_SEED, progress: Progress | None = None) -> ReportSummary:
+                 seed: int = DEFAULT_SEED, progress: CountProgress | None = None) -> ReportSummary:
     """Write the report of ``mixture`` (of epoch ``epoch``, or of all; with ``spec``'s lengths
     and ``plan``'s packs when named) to ``output``.
 
