@@ -30,7 +30,7 @@ from ..store import (
     rewriting,
 )
 from .budgets import budget_draw
-from .sampling import Draw, Span, check_sampling, derive_seed, draw, epoch_seed, requested_count
+from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
 
 
@@ -109,7 +109,7 @@ class MixtureWriter:
         chosen = self._draw(spec.name, first_entry, entries, dataset_seed)
         positions = PositionWriter(self.connection, self.mixture_id, self.position)
         for chunk in chosen.chunks():
-            if isinstance(chunk, Span):
+            if isinstance(chunk, OffsetRange):
                 positions.add_run(first_entry + chunk.start, chunk.length)
             else:
                 positions.add_ids(chunk + first_entry)

@@ -37,8 +37,9 @@ _MEDIA_TEXT = {"image_url": "<image>", "image": "<image>", "video_url": "<video>
 
 
 @dataclass(frozen=True)
-class Span:
-    """Characters ``start:end`` of the text are supervised with ``weight``."""
+class SupervisedChars:
+    """Characters ``start:end`` of the rendered text are supervised with ``weight`` (a span of
+    characters, which :func:`~.rendered.label_tokens` turns into token labels)."""
 
     start: int
     end: int
@@ -261,7 +262,7 @@ class ChatText:
                               cause=cause) from None
 
     def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
-              full: str, wanted: list[int], **options: Any) -> list[Span]:
+              full: str, wanted: list[int], **options: Any) -> list[SupervisedChars]:
         """Character spans of the ``wanted`` messages in ``full``, found by rendering prefixes.
 
         Message ``i`` spans from the end of ``chat[:i]`` (with the generation prompt before an
@@ -283,5 +284,5 @@ class ChatText:
                 cause, why = prefix_cause(through, through, full)
                 raise RenderError(f"message {i}: {why}, so the message cannot be located in the text", cause=cause)
             if len(through) > len(before):
-                spans.append(Span(len(before), len(through), weights[i]))
+                spans.append(SupervisedChars(len(before), len(through), weights[i]))
         return spans

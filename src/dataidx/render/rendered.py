@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import TRAINS
-from .chat_text import Span
+from .chat_text import SupervisedChars
 
 IGNORE = -100
 
@@ -59,7 +59,7 @@ class Rendered:
 
 
 
-def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[Span]) -> tuple[list[int], list[float]]:
+def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[SupervisedChars]) -> tuple[list[int], list[float]]:
     """Labels and loss weights: a token with any character in a supervised span takes its id and
     the span's weight. Offsets only grow along the sequence, so each span is one slice of tokens."""
     labels = [IGNORE] * len(ids)
