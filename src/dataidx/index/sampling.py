@@ -28,8 +28,8 @@ import numpy as np
 from ..errors import UsageError
 from ..spec import SAMPLING_MODES
 
-#: Offsets handed out per chunk by :meth:`Draw.chunks`.
-CHUNK = 1 << 20
+#: Offsets handed out per chunk by :meth:`Draw.chunks`, and drawn or counted at a time.
+OFFSETS_PER_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Draw:
     def __len__(self) -> int:
         return sum(_part_length(part) for part in self.parts)
 
-    def chunks(self, size: int = CHUNK) -> Iterator[OffsetRange | np.ndarray]:
+    def chunks(self, size: int = OFFSETS_PER_CHUNK) -> Iterator[OffsetRange | np.ndarray]:
         """The offsets in order: an :class:`OffsetRange` (one pass, ``times`` 1) or an array of at most
         about ``size`` offsets at a time."""
         for part in self.parts:
@@ -101,8 +101,8 @@ class Draw:
             elif isinstance(part, Selected):
                 counts += part.mask * np.asarray(part.times, dtype=counts.dtype)
             else:
-                for start in range(0, len(part.offsets), CHUNK):
-                    unique, repeats = np.unique(part.offsets[start : start + CHUNK], return_counts=True)
+                for start in range(0, len(part.offsets), OFFSETS_PER_CHUNK):
+                    unique, repeats = np.unique(part.offsets[start : start + OFFSETS_PER_CHUNK], return_counts=True)
                     counts[unique] += repeats
         return counts
 
@@ -197,8 +197,8 @@ def with_replacement(n: int, k: int, rng: random.Random) -> Draw:
         return Draw(0, ())
     uniform, scale, floor = rng.random, float(n), math.floor
     offsets = np.empty(k, dtype=np.int64)
-    for start in range(0, k, CHUNK):
-        count = min(CHUNK, k - start)
+    for start in range(0, k, OFFSETS_PER_CHUNK):
+        count = min(OFFSETS_PER_CHUNK, k - start)
         offsets[start : start + count] = np.fromiter((floor(uniform() * scale) for _ in range(count)), np.int64, count)
     return Draw(n, (Picks(offsets),))
 

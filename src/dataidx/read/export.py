@@ -19,7 +19,8 @@ from ..errors import UsageError
 from ..progress import CountProgress
 from .reader import StoreReader
 
-CHUNK = 1024
+#: Samples fetched (and then written) at a time.
+SAMPLES_PER_EXPORT_CHUNK = 1024
 #: Chunks between two releases of the source pages read (64k samples: tens of MiB of pages).
 _RELEASE_EVERY = 64
 FORMATS = (".jsonl", ".parquet")
@@ -36,7 +37,7 @@ SAMPLE_SCHEMA = pa.schema([
 ])
 
 
-def samples(reader: StoreReader, chunk: int = CHUNK) -> Iterator[list[dict[str, Any]]]:
+def samples(reader: StoreReader, chunk: int = SAMPLES_PER_EXPORT_CHUNK) -> Iterator[list[dict[str, Any]]]:
     """The mixture's samples in position order, ``chunk`` at a time."""
     for start in range(0, len(reader), chunk):
         yield reader.get_many(list(range(start, min(start + chunk, len(reader)))))

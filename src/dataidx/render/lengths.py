@@ -43,7 +43,8 @@ from .rendered import TRAINS
 from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
-CHUNK = 2_000
+#: Base entries in one chunk of a render pass: one task for a worker process.
+ENTRIES_PER_RENDER_CHUNK = 2_000
 #: Entries whose data text holds a plain (not special) added token, per ``(dataset id, token)``.
 AddedUses = Counter[tuple[int, str]]
 
@@ -150,7 +151,8 @@ def render_store(
             return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
                                  time.perf_counter() - started, reused=True, causes=stored.causes)
         jobs = max(1, jobs or os.cpu_count() or 1)
-        chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
+        size = ENTRIES_PER_RENDER_CHUNK
+        chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
         _WORKER = (reader, renderer)
         try:
             with RenderedRows() as rendered:

@@ -16,9 +16,10 @@ from ..errors import StoreError
 from .handle import StoreHandle
 from .records import StoredMixture
 
-#: Rows fetched at a time when reading scattered positions; entries read at a time for lengths.
-_FETCH = 1 << 16
-_CHUNK = 1 << 20
+#: Rows fetched at a time when reading scattered positions.
+_ROWS_PER_FETCH = 1 << 16
+#: Entries whose lengths one query reads (one JSON array of them).
+_ENTRIES_PER_LENGTHS_QUERY = 1 << 20
 
 
 def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
@@ -35,7 +36,7 @@ def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
         filled[offset : offset + length] = True
     explicit = handle.execute("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}",
                               mixture.start, mixture.start + mixture.entries - 1)
-    while found := explicit.fetchmany(_FETCH):  # a row tuple per position only a batch at a time
+    while found := explicit.fetchmany(_ROWS_PER_FETCH):  # a row tuple per position only a batch at a time
         pairs = np.asarray(found, dtype=np.int64)
         entries[pairs[:, 0] - mixture.start] = pairs[:, 1]
         filled[pairs[:, 0] - mixture.start] = True
@@ -84,8 +85,8 @@ def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> S
     chunk = ("SELECT " + handle.dialect.json_array.format(_PACKED_LENGTHS[column])
              + " FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}")
     tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)
-    for start in range(first, last + 1, _CHUNK):
-        stop = min(start + _CHUNK - 1, last)
+    for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
+        stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
         values = np.array(json.loads(handle.value(chunk, spec_id, start, stop) or "[]"), dtype=np.int64)
         values.sort()  # by entry id
         if not np.array_equal(values >> 33, np.arange(start, stop + 1)):
