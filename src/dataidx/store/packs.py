@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import Connection, func, insert, select, update
 
 from .deletes import delete_plan
-from .schema import PackedEntry, PackingPlan, PlanEpoch
+from .schema import PackedEntry, PackingPlanRow, PlanEpoch
 from .sqlite.bulk import insert_pack_members, insert_packs
 
 
@@ -45,7 +45,7 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     made). Returns the plan's totals over epochs: packs, entries, tokens, fill, left_out and
     seconds since ``started``."""
     delete_plan(connection, plan["name"])
-    inserted = connection.execute(insert(PackingPlan).values(
+    inserted = connection.execute(insert(PackingPlanRow).values(
         **plan, packs=0, entries=0, tokens=0, fill=1.0, left_out=0, epochs=0,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
     )).inserted_primary_key
@@ -66,7 +66,7 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
             totals[key] += value
     done = {**totals, "fill": _fill(totals["tokens"], totals["packs"], plan["capacity"]),
             "seconds": time.perf_counter() - started}
-    connection.execute(update(PackingPlan).where(PackingPlan.id == plan_id).values(**done))
+    connection.execute(update(PackingPlanRow).where(PackingPlanRow.id == plan_id).values(**done))
     return done
 
 

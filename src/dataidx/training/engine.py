@@ -15,7 +15,7 @@ from torch.utils.data import Dataset
 
 from ..cache import cached_store, is_config_path
 from ..errors import hide_passwords
-from ..pack import PackedPlan
+from ..pack import RenderedPacks
 from ..read import StoreReader, to_hf
 from ..render import RenderedMixture
 from ..spec import DEFAULT_SEED
@@ -152,7 +152,7 @@ class PackedDataset(Dataset):
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
                  verify: bool = True, epoch: int = 0) -> None:
-        self.packs = PackedPlan(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch)
+        self.packs = RenderedPacks(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch)
 
     def __len__(self) -> int:
         return len(self.packs)
