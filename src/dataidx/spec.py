@@ -78,7 +78,7 @@ class Config:
     @property
     def budgeted(self) -> list[DatasetSpec]:
         """The datasets drawn by a token budget, which need a render spec's lengths."""
-        return [spec for spec in self.datasets if spec.budget is not None]
+        return [dataset for dataset in self.datasets if dataset.budget is not None]
 
     @property
     def sha256(self) -> str:

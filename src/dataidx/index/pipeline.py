@@ -83,11 +83,11 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Me
         writes = Writes(writer)
         first_entry = 1
         written = []
-        for position, spec in enumerate(config.datasets):
-            say(f"loading dataset '{spec.name}' from {spec.path}"
-                + (f" (streaming, materialised into {new.streams})" if spec.streaming else ""))
+        for position, dataset in enumerate(config.datasets):
+            say(f"loading dataset '{dataset.name}' from {dataset.path}"
+                + (f" (streaming, materialised into {new.streams})" if dataset.streaming else ""))
             with materialising_streams_into(new.streams):
-                record, done = index_dataset(spec, position, first_entry, connection, writes, hashing, mixture)
+                record, done = index_dataset(dataset, position, first_entry, connection, writes, hashing, mixture)
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)
