@@ -58,7 +58,8 @@ class _Total:
     first_entry: int
     rows: int
     counts: np.ndarray
-    entries: int = 0
+    #: positions drawn, over all epochs
+    drawn: int = 0
 
 
 class MixtureWriter:
@@ -133,7 +134,7 @@ class MixtureWriter:
             return
         total = self.totals.setdefault(dataset_id, _Total(name, first_entry, rows, np.zeros(entries, dtype=np.int64)))
         total.counts += counts
-        total.entries += drawn
+        total.drawn += drawn
 
     def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
         dataset = self.datasets[name]
@@ -188,7 +189,7 @@ class MixtureWriter:
         for dataset_id, total in self.totals.items():
             distinct_entries, distinct_rows, max_repeats = draw_counts(
                 self.connection, total.first_entry, total.counts, total.rows)
-            self._insert_dataset(dataset_id, total.name, len(total.counts), total.entries, distinct_entries,
+            self._insert_dataset(dataset_id, total.name, len(total.counts), total.drawn, distinct_entries,
                                  distinct_rows, max_repeats, derive_seed(self.summary.seed, total.name))
         self.summary.entries = self.position - self.start
         self.connection.execute(

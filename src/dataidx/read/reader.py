@@ -179,7 +179,7 @@ class StoreReader(EntryReader):
         found = read_mixture(handle, self.mixture, self.epoch)
         self.mixture_id, self.epoch = found.id, found.epoch
         self.epochs = found.stretches
-        self.start, self.length = found.start, found.entries
+        self.start, self.length = found.start, found.positions
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
         self._runs = handle.all(
             "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start",

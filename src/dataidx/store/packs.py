@@ -24,13 +24,15 @@ from .sqlite.bulk import insert_pack_members, insert_packs
 @dataclass
 class EpochPacks:
     """One epoch's plan: ``members`` holds every member, pack after pack, as
-    ``position << 32 | entry_id``; ``sizes`` and ``tokens`` each pack's member count and tokens."""
+    ``position << 32 | entry_id``; ``sizes`` and ``tokens`` each pack's member count and tokens.
+    ``positions`` counts the positions packed and ``left_out`` those whose entries do not train
+    (the columns ``entries`` and ``left_out`` of ``plan_epochs``)."""
 
     seed: int
     members: np.ndarray
     sizes: np.ndarray
     tokens: np.ndarray
-    entries: int
+    positions: int
     left_out: int
 
     @property
@@ -59,9 +61,9 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
         packs, tokens = len(epoch.sizes), epoch.total_tokens
         connection.execute(insert(PlanEpoch).values(
             plan_id=plan_id, epoch=number, seed=epoch.seed, first_pack=totals["packs"], packs=packs,
-            entries=epoch.entries, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]), left_out=epoch.left_out,
+            entries=epoch.positions, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]), left_out=epoch.left_out,
         ))
-        for key, value in (("packs", packs), ("entries", epoch.entries), ("tokens", tokens),
+        for key, value in (("packs", packs), ("entries", epoch.positions), ("tokens", tokens),
                            ("left_out", epoch.left_out), ("epochs", 1)):
             totals[key] += value
     done = {**totals, "fill": _fill(totals["tokens"], totals["packs"], plan["capacity"]),

@@ -72,16 +72,17 @@ def read_datasets(handle: StoreHandle) -> dict[int, StoredDataset]:
 
 @dataclass(frozen=True)
 class StoredMixture:
-    """One epoch of a mixture: its positions are global rowids ``start .. start + entries - 1``.
+    """One epoch of a mixture: its positions are global rowids ``start .. start + positions - 1``.
 
-    ``stretches`` holds every epoch's ``(start, entries)``; each is drawn with its own seed
-    (``mixture_epochs``).
+    ``stretches`` holds every epoch's ``(start, positions)``; each is drawn with its own seed
+    (``mixture_epochs``). ``positions`` counts the epoch's positions (the column
+    ``mixture_epochs.entries``), not base entries: an entry drawn twice fills two positions.
     """
 
     id: int
     name: str
     start: int
-    entries: int
+    positions: int
     epoch: int = 0
     stretches: tuple[tuple[int, int], ...] = ()
 
@@ -92,12 +93,12 @@ class StoredMixture:
     def at(self, epoch: int) -> StoredMixture:
         """Epoch ``epoch`` of the same mixture (a NotFoundError for one it does not have)."""
         epoch = check_epoch(epoch, self.epochs, self.name)
-        start, entries = self.stretches[epoch]
-        return StoredMixture(self.id, self.name, start, entries, epoch, self.stretches)
+        start, positions = self.stretches[epoch]
+        return StoredMixture(self.id, self.name, start, positions, epoch, self.stretches)
 
 
 def read_epochs(handle: StoreHandle, mixture_id: int) -> list[tuple[int, int]]:
-    """``(start, entries)`` of each epoch of a mixture, in epoch order."""
+    """``(start, positions)`` of each epoch of a mixture, in epoch order."""
     return handle.all("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch", mixture_id)
 
 
