@@ -39,7 +39,7 @@ from ..store import (
 )
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .rendered import TRAINS
+from .rendered import TRAINING_STATUSES
 from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
@@ -55,6 +55,7 @@ class RenderSummary:
 
     spec: RenderSpec
     entries: int
+    #: entries that train under the spec (status ok or truncated): the column ``render_specs.kept``
     kept: int
     counts: list[tuple[str, str, int]]
     seconds: float
@@ -148,7 +149,7 @@ def render_store(
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
                     move_spec_tokenizer(connection, name, spec.tokenizer_path)
-            return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
+            return RenderSummary(spec, last - first + 1, stored.training_entries, stored.counts,
                                  time.perf_counter() - started, reused=True, causes=stored.causes)
         jobs = max(1, jobs or os.cpu_count() or 1)
         size = ENTRIES_PER_RENDER_CHUNK
@@ -173,7 +174,7 @@ class RenderedRows:
 
     def __init__(self) -> None:
         self.file = tempfile.TemporaryFile()
-        self.entries = self.kept = 0
+        self.entries = self.training_entries = 0
         self.added_uses: AddedUses = Counter()
         self.causes: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, cause) -> (entries, first entry id)
 
@@ -186,7 +187,7 @@ class RenderedRows:
     def add(self, rows: list[LengthRow]) -> None:
         pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)
-        self.kept += sum(1 for row in rows if row[4] in TRAINS)
+        self.training_entries += sum(1 for row in rows if row[4] in TRAINING_STATUSES)
         for row in rows:
             for kind, cause in (("status", row[6]), ("reasoning", row[7])):
                 if cause is not None:
@@ -237,7 +238,7 @@ class _Stored:
     fingerprint: str | None = None
     tokenizer: str | None = None
     clock: str | None = None
-    kept: int = 0
+    training_entries: int = 0
     counts: list[tuple[str, str, int]] = field(default_factory=list)
     causes: list[CauseRow] = field(default_factory=list)
 
@@ -247,7 +248,7 @@ def _stored(handle: StoreHandle, name: str) -> _Stored:
     stored = _Stored(1, 0) if first is None or last is None else _Stored(first, last)  # both, or neither
     found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
-        stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
+        stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
         stored.counts = render_counts(handle, name)
         stored.causes = render_causes(handle, name)
     return stored
@@ -261,8 +262,8 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         plans_removed, counts, causes, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
-                                                          rendered.kept, started, rendered.added_uses, rendered.causes)
+                                                          rendered.training_entries, started, rendered.added_uses, rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
-    return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed,
+    return RenderSummary(spec, rendered.entries, rendered.training_entries, counts, seconds, plans_removed=plans_removed,
                          stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items() if kind == "reasoning"})

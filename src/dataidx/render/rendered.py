@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import TRAINS
+from ..store import TRAINING_STATUSES
 from .chat_text import SupervisedChars
 
 IGNORE = -100
@@ -48,7 +48,7 @@ class Rendered:
 
     @property
     def trains(self) -> bool:
-        return self.status in TRAINS
+        return self.status in TRAINING_STATUSES
 
     def as_dict(self) -> dict[str, Any]:
         """The model inputs (``chosen``/``rejected`` dicts for preference entries)."""

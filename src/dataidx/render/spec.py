@@ -145,7 +145,8 @@ class StoredSpec:
     cutoff: int
     truncation: str
     entries: int
-    kept: int
+    #: entries that train under the spec (the column ``render_specs.kept``)
+    training_entries: int
     version: str
     clock: str | None = None
     escapes: str = "special"
