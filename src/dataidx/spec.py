@@ -31,7 +31,7 @@ SAMPLING_MODES = ("exact", "replacement")
 DEFAULT_SEED = 42
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DatasetSpec:
     """One dataset of a config, with v1's defaults filled in and ``path`` made absolute."""
 

@@ -53,7 +53,7 @@ CHUNK_ROWS = 1 << 20
 CHUNK_BYTES = 16 << 20
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class DatasetSummary:
     name: str
     rows: int
@@ -158,8 +158,8 @@ def _write_record(connection: Connection, record: dict[str, Any], fingerprints: 
     connection.execute(insert(Dataset), {**record, "files": files})
     mixture.add(record["id"], record["name"], record["first_entry"], record["entries"],
                 record["rows"] - record["rejected"])
-    return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"],
-                          record["empty_rows"], time.perf_counter() - started)
+    return DatasetSummary(name=record["name"], rows=record["rows"], entries=record["entries"], drops=record["drops"],
+                          rejected=record["rejected"], empty=record["empty_rows"], seconds=time.perf_counter() - started)
 
 
 def _valid_utf8(table: pa.Table) -> bool:

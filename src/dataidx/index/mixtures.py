@@ -34,7 +34,7 @@ from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoc
 from .token_counts import MixtureLengths, read_mixture_lengths
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MixtureSummary:
     name: str
     seed: int
@@ -50,7 +50,7 @@ class MixtureSummary:
     taken_whole: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Total:
     """One dataset's draws summed over epochs, for its ``mixture_datasets`` row."""
 
@@ -132,7 +132,8 @@ class MixtureWriter:
             self._insert_dataset(dataset_id, name, entries, drawn, distinct_entries, distinct_rows, max_repeats,
                                  dataset_seed)
             return
-        total = self.totals.setdefault(dataset_id, _Total(name, first_entry, rows, np.zeros(entries, dtype=np.int64)))
+        total = self.totals.setdefault(dataset_id, _Total(name=name, first_entry=first_entry, rows=rows,
+                                                                counts=np.zeros(entries, dtype=np.int64)))
         total.counts += counts
         total.drawn += drawn
 

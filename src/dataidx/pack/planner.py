@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class PlannedPacks:
     """Packs in a seeded shuffled order: ``members`` holds item indices pack after pack (each in
     placement order), ``sizes`` each pack's member count. Arrays, not lists: a plan of 20M items
@@ -150,7 +150,8 @@ def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> Pla
     _check(lengths, capacity)
     tokens = int(np.sum(lengths, dtype=np.int64))
     if not len(lengths):
-        return PlannedPacks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), capacity, seed, tokens)
+        return PlannedPacks(members=np.zeros(0, dtype=np.int64), sizes=np.zeros(0, dtype=np.int64), capacity=capacity,
+                            seed=seed, tokens=tokens)
     order, bin_of, bins = _assign(lengths, capacity)
     ranks = shuffled_positions(bins, seed).astype(bin_of.dtype)[bin_of]
     del bin_of

@@ -35,7 +35,7 @@ from ..store import (
 from .planner import plan_packs
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PackSummary:
     """A stored plan: how many packs and entries, how full, and how long it took."""
 
@@ -91,7 +91,8 @@ def pack_store(
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
         lengths = spec_lengths(handle, stored_spec.id)
-        summary = PackSummary(name, spec, mixture, capacity, seed, 0, 0, 0, 1.0, 0, 0.0, 0.0)
+        summary = PackSummary(name=name, spec=spec, mixture=mixture, capacity=capacity, seed=seed, packs=0, entries=0,
+                              tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0)
         columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
                    "seed": seed, "dataidx_version": __version__}
 
@@ -138,4 +139,5 @@ def _epoch_packs(store: str | os.PathLike[str], mixture: str, spec: str, entries
     members_at <<= 32
     members_at |= entry_ids
     del entry_ids
-    return EpochPacks(seed, members_at, sizes, pack_tokens, len(positions), int(len(entries) - len(positions)))
+    return EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=pack_tokens, positions=len(positions),
+                      left_out=int(len(entries) - len(positions)))

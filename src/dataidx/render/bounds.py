@@ -60,7 +60,7 @@ class Floor:
         return self.markers + self.runs
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Least:
     """Lower bounds on one entry's tokens, and what they come from (for its ``detail``)."""
 
@@ -144,8 +144,8 @@ class TurnFloors:
         words: a cut is its entry's message count, so this needs no fetch."""
         lists = [count for count in counts if count > 0]
         later = sum(lists) - len(lists)
-        return Least(sum(lists), len(lists) * self.first_least.markers + later * self.later_least.markers,
-                     len(lists) * self.first_least.runs + later * self.later_least.runs)
+        return Least(messages=sum(lists), markers=len(lists) * self.first_least.markers + later * self.later_least.markers,
+                     runs=len(lists) * self.first_least.runs + later * self.later_least.runs)
 
     def count_past(self, bound: int) -> float:
         """The fewest messages whose :meth:`least_of_count` is past ``bound`` (``inf``: none):
@@ -162,7 +162,7 @@ class TurnFloors:
             for message_markers, message_runs, message_characters in self.costs(sample.get(key) or ()):
                 messages, markers, runs = messages + 1, markers + message_markers, runs + message_runs
                 characters += message_characters
-        return Least(messages, markers, runs, characters, longest)
+        return Least(messages=messages, markers=markers, runs=runs, characters=characters, longest=longest)
 
     def costs(self, messages: Iterable[dict[str, Any]]) -> Iterator[tuple[int, int, int]]:
         """``(markers, runs, text characters)`` of each message of one list, in order. Run for
@@ -208,8 +208,8 @@ class CutLeast:
     def __getitem__(self, cut: int) -> Least:
         cut = max(0, min(cut, len(self.markers) - 1))
         messages, markers, runs, characters = self.rest
-        return Least(cut + messages, self.markers[cut] + markers, self.runs[cut] + runs,
-                     self.characters[cut] + characters, self.longest)
+        return Least(messages=cut + messages, markers=self.markers[cut] + markers, runs=self.runs[cut] + runs,
+                     characters=self.characters[cut] + characters, longest=self.longest)
 
 
 def _markers_and_runs(ids: list[int], controls: frozenset[int]) -> tuple[int, int]:

@@ -49,7 +49,7 @@ ENTRIES_PER_RENDER_CHUNK = 2_000
 AddedUses = Counter[tuple[int, str]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RenderSummary:
     """What a render pass did: per dataset and status, how many entries."""
 
@@ -149,8 +149,8 @@ def render_store(
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
                     move_spec_tokenizer(connection, name, spec.tokenizer_path)
-            return RenderSummary(spec, last - first + 1, stored.training_entries, stored.counts,
-                                 time.perf_counter() - started, reused=True, causes=stored.causes)
+            return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries, counts=stored.counts,
+                                 seconds=time.perf_counter() - started, reused=True, causes=stored.causes)
         jobs = max(1, jobs or os.cpu_count() or 1)
         size = ENTRIES_PER_RENDER_CHUNK
         chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
@@ -229,7 +229,7 @@ def _one_thread_tokenizer() -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Stored:
     """The base index's id range and, when spec ``name`` exists, what the store holds of it."""
 
@@ -245,7 +245,7 @@ class _Stored:
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
     first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
-    stored = _Stored(1, 0) if first is None or last is None else _Stored(first, last)  # both, or neither
+    stored = _Stored(first=1, last=0) if first is None or last is None else _Stored(first=first, last=last)  # both, or neither
     found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
         stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
@@ -264,6 +264,7 @@ def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, 
         plans_removed, counts, causes, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
                                                           rendered.training_entries, started, rendered.added_uses, rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
-    return RenderSummary(spec, rendered.entries, rendered.training_entries, counts, seconds, plans_removed=plans_removed,
+    return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts, seconds=seconds,
+                         plans_removed=plans_removed,
                          stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items() if kind == "reasoning"})

@@ -15,7 +15,7 @@ from .chat_text import SupervisedChars
 IGNORE = -100
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Rendered:
     """One rendered sequence (or, for preference entries, both sides) and what became of it."""
 

@@ -35,7 +35,7 @@ NO_PROMPT = ("the trained turn is the conversation's first message, so it has no
              "prompt with apply_chat_template, which refuses an empty conversation")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Side:
     """One sequence to tokenize: its full text and, under v1's rule, its prompt text."""
 
@@ -207,7 +207,8 @@ class Renderer:
                 raise RenderError(NO_PROMPT, cause="no_prompt")
             options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
             prompt = self.chat.text(chat[:-1], tools, True, **options)
-        return _Side(chat, weights, tools, options, self.chat.text(chat, tools, False, **options), prompt, has_cut)
+        return _Side(chat=chat, weights=weights, tools=tools, options=options, full=self.chat.text(chat, tools, False, **options),
+                     prompt=prompt, has_cut=has_cut)
 
     def _finish(self, draft: dict[str | None, _Side], encodings: Iterator[Any]) -> Rendered:
         # Take this entry's encodings before anything can fail, so later entries get theirs.
@@ -248,8 +249,8 @@ class Renderer:
         status = "ok"
         if full > self.cutoff:
             if self.truncation == "drop":
-                return Rendered(ids, labels, weights, "too_long", full, f"{full} tokens > cutoff {self.cutoff}",
-                                cause="too_long")
+                return Rendered(input_ids=ids, labels=labels, loss_weights=weights, status="too_long", full_tokens=full,
+                                detail=f"{full} tokens > cutoff {self.cutoff}", cause="too_long")
             status = "truncated"
             if self.truncation == "right":
                 ids, labels, weights = ids[: self.cutoff], labels[: self.cutoff], weights[: self.cutoff]
@@ -257,7 +258,7 @@ class Renderer:
                 keep = 1 if self.bos_id is not None and ids[0] == self.bos_id and self.cutoff > 1 else 0
                 start = full - (self.cutoff - keep)
                 ids, labels, weights = ids[:keep] + ids[start:], labels[:keep] + labels[start:], weights[:keep] + weights[start:]
-        rendered = Rendered(ids, labels, weights, status, full)
+        rendered = Rendered(input_ids=ids, labels=labels, loss_weights=weights, status=status, full_tokens=full)
         if rendered.supervised_tokens == 0:
             rendered.status, rendered.cause = "no_supervision", "no_supervision"
             rendered.detail = ("no supervised token left after truncation" if status == "truncated"

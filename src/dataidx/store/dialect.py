@@ -27,7 +27,7 @@ TRAINING_STATUSES_SQL = ", ".join(f"'{status}'" for status in TRAINING_STATUSES)
 _FRAGMENT = re.compile(r"\{([a-z_]+)\}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Dialect:
     """The spellings of one backend (see the module docstring)."""
 

@@ -21,7 +21,7 @@ from .schema import PackedEntry, PackingPlanRow, PlanEpoch
 from .sqlite.bulk import insert_pack_members, insert_packs
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class EpochPacks:
     """One epoch's plan: ``members`` holds every member, pack after pack, as
     ``position << 32 | entry_id``; ``sizes`` and ``tokens`` each pack's member count and tokens.

@@ -30,7 +30,7 @@ REASONING_PROBLEM_SUMS = "".join(f", sum(CASE WHEN l.reasoning = '{problem}' THE
                                  for problem in REASONING_PROBLEMS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredDataset:
     """What a reader needs of one stored dataset."""
 
@@ -70,7 +70,7 @@ def read_datasets(handle: StoreHandle) -> dict[int, StoredDataset]:
     return datasets
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredMixture:
     """One epoch of a mixture: its positions are global rowids ``start .. start + positions - 1``.
 
@@ -94,7 +94,8 @@ class StoredMixture:
         """Epoch ``epoch`` of the same mixture (a NotFoundError for one it does not have)."""
         epoch = check_epoch(epoch, self.epochs, self.name)
         start, positions = self.stretches[epoch]
-        return StoredMixture(self.id, self.name, start, positions, epoch, self.stretches)
+        return StoredMixture(id=self.id, name=self.name, start=start, positions=positions, epoch=epoch,
+                             stretches=self.stretches)
 
 
 def read_epochs(handle: StoreHandle, mixture_id: int) -> list[tuple[int, int]]:
@@ -112,7 +113,7 @@ def read_mixture(handle: StoreHandle, name: str, epoch: int = 0) -> StoredMixtur
     if stale:
         raise StaleStoreError(f"{handle.name}: {stale[name]}")
     stretches = tuple(read_epochs(handle, row[0]))
-    return StoredMixture(row[0], row[1], 0, 0, stretches=stretches).at(epoch)
+    return StoredMixture(id=row[0], name=row[1], start=0, positions=0, stretches=stretches).at(epoch)
 
 
 # Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those

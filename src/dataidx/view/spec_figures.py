@@ -16,7 +16,7 @@ LENGTH_BINS = 40
 LISTED = 20
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class SpecFigures:
     """A render spec over the chosen positions. ``histogram`` rows are ``(dataset, status, bin,
     positions)`` of ``full_tokens // bin_width``; ``supervised`` rows ``(dataset, positions,
@@ -73,7 +73,7 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
             reason[0] += positions
             reason[1] = min(filter(None, (reason[1], detail)), default=None)
     return SpecFigures(
-        name, cutoff, width,
+        name=name, cutoff=cutoff, bin_width=width,
         histogram=[(dataset, status, bin_number, n) for (dataset, status, bin_number), n in histogram.items()],
         supervised=[(dataset, positions, tokens, supervised_tokens)
                     for dataset, (positions, tokens, supervised_tokens) in supervised.items()],
