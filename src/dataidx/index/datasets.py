@@ -74,10 +74,10 @@ class Writes:
         self.executor, self.depth = executor, depth
         self.pending: deque[Future[Any]] = deque()
 
-    def submit(self, task: Callable[..., Any], *args: Any) -> Future[Any]:
+    def submit(self, task: Callable[..., Any], *args: Any, **keywords: Any) -> Future[Any]:
         while len(self.pending) >= self.depth:
             self.pending.popleft().result()
-        future = self.executor.submit(task, *args)
+        future = self.executor.submit(task, *args, **keywords)
         self.pending.append(future)
         return future
 
@@ -88,7 +88,7 @@ class Writes:
             self.pending.popleft().result()
 
 
-def index_dataset(dataset: DatasetSpec, position: int, first_entry: int, connection: Connection, writes: Writes,
+def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, connection: Connection, writes: Writes,
                   hashing: Executor, mixture: MixtureWriter) -> tuple[dict[str, Any], Future[DatasetSummary]]:
     """Load ``dataset``, convert it chunk by chunk and hand each chunk's entries to
     ``writes``; its record and its draw into ``mixture`` follow its last chunk.
@@ -122,8 +122,10 @@ def index_dataset(dataset: DatasetSpec, position: int, first_entry: int, connect
         record["rejected"] += len(found.rejects)
         record["empty_rows"] += found.empty
     if not text_files:  # lines of plain text are pretraining text by nature
-        refuse_empty(dataset, converter.name, record["rows"] - record["rejected"], record["empty_rows"], rows.column_names)
-    return record, writes.submit(_write_record, connection, record, fingerprints, before, mixture, started)
+        refuse_empty(dataset, converter=converter.name, rows=record["rows"] - record["rejected"],
+                     empty=record["empty_rows"], columns=rows.column_names)
+    return record, writes.submit(_write_record, connection, record, fingerprints=fingerprints, before=before,
+                                 mixture=mixture, started=started)
 
 
 def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec) -> Iterator[TableCuts]:
@@ -146,7 +148,7 @@ def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: 
         ])
 
 
-def _write_record(connection: Connection, record: dict[str, Any], fingerprints: Future[list[dict[str, Any]]],
+def _write_record(connection: Connection, record: dict[str, Any], *, fingerprints: Future[list[dict[str, Any]]],
                   before: dict[str, tuple[int, int]], mixture: MixtureWriter, started: float) -> DatasetSummary:
     """After a dataset's last chunk: its record, then its draw into the mixture; refused if a
     source file changed between the stat before loading, the fingerprint and now."""
@@ -156,8 +158,8 @@ def _write_record(connection: Connection, record: dict[str, Any], fingerprints: 
         raise SourceError(f"dataset '{record['name']}': {', '.join(moved)} changed while the build read it; "
                           "build again once it is written")
     connection.execute(insert(Dataset), {**record, "files": files})
-    mixture.add(record["id"], record["name"], record["first_entry"], record["entries"],
-                record["rows"] - record["rejected"])
+    mixture.add(record["id"], record["name"], first_entry=record["first_entry"], entries=record["entries"],
+                rows=record["rows"] - record["rejected"])
     return DatasetSummary(name=record["name"], rows=record["rows"], entries=record["entries"], drops=record["drops"],
                           rejected=record["rejected"], empty=record["empty_rows"], seconds=time.perf_counter() - started)
 

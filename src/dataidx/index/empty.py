@@ -30,7 +30,7 @@ def suggested_converter(columns: Sequence[str]) -> str | None:
     return None
 
 
-def refuse_empty(dataset: DatasetSpec, converter: str, rows: int, empty: int, columns: Sequence[str]) -> None:
+def refuse_empty(dataset: DatasetSpec, *, converter: str, rows: int, empty: int, columns: Sequence[str]) -> None:
     """A SourceError when at least :data:`EMPTY_SHARE` of the ``rows`` of ``dataset`` train nothing,
     unless the dataset allows it (``allow_empty: true``)."""
     if dataset.allow_empty or rows == 0 or empty < rows * EMPTY_SHARE:

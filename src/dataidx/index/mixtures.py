@@ -103,7 +103,7 @@ class MixtureWriter:
         assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
         self.mixture_id = inserted[0]
 
-    def add(self, dataset_id: int, name: str, first_entry: int, entries: int, rows: int) -> None:
+    def add(self, dataset_id: int, name: str, *, first_entry: int, entries: int, rows: int) -> None:
         """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
         rejected) into the current epoch, by its budget or by its size and weight."""
         summary = self.summary
@@ -129,8 +129,8 @@ class MixtureWriter:
             summary.tokens[self.epoch][name] = spent["tokens"]
         summary.datasets[name] = summary.datasets.get(name, 0) + drawn
         if summary.epochs == 1:
-            self._insert_dataset(dataset_id, name, entries, drawn, distinct_entries, distinct_rows, max_repeats,
-                                 dataset_seed)
+            self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, distinct_entries=distinct_entries,
+                                 distinct_rows=distinct_rows, max_repeats=max_repeats, seed=dataset_seed)
             return
         total = self.totals.setdefault(dataset_id, _Total(name=name, first_entry=first_entry, rows=rows,
                                                                 counts=np.zeros(entries, dtype=np.int64)))
@@ -140,7 +140,7 @@ class MixtureWriter:
     def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
         dataset = self.datasets[name]
         if dataset.budget is None:
-            _check_reach(self.config.origin, name, dataset.size, dataset.weight, entries)
+            _check_reach(self.config.origin, name, size=dataset.size, weight=dataset.weight, entries=entries)
             return draw(entries, dataset.size, dataset.weight, self.summary.sampling, seed)
         if self.lengths is None:  # a build: whole_budgets, checked when the writer was made
             if name not in self.summary.taken_whole:
@@ -168,7 +168,7 @@ class MixtureWriter:
         self.epoch_start = self.position
         self.summary.tokens.append({})
 
-    def _insert_dataset(self, dataset_id: int, name: str, base_entries: int, drawn: int, distinct_entries: int,
+    def _insert_dataset(self, dataset_id: int, name: str, *, base_entries: int, drawn: int, distinct_entries: int,
                         distinct_rows: int, max_repeats: int, seed: int) -> None:
         dataset = self.datasets[name]
         budget = dict.fromkeys(("token_budget", "supervised_token_budget"))
@@ -190,8 +190,9 @@ class MixtureWriter:
         for dataset_id, total in self.totals.items():
             distinct_entries, distinct_rows, max_repeats = draw_counts(
                 self.connection, total.first_entry, total.counts, total.rows)
-            self._insert_dataset(dataset_id, total.name, len(total.counts), total.drawn, distinct_entries,
-                                 distinct_rows, max_repeats, derive_seed(self.summary.seed, total.name))
+            self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
+                                 distinct_entries=distinct_entries, distinct_rows=distinct_rows, max_repeats=max_repeats,
+                                 seed=derive_seed(self.summary.seed, total.name))
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)
@@ -204,7 +205,7 @@ class MixtureWriter:
 MAX_PASSES = 1000
 
 
-def _check_reach(origin: str, name: str, size: int | None, weight: float | None, entries: int) -> None:
+def _check_reach(origin: str, name: str, *, size: int | None, weight: float | None, entries: int) -> None:
     """Refuse a ``size``/``weight`` asking for more than :data:`MAX_PASSES` times a dataset's entries."""
     most = MAX_PASSES * max(entries, 1)
     asked = float(entries if size is None else size) * (1.0 if weight is None else weight)
@@ -249,7 +250,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
             writer.next_epoch()
         for dataset in config.datasets:
             row = stored[dataset.name]
-            writer.add(row.id, row.name, row.first_entry, row.entries, row.rows - row.rejected)
+            writer.add(row.id, row.name, first_entry=row.first_entry, entries=row.entries, rows=row.rows - row.rejected)
     return writer.finish()
 
 

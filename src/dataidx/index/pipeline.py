@@ -65,10 +65,10 @@ def build(
     started = time.perf_counter()
     config = config if isinstance(config, Config) else load_config(config)
     with creating(output, progress, replace=replace, specs=specs) as new:
-        return _write(config, new, seed, sampling, progress, started)
+        return _write(config, new, seed=seed, sampling=sampling, progress=progress, started=started)
 
 
-def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: MessageProgress | None,
+def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress: MessageProgress | None,
            started: float) -> BuildSummary:
     """Fill the new store: every dataset, the default mixture and the build's provenance."""
     say = progress or (lambda _message: None)
@@ -87,7 +87,8 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Me
             say(f"loading dataset '{dataset.name}' from {dataset.path}"
                 + (f" (streaming, materialised into {new.streams})" if dataset.streaming else ""))
             with materialising_streams_into(new.streams):
-                record, done = index_dataset(dataset, position, first_entry, connection, writes, hashing, mixture)
+                record, done = index_dataset(dataset, position=position, first_entry=first_entry, connection=connection,
+                                             writes=writes, hashing=hashing, mixture=mixture)
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)

@@ -100,7 +100,8 @@ def pack_store(
             for epoch in range(stored_mixture.epochs):
                 entries = position_entries(handle, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
-                packs = _epoch_packs(store, mixture, spec, entries, lengths, capacity, epoch_seed(seed, epoch))
+                packs = _epoch_packs(entries, lengths, capacity=capacity, seed=epoch_seed(seed, epoch), store=store,
+                                     mixture=mixture, spec=spec)
                 summary.epoch_packs.append(len(packs.sizes))
                 summary.plan_seconds += time.perf_counter() - plan_started
                 del entries
@@ -114,9 +115,10 @@ def pack_store(
     return summary
 
 
-def _epoch_packs(store: str | os.PathLike[str], mixture: str, spec: str, entries: np.ndarray, lengths: SpecLengths,
-                 capacity: int, seed: int) -> EpochPacks:
-    """One epoch's plan over the base entries ``entries`` of its positions."""
+def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, seed: int, store: str | os.PathLike[str],
+                 mixture: str, spec: str) -> EpochPacks:
+    """One epoch's plan over the base entries ``entries`` of its positions (``store``, ``mixture``
+    and ``spec`` name them in an error)."""
     # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
     tokens, trains = lengths.of(entries)
     positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)

@@ -261,7 +261,7 @@ class ChatText:
             raise RenderError(f"chat template failed: {type(exc).__name__}: {bounded(str(exc), 200)}{wanted}",
                               cause=cause) from None
 
-    def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
+    def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None, *,
               full: str, wanted: list[int], **options: Any) -> list[SupervisedChars]:
         """Character spans of the ``wanted`` messages in ``full``, found by rendering prefixes.
 

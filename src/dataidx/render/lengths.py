@@ -142,8 +142,9 @@ def render_store(
     with EntryReader(store) as reader:
         stored = _stored(reader.handle, name)
         # A clock-reading template renders at the time the spec first did, unless the user sets one.
-        spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation,
-                                   clock=clock if clock is not None else stored.clock, escapes=escapes)
+        spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=tokenizer, template=template, cutoff=cutoff,
+                                   truncation=truncation, clock=clock if clock is not None else stored.clock,
+                                   escapes=escapes)
         first, last = stored.first, stored.last
         if stored.fingerprint == spec.fingerprint:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
@@ -160,7 +161,7 @@ def render_store(
                 for rows, uses in _rendered(chunks, jobs, last - first + 1, progress):
                     rendered.add(rows)
                     rendered.added_uses.update(uses)
-                summary = _write(store, reader.identity, spec, rendered, started)
+                summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started)
             summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                     sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
             return summary
@@ -254,15 +255,16 @@ def _stored(handle: StoreHandle, name: str) -> _Stored:
     return stored
 
 
-def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
+def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
            started: float) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
-        plans_removed, counts, causes, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
-                                                          rendered.training_entries, started, rendered.added_uses, rendered.causes)
+        plans_removed, counts, causes, seconds = save_render_spec(
+            connection, columns, rendered.chunks(), entries=rendered.entries, training_entries=rendered.training_entries,
+            started=started, added_uses=rendered.added_uses, causes=rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
     return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts, seconds=seconds,
                          plans_removed=plans_removed,

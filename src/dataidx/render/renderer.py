@@ -240,7 +240,7 @@ class Renderer:
         else:
             wanted = list(range(len(side.chat)))
         with self.chat.entry():  # locating messages renders prefixes: a time budget of their own
-            spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
+            spans = self.chat.spans(side.chat, side.weights, side.tools, full=side.full, wanted=wanted, **side.options)
         labels, weights = label_tokens(ids, full.offsets, spans)
         return marked(self._truncate(ids, labels, weights), side, [(span.start, span.end) for span in spans])
 

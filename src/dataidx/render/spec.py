@@ -115,7 +115,7 @@ class RenderSpec:
                                 self.clock, self.escapes)
 
 
-def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
+def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
               truncation: str, clock: str | None = None, escapes: str = "special") -> tuple[RenderSpec, Renderer]:
     """A spec and its renderer; checks everything before any entry is rendered.
 

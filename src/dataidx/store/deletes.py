@@ -79,7 +79,7 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
     with rewriting(store) as connection:
         found = connection.execute(select(Mixture.id, Mixture.start, Mixture.entries).where(Mixture.name == name)).first()
         if found is None:
-            raise missing("mixture", name, store, _names(connection, Mixture))
+            raise missing("mixture", name, store=store, names=_names(connection, Mixture))
         delete_plans(connection, connection.execute(
             select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
@@ -99,7 +99,7 @@ def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
     with rewriting(store) as connection:
         plans = delete_spec(connection, name)
         if plans is None:
-            raise missing("render spec", name, store, _names(connection, RenderSpecRow))
+            raise missing("render spec", name, store=store, names=_names(connection, RenderSpecRow))
         return plans
 
 
@@ -107,7 +107,7 @@ def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:
     """Delete packing plan ``name`` with its packs and members."""
     with rewriting(store) as connection:
         if not delete_plan(connection, name):
-            raise missing("packing plan", name, store, _names(connection, PackingPlanRow))
+            raise missing("packing plan", name, store=store, names=_names(connection, PackingPlanRow))
 
 
 def _names(connection: Connection, table: type[Mixture] | type[RenderSpecRow] | type[PackingPlanRow]) -> list[str]:

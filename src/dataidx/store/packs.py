@@ -57,7 +57,8 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     for number, epoch in enumerate(epochs):
         first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar_one()
         insert_pack_members(connection, plan_id, first, epoch.members)
-        insert_packs(connection, plan_id, first, epoch.sizes, epoch.tokens, first_pack=totals["packs"])
+        insert_packs(connection, plan_id, first_member=first, sizes=epoch.sizes, tokens=epoch.tokens,
+                     first_pack=totals["packs"])
         packs, tokens = len(epoch.sizes), epoch.total_tokens
         connection.execute(insert(PlanEpoch).values(
             plan_id=plan_id, epoch=number, seed=epoch.seed, first_pack=totals["packs"], packs=packs,

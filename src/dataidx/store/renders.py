@@ -35,7 +35,7 @@ def render_counts(reads: Reads, spec: str) -> list[tuple[str, str, int]]:
     return reads.all(_COUNTS, spec)
 
 
-def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
+def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], *, entries: int,
                      training_entries: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
                      causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
                      ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:

@@ -133,16 +133,16 @@ def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None =
             working_copy = folder / "store.db"
             pull_from_postgres(location, server, working_copy)
             with stamped_transaction(working_copy) as connection:
-                _check_unchanged(connection, store, unchanged, task, command)
+                _check_unchanged(connection, store, read=unchanged, task=task, command=command)
                 yield connection
             publish_to_postgres(working_copy, location, server)
         return
     with rewritten_copy(location) as connection:
-        _check_unchanged(connection, store, unchanged, task, command)
+        _check_unchanged(connection, store, read=unchanged, task=task, command=command)
         yield connection
 
 
-def _check_unchanged(connection: Connection, store: str | os.PathLike[str], read: ReadIdentity | None, task: str,
+def _check_unchanged(connection: Connection, store: str | os.PathLike[str], *, read: ReadIdentity | None, task: str,
                      command: str) -> None:
     """Refuse the write if what the work read changed meanwhile (other writes may have landed)."""
     if read is None:

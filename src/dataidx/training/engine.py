@@ -113,7 +113,8 @@ class DataEngine(Dataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Serve the epoch ``state`` records, if it was saved over this store's mixture (and spec)."""
         entries = self._entries
-        self.set_epoch(check_state(state, entries.identity, entries.path, self.mixture, len(entries.epochs)))
+        self.set_epoch(check_state(state, identity=entries.identity, store=entries.path, mixture=self.mixture,
+                                   epochs=len(entries.epochs)))
 
     def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(index, slice):
@@ -179,7 +180,8 @@ class PackedDataset(Dataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Serve the epoch ``state`` records, if it was saved over this store's plan."""
         packs = self.packs
-        self.set_epoch(check_state(state, packs.reader.identity, packs.reader.path, packs.mixture, len(packs.epochs)))
+        self.set_epoch(check_state(state, identity=packs.reader.identity, store=packs.reader.path,
+                                   mixture=packs.mixture, epochs=len(packs.epochs)))
 
     def __getitem__(self, index: int) -> list[dict[str, Any]]:
         return self.packs.get(_position(index))

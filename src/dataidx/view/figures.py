@@ -70,7 +70,7 @@ class Figures:
                    if self.selection.first <= epoch <= self.selection.last)
 
 
-def gather(handle: StoreHandle, mixture: str, spec: str | None, plan: str | None,
+def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | None,
            epoch: int | None = None, progress: CountProgress | None = None) -> Figures:
     """The figures of ``mixture`` (of epoch ``epoch``, or of all), and of ``spec`` and ``plan``
     when named, read through ``handle``."""

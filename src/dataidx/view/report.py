@@ -39,13 +39,13 @@ class ReportSummary:
     seconds: float
 
 
-def _gathered(store: str | os.PathLike[str], mixture: str, epoch: int | None, spec: str | None, plan: str | None,
+def _gathered(store: str | os.PathLike[str], mixture: str, *, epoch: int | None, spec: str | None, plan: str | None,
               samples: int, seed: int, progress: CountProgress | None) -> tuple[str, Figures, list[tuple[int, int]]]:
     if samples < 0:
         raise UsageError(f"--samples must be 0 or more, got {samples}")
     path = os.fspath(store)
     with open_store(path) as handle:
-        figures = gather(handle, mixture, spec, plan, epoch, progress)
+        figures = gather(handle, mixture, spec=spec, plan=plan, epoch=epoch, progress=progress)
     chosen = [(e, entries) for e, _, entries in figures.epochs if epoch is None or e == epoch]
     return path, figures, sampled_positions(chosen, samples, seed)
 
@@ -59,7 +59,8 @@ def report_figures(store: str | os.PathLike[str], *, mixture: str = "default", e
 
         report_figures("demo.db", mixture="by_tokens", spec="default")["spec"]["supervised"]
     """
-    _, figures, picks = _gathered(store, mixture, epoch, spec, plan, samples, seed, None)
+    _, figures, picks = _gathered(store, mixture, epoch=epoch, spec=spec, plan=plan, samples=samples, seed=seed,
+                                  progress=None)
     return report_document(figures, picks)
 
 
@@ -74,9 +75,10 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
         write_report("demo.db", "report.html", spec="default", plan="default", samples=5)
     """
     started = time.perf_counter()
-    path, figures, picks = _gathered(store, mixture, epoch, spec, plan, samples, seed, progress)
+    path, figures, picks = _gathered(store, mixture, epoch=epoch, spec=spec, plan=plan, samples=samples, seed=seed,
+                                     progress=progress)
     epochs = len(figures.epochs)
-    shown = (rendered_samples(path, mixture, spec, picks, epochs) if spec
+    shown = (rendered_samples(path, mixture, spec=spec, picks=picks, epochs=epochs) if spec
              else converted_samples(path, mixture, picks, epochs))
     page = _page(path, figures, shown, seed)
     target = Path(output)

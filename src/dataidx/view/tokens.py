@@ -46,7 +46,7 @@ def _where(epoch: int, position: int, epochs: int) -> str:
     return f"position {position}" if epochs == 1 else f"epoch {epoch} · position {position}"
 
 
-def rendered_samples(path: str, mixture: str, spec: str, picks: list[tuple[int, int]], epochs: int) -> list[str]:
+def rendered_samples(path: str, mixture: str, *, spec: str, picks: list[tuple[int, int]], epochs: int) -> list[str]:
     """HTML of each ``(epoch, position)`` rendered under ``spec``: its status and tokens."""
     blocks = []
     for epoch, positions in _by_epoch(picks).items():
@@ -59,7 +59,8 @@ def rendered_samples(path: str, mixture: str, spec: str, picks: list[tuple[int, 
                        f"{'' if trains else ' · does not train: drawn grey'}")
             sides = one.sides or {"": one}
             body = "".join((f"<div class='side'>{name}</div>" if name else "")
-                           + _tokens(renderer.tokenizer, side, renderer.controls.ids, trains, renderer.cutoff)
+                           + _tokens(renderer.tokenizer, side, special=renderer.controls.ids, trains=trains,
+                                     most=renderer.cutoff)
                            for name, side in sides.items())
             blocks.append(f"<div class='sample{'' if trains else ' untrained'}' data-status='{one.status}'>"
                           f"<div class='heading'>{heading}</div>{body}</div>")
@@ -87,7 +88,7 @@ def _cut(text: str, most: int) -> str:
     return text if len(text) <= most else f"{text[:most]}… ({len(text) - most:,} more characters not shown)"
 
 
-def _tokens(tokenizer: Any, rendered: Any, special: dict[int, str], trains: bool, most: int) -> str:
+def _tokens(tokenizer: Any, rendered: Any, *, special: dict[int, str], trains: bool, most: int) -> str:
     """The spans of at most ``most`` tokens (the cutoff: what could train), then how many more."""
     spans = []
     ids = list(rendered.input_ids[:most])

@@ -186,7 +186,7 @@ def insert_pack_members(connection: Connection, plan_id: int, first_id: int, mem
                                       "members": json.dumps(members[offset : offset + ROWS_PER_STATEMENT].tolist())})
 
 
-def insert_packs(connection: Connection, plan_id: int, first_member: int, sizes: np.ndarray,
+def insert_packs(connection: Connection, plan_id: int, *, first_member: int, sizes: np.ndarray,
                  tokens: np.ndarray, first_pack: int = 0) -> None:
     """Packs ``first_pack, first_pack + 1, ...`` of a plan with their member counts and tokens;
     pack ``i``'s members start at ``first_member`` plus the sizes of the packs before it."""
