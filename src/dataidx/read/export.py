@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from ..convert import Sample
 from ..errors import UsageError
 from ..progress import CountProgress
 from .reader import StoreReader
@@ -37,7 +38,7 @@ SAMPLE_SCHEMA = pa.schema([
 ])
 
 
-def samples(reader: StoreReader, chunk: int = SAMPLES_PER_EXPORT_CHUNK) -> Iterator[list[dict[str, Any]]]:
+def samples(reader: StoreReader, chunk: int = SAMPLES_PER_EXPORT_CHUNK) -> Iterator[list[Sample]]:
     """The mixture's samples in position order, ``chunk`` at a time."""
     for start in range(0, len(reader), chunk):
         yield reader.get_many(list(range(start, min(start + chunk, len(reader)))))
@@ -45,7 +46,7 @@ def samples(reader: StoreReader, chunk: int = SAMPLES_PER_EXPORT_CHUNK) -> Itera
             reader.release_rows()
 
 
-def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+def _checked(batch: list[Sample], start: int) -> list[Sample]:
     """The batch, if every sample fits the standard schema exactly; Arrow would silently drop
     keys it does not know (a message's ``name``), so anything else is an error naming it."""
     for offset, sample in enumerate(batch):
@@ -56,7 +57,7 @@ def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
     return batch
 
 
-def _misfit(sample: dict[str, Any]) -> str | None:
+def _misfit(sample: Mapping[str, Any]) -> str | None:
     extra = set(sample) - set(SAMPLE_SCHEMA.names)
     if extra:
         return f"has keys {', '.join(sorted(extra))}"

@@ -29,7 +29,7 @@ where that count can exceed what the template writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,7 +155,7 @@ class TurnFloors:
             return 1
         return float("inf") if later == 0 else (bound - first) // later + 2
 
-    def least(self, sample: dict[str, Any], longest: int) -> Least:
+    def least(self, sample: Mapping[str, Any], longest: int) -> Least:
         """The lower bound of a sample's tokens: its markers and the characters of its text."""
         messages = markers = runs = characters = 0
         for key in MESSAGE_LISTS:
@@ -181,7 +181,7 @@ class TurnFloors:
                     characters += len(value) if isinstance(value, str) else 0
             yield markers, runs, characters
 
-    def cuts(self, sample: dict[str, Any], longest: int) -> CutLeast:
+    def cuts(self, sample: Mapping[str, Any], longest: int) -> CutLeast:
         """The bounds of every cut of a sample's ``messages`` at once: one pass over the row,
         then each cut in constant time."""
         return CutLeast(self, sample, longest)
@@ -191,7 +191,7 @@ class CutLeast:
     """Lower bounds of ``messages[:cut]`` for every cut of one converted row: equal to
     ``floors.least(truncate(sample, cut), longest)``, from prefix sums."""
 
-    def __init__(self, floors: TurnFloors, sample: dict[str, Any], longest: int) -> None:
+    def __init__(self, floors: TurnFloors, sample: Mapping[str, Any], longest: int) -> None:
         self.longest = longest
         self.markers, self.runs, self.characters = [0], [0], [0]
         markers = runs = characters = 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -140,7 +140,7 @@ def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) -> list[dict[str, Any]] | None:
+def sample_tools(sample: Mapping[str, Any], controls: ControlTokens | None = None) -> list[dict[str, Any]] | None:
     """The sample's tool schemas as v1 passes them: None when it has none (missing or empty), else
     its JSON as a list, ``"[]"`` as ``[]`` (which Llama 3.1 and Mistral Nemo render as a tools
     preamble), one schema wrapped in a list; every string in them escaped when ``controls`` is

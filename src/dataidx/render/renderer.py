@@ -14,7 +14,7 @@ escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -104,11 +104,11 @@ class Renderer:
         with self.chat.entry():  # the probes share one entry's time budget
             self.floors = TurnFloors.probe(self.chat, self.backend, (i for i in self.controls.ids if i in added))
 
-    def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
+    def render(self, sample: Mapping[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
         return self.render_many([(sample, has_cut)])[0]
 
-    def render_many(self, items: list[tuple[dict[str, Any], bool]]) -> list[Rendered]:
+    def render_many(self, items: Sequence[tuple[Mapping[str, Any], bool]]) -> list[Rendered]:
         """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
         return self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
 
@@ -118,7 +118,7 @@ class Renderer:
         encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
         return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
 
-    def draft_cuts(self, whole: dict[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
+    def draft_cuts(self, whole: Mapping[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
         """Drafts of the entries ``truncate(whole, cut)`` of one converted row, those :meth:`render_many`
         makes, with the row's messages made chat messages (escaped) once for all its cuts, not once
         per cut. ``bounds`` is ``floors.cuts(whole, longest)``; cuts past the bound by their count
@@ -145,14 +145,14 @@ class Renderer:
                     {None: self._side_of(chat[:cut], weights[:cut], tools, True)})), held[cut]))
         return drafts
 
-    def draft(self, sample: dict[str, Any], has_cut: bool) -> Draft:
+    def draft(self, sample: Mapping[str, Any], has_cut: bool) -> Draft:
         """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
         self.controls.kept.clear()
         with self.chat.entry():  # the entry's texts share one time budget
             made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)))
         return _holding(made, tuple(sorted(self.controls.kept)))
 
-    def _sides(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side]:
+    def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, _Side]:
         tools = sample_tools(sample, self.controls)
         if "chosen_messages" in sample or "rejected_messages" in sample:
             return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
@@ -177,7 +177,7 @@ class Renderer:
             return Rendered(status="render_error", detail=bounded(f"the sample is not in the standard format: "
                                                                   f"{type(exc).__name__}: {exc}"), cause="format")
 
-    def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
+    def _over_bound(self, sample: Mapping[str, Any]) -> Rendered | None:
         """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
         neither written nor tokenized (one 100 MB row, a 4,000-turn row's later cuts), so a render
         costs what the cutoff allows, not what the data holds. The message count comes first, as in

@@ -14,6 +14,7 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from ..cache import cached_store, is_config_path
+from ..convert import Sample
 from ..errors import hide_passwords
 from ..pack import RenderedPacks
 from ..read import StoreReader, to_hf
@@ -30,6 +31,12 @@ def _position(index: Any) -> int:
         return operator.index(index)
     except TypeError:
         raise TypeError(f"DataEngine indices must be int, slice or list of int, not {type(index).__name__}") from None
+
+
+#: One item: a converted sample, or with ``render=`` a rendered one (``input_ids``, ``labels``...).
+Item = Sample | dict[str, Any]
+#: Items of one fetch: all converted samples, or all rendered ones.
+Items = list[Sample] | list[dict[str, Any]]
 
 
 class DataEngine(Dataset):
@@ -116,14 +123,14 @@ class DataEngine(Dataset):
         self.set_epoch(check_state(state, identity=entries.identity, store=entries.path, mixture=self.mixture,
                                    epochs=len(entries.epochs)))
 
-    def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, index: int | slice | list[int]) -> Item | Items:
         if isinstance(index, slice):
             return self.reader.get_many(list(range(*index.indices(len(self)))))
         if isinstance(index, list):
             return self.reader.get_many([_position(i) for i in index])
         return self.reader.get(_position(index))
 
-    def __getitems__(self, indices: list[int]) -> list[dict[str, Any]]:
+    def __getitems__(self, indices: list[int]) -> Items:
         """Batched fetch used by ``DataLoader``: one SQL query for the whole batch."""
         return self.reader.get_many([_position(i) for i in indices])
 

@@ -80,7 +80,7 @@ def converted_samples(path: str, mixture: str, picks: list[tuple[int, int]], epo
                 lines.append(f"<div class='message'><b>{html.escape(_cut(str(message.get('role')), 40))}</b> "
                              f"{html.escape(_cut(text, MESSAGE_CHARACTERS))}</div>")
             blocks.append(f"<div class='sample'><div class='heading'>{_where(epoch, position, epochs)} · "
-                          f"{html.escape(sample['_dataset_name'])}</div>{''.join(lines)}</div>")
+                          f"{html.escape(sample.get('_dataset_name', ''))}</div>{''.join(lines)}</div>")
     return blocks
 
 
