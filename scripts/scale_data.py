@@ -22,7 +22,8 @@ import yaml
 
 #: Entries per alpaca row with a quarter as many conversations of 3.5 supervised turns each.
 ENTRIES_PER_ALPACA_ROW = 1 + 3.5 / 4
-_CHUNK = 100_000
+#: Rows generated and written at a time.
+_ROWS_PER_WRITE = 100_000
 
 
 def _phrases(count: int, words: tuple[int, int], seed: int) -> list[str]:
@@ -41,8 +42,8 @@ def generate(folder: Path, entries: int) -> Path:
     rng = np.random.default_rng(0)
     short, long = _phrases(4096, (3, 8), 1), _phrases(4096, (8, 16), 2)
     with (folder / "alpaca.jsonl").open("w") as out:
-        for start in range(0, alpaca_rows, _CHUNK):
-            n = min(_CHUNK, alpaca_rows - start)
+        for start in range(0, alpaca_rows, _ROWS_PER_WRITE):
+            n = min(_ROWS_PER_WRITE, alpaca_rows - start)
             picks = rng.integers(0, 4096, size=(3, n)).tolist()
             has_input = (rng.random(n) < 0.5).tolist()
             out.write("".join(
@@ -50,8 +51,8 @@ def generate(folder: Path, entries: int) -> Path:
                 for i, j, o, has in zip(*picks, has_input)
             ))
     with (folder / "sharegpt.jsonl").open("w") as out:
-        for start in range(0, conversations, _CHUNK):
-            n = min(_CHUNK, conversations - start)
+        for start in range(0, conversations, _ROWS_PER_WRITE):
+            n = min(_ROWS_PER_WRITE, conversations - start)
             exchanges = rng.integers(1, 7, size=n).tolist()
             picks = iter(rng.integers(0, 4096, size=2 * sum(exchanges)).tolist())
             lines = []

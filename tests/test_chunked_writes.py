@@ -30,8 +30,8 @@ def test_default_chunks_write_what_whole_datasets_wrote(tmp_path: Path) -> None:
 def test_tiny_chunks_write_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("dataidx.index.datasets.CHUNK_ROWS", 7)
     monkeypatch.setattr("dataidx.index.datasets.CHUNK_BYTES", 1)
-    monkeypatch.setattr("dataidx.index.sampling.CHUNK", 5)
-    monkeypatch.setattr("dataidx.store.sqlite.bulk.CHUNK", 3)
+    monkeypatch.setattr("dataidx.index.sampling.OFFSETS_PER_CHUNK", 5)
+    monkeypatch.setattr("dataidx.store.sqlite.bulk.ROWS_PER_STATEMENT", 3)
     assert_matches_golden(store_lines(tmp_path), GOLDEN)
 
 

@@ -24,7 +24,7 @@ LAYERS = {
     "root": 0, "store": 1, "convert": 2, "sources": 2, "config": 3, "index": 4, "read": 4,
     "render": 5, "pack": 6, "cache": 7, "view": 7, "training": 8, "cli": 9, "face": 10,
 }
-ROOT_MODULES = {"errors", "_version", "_lazy", "paths", "plugins", "spec"}
+ROOT_MODULES = {"errors", "_version", "_lazy", "paths", "plugins", "progress", "spec"}
 #: Third-party packages and the units allowed to import them.
 OWNERS = {
     "torch": {"training"},

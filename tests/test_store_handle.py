@@ -14,7 +14,7 @@ import pytest
 
 from dataidx import DataEngine, PackedDataset, StoreReader, composition, run_query, store_info
 from dataidx.errors import ReadOnlyError, StoreError
-from dataidx.pack import PackedPlan, pack_store
+from dataidx.pack import RenderedPacks, pack_store
 from dataidx.render import RenderedMixture, render_store
 from dataidx.store import StoreHandle, open_store
 from dataidx.store.handle import open_handles
@@ -59,7 +59,7 @@ def test_each_reader_opens_the_store_once_and_close_or_with_gives_it_back(packed
     readers = [
         lambda: StoreReader(packed_store),
         lambda: RenderedMixture(packed_store, spec="default"),
-        lambda: PackedPlan(packed_store, "default"),
+        lambda: RenderedPacks(packed_store, "default"),
         lambda: DataEngine(packed_store),
         lambda: DataEngine(packed_store, render="default"),
         lambda: PackedDataset(packed_store, "default"),
@@ -79,7 +79,7 @@ def test_each_reader_opens_the_store_once_and_close_or_with_gives_it_back(packed
 
 def test_a_reader_that_fails_to_open_leaves_no_handle_open(packed_store: Path) -> None:
     before = set(_open_now())
-    for make in (lambda: RenderedMixture(packed_store, spec="nope"), lambda: PackedPlan(packed_store, "nope"),
+    for make in (lambda: RenderedMixture(packed_store, spec="nope"), lambda: RenderedPacks(packed_store, "nope"),
                  lambda: StoreReader(packed_store, "nope")):
         with pytest.raises(StoreError, match="nope"):
             make()

@@ -45,7 +45,7 @@ def cached_store(config_path: str | os.PathLike[str], *, seed: int = DEFAULT_SEE
     """
     config = load_config(config_path)
     key = hashlib.sha256(json.dumps(
-        [config.text, [spec.info() for spec in config.datasets], seed, sampling, SCHEMA_REVISION]
+        [config.text, [dataset.info() for dataset in config.datasets], seed, sampling, SCHEMA_REVISION]
     ).encode()).hexdigest()[:24]
     folder = Path(folder) if folder is not None else cache_dir()
     folder.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ SAMPLING_MODES = ("exact", "replacement")
 DEFAULT_SEED = 42
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DatasetSpec:
     """One dataset of a config, with v1's defaults filled in and ``path`` made absolute."""
 
@@ -78,7 +78,7 @@ class Config:
     @property
     def budgeted(self) -> list[DatasetSpec]:
         """The datasets drawn by a token budget, which need a render spec's lengths."""
-        return [spec for spec in self.datasets if spec.budget is not None]
+        return [dataset for dataset in self.datasets if dataset.budget is not None]
 
     @property
     def sha256(self) -> str:

@@ -21,8 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class ProgressLine:
     """Progress of a long step on stderr: one line redrawn in place on a terminal, a line every
-    few seconds otherwise (logs stay readable), and a last line when done. Call it with
-    ``(done, total)``."""
+    few seconds otherwise (logs stay readable), and a last line when done: a
+    :data:`~dataidx.progress.CountProgress`, called with ``(done, total)``."""
 
     def __init__(self, label: str, quiet: bool = False, every: float = 2.0) -> None:
         self.label, self.quiet, self.every = label, quiet, every

@@ -65,7 +65,7 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
             err=True,
         )
     if tokenizer is not None:
-        _render(output, tokenizer, template, cutoff, truncation, "default", None, quiet)
+        _render(output, tokenizer, template=template, cutoff=cutoff, truncation=truncation, quiet=quiet)
 
 
 @click.command()
@@ -167,11 +167,12 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
-    _render(store, tokenizer, template, cutoff, truncation, name, jobs, quiet, clock, escapes)
+    _render(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs, quiet=quiet,
+            clock=clock, escapes=escapes)
 
 
-def _render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
-            jobs: int | None, quiet: bool, clock: str | None = None, escapes: str = "special") -> None:
+def _render(store: str, tokenizer: str, *, template: str | None, cutoff: int, truncation: str, quiet: bool,
+            name: str = "default", jobs: int | None = None, clock: str | None = None, escapes: str = "special") -> None:
     from ..render import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,

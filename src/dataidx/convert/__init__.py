@@ -6,7 +6,6 @@ from .expansion import ROLES, SUPERVISED_EPSILON, cuts, role_problem, trains_not
 from .media import MEDIA_COLUMNS, MediaMismatch
 from .registry import (
     Converter,
-    Sample,
     collecting_drops,
     convert_row,
     converters,
@@ -14,6 +13,7 @@ from .registry import (
     register_converter,
     row_expansion,
 )
+from .samples import Content, Message, PairSample, Sample, SFTSample
 from .vectorised import NO_CUT, TableCuts
 
 __all__ = [
@@ -21,8 +21,12 @@ __all__ = [
     "NO_CUT",
     "ROLES",
     "SUPERVISED_EPSILON",
+    "Content",
     "Converter",
     "MediaMismatch",
+    "Message",
+    "PairSample",
+    "SFTSample",
     "Sample",
     "TableCuts",
     "collecting_drops",

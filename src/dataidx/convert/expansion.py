@@ -6,6 +6,7 @@ A multi-turn conversation becomes one entry per supervised assistant turn, each 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import shown
@@ -19,7 +20,7 @@ ROLES = ("system", "user", "assistant", "tool")
 _MESSAGE_LISTS = ("messages", "chosen_messages", "rejected_messages")
 
 
-def role_problem(sample: dict[str, Any]) -> str | None:
+def role_problem(sample: Mapping[str, Any]) -> str | None:
     """Why a standard sample cannot be rendered safely: its first message whose role is not one
     of :data:`ROLES`, worded for the user; None when every role is standard. A message that is
     not a dict is left to the renderer, which names it."""
@@ -32,7 +33,7 @@ def role_problem(sample: dict[str, Any]) -> str | None:
     return None
 
 
-def cuts(sample: dict[str, Any]) -> list[int | None]:
+def cuts(sample: Mapping[str, Any]) -> list[int | None]:
     """Cut points of ``sample``; ``[None]`` for preference data or no supervised turn.
 
     Example::
@@ -51,14 +52,14 @@ def cuts(sample: dict[str, Any]) -> list[int | None]:
     return found or [None]
 
 
-def trains_nothing(sample: dict[str, Any], found: list[int | None]) -> bool:
+def trains_nothing(sample: Mapping[str, Any], found: list[int | None]) -> bool:
     """Whether a converted sample gives nothing to learn from: no supervised turn (``found`` is
     its cuts) and no preference pair. A dataset of such rows had the wrong converter, or none."""
     return found == [None] and not any(isinstance(sample.get(side), list) and sample[side]
                                        for side in ("chosen_messages", "rejected_messages"))
 
 
-def truncate(sample: dict[str, Any], cut: int | None) -> dict[str, Any]:
+def truncate(sample: Mapping[str, Any], cut: int | None) -> Mapping[str, Any]:
     """The sample an entry trains on: ``messages`` cut to the prefix, everything else as is."""
     if cut is None:
         return sample

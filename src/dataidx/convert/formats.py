@@ -7,12 +7,13 @@ Arrow tables; tests/test_golden.py checks every output against v1's own.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidRow, shown
 from .expansion import ROLES
 from .media import MediaSplitter, text_blocks
-from .registry import Sample, converters, drop, present
+from .registry import converters, drop, present
+from .samples import Content, Message, PairSample, Sample, SFTSample
 from .vectorised import alpaca_cuts, none_cuts, pair_cuts, sharegpt_cuts
 
 _NOT_JSON = (json.JSONDecodeError, TypeError)
@@ -27,7 +28,7 @@ def loads(value: Any, what: str) -> Any:
         raise InvalidRow(f"{what} is JSON nested too deep to read") from None
 
 
-def _tool_call_blocks(value: str, what: str) -> list[dict[str, str]] | None:
+def _tool_call_blocks(value: str, what: str) -> list[Content] | None:
     """JSON tool call(s) as ``tool_call`` blocks; None when the value is not valid JSON."""
     try:
         calls = loads(value, what)
@@ -39,7 +40,7 @@ def _tool_call_blocks(value: str, what: str) -> list[dict[str, str]] | None:
 
 
 @converters.register("alpaca", version="1", fast=alpaca_cuts)
-def alpaca(raw: dict[str, Any]) -> Sample:
+def alpaca(raw: dict[str, Any]) -> SFTSample:
     """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages."""
     row = present(raw)
     media = MediaSplitter.for_row(row)
@@ -67,7 +68,7 @@ _SHAREGPT_ROLES = {
 
 
 @converters.register("sharegpt", version="1", fast=sharegpt_cuts)
-def sharegpt(raw: dict[str, Any]) -> Sample:
+def sharegpt(raw: dict[str, Any]) -> SFTSample:
     """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
     row = present(raw)
     media = MediaSplitter.for_row(row)
@@ -90,7 +91,7 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
             drop(f"unsupported role tag {shown(tag)}")
     if media is not None:
         media.finish()
-    sample: Sample = {"messages": messages}
+    sample: SFTSample = {"messages": messages}
     tools = row.get("tools")
     if tools:
         # v1 keeps any valid JSON, "[]" included, re-serialised; an invalid string is left out.
@@ -101,7 +102,7 @@ def sharegpt(raw: dict[str, Any]) -> Sample:
     return sample
 
 
-def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -> list[dict[str, Any]]:
+def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -> list[Message]:
     messages = []
     for turn in turns:
         role = turn["role"]
@@ -117,19 +118,19 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -
 
 
 @converters.register("pair", version="1", fast=pair_cuts)
-def pair(raw: dict[str, Any]) -> Sample:
+def pair(raw: dict[str, Any]) -> PairSample:
     """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
     row = present(raw)
     wrong = [key for key in ("chosen", "rejected") if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
     if wrong:
         raise InvalidRow(_not_message_lists(row, wrong))
-    sides = {}
+    sides: dict[str, list[Message]] = {}
     for key in ("chosen", "rejected"):
         media = MediaSplitter.for_row(row)
-        sides[f"{key}_messages"] = _openai_messages(row.get(key) or [], media)
+        sides[key] = _openai_messages(row.get(key) or [], media)
         if media is not None:
             media.finish()
-    return sides
+    return {"chosen_messages": sides["chosen"], "rejected_messages": sides["rejected"]}
 
 
 def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
@@ -144,7 +145,7 @@ def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
 
 
 @converters.register("openai", version="1")
-def openai(raw: dict[str, Any]) -> Sample:
+def openai(raw: dict[str, Any]) -> SFTSample:
     """OpenAI-style ``messages`` of ``{role, content: str, tool_calls?}`` (LLaMA-Factory's
     ``mllm_demo.json`` shape, media placeholders and ``images`` included) -> standard messages;
     assistant messages are supervised, others not."""
@@ -175,7 +176,7 @@ def openai(raw: dict[str, Any]) -> Sample:
         messages.append({"role": role, "content": blocks, "loss_weight": 1.0 if role == "assistant" else 0.0})
     if media is not None:
         media.finish()
-    sample: Sample = {"messages": messages}
+    sample: SFTSample = {"messages": messages}
     if row.get("tools"):
         tools = row["tools"]
         sample["tools"] = tools if isinstance(tools, str) else json.dumps(tools)
@@ -185,4 +186,4 @@ def openai(raw: dict[str, Any]) -> Sample:
 @converters.register("none", version="1", fast=none_cuts)
 def passthrough(raw: dict[str, Any]) -> Sample:
     """Rows already in the standard format pass unchanged, as v1 does without a converter."""
-    return dict(raw)
+    return cast(Sample, dict(raw))  # taken to be standard: checked where it is used, as any converter's

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .samples import Content
+
 MEDIA_COLUMNS = {"image": "images", "video": "videos", "audio": "audios"}
 _MEDIA_COLUMN_NAMES = frozenset(MEDIA_COLUMNS.values())
 _PLACEHOLDER = re.compile(r"<(image|video|audio)>")
@@ -19,7 +21,7 @@ class MediaMismatch(ValueError):
     """Placeholders and media files of a row do not pair up one to one."""
 
 
-def text_blocks(media: MediaSplitter | None, text: str) -> list[dict[str, str]]:
+def text_blocks(media: MediaSplitter | None, text: str) -> list[Content]:
     """Content blocks of one message's text; plain text skips the splitter (the hot path)."""
     if media is None and "<" not in text:
         return [{"type": "text", "value": text}]
@@ -52,9 +54,9 @@ class MediaSplitter:
         media = media_lists(row)
         return cls(media) if media else None
 
-    def blocks(self, text: str) -> list[dict[str, str]]:
+    def blocks(self, text: str) -> list[Content]:
         """Content blocks for ``text``: text pieces and media blocks in document order."""
-        blocks: list[dict[str, str]] = []
+        blocks: list[Content] = []
         last = 0
         for match in _PLACEHOLDER.finditer(text):
             kind = match.group(1)

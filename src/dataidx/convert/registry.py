@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from ..errors import ConversionError, DataidxError, InvalidRow
 from ..plugins import Registry
 from .expansion import cuts, role_problem, trains_nothing
+from .samples import Sample
 
-Sample = dict[str, Any]
-Converter = Callable[[dict[str, Any]], Sample]
+#: A raw row in, a standard :data:`~.samples.Sample` out. Typed to return any mapping, so a user's
+#: converter that builds a plain dict registers without a cast; :func:`convert_row` checks it is a dict.
+Converter = Callable[[dict[str, Any]], Mapping[str, Any]]
 
 converters: Registry[Converter] = Registry("converter")
 logger = logging.getLogger(__name__)
@@ -85,7 +87,7 @@ def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, co
         raise ConversionError(dataset, row, converter, f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(sample, dict):
         raise ConversionError(dataset, row, converter, f"returned {type(sample).__name__}, expected a dict")
-    return sample
+    return cast(Sample, sample)  # its roles and cuts are checked where they are used
 
 
 def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,

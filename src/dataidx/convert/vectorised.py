@@ -26,7 +26,7 @@ _PLACEHOLDER = "<(" + "|".join(MEDIA_COLUMNS) + ")>"
 _PLACEHOLDER_BYTES = re.compile(_PLACEHOLDER.encode())
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TableCuts:
     """Entries of a table: parallel arrays of row numbers and cuts (``NO_CUT`` for None), the
     messages the converter dropped, rows rejected under ``on_error: skip`` with reasons, and the
@@ -251,7 +251,8 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
     else:
         weight = np.ones(len(messages))
     kept = np.ones(len(messages), dtype=bool)
-    return TableCuts(*_expand(kept, assistant & (weight > SUPERVISED_EPSILON), offsets))
+    rows, cuts = _expand(kept, assistant & (weight > SUPERVISED_EPSILON), offsets)
+    return TableCuts(rows=rows, cuts=cuts)
 
 
 def pair_cuts(table: pa.Table) -> TableCuts | None:

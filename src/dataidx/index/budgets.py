@@ -8,8 +8,9 @@ meets the budget), so a draw misses its budget by less than one entry's length. 
 that train under the spec are ever drawn: one that is dropped or has nothing to supervise would
 spend no compute and fill no budget.
 
-A draw is :class:`~.sampling.Draw` parts, as every draw is: whole passes are one ``Span`` (or a
-``Selected`` mask of the training entries when some do not train), the remainder one mask.
+A draw is :class:`~.sampling.Draw` parts, as every draw is: whole passes are one
+``OffsetRange`` (or a ``Selected`` mask of the training entries when some do not train), the
+remainder one mask.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UsageError
-from .sampling import Draw, Part, Selected, Span
+from .sampling import Draw, OffsetRange, Part, Selected
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def budget_draw(lengths: Lengths, budget: int, seed: int, *, dataset: str = "", 
     passes, remainder = divmod(budget, total)
     parts: list[Part] = []
     if passes:
-        parts.append(Span(0, n, passes) if bool(eligible.all()) else Selected(eligible, passes))
+        parts.append(OffsetRange(0, n, passes) if bool(eligible.all()) else Selected(eligible, passes))
     if remainder:
         parts.append(Selected(_remainder_mask(counted, eligible, remainder, seed)))
     return Draw(n, tuple(parts))

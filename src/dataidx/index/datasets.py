@@ -53,7 +53,7 @@ CHUNK_ROWS = 1 << 20
 CHUNK_BYTES = 16 << 20
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class DatasetSummary:
     name: str
     rows: int
@@ -74,10 +74,10 @@ class Writes:
         self.executor, self.depth = executor, depth
         self.pending: deque[Future[Any]] = deque()
 
-    def submit(self, task: Callable[..., Any], *args: Any) -> Future[Any]:
+    def submit(self, task: Callable[..., Any], *args: Any, **keywords: Any) -> Future[Any]:
         while len(self.pending) >= self.depth:
             self.pending.popleft().result()
-        future = self.executor.submit(task, *args)
+        future = self.executor.submit(task, *args, **keywords)
         self.pending.append(future)
         return future
 
@@ -88,51 +88,53 @@ class Writes:
             self.pending.popleft().result()
 
 
-def index_dataset(spec: DatasetSpec, position: int, first_entry: int, connection: Connection, writes: Writes,
+def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, connection: Connection, writes: Writes,
                   hashing: Executor, mixture: MixtureWriter) -> tuple[dict[str, Any], Future[DatasetSummary]]:
-    """Load dataset ``spec``, convert it chunk by chunk and hand each chunk's entries to
+    """Load ``dataset``, convert it chunk by chunk and hand each chunk's entries to
     ``writes``; its record and its draw into ``mixture`` follow its last chunk.
 
     Returns the dataset's record (``entries`` tells the next dataset where to start) and the
     future of its summary.
     """
     started = time.perf_counter()
-    before = file_stats(source_files(spec))  # so a file that changes while it is read is noticed
-    loaded = load(spec)
+    before = file_stats(source_files(dataset))  # so a file that changes while it is read is noticed
+    loaded = load(dataset)
     fingerprints = hashing.submit(fingerprint_files, loaded.files)
     # Rows read from the Arrow files need no Dataset, whose pages would count in memory.
     arrow_files = arrow_files_at(loaded.arrow_paths) if loaded.arrow_paths else arrow_files_of(loaded.dataset)
     rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
     text_files = bool(loaded.files) and all(str(path).endswith(".txt") for path in loaded.files)
     del loaded
-    if spec.columns:
-        rows = RenamedRows(rows, spec.columns, spec.name)
-    converter = converters.get(spec.converter or "none")
+    if dataset.columns:
+        rows = RenamedRows(rows, dataset.columns, dataset.name)
+    converter = converters.get(dataset.converter or "none")
     record = {
-        "id": position + 1, "name": spec.name, "position": position, "path": spec.path, "source": spec.source,
-        "loader_version": sources.get(spec.source).version, "split": spec.split, "converter": converter.name,
-        "converter_version": converter.version, "info": spec.info(), "rows": len(rows), "entries": 0,
-        "first_entry": first_entry, "drops": 0, "arrow_files": arrow_files, "rejected": 0, "on_error": spec.on_error,
+        "id": position + 1, "name": dataset.name, "position": position, "path": dataset.path, "source": dataset.source,
+        "loader_version": sources.get(dataset.source).version, "split": dataset.split, "converter": converter.name,
+        "converter_version": converter.version, "info": dataset.info(), "rows": len(rows), "entries": 0,
+        "first_entry": first_entry, "drops": 0, "arrow_files": arrow_files, "rejected": 0, "on_error": dataset.on_error,
         "empty_rows": 0,
     }
-    for found in _converted(rows, converter, spec):
+    for found in _converted(rows, converter, dataset):
         writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found)
         record["entries"] += len(found.rows)
         record["drops"] += found.drops
         record["rejected"] += len(found.rejects)
         record["empty_rows"] += found.empty
     if not text_files:  # lines of plain text are pretraining text by nature
-        refuse_empty(spec, converter.name, record["rows"] - record["rejected"], record["empty_rows"], rows.column_names)
-    return record, writes.submit(_write_record, connection, record, fingerprints, before, mixture, started)
+        refuse_empty(dataset, converter=converter.name, rows=record["rows"] - record["rejected"],
+                     empty=record["empty_rows"], columns=rows.column_names)
+    return record, writes.submit(_write_record, connection, record, fingerprints=fingerprints, before=before,
+                                 mixture=mixture, started=started)
 
 
-def _converted(rows: RowSource, converter: Plugin, spec: DatasetSpec) -> Iterator[TableCuts]:
+def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec) -> Iterator[TableCuts]:
     """Each chunk's entries, row numbers counted from the dataset's first row."""
     for chunk in rows.chunks(CHUNK_ROWS, CHUNK_BYTES):
         fast, table = converter.fast, chunk.table
         found = fast(table) if fast is not None and table is not None and _valid_utf8(table) else None
         if found is None:
-            found = _row_path(chunk, converter, spec)
+            found = _row_path(chunk, converter, dataset)
         else:
             found.rows += chunk.first
         yield found
@@ -146,7 +148,7 @@ def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: 
         ])
 
 
-def _write_record(connection: Connection, record: dict[str, Any], fingerprints: Future[list[dict[str, Any]]],
+def _write_record(connection: Connection, record: dict[str, Any], *, fingerprints: Future[list[dict[str, Any]]],
                   before: dict[str, tuple[int, int]], mixture: MixtureWriter, started: float) -> DatasetSummary:
     """After a dataset's last chunk: its record, then its draw into the mixture; refused if a
     source file changed between the stat before loading, the fingerprint and now."""
@@ -156,10 +158,10 @@ def _write_record(connection: Connection, record: dict[str, Any], fingerprints: 
         raise SourceError(f"dataset '{record['name']}': {', '.join(moved)} changed while the build read it; "
                           "build again once it is written")
     connection.execute(insert(Dataset), {**record, "files": files})
-    mixture.add(record["id"], record["name"], record["first_entry"], record["entries"],
-                record["rows"] - record["rejected"])
-    return DatasetSummary(record["name"], record["rows"], record["entries"], record["drops"], record["rejected"],
-                          record["empty_rows"], time.perf_counter() - started)
+    mixture.add(record["id"], record["name"], first_entry=record["first_entry"], entries=record["entries"],
+                rows=record["rows"] - record["rejected"])
+    return DatasetSummary(name=record["name"], rows=record["rows"], entries=record["entries"], drops=record["drops"],
+                          rejected=record["rejected"], empty=record["empty_rows"], seconds=time.perf_counter() - started)
 
 
 def _valid_utf8(table: pa.Table) -> bool:
@@ -171,7 +173,7 @@ def _valid_utf8(table: pa.Table) -> bool:
     return True
 
 
-def _row_path(chunk: RowChunk, converter: Plugin, spec: DatasetSpec) -> TableCuts:
+def _row_path(chunk: RowChunk, converter: Plugin, dataset: DatasetSpec) -> TableCuts:
     """Convert every row of a chunk with the converter itself: any converter, errors named by row."""
     row_numbers: list[int] = []
     cut_values: list[int] = []
@@ -182,10 +184,10 @@ def _row_path(chunk: RowChunk, converter: Plugin, spec: DatasetSpec) -> TableCut
             kept_drops = len(drops)
             try:
                 if isinstance(raw, BadRow):
-                    raise SourceError(f"dataset '{spec.name}': {spec.path}: row {number}: {raw.reason}")
-                cuts, trains_nothing = row_expansion(converter.func, raw, spec.name, number, converter.name)
+                    raise SourceError(f"dataset '{dataset.name}': {dataset.path}: row {number}: {raw.reason}")
+                cuts, trains_nothing = row_expansion(converter.func, raw, dataset.name, number, converter.name)
             except (ConversionError, SourceError) as exc:
-                if spec.on_error == "raise":
+                if dataset.on_error == "raise":
                     raise
                 rejects.append((number, getattr(exc, "cause", None) or str(exc)))
                 del drops[kept_drops:]

@@ -30,10 +30,10 @@ def suggested_converter(columns: Sequence[str]) -> str | None:
     return None
 
 
-def refuse_empty(spec: DatasetSpec, converter: str, rows: int, empty: int, columns: Sequence[str]) -> None:
-    """A SourceError when at least :data:`EMPTY_SHARE` of the ``rows`` of ``spec`` train nothing,
+def refuse_empty(dataset: DatasetSpec, *, converter: str, rows: int, empty: int, columns: Sequence[str]) -> None:
+    """A SourceError when at least :data:`EMPTY_SHARE` of the ``rows`` of ``dataset`` train nothing,
     unless the dataset allows it (``allow_empty: true``)."""
-    if spec.allow_empty or rows == 0 or empty < rows * EMPTY_SHARE:
+    if dataset.allow_empty or rows == 0 or empty < rows * EMPTY_SHARE:
         return
     suggested = suggested_converter(columns)
     found = ", ".join(columns[:12]) + (", ..." if len(columns) > 12 else "") if columns else "none"
@@ -41,6 +41,6 @@ def refuse_empty(spec: DatasetSpec, converter: str, rows: int, empty: int, colum
         hint = f"its columns ({found}) suggest converter: {suggested}"
     else:
         hint = f"its columns are {found}"
-    under = "with no converter" if spec.converter is None else f"under converter '{converter}'"
-    raise SourceError(f"dataset '{spec.name}': {empty} of {rows} rows have no supervised turn and no preference "
+    under = "with no converter" if dataset.converter is None else f"under converter '{converter}'"
+    raise SourceError(f"dataset '{dataset.name}': {empty} of {rows} rows have no supervised turn and no preference "
                       f"pair {under}; {hint}; if that is on purpose (pretraining text), set allow_empty: true")

@@ -30,11 +30,11 @@ from ..store import (
     rewriting,
 )
 from .budgets import budget_draw
-from .sampling import Draw, Span, check_sampling, derive_seed, draw, epoch_seed, requested_count
+from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MixtureSummary:
     name: str
     seed: int
@@ -50,7 +50,7 @@ class MixtureSummary:
     taken_whole: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Total:
     """One dataset's draws summed over epochs, for its ``mixture_datasets`` row."""
 
@@ -58,7 +58,8 @@ class _Total:
     first_entry: int
     rows: int
     counts: np.ndarray
-    entries: int = 0
+    #: positions drawn, over all epochs
+    drawn: int = 0
 
 
 class MixtureWriter:
@@ -82,7 +83,8 @@ class MixtureWriter:
         _check_budgets(config, sampling, lengths, whole_budgets)
         if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
             raise UsageError(f"mixture '{name}' already exists; remove it first or choose another --name")
-        self.connection, self.config, self.specs = connection, config, {spec.name: spec for spec in config.datasets}
+        self.connection, self.config = connection, config
+        self.datasets = {dataset.name: dataset for dataset in config.datasets}
         self.lengths, self.whole_budgets = lengths, whole_budgets
         # Position space is shared: each mixture takes the stretch after the last one.
         end = connection.execute(select(func.max(Mixture.start + Mixture.entries))).scalar()
@@ -101,15 +103,15 @@ class MixtureWriter:
         assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
         self.mixture_id = inserted[0]
 
-    def add(self, dataset_id: int, name: str, first_entry: int, entries: int, rows: int) -> None:
+    def add(self, dataset_id: int, name: str, *, first_entry: int, entries: int, rows: int) -> None:
         """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
-        rejected) into the current epoch, by its spec's budget or size and weight."""
-        spec, summary = self.specs[name], self.summary
+        rejected) into the current epoch, by its budget or by its size and weight."""
+        summary = self.summary
         dataset_seed = derive_seed(epoch_seed(summary.seed, self.epoch), name)
-        chosen = self._draw(spec.name, first_entry, entries, dataset_seed)
+        chosen = self._draw(name, first_entry, entries, dataset_seed)
         positions = PositionWriter(self.connection, self.mixture_id, self.position)
         for chunk in chosen.chunks():
-            if isinstance(chunk, Span):
+            if isinstance(chunk, OffsetRange):
                 positions.add_run(first_entry + chunk.start, chunk.length)
             else:
                 positions.add_ids(chunk + first_entry)
@@ -127,23 +129,24 @@ class MixtureWriter:
             summary.tokens[self.epoch][name] = spent["tokens"]
         summary.datasets[name] = summary.datasets.get(name, 0) + drawn
         if summary.epochs == 1:
-            self._insert_dataset(dataset_id, name, entries, drawn, distinct_entries, distinct_rows, max_repeats,
-                                 dataset_seed)
+            self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, distinct_entries=distinct_entries,
+                                 distinct_rows=distinct_rows, max_repeats=max_repeats, seed=dataset_seed)
             return
-        total = self.totals.setdefault(dataset_id, _Total(name, first_entry, rows, np.zeros(entries, dtype=np.int64)))
+        total = self.totals.setdefault(dataset_id, _Total(name=name, first_entry=first_entry, rows=rows,
+                                                                counts=np.zeros(entries, dtype=np.int64)))
         total.counts += counts
-        total.entries += drawn
+        total.drawn += drawn
 
     def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
-        spec = self.specs[name]
-        if spec.budget is None:
-            _check_reach(self.config.origin, name, spec.size, spec.weight, entries)
-            return draw(entries, spec.size, spec.weight, self.summary.sampling, seed)
+        dataset = self.datasets[name]
+        if dataset.budget is None:
+            _check_reach(self.config.origin, name, size=dataset.size, weight=dataset.weight, entries=entries)
+            return draw(entries, dataset.size, dataset.weight, self.summary.sampling, seed)
         if self.lengths is None:  # a build: whole_budgets, checked when the writer was made
             if name not in self.summary.taken_whole:
                 self.summary.taken_whole.append(name)
             return draw(entries, None, None, self.summary.sampling, seed)
-        key, budget = spec.budget
+        key, budget = dataset.budget
         lengths = self.lengths.of(key, first_entry, entries)
         reach = int(lengths.lengths[lengths.eligible()].sum(dtype=np.int64))
         if budget > MAX_PASSES * max(reach, 1):
@@ -165,15 +168,15 @@ class MixtureWriter:
         self.epoch_start = self.position
         self.summary.tokens.append({})
 
-    def _insert_dataset(self, dataset_id: int, name: str, base_entries: int, drawn: int, distinct_entries: int,
+    def _insert_dataset(self, dataset_id: int, name: str, *, base_entries: int, drawn: int, distinct_entries: int,
                         distinct_rows: int, max_repeats: int, seed: int) -> None:
-        spec = self.specs[name]
+        dataset = self.datasets[name]
         budget = dict.fromkeys(("token_budget", "supervised_token_budget"))
-        if spec.budget is not None:
-            budget["token_budget" if spec.budget[0] == "tokens" else "supervised_token_budget"] = spec.budget[1]
-        requested = None if spec.budget is not None else requested_count(base_entries, spec.size, spec.weight)
+        if dataset.budget is not None:
+            budget["token_budget" if dataset.budget[0] == "tokens" else "supervised_token_budget"] = dataset.budget[1]
+        requested = None if dataset.budget is not None else requested_count(base_entries, dataset.size, dataset.weight)
         self.connection.execute(insert(MixtureDataset).values(
-            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=spec.size, weight=spec.weight,
+            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=dataset.size, weight=dataset.weight,
             base_entries=base_entries, requested=requested, entries=drawn, distinct_entries=distinct_entries,
             distinct_rows=distinct_rows, max_repeats=max_repeats, **budget,
         ))
@@ -187,8 +190,9 @@ class MixtureWriter:
         for dataset_id, total in self.totals.items():
             distinct_entries, distinct_rows, max_repeats = draw_counts(
                 self.connection, total.first_entry, total.counts, total.rows)
-            self._insert_dataset(dataset_id, total.name, len(total.counts), total.entries, distinct_entries,
-                                 distinct_rows, max_repeats, derive_seed(self.summary.seed, total.name))
+            self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
+                                 distinct_entries=distinct_entries, distinct_rows=distinct_rows, max_repeats=max_repeats,
+                                 seed=derive_seed(self.summary.seed, total.name))
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)
@@ -201,7 +205,7 @@ class MixtureWriter:
 MAX_PASSES = 1000
 
 
-def _check_reach(origin: str, name: str, size: int | None, weight: float | None, entries: int) -> None:
+def _check_reach(origin: str, name: str, *, size: int | None, weight: float | None, entries: int) -> None:
     """Refuse a ``size``/``weight`` asking for more than :data:`MAX_PASSES` times a dataset's entries."""
     most = MAX_PASSES * max(entries, 1)
     asked = float(entries if size is None else size) * (1.0 if weight is None else weight)
@@ -234,7 +238,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
     query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries, Dataset.rows,
                    Dataset.rejected).order_by(Dataset.position)
     stored = {row.name: row for row in connection.execute(query)}
-    missing = [spec.name for spec in config.datasets if spec.name not in stored]
+    missing = [dataset.name for dataset in config.datasets if dataset.name not in stored]
     if missing:
         raise NotFoundError(
             f"{config.origin}: mixture '{name}': datasets not in the store: {', '.join(missing)} "
@@ -244,10 +248,9 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
     for epoch in range(epochs):
         if epoch:
             writer.next_epoch()
-        for spec in config.datasets:
-            dataset = stored[spec.name]
-            writer.add(dataset.id, dataset.name, dataset.first_entry, dataset.entries,
-                       dataset.rows - dataset.rejected)
+        for dataset in config.datasets:
+            row = stored[dataset.name]
+            writer.add(row.id, row.name, first_entry=row.first_entry, entries=row.entries, rows=row.rows - row.rejected)
     return writer.finish()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,13 +20,13 @@ from sqlalchemy import insert
 
 from .._version import __version__
 from ..config import load_config
+from ..progress import MessageProgress
 from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
 from ..store import Build, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
 from .mixtures import MixtureSummary, MixtureWriter
 
-Progress = Callable[[str], None]
 logger = logging.getLogger(__name__)
 
 
@@ -47,7 +47,7 @@ def build(
     *,
     seed: int = DEFAULT_SEED,
     sampling: str = "exact",
-    progress: Progress | None = None,
+    progress: MessageProgress | None = None,
     replace: bool = False,
     specs: Collection[str] = (),
 ) -> BuildSummary:
@@ -65,10 +65,10 @@ def build(
     started = time.perf_counter()
     config = config if isinstance(config, Config) else load_config(config)
     with creating(output, progress, replace=replace, specs=specs) as new:
-        return _write(config, new, seed, sampling, progress, started)
+        return _write(config, new, seed=seed, sampling=sampling, progress=progress, started=started)
 
 
-def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Progress | None,
+def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress: MessageProgress | None,
            started: float) -> BuildSummary:
     """Fill the new store: every dataset, the default mixture and the build's provenance."""
     say = progress or (lambda _message: None)
@@ -83,11 +83,12 @@ def _write(config: Config, new: NewStore, seed: int, sampling: str, progress: Pr
         writes = Writes(writer)
         first_entry = 1
         written = []
-        for position, spec in enumerate(config.datasets):
-            say(f"loading dataset '{spec.name}' from {spec.path}"
-                + (f" (streaming, materialised into {new.streams})" if spec.streaming else ""))
+        for position, dataset in enumerate(config.datasets):
+            say(f"loading dataset '{dataset.name}' from {dataset.path}"
+                + (f" (streaming, materialised into {new.streams})" if dataset.streaming else ""))
             with materialising_streams_into(new.streams):
-                record, done = index_dataset(spec, position, first_entry, connection, writes, hashing, mixture)
+                record, done = index_dataset(dataset, position=position, first_entry=first_entry, connection=connection,
+                                             writes=writes, hashing=hashing, mixture=mixture)
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)

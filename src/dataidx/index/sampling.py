@@ -7,7 +7,7 @@ and the dataset's name (adding a dataset never changes another's draw), and the 
 remainder when growing. ``replacement`` reproduces v1's semantics, seeded.
 
 A draw holds no Python object per entry, so a mixture of tens of millions of entries is drawn in
-bounded memory: whole passes are one :class:`Span`, an exact remainder is a mask over the
+bounded memory: whole passes are one :class:`OffsetRange`, an exact remainder is a mask over the
 dataset (the sorted sample), and only draws with replacement are arrays of offsets. Each draw
 takes its numbers from the generator exactly as ``random.sample`` and ``random.choices`` on
 ``range(n)`` do, so a stored seed draws the same entries as it always did
@@ -28,12 +28,12 @@ import numpy as np
 from ..errors import UsageError
 from ..spec import SAMPLING_MODES
 
-#: Offsets handed out per chunk by :meth:`Draw.chunks`.
-CHUNK = 1 << 20
+#: Offsets handed out per chunk by :meth:`Draw.chunks`, and drawn or counted at a time.
+OFFSETS_PER_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
-class Span:
+class OffsetRange:
     """Offsets ``start .. start + length - 1`` in order, ``times`` times over (whole passes)."""
 
     start: int
@@ -57,7 +57,7 @@ class Picks:
     offsets: np.ndarray
 
 
-Part = Span | Selected | Picks
+Part = OffsetRange | Selected | Picks
 
 
 @dataclass(frozen=True)
@@ -70,13 +70,13 @@ class Draw:
     def __len__(self) -> int:
         return sum(_part_length(part) for part in self.parts)
 
-    def chunks(self, size: int = CHUNK) -> Iterator[Span | np.ndarray]:
-        """The offsets in order: a :class:`Span` (one pass, ``times`` 1) or an array of at most
+    def chunks(self, size: int = OFFSETS_PER_CHUNK) -> Iterator[OffsetRange | np.ndarray]:
+        """The offsets in order: an :class:`OffsetRange` (one pass, ``times`` 1) or an array of at most
         about ``size`` offsets at a time."""
         for part in self.parts:
-            if isinstance(part, Span):
+            if isinstance(part, OffsetRange):
                 for _ in range(part.times):
-                    yield Span(part.start, part.length)
+                    yield OffsetRange(part.start, part.length)
             elif isinstance(part, Selected):
                 for _ in range(part.times):
                     for start in range(0, len(part.mask), size):
@@ -89,31 +89,31 @@ class Draw:
 
     def offsets(self) -> np.ndarray:
         """Every offset in order as one array: for small draws and for drawing from a draw."""
-        pieces = [np.arange(c.start, c.start + c.length) if isinstance(c, Span) else c for c in self.chunks()]
+        pieces = [np.arange(c.start, c.start + c.length) if isinstance(c, OffsetRange) else c for c in self.chunks()]
         return np.concatenate(pieces).astype(np.int64) if pieces else np.zeros(0, dtype=np.int64)
 
     def counts(self) -> np.ndarray:
         """How many times each offset ``0 .. n - 1`` is drawn."""
         counts = np.zeros(self.n, dtype=np.int32 if len(self) < 2**31 else np.int64)
         for part in self.parts:
-            if isinstance(part, Span):
+            if isinstance(part, OffsetRange):
                 counts[part.start : part.start + part.length] += part.times
             elif isinstance(part, Selected):
                 counts += part.mask * np.asarray(part.times, dtype=counts.dtype)
             else:
-                for start in range(0, len(part.offsets), CHUNK):
-                    unique, repeats = np.unique(part.offsets[start : start + CHUNK], return_counts=True)
+                for start in range(0, len(part.offsets), OFFSETS_PER_CHUNK):
+                    unique, repeats = np.unique(part.offsets[start : start + OFFSETS_PER_CHUNK], return_counts=True)
                     counts[unique] += repeats
         return counts
 
     def of(self, inner: Draw) -> Draw:
         """This draw taken over the sequence ``inner`` draws (``size`` first, then ``weight``)."""
-        if inner.parts == (Span(0, inner.n),):
+        if inner.parts == (OffsetRange(0, inner.n),):
             return Draw(inner.n, self.parts)
         chosen = inner.offsets()
         parts: list[Part] = []
         for part in self.parts:
-            if isinstance(part, Span):
+            if isinstance(part, OffsetRange):
                 parts += [Picks(chosen[part.start : part.start + part.length])] * part.times
             elif isinstance(part, Selected):
                 parts += [Picks(chosen[part.mask])] * part.times
@@ -123,7 +123,7 @@ class Draw:
 
 
 def _part_length(part: Part) -> int:
-    if isinstance(part, Span):
+    if isinstance(part, OffsetRange):
         return part.length * part.times
     if isinstance(part, Selected):
         return int(np.count_nonzero(part.mask)) * part.times
@@ -185,7 +185,7 @@ def exact(n: int, k: int, rng: random.Random) -> Draw:
     if n == 0:
         return Draw(0, ())
     repeats, remainder = divmod(k, n)
-    parts: list[Part] = [Span(0, n, repeats)] if repeats else []
+    parts: list[Part] = [OffsetRange(0, n, repeats)] if repeats else []
     if remainder:
         parts.append(Selected(sample_mask(n, remainder, rng)))
     return Draw(n, tuple(parts))
@@ -197,8 +197,8 @@ def with_replacement(n: int, k: int, rng: random.Random) -> Draw:
         return Draw(0, ())
     uniform, scale, floor = rng.random, float(n), math.floor
     offsets = np.empty(k, dtype=np.int64)
-    for start in range(0, k, CHUNK):
-        count = min(CHUNK, k - start)
+    for start in range(0, k, OFFSETS_PER_CHUNK):
+        count = min(OFFSETS_PER_CHUNK, k - start)
         offsets[start : start + count] = np.fromiter((floor(uniform() * scale) for _ in range(count)), np.int64, count)
     return Draw(n, (Picks(offsets),))
 
@@ -219,7 +219,7 @@ def draw(n: int, size: int | None, weight: float | None, sampling: str, seed: in
     """One dataset of ``n`` entries adjusted: ``size`` first, then ``weight`` (``k = int(len * weight)``)."""
     make = DRAWS[sampling]
     rng = random.Random(seed)
-    chosen = Draw(n, (Span(0, n),) if n else ())
+    chosen = Draw(n, (OffsetRange(0, n),) if n else ())
     if size is not None:
         chosen = make(n, size, rng)
     if weight is not None:

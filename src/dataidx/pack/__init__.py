@@ -9,19 +9,19 @@ from .._lazy import lazy_face
 # The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
-    from .planner import PackPlan as PackPlan
+    from .planner import PlannedPacks as PlannedPacks
     from .planner import best_fit_decreasing as best_fit_decreasing
     from .planner import plan_packs as plan_packs
     from .plans import PackSummary as PackSummary
     from .plans import pack_store as pack_store
-    from .served import PackedPlan as PackedPlan
+    from .served import RenderedPacks as RenderedPacks
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
-    "PackPlan": ".planner",
+    "PlannedPacks": ".planner",
     "best_fit_decreasing": ".planner",
     "plan_packs": ".planner",
     "PackSummary": ".plans",
     "pack_store": ".plans",
-    "PackedPlan": ".served",
+    "RenderedPacks": ".served",
 })

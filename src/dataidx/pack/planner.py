@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass
-class PackPlan:
+@dataclass(frozen=True, kw_only=True)
+class PlannedPacks:
     """Packs in a seeded shuffled order: ``members`` holds item indices pack after pack (each in
     placement order), ``sizes`` each pack's member count. Arrays, not lists: a plan of 20M items
     takes 4 bytes an item, not a Python object each."""
@@ -137,7 +137,7 @@ def shuffled_positions(count: int, seed: int) -> np.ndarray:
     return positions
 
 
-def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> PackPlan:
+def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> PlannedPacks:
     """Best-fit-decreasing packs, their order shuffled with ``seed`` (recorded with the plan) as
     ``random.shuffle`` would shuffle a list of them.
 
@@ -150,12 +150,13 @@ def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> Pac
     _check(lengths, capacity)
     tokens = int(np.sum(lengths, dtype=np.int64))
     if not len(lengths):
-        return PackPlan(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), capacity, seed, tokens)
+        return PlannedPacks(members=np.zeros(0, dtype=np.int64), sizes=np.zeros(0, dtype=np.int64), capacity=capacity,
+                            seed=seed, tokens=tokens)
     order, bin_of, bins = _assign(lengths, capacity)
     ranks = shuffled_positions(bins, seed).astype(bin_of.dtype)[bin_of]
     del bin_of
     members, sizes = _grouped(order, ranks)
-    return PackPlan(members=members, sizes=sizes, capacity=capacity, seed=seed, tokens=tokens)
+    return PlannedPacks(members=members, sizes=sizes, capacity=capacity, seed=seed, tokens=tokens)
 
 
 def _lengths(lengths: np.ndarray | list[int]) -> np.ndarray:

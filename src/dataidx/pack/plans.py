@@ -35,7 +35,7 @@ from ..store import (
 from .planner import plan_packs
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PackSummary:
     """A stored plan: how many packs and entries, how full, and how long it took."""
 
@@ -91,7 +91,8 @@ def pack_store(
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
         lengths = spec_lengths(handle, stored_spec.id)
-        summary = PackSummary(name, spec, mixture, capacity, seed, 0, 0, 0, 1.0, 0, 0.0, 0.0)
+        summary = PackSummary(name=name, spec=spec, mixture=mixture, capacity=capacity, seed=seed, packs=0, entries=0,
+                              tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0)
         columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
                    "seed": seed, "dataidx_version": __version__}
 
@@ -99,7 +100,8 @@ def pack_store(
             for epoch in range(stored_mixture.epochs):
                 entries = position_entries(handle, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
-                packs = _epoch_packs(store, mixture, spec, entries, lengths, capacity, epoch_seed(seed, epoch))
+                packs = _epoch_packs(entries, lengths, capacity=capacity, seed=epoch_seed(seed, epoch), store=store,
+                                     mixture=mixture, spec=spec)
                 summary.epoch_packs.append(len(packs.sizes))
                 summary.plan_seconds += time.perf_counter() - plan_started
                 del entries
@@ -113,9 +115,10 @@ def pack_store(
     return summary
 
 
-def _epoch_packs(store: str | os.PathLike[str], mixture: str, spec: str, entries: np.ndarray, lengths: SpecLengths,
-                 capacity: int, seed: int) -> EpochPacks:
-    """One epoch's plan over the base entries ``entries`` of its positions."""
+def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, seed: int, store: str | os.PathLike[str],
+                 mixture: str, spec: str) -> EpochPacks:
+    """One epoch's plan over the base entries ``entries`` of its positions (``store``, ``mixture``
+    and ``spec`` name them in an error)."""
     # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
     tokens, trains = lengths.of(entries)
     positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)
@@ -138,4 +141,5 @@ def _epoch_packs(store: str | os.PathLike[str], mixture: str, spec: str, entries
     members_at <<= 32
     members_at |= entry_ids
     del entry_ids
-    return EpochPacks(seed, members_at, sizes, pack_tokens, len(positions), int(len(entries) - len(positions)))
+    return EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=pack_tokens, positions=len(positions),
+                      left_out=int(len(entries) - len(positions)))

@@ -26,14 +26,14 @@ _PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
 
 
-class PackedPlan(Closable):
+class RenderedPacks(Closable):
     """The packs of a stored plan; item ``i`` is pack ``i``: its members rendered, in slot order.
 
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
 
     Example::
 
-        with PackedPlan("demo.db", "default") as packs:
+        with RenderedPacks("demo.db", "default") as packs:
             [len(sample["input_ids"]) for sample in packs.get(0)]
     """
 

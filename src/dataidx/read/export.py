@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from ..convert import Sample
 from ..errors import UsageError
+from ..progress import CountProgress
 from .reader import StoreReader
 
-CHUNK = 1024
+#: Samples fetched (and then written) at a time.
+SAMPLES_PER_EXPORT_CHUNK = 1024
 #: Chunks between two releases of the source pages read (64k samples: tens of MiB of pages).
 _RELEASE_EVERY = 64
 FORMATS = (".jsonl", ".parquet")
@@ -35,7 +38,7 @@ SAMPLE_SCHEMA = pa.schema([
 ])
 
 
-def samples(reader: StoreReader, chunk: int = CHUNK) -> Iterator[list[dict[str, Any]]]:
+def samples(reader: StoreReader, chunk: int = SAMPLES_PER_EXPORT_CHUNK) -> Iterator[list[Sample]]:
     """The mixture's samples in position order, ``chunk`` at a time."""
     for start in range(0, len(reader), chunk):
         yield reader.get_many(list(range(start, min(start + chunk, len(reader)))))
@@ -43,7 +46,7 @@ def samples(reader: StoreReader, chunk: int = CHUNK) -> Iterator[list[dict[str, 
             reader.release_rows()
 
 
-def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+def _checked(batch: list[Sample], start: int) -> list[Sample]:
     """The batch, if every sample fits the standard schema exactly; Arrow would silently drop
     keys it does not know (a message's ``name``), so anything else is an error naming it."""
     for offset, sample in enumerate(batch):
@@ -54,7 +57,7 @@ def _checked(batch: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
     return batch
 
 
-def _misfit(sample: dict[str, Any]) -> str | None:
+def _misfit(sample: Mapping[str, Any]) -> str | None:
     extra = set(sample) - set(SAMPLE_SCHEMA.names)
     if extra:
         return f"has keys {', '.join(sorted(extra))}"
@@ -71,7 +74,7 @@ def _misfit(sample: dict[str, Any]) -> str | None:
 
 
 def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
-                   verify: bool = True, progress: Callable[[int, int], None] | None = None, epoch: int = 0) -> int:
+                   verify: bool = True, progress: CountProgress | None = None, epoch: int = 0) -> int:
     """Write epoch ``epoch`` of mixture ``mixture`` of ``store`` to ``output`` (.jsonl or
     .parquet); returns samples.
 

@@ -13,9 +13,9 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import cast
 
-from ..convert import collecting_drops, convert_row, converters
+from ..convert import Sample, SFTSample, collecting_drops, convert_row, converters
 from ..errors import StaleStoreError, StoreError
 from ..store import ReadIdentity, StoredDataset, StoreHandle, identity_of, open_store
 from .rows import open_rows
@@ -110,14 +110,15 @@ class Fetcher:
         self.store = store
         self.count = dataset.rows
 
-    def sample(self, row: int, cut: int | None) -> dict[str, Any]:
+    def sample(self, row: int, cut: int | None) -> Sample:
         self._check(row, cut)
         sample = self._converted(row)
         if cut is not None:  # truncate() on the copy made by _converted: one dict copy per sample, not two
-            sample["messages"] = sample["messages"][:cut]
+            conversation = cast(SFTSample, sample)  # only a conversation's entries have cuts
+            conversation["messages"] = conversation["messages"][:cut]
         return sample
 
-    def whole(self, row: int, cuts: Sequence[int | None]) -> dict[str, Any]:
+    def whole(self, row: int, cuts: Sequence[int | None]) -> Sample:
         """The converted row, not cut, for entries of it with ``cuts``, each checked as
         :meth:`sample` checks it: ``truncate(whole, cut)`` is then what ``sample(row, cut)`` is."""
         for cut in cuts:
@@ -132,12 +133,12 @@ class Fetcher:
                              f"row {row}" + ("" if cut is None or cut >= 1 else f" cut {cut}")
                              + "; the store is damaged or was altered: rebuild it")
 
-    def _converted(self, row: int) -> dict[str, Any]:
+    def _converted(self, row: int) -> Sample:
         with collecting_drops() as dropped:
             converted = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
         if dropped:
             self._dropped(row, dropped[0])
-        return {"_dataset_name": self.name, **converted}
+        return cast(Sample, {"_dataset_name": self.name, **converted})
 
     def _dropped(self, row: int, reason: str) -> None:
         key = (self.store, self.name)

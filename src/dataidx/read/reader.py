@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from ..convert import Sample
 from ..errors import StaleStoreError, StoreError
 from ..store import (
     Closable,
@@ -139,11 +140,11 @@ class EntryReader(Closable):
         now and then, so its resident memory stays a chunk's, not the sources' size."""
         self._process().release_rows()
 
-    def sample(self, dataset_id: int, row: int, cut: int | None) -> dict[str, Any]:
+    def sample(self, dataset_id: int, row: int, cut: int | None) -> Sample:
         """The sample of one entry: a row read from the mapped Arrow data, converted and cut."""
         return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)
 
-    def whole(self, dataset_id: int, row: int, cuts: Sequence[int | None]) -> dict[str, Any]:
+    def whole(self, dataset_id: int, row: int, cuts: Sequence[int | None]) -> Sample:
         """One row converted once for all its entries ``cuts`` (checked as :meth:`sample` checks
         them): ``truncate(whole, cut)`` is each entry's sample, without reading and converting
         the row again per entry, which made a pass over a 4,000-turn row's cuts quadratic."""
@@ -172,7 +173,7 @@ class StoreReader(EntryReader):
         found = read_mixture(handle, self.mixture, self.epoch)
         self.mixture_id, self.epoch = found.id, found.epoch
         self.epochs = found.stretches
-        self.start, self.length = found.start, found.entries
+        self.start, self.length = found.start, found.positions
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
         self._runs = handle.all(
             "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start",
@@ -224,7 +225,7 @@ class StoreReader(EntryReader):
         except KeyError:
             raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged") from None
 
-    def get(self, index: int) -> dict[str, Any]:
+    def get(self, index: int) -> Sample:
         """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
         in_run, key = self._key(index)
         local = self._process()
@@ -234,7 +235,7 @@ class StoreReader(EntryReader):
         _, dataset_id, row, cut = found[0]
         return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
 
-    def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
+    def get_many(self, indices: list[int]) -> list[Sample]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
         triples = self.triples(indices)
         local = self._process()

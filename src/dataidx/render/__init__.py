@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .lengths import render_store as render_store
     from .provenance import template_problems as template_problems
     from .rendered import IGNORE as IGNORE
-    from .rendered import TRAINS as TRAINS
+    from .rendered import TRAINING_STATUSES as TRAINING_STATUSES
     from .rendered import Rendered as Rendered
     from .renderer import STATUSES as STATUSES
     from .renderer import TRUNCATIONS as TRUNCATIONS
@@ -53,7 +53,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "RenderSummary": ".lengths",
     "IGNORE": ".rendered",
     "STATUSES": ".renderer",
-    "TRAINS": ".rendered",
+    "TRAINING_STATUSES": ".rendered",
     "TRUNCATIONS": ".renderer",
     "Rendered": ".rendered",
     "Renderer": ".renderer",

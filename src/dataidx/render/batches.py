@@ -10,6 +10,7 @@ cut's past the bound is ``too_long`` without its own tokenization (:class:`.boun
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ..convert import truncate
@@ -59,7 +60,7 @@ class Batch:
         return done
 
 
-def draft_row(batch: Batch, boundaries: Boundaries, whole: dict[str, Any], cuts: list[tuple[int, int]]) -> None:
+def draft_row(batch: Batch, boundaries: Boundaries, whole: Mapping[str, Any], cuts: list[tuple[int, int]]) -> None:
     """Draft the entries ``(entry id, cut)`` of one converted row into the batch."""
     renderer = batch.renderer
     try:

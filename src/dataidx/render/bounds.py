@@ -29,7 +29,7 @@ where that count can exceed what the template writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ class Floor:
         return self.markers + self.runs
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Least:
     """Lower bounds on one entry's tokens, and what they come from (for its ``detail``)."""
 
@@ -144,8 +144,8 @@ class TurnFloors:
         words: a cut is its entry's message count, so this needs no fetch."""
         lists = [count for count in counts if count > 0]
         later = sum(lists) - len(lists)
-        return Least(sum(lists), len(lists) * self.first_least.markers + later * self.later_least.markers,
-                     len(lists) * self.first_least.runs + later * self.later_least.runs)
+        return Least(messages=sum(lists), markers=len(lists) * self.first_least.markers + later * self.later_least.markers,
+                     runs=len(lists) * self.first_least.runs + later * self.later_least.runs)
 
     def count_past(self, bound: int) -> float:
         """The fewest messages whose :meth:`least_of_count` is past ``bound`` (``inf``: none):
@@ -155,14 +155,14 @@ class TurnFloors:
             return 1
         return float("inf") if later == 0 else (bound - first) // later + 2
 
-    def least(self, sample: dict[str, Any], longest: int) -> Least:
+    def least(self, sample: Mapping[str, Any], longest: int) -> Least:
         """The lower bound of a sample's tokens: its markers and the characters of its text."""
         messages = markers = runs = characters = 0
         for key in MESSAGE_LISTS:
             for message_markers, message_runs, message_characters in self.costs(sample.get(key) or ()):
                 messages, markers, runs = messages + 1, markers + message_markers, runs + message_runs
                 characters += message_characters
-        return Least(messages, markers, runs, characters, longest)
+        return Least(messages=messages, markers=markers, runs=runs, characters=characters, longest=longest)
 
     def costs(self, messages: Iterable[dict[str, Any]]) -> Iterator[tuple[int, int, int]]:
         """``(markers, runs, text characters)`` of each message of one list, in order. Run for
@@ -181,7 +181,7 @@ class TurnFloors:
                     characters += len(value) if isinstance(value, str) else 0
             yield markers, runs, characters
 
-    def cuts(self, sample: dict[str, Any], longest: int) -> CutLeast:
+    def cuts(self, sample: Mapping[str, Any], longest: int) -> CutLeast:
         """The bounds of every cut of a sample's ``messages`` at once: one pass over the row,
         then each cut in constant time."""
         return CutLeast(self, sample, longest)
@@ -191,7 +191,7 @@ class CutLeast:
     """Lower bounds of ``messages[:cut]`` for every cut of one converted row: equal to
     ``floors.least(truncate(sample, cut), longest)``, from prefix sums."""
 
-    def __init__(self, floors: TurnFloors, sample: dict[str, Any], longest: int) -> None:
+    def __init__(self, floors: TurnFloors, sample: Mapping[str, Any], longest: int) -> None:
         self.longest = longest
         self.markers, self.runs, self.characters = [0], [0], [0]
         markers = runs = characters = 0
@@ -208,8 +208,8 @@ class CutLeast:
     def __getitem__(self, cut: int) -> Least:
         cut = max(0, min(cut, len(self.markers) - 1))
         messages, markers, runs, characters = self.rest
-        return Least(cut + messages, self.markers[cut] + markers, self.runs[cut] + runs,
-                     self.characters[cut] + characters, self.longest)
+        return Least(messages=cut + messages, markers=self.markers[cut] + markers, runs=self.runs[cut] + runs,
+                     characters=self.characters[cut] + characters, longest=self.longest)
 
 
 def _markers_and_runs(ids: list[int], controls: frozenset[int]) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,8 +37,9 @@ _MEDIA_TEXT = {"image_url": "<image>", "image": "<image>", "video_url": "<video>
 
 
 @dataclass(frozen=True)
-class Span:
-    """Characters ``start:end`` of the text are supervised with ``weight``."""
+class SupervisedChars:
+    """Characters ``start:end`` of the rendered text are supervised with ``weight`` (a span of
+    characters, which :func:`~.rendered.label_tokens` turns into token labels)."""
 
     start: int
     end: int
@@ -139,7 +140,7 @@ def _tool_call(value: Any, number: int, controls: ControlTokens | None) -> dict[
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def sample_tools(sample: dict[str, Any], controls: ControlTokens | None = None) -> list[dict[str, Any]] | None:
+def sample_tools(sample: Mapping[str, Any], controls: ControlTokens | None = None) -> list[dict[str, Any]] | None:
     """The sample's tool schemas as v1 passes them: None when it has none (missing or empty), else
     its JSON as a list, ``"[]"`` as ``[]`` (which Llama 3.1 and Mistral Nemo render as a tools
     preamble), one schema wrapped in a list; every string in them escaped when ``controls`` is
@@ -260,8 +261,8 @@ class ChatText:
             raise RenderError(f"chat template failed: {type(exc).__name__}: {bounded(str(exc), 200)}{wanted}",
                               cause=cause) from None
 
-    def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
-              full: str, wanted: list[int], **options: Any) -> list[Span]:
+    def spans(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None, *,
+              full: str, wanted: list[int], **options: Any) -> list[SupervisedChars]:
         """Character spans of the ``wanted`` messages in ``full``, found by rendering prefixes.
 
         Message ``i`` spans from the end of ``chat[:i]`` (with the generation prompt before an
@@ -283,5 +284,5 @@ class ChatText:
                 cause, why = prefix_cause(through, through, full)
                 raise RenderError(f"message {i}: {why}, so the message cannot be located in the text", cause=cause)
             if len(through) > len(before):
-                spans.append(Span(len(before), len(through), weights[i]))
+                spans.append(SupervisedChars(len(before), len(through), weights[i]))
         return spans

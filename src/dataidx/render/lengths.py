@@ -15,7 +15,7 @@ import pickle
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -23,6 +23,7 @@ from multiprocessing import get_context
 from typing import Any
 
 from ..errors import ConversionError, bounded
+from ..progress import CountProgress
 from ..read import EntryReader
 from ..store import (
     CauseRow,
@@ -38,23 +39,23 @@ from ..store import (
 )
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .rendered import TRAINS
+from .rendered import TRAINING_STATUSES
 from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 
-CHUNK = 2_000
-#: ``progress(done, total)`` after each rendered chunk.
-Progress = Callable[[int, int], None]
+#: Base entries in one chunk of a render pass: one task for a worker process.
+ENTRIES_PER_RENDER_CHUNK = 2_000
 #: Entries whose data text holds a plain (not special) added token, per ``(dataset id, token)``.
 AddedUses = Counter[tuple[int, str]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RenderSummary:
     """What a render pass did: per dataset and status, how many entries."""
 
     spec: RenderSpec
     entries: int
+    #: entries that train under the spec (status ok or truncated): the column ``render_specs.kept``
     kept: int
     counts: list[tuple[str, str, int]]
     seconds: float
@@ -121,7 +122,7 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
 
 def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
-    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: Progress | None = None,
+    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: CountProgress | None = None,
     tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special",
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
@@ -141,24 +142,26 @@ def render_store(
     with EntryReader(store) as reader:
         stored = _stored(reader.handle, name)
         # A clock-reading template renders at the time the spec first did, unless the user sets one.
-        spec, renderer = make_spec(name, tokenizer_object, tokenizer, template, cutoff, truncation,
-                                   clock=clock if clock is not None else stored.clock, escapes=escapes)
+        spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=tokenizer, template=template, cutoff=cutoff,
+                                   truncation=truncation, clock=clock if clock is not None else stored.clock,
+                                   escapes=escapes)
         first, last = stored.first, stored.last
         if stored.fingerprint == spec.fingerprint:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
                     move_spec_tokenizer(connection, name, spec.tokenizer_path)
-            return RenderSummary(spec, last - first + 1, stored.kept, stored.counts,
-                                 time.perf_counter() - started, reused=True, causes=stored.causes)
+            return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries, counts=stored.counts,
+                                 seconds=time.perf_counter() - started, reused=True, causes=stored.causes)
         jobs = max(1, jobs or os.cpu_count() or 1)
-        chunks = [(start, min(start + CHUNK - 1, last)) for start in range(first, last + 1, CHUNK)]
+        size = ENTRIES_PER_RENDER_CHUNK
+        chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
         _WORKER = (reader, renderer)
         try:
             with RenderedRows() as rendered:
                 for rows, uses in _rendered(chunks, jobs, last - first + 1, progress):
                     rendered.add(rows)
                     rendered.added_uses.update(uses)
-                summary = _write(store, reader.identity, spec, rendered, started)
+                summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started)
             summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                     sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
             return summary
@@ -172,7 +175,7 @@ class RenderedRows:
 
     def __init__(self) -> None:
         self.file = tempfile.TemporaryFile()
-        self.entries = self.kept = 0
+        self.entries = self.training_entries = 0
         self.added_uses: AddedUses = Counter()
         self.causes: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, cause) -> (entries, first entry id)
 
@@ -185,7 +188,7 @@ class RenderedRows:
     def add(self, rows: list[LengthRow]) -> None:
         pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)
-        self.kept += sum(1 for row in rows if row[4] in TRAINS)
+        self.training_entries += sum(1 for row in rows if row[4] in TRAINING_STATUSES)
         for row in rows:
             for kind, cause in (("status", row[6]), ("reasoning", row[7])):
                 if cause is not None:
@@ -201,7 +204,7 @@ class RenderedRows:
                 return
 
 
-def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: Progress | None
+def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: CountProgress | None
               ) -> Iterator[tuple[list[LengthRow], AddedUses]]:
     done = 0
     if jobs == 1 or len(chunks) == 1:
@@ -227,7 +230,7 @@ def _one_thread_tokenizer() -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Stored:
     """The base index's id range and, when spec ``name`` exists, what the store holds of it."""
 
@@ -236,32 +239,34 @@ class _Stored:
     fingerprint: str | None = None
     tokenizer: str | None = None
     clock: str | None = None
-    kept: int = 0
+    training_entries: int = 0
     counts: list[tuple[str, str, int]] = field(default_factory=list)
     causes: list[CauseRow] = field(default_factory=list)
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
     first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
-    stored = _Stored(1, 0) if first is None or last is None else _Stored(first, last)  # both, or neither
+    stored = _Stored(first=1, last=0) if first is None or last is None else _Stored(first=first, last=last)  # both, or neither
     found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
-        stored.fingerprint, stored.tokenizer, stored.clock, stored.kept = found
+        stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
         stored.counts = render_counts(handle, name)
         stored.causes = render_causes(handle, name)
     return stored
 
 
-def _write(store: str | os.PathLike[str], read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
+def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
            started: float) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
-        plans_removed, counts, causes, seconds = save_render_spec(connection, columns, rendered.chunks(), rendered.entries,
-                                                          rendered.kept, started, rendered.added_uses, rendered.causes)
+        plans_removed, counts, causes, seconds = save_render_spec(
+            connection, columns, rendered.chunks(), entries=rendered.entries, training_entries=rendered.training_entries,
+            started=started, added_uses=rendered.added_uses, causes=rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
-    return RenderSummary(spec, rendered.entries, rendered.kept, counts, seconds, plans_removed=plans_removed,
+    return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts, seconds=seconds,
+                         plans_removed=plans_removed,
                          stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items() if kind == "reasoning"})

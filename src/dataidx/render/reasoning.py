@@ -37,7 +37,7 @@ def marked(rendered: Rendered, side: Any, regions: list[tuple[int, int]]) -> Ren
     from ``side`` (the renderer's ``_Side``: chat messages as passed to the template, weights, text)
     and ``regions``, the supervised ``(start, end)`` characters of ``side.full``."""
     found: tuple[str, str] | None = None
-    for number in _trained(side):
+    for number in _training_messages(side):
         status = message_status(side.chat, number, side.full, regions)
         if status is not None and (found is None or REASONING.index(status[0]) < REASONING.index(found[0])):
             found = status
@@ -53,7 +53,7 @@ def worst_reasoning(statuses: Iterable[str | None]) -> str | None:
     return min((status for status in statuses if status is not None), key=REASONING.index, default=None)
 
 
-def _trained(side: Any) -> list[int]:
+def _training_messages(side: Any) -> list[int]:
     """Numbers of the messages whose reasoning trains: the last under v1's rule (or the cut's), every
     assistant message of weight above v1's epsilon when the whole conversation is supervised."""
     chat, weights = side.chat, side.weights

@@ -9,13 +9,13 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import TRAINS
-from .chat_text import Span
+from ..store import TRAINING_STATUSES
+from .chat_text import SupervisedChars
 
 IGNORE = -100
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Rendered:
     """One rendered sequence (or, for preference entries, both sides) and what became of it."""
 
@@ -48,7 +48,7 @@ class Rendered:
 
     @property
     def trains(self) -> bool:
-        return self.status in TRAINS
+        return self.status in TRAINING_STATUSES
 
     def as_dict(self) -> dict[str, Any]:
         """The model inputs (``chosen``/``rejected`` dicts for preference entries)."""
@@ -59,7 +59,7 @@ class Rendered:
 
 
 
-def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[Span]) -> tuple[list[int], list[float]]:
+def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[SupervisedChars]) -> tuple[list[int], list[float]]:
     """Labels and loss weights: a token with any character in a supervised span takes its id and
     the span's weight. Offsets only grow along the sequence, so each span is one slice of tokens."""
     labels = [IGNORE] * len(ids)

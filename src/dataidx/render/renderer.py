@@ -14,7 +14,7 @@ escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,7 +35,7 @@ NO_PROMPT = ("the trained turn is the conversation's first message, so it has no
              "prompt with apply_chat_template, which refuses an empty conversation")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Side:
     """One sequence to tokenize: its full text and, under v1's rule, its prompt text."""
 
@@ -104,11 +104,11 @@ class Renderer:
         with self.chat.entry():  # the probes share one entry's time budget
             self.floors = TurnFloors.probe(self.chat, self.backend, (i for i in self.controls.ids if i in added))
 
-    def render(self, sample: dict[str, Any], has_cut: bool) -> Rendered:
+    def render(self, sample: Mapping[str, Any], has_cut: bool) -> Rendered:
         """Render one fetched entry; errors become a ``render_error`` status, never an exception."""
         return self.render_many([(sample, has_cut)])[0]
 
-    def render_many(self, items: list[tuple[dict[str, Any], bool]]) -> list[Rendered]:
+    def render_many(self, items: Sequence[tuple[Mapping[str, Any], bool]]) -> list[Rendered]:
         """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
         return self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
 
@@ -118,7 +118,7 @@ class Renderer:
         encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
         return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
 
-    def draft_cuts(self, whole: dict[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
+    def draft_cuts(self, whole: Mapping[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
         """Drafts of the entries ``truncate(whole, cut)`` of one converted row, those :meth:`render_many`
         makes, with the row's messages made chat messages (escaped) once for all its cuts, not once
         per cut. ``bounds`` is ``floors.cuts(whole, longest)``; cuts past the bound by their count
@@ -145,14 +145,14 @@ class Renderer:
                     {None: self._side_of(chat[:cut], weights[:cut], tools, True)})), held[cut]))
         return drafts
 
-    def draft(self, sample: dict[str, Any], has_cut: bool) -> Draft:
+    def draft(self, sample: Mapping[str, Any], has_cut: bool) -> Draft:
         """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
         self.controls.kept.clear()
         with self.chat.entry():  # the entry's texts share one time budget
             made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)))
         return _holding(made, tuple(sorted(self.controls.kept)))
 
-    def _sides(self, sample: dict[str, Any], has_cut: bool) -> dict[str | None, _Side]:
+    def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, _Side]:
         tools = sample_tools(sample, self.controls)
         if "chosen_messages" in sample or "rejected_messages" in sample:
             return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
@@ -177,7 +177,7 @@ class Renderer:
             return Rendered(status="render_error", detail=bounded(f"the sample is not in the standard format: "
                                                                   f"{type(exc).__name__}: {exc}"), cause="format")
 
-    def _over_bound(self, sample: dict[str, Any]) -> Rendered | None:
+    def _over_bound(self, sample: Mapping[str, Any]) -> Rendered | None:
         """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
         neither written nor tokenized (one 100 MB row, a 4,000-turn row's later cuts), so a render
         costs what the cutoff allows, not what the data holds. The message count comes first, as in
@@ -207,7 +207,8 @@ class Renderer:
                 raise RenderError(NO_PROMPT, cause="no_prompt")
             options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
             prompt = self.chat.text(chat[:-1], tools, True, **options)
-        return _Side(chat, weights, tools, options, self.chat.text(chat, tools, False, **options), prompt, has_cut)
+        return _Side(chat=chat, weights=weights, tools=tools, options=options, full=self.chat.text(chat, tools, False, **options),
+                     prompt=prompt, has_cut=has_cut)
 
     def _finish(self, draft: dict[str | None, _Side], encodings: Iterator[Any]) -> Rendered:
         # Take this entry's encodings before anything can fail, so later entries get theirs.
@@ -239,7 +240,7 @@ class Renderer:
         else:
             wanted = list(range(len(side.chat)))
         with self.chat.entry():  # locating messages renders prefixes: a time budget of their own
-            spans = self.chat.spans(side.chat, side.weights, side.tools, side.full, wanted, **side.options)
+            spans = self.chat.spans(side.chat, side.weights, side.tools, full=side.full, wanted=wanted, **side.options)
         labels, weights = label_tokens(ids, full.offsets, spans)
         return marked(self._truncate(ids, labels, weights), side, [(span.start, span.end) for span in spans])
 
@@ -248,8 +249,8 @@ class Renderer:
         status = "ok"
         if full > self.cutoff:
             if self.truncation == "drop":
-                return Rendered(ids, labels, weights, "too_long", full, f"{full} tokens > cutoff {self.cutoff}",
-                                cause="too_long")
+                return Rendered(input_ids=ids, labels=labels, loss_weights=weights, status="too_long", full_tokens=full,
+                                detail=f"{full} tokens > cutoff {self.cutoff}", cause="too_long")
             status = "truncated"
             if self.truncation == "right":
                 ids, labels, weights = ids[: self.cutoff], labels[: self.cutoff], weights[: self.cutoff]
@@ -257,7 +258,7 @@ class Renderer:
                 keep = 1 if self.bos_id is not None and ids[0] == self.bos_id and self.cutoff > 1 else 0
                 start = full - (self.cutoff - keep)
                 ids, labels, weights = ids[:keep] + ids[start:], labels[:keep] + labels[start:], weights[:keep] + weights[start:]
-        rendered = Rendered(ids, labels, weights, status, full)
+        rendered = Rendered(input_ids=ids, labels=labels, loss_weights=weights, status=status, full_tokens=full)
         if rendered.supervised_tokens == 0:
             rendered.status, rendered.cause = "no_supervision", "no_supervision"
             rendered.detail = ("no supervised token left after truncation" if status == "truncated"

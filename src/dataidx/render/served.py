@@ -54,7 +54,7 @@ class RenderedMixture(Closable):
     def _find_positions(self) -> None:
         """The positions of the epoch served whose entries train (None: all of them)."""
         self.positions: np.ndarray | None = None
-        if self.spec.kept != self.spec.entries:
+        if self.spec.training_entries != self.spec.entries:
             handle = self.reader.handle
             stored = read_mixture(handle, self.reader.mixture, self.reader.epoch)
             _, trains = spec_lengths(handle, self.spec.id).of(position_entries(handle, stored))

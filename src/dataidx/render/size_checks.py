@@ -88,7 +88,7 @@ def check_binop(name: str, left: Any, right: Any, budget: Budget) -> None:
 _JSON_INDENT = 64
 
 
-def _check_indent(name: str, value: Any, rest: tuple[Any, ...], kwargs: dict[str, Any], budget: Budget) -> None:
+def _check_indent(name: str, value: Any, *, rest: tuple[Any, ...], kwargs: dict[str, Any], budget: Budget) -> None:
     """``tojson(indent=)`` and ``indent(width)`` repeat their indent on every line they write."""
     width = kwargs.get("indent" if name == "tojson" else "width", rest[0] if rest else None)
     size = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
@@ -124,7 +124,7 @@ def sized_filter(name: str, function: Any) -> Any:
             elif isinstance(value, (list, tuple)):  # sum of lists concatenates them
                 budget.size(sum(length(item) for item in value), "would make a list")
         if name in ("tojson", "indent"):
-            _check_indent(name, value, rest, kwargs, budget)
+            _check_indent(name, value, rest=rest, kwargs=kwargs, budget=budget)
         result = function(*args, **kwargs)
         budget.size(length(result), f"made a value with filter '{name}'")
         return result

@@ -94,7 +94,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RenderSpec:
     """A named way to render a store's entries; ``fingerprint`` identifies it exactly."""
 
@@ -115,7 +115,7 @@ class RenderSpec:
                                 self.clock, self.escapes)
 
 
-def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
+def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
               truncation: str, clock: str | None = None, escapes: str = "special") -> tuple[RenderSpec, Renderer]:
     """A spec and its renderer; checks everything before any entry is rendered.
 
@@ -132,7 +132,7 @@ def make_spec(name: str, tokenizer: Any, tokenizer_path: str | os.PathLike[str],
     return spec, renderer
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredSpec:
     """A spec as a store recorded it."""
 
@@ -145,7 +145,8 @@ class StoredSpec:
     cutoff: int
     truncation: str
     entries: int
-    kept: int
+    #: entries that train under the spec (the column ``render_specs.kept``)
+    training_entries: int
     version: str
     clock: str | None = None
     escapes: str = "special"
@@ -185,4 +186,9 @@ def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
     row = handle.one(_SPEC, name)
     if row is None:
         raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
-    return StoredSpec(*row)
+    (id_, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept,
+     dataidx_version, clock, escapes) = row
+    return StoredSpec(id=id_, name=name, fingerprint=fingerprint, tokenizer_path=tokenizer,
+                      tokenizer_sha256=tokenizer_sha256, template_text=template_text, cutoff=cutoff,
+                      truncation=truncation, entries=entries, training_entries=kept, version=dataidx_version,
+                      clock=clock, escapes=escapes)

@@ -13,7 +13,8 @@ from typing import Any
 import xxhash
 
 HASH = "xxh3_128"
-_CHUNK = 1 << 22
+#: Bytes of a file read at a time while hashing it.
+_BYTES_PER_READ = 1 << 22
 
 
 def content_hash(path: str) -> str:
@@ -21,7 +22,7 @@ def content_hash(path: str) -> str:
     against blake2b's 0.7 GB/s that cost a second of CPU per 500 MB of sources)."""
     digest = xxhash.xxh3_128()
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
+        while chunk := handle.read(_BYTES_PER_READ):
             digest.update(chunk)
     return digest.hexdigest()
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .deletes import remove_packing_plan as remove_packing_plan
     from .deletes import remove_render_spec as remove_render_spec
     from .dialect import STATUSES as STATUSES
-    from .dialect import TRAINS as TRAINS
+    from .dialect import TRAINING_STATUSES as TRAINING_STATUSES
     from .handle import Closable as Closable
     from .handle import Store as Store
     from .handle import StoreHandle as StoreHandle
@@ -94,7 +94,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "StoreHandle": ".handle",
     "stopped_read": ".sqlite.read",
     "STATUSES": ".dialect",
-    "TRAINS": ".dialect",
+    "TRAINING_STATUSES": ".dialect",
     "REASONING": ".records",
     "REASONING_PROBLEMS": ".records",
     "REASONING_PROBLEM_SUMS": ".records",

@@ -113,9 +113,9 @@ def _tokens(handle: StoreHandle, mixture: StoredMixture, spec: str, epoch: int |
         "CROSS JOIN mixtures AS m WHERE s.name = {mark} AND m.id = {mark}", spec, mixture.id)
     if found is None:
         raise handle.missing("render_specs", "render spec", spec, "; run dataidx render")
-    spec_id, fingerprint, drawn_under, drawn_fingerprint, start, entries = found
-    first, last = (start, start + entries - 1) if epoch is None else \
-        (mixture.start, mixture.start + mixture.entries - 1)
+    spec_id, fingerprint, drawn_under, drawn_fingerprint, start, positions = found
+    first, last = (start, start + positions - 1) if epoch is None else \
+        (mixture.start, mixture.start + mixture.positions - 1)
     rows = handle.all(_COUNTED_TOKENS, mixture.id, first, last, first, last, spec_id)
     counted = {name: tuple(int(value or 0) for value in counts) for name, *counts in rows}
     if (drawn_under, drawn_fingerprint) == (spec, fingerprint):  # the tokens as the mixture recorded them

@@ -24,7 +24,7 @@ from .schema import (
     MixtureRun,
     Pack,
     PackedEntry,
-    PackingPlan,
+    PackingPlanRow,
     PlanEpoch,
     RenderCause,
     RenderSpecRow,
@@ -43,12 +43,12 @@ def delete_plans(connection: Connection, plan_ids: Iterable[int]) -> None:
             connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
         connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
         connection.execute(delete(PlanEpoch).where(PlanEpoch.plan_id == plan_id))
-        connection.execute(delete(PackingPlan).where(PackingPlan.id == plan_id))
+        connection.execute(delete(PackingPlanRow).where(PackingPlanRow.id == plan_id))
 
 
 def delete_plan(connection: Connection, name: str) -> bool:
     """Delete plan ``name`` and its packs and members, if it exists."""
-    plan_id = connection.execute(select(PackingPlan.id).where(PackingPlan.name == name)).scalar()
+    plan_id = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.name == name)).scalar()
     delete_plans(connection, [] if plan_id is None else [plan_id])
     return plan_id is not None
 
@@ -59,7 +59,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     spec_id = connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar()
     if spec_id is None:
         return None
-    plans = connection.execute(select(PackingPlan.id).where(PackingPlan.spec_id == spec_id)).scalars().all()
+    plans = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.spec_id == spec_id)).scalars().all()
     delete_plans(connection, plans)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
@@ -79,9 +79,9 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
     with rewriting(store) as connection:
         found = connection.execute(select(Mixture.id, Mixture.start, Mixture.entries).where(Mixture.name == name)).first()
         if found is None:
-            raise missing("mixture", name, store, _names(connection, Mixture))
+            raise missing("mixture", name, store=store, names=_names(connection, Mixture))
         delete_plans(connection, connection.execute(
-            select(PackingPlan.id).where(PackingPlan.mixture_id == found.id)).scalars().all())
+            select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
         connection.execute(
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
@@ -99,7 +99,7 @@ def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
     with rewriting(store) as connection:
         plans = delete_spec(connection, name)
         if plans is None:
-            raise missing("render spec", name, store, _names(connection, RenderSpecRow))
+            raise missing("render spec", name, store=store, names=_names(connection, RenderSpecRow))
         return plans
 
 
@@ -107,8 +107,8 @@ def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:
     """Delete packing plan ``name`` with its packs and members."""
     with rewriting(store) as connection:
         if not delete_plan(connection, name):
-            raise missing("packing plan", name, store, _names(connection, PackingPlan))
+            raise missing("packing plan", name, store=store, names=_names(connection, PackingPlanRow))
 
 
-def _names(connection: Connection, table: type[Mixture] | type[RenderSpecRow] | type[PackingPlan]) -> list[str]:
+def _names(connection: Connection, table: type[Mixture] | type[RenderSpecRow] | type[PackingPlanRow]) -> list[str]:
     return list(connection.execute(select(table.name).order_by(table.id)).scalars())

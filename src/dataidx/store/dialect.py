@@ -20,14 +20,14 @@ from typing import Any, Protocol
 #: What an entry can come to under a render spec, worst last; the first two train, the others
 #: say why an entry does not. Stored in ``entry_renders.status``.
 STATUSES = ("ok", "truncated", "too_long", "no_supervision", "render_error")
-TRAINS = ("ok", "truncated")
-#: :data:`TRAINS` as a SQL list, what ``{trains}`` spells: ``status IN ({trains})``.
-TRAINS_SQL = ", ".join(f"'{status}'" for status in TRAINS)
+TRAINING_STATUSES = ("ok", "truncated")
+#: :data:`TRAINING_STATUSES` as a SQL list, what ``{trains}`` spells: ``status IN ({trains})``.
+TRAINING_STATUSES_SQL = ", ".join(f"'{status}'" for status in TRAINING_STATUSES)
 
 _FRAGMENT = re.compile(r"\{([a-z_]+)\}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Dialect:
     """The spellings of one backend (see the module docstring)."""
 
@@ -40,7 +40,7 @@ class Dialect:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fragments", {"mark": self.mark, "ids": self.ids, "stamped": self.stamped,
-                                               "trains": TRAINS_SQL})
+                                               "trains": TRAINING_STATUSES_SQL})
 
     def sql(self, template: str, **fragments: str) -> str:
         """``template`` in this dialect, with any further ``fragments`` filled in too; a brace

@@ -128,7 +128,7 @@ class StoreHandle(Closable):
     def missing(self, table: str, kind: str, name: str, hint: str = "") -> NotFoundError:
         """The error for a missing mixture, spec or plan, listing the names the store does have."""
         names = [row[0] for row in self.all(f"SELECT name FROM {table} ORDER BY id")]
-        return missing(kind, name, self.name, names, hint)
+        return missing(kind, name, store=self.name, names=names, hint=hint)
 
     def close(self) -> None:
         """Give the connection back; later reads are refused. Closing twice is harmless."""
@@ -143,7 +143,7 @@ class StoreHandle(Closable):
             self.close()
 
 
-def missing(kind: str, name: str, store: object, names: list[str], hint: str = "") -> NotFoundError:
+def missing(kind: str, name: str, *, store: object, names: list[str], hint: str = "") -> NotFoundError:
     """``store: no render spec 'x' (specs: a, b)``: one wording for every missing name."""
     listed = ", ".join(names) or f"none{hint}"
     return NotFoundError(f"{store}: no {kind} '{name}' ({kind.split()[-1]}s: {listed})")

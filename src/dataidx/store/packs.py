@@ -17,20 +17,22 @@ import numpy as np
 from sqlalchemy import Connection, func, insert, select, update
 
 from .deletes import delete_plan
-from .schema import PackedEntry, PackingPlan, PlanEpoch
+from .schema import PackedEntry, PackingPlanRow, PlanEpoch
 from .sqlite.bulk import insert_pack_members, insert_packs
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class EpochPacks:
     """One epoch's plan: ``members`` holds every member, pack after pack, as
-    ``position << 32 | entry_id``; ``sizes`` and ``tokens`` each pack's member count and tokens."""
+    ``position << 32 | entry_id``; ``sizes`` and ``tokens`` each pack's member count and tokens.
+    ``positions`` counts the positions packed and ``left_out`` those whose entries do not train
+    (the columns ``entries`` and ``left_out`` of ``plan_epochs``)."""
 
     seed: int
     members: np.ndarray
     sizes: np.ndarray
     tokens: np.ndarray
-    entries: int
+    positions: int
     left_out: int
 
     @property
@@ -45,7 +47,7 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     made). Returns the plan's totals over epochs: packs, entries, tokens, fill, left_out and
     seconds since ``started``."""
     delete_plan(connection, plan["name"])
-    inserted = connection.execute(insert(PackingPlan).values(
+    inserted = connection.execute(insert(PackingPlanRow).values(
         **plan, packs=0, entries=0, tokens=0, fill=1.0, left_out=0, epochs=0,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
     )).inserted_primary_key
@@ -55,18 +57,19 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     for number, epoch in enumerate(epochs):
         first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar_one()
         insert_pack_members(connection, plan_id, first, epoch.members)
-        insert_packs(connection, plan_id, first, epoch.sizes, epoch.tokens, first_pack=totals["packs"])
+        insert_packs(connection, plan_id, first_member=first, sizes=epoch.sizes, tokens=epoch.tokens,
+                     first_pack=totals["packs"])
         packs, tokens = len(epoch.sizes), epoch.total_tokens
         connection.execute(insert(PlanEpoch).values(
             plan_id=plan_id, epoch=number, seed=epoch.seed, first_pack=totals["packs"], packs=packs,
-            entries=epoch.entries, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]), left_out=epoch.left_out,
+            entries=epoch.positions, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]), left_out=epoch.left_out,
         ))
-        for key, value in (("packs", packs), ("entries", epoch.entries), ("tokens", tokens),
+        for key, value in (("packs", packs), ("entries", epoch.positions), ("tokens", tokens),
                            ("left_out", epoch.left_out), ("epochs", 1)):
             totals[key] += value
     done = {**totals, "fill": _fill(totals["tokens"], totals["packs"], plan["capacity"]),
             "seconds": time.perf_counter() - started}
-    connection.execute(update(PackingPlan).where(PackingPlan.id == plan_id).values(**done))
+    connection.execute(update(PackingPlanRow).where(PackingPlanRow.id == plan_id).values(**done))
     return done
 
 

@@ -16,26 +16,27 @@ from ..errors import StoreError
 from .handle import StoreHandle
 from .records import StoredMixture
 
-#: Rows fetched at a time when reading scattered positions; entries read at a time for lengths.
-_FETCH = 1 << 16
-_CHUNK = 1 << 20
+#: Rows fetched at a time when reading scattered positions.
+_ROWS_PER_FETCH = 1 << 16
+#: Entries whose lengths one query reads (one JSON array of them).
+_ENTRIES_PER_LENGTHS_QUERY = 1 << 20
 
 
 def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
     """Base entry id of every position of ``mixture`` (of the epoch it was read for), in position
     order (4-byte ids while they fit)."""
     last = handle.value("SELECT max(id) FROM base_entries") or 0
-    entries = np.zeros(mixture.entries, dtype=np.int32 if last < 2**31 else np.int64)
-    filled = np.zeros(mixture.entries, dtype=bool)
+    entries = np.zeros(mixture.positions, dtype=np.int32 if last < 2**31 else np.int64)
+    filled = np.zeros(mixture.positions, dtype=bool)
     runs = handle.all("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
-                      "AND start BETWEEN {mark} AND {mark}", mixture.id, mixture.start, mixture.start + mixture.entries - 1)
+                      "AND start BETWEEN {mark} AND {mark}", mixture.id, mixture.start, mixture.start + mixture.positions - 1)
     for start, first_entry, length in runs:
         offset = start - mixture.start
         entries[offset : offset + length] = np.arange(first_entry, first_entry + length, dtype=entries.dtype)
         filled[offset : offset + length] = True
     explicit = handle.execute("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}",
-                              mixture.start, mixture.start + mixture.entries - 1)
-    while found := explicit.fetchmany(_FETCH):  # a row tuple per position only a batch at a time
+                              mixture.start, mixture.start + mixture.positions - 1)
+    while found := explicit.fetchmany(_ROWS_PER_FETCH):  # a row tuple per position only a batch at a time
         pairs = np.asarray(found, dtype=np.int64)
         entries[pairs[:, 0] - mixture.start] = pairs[:, 1]
         filled[pairs[:, 0] - mixture.start] = True
@@ -84,8 +85,8 @@ def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> S
     chunk = ("SELECT " + handle.dialect.json_array.format(_PACKED_LENGTHS[column])
              + " FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}")
     tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)
-    for start in range(first, last + 1, _CHUNK):
-        stop = min(start + _CHUNK - 1, last)
+    for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
+        stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
         values = np.array(json.loads(handle.value(chunk, spec_id, start, stop) or "[]"), dtype=np.int64)
         values.sort()  # by entry id
         if not np.array_equal(values >> 33, np.arange(start, stop + 1)):

@@ -30,7 +30,7 @@ REASONING_PROBLEM_SUMS = "".join(f", sum(CASE WHEN l.reasoning = '{problem}' THE
                                  for problem in REASONING_PROBLEMS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredDataset:
     """What a reader needs of one stored dataset."""
 
@@ -70,18 +70,19 @@ def read_datasets(handle: StoreHandle) -> dict[int, StoredDataset]:
     return datasets
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredMixture:
-    """One epoch of a mixture: its positions are global rowids ``start .. start + entries - 1``.
+    """One epoch of a mixture: its positions are global rowids ``start .. start + positions - 1``.
 
-    ``stretches`` holds every epoch's ``(start, entries)``; each is drawn with its own seed
-    (``mixture_epochs``).
+    ``stretches`` holds every epoch's ``(start, positions)``; each is drawn with its own seed
+    (``mixture_epochs``). ``positions`` counts the epoch's positions (the column
+    ``mixture_epochs.entries``), not base entries: an entry drawn twice fills two positions.
     """
 
     id: int
     name: str
     start: int
-    entries: int
+    positions: int
     epoch: int = 0
     stretches: tuple[tuple[int, int], ...] = ()
 
@@ -92,12 +93,13 @@ class StoredMixture:
     def at(self, epoch: int) -> StoredMixture:
         """Epoch ``epoch`` of the same mixture (a NotFoundError for one it does not have)."""
         epoch = check_epoch(epoch, self.epochs, self.name)
-        start, entries = self.stretches[epoch]
-        return StoredMixture(self.id, self.name, start, entries, epoch, self.stretches)
+        start, positions = self.stretches[epoch]
+        return StoredMixture(id=self.id, name=self.name, start=start, positions=positions, epoch=epoch,
+                             stretches=self.stretches)
 
 
 def read_epochs(handle: StoreHandle, mixture_id: int) -> list[tuple[int, int]]:
-    """``(start, entries)`` of each epoch of a mixture, in epoch order."""
+    """``(start, positions)`` of each epoch of a mixture, in epoch order."""
     return handle.all("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch", mixture_id)
 
 
@@ -111,7 +113,7 @@ def read_mixture(handle: StoreHandle, name: str, epoch: int = 0) -> StoredMixtur
     if stale:
         raise StaleStoreError(f"{handle.name}: {stale[name]}")
     stretches = tuple(read_epochs(handle, row[0]))
-    return StoredMixture(row[0], row[1], 0, 0, stretches=stretches).at(epoch)
+    return StoredMixture(id=row[0], name=row[1], start=0, positions=0, stretches=stretches).at(epoch)
 
 
 # Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those

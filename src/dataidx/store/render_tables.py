@@ -83,7 +83,7 @@ class EntryRender(Base):
     reasoning: Mapped[str | None] = mapped_column(String, nullable=True)
 
 
-class PackingPlan(Base):
+class PackingPlanRow(Base):
     """Best-fit-decreasing packs of one mixture's kept positions under one spec, seeded order."""
 
     __tablename__ = "packing_plans"

@@ -35,8 +35,8 @@ def render_counts(reads: Reads, spec: str) -> list[tuple[str, str, int]]:
     return reads.all(_COUNTS, spec)
 
 
-def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], entries: int,
-                     kept: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
+def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], *, entries: int,
+                     training_entries: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
                      causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
                      ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
@@ -49,7 +49,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     """
     plans_removed = delete_spec(connection, spec["name"]) or 0
     inserted = connection.execute(insert(RenderSpecRow).values(
-        **spec, entries=entries, kept=kept, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **spec, entries=entries, kept=training_entries, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=0.0,
     )).inserted_primary_key
     assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional

@@ -21,7 +21,7 @@ from .render_tables import (
     EntryRender,
     Pack,
     PackedEntry,
-    PackingPlan,
+    PackingPlanRow,
     PlanEpoch,
     RenderCause,
     RenderSpecRow,
@@ -32,7 +32,7 @@ from .render_tables import (
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
            "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
-           "PackingPlan", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "VIEW_COLUMNS", "schema_script"]
+           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:

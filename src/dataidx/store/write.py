@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DatabaseError
 
 from ..errors import StaleStoreError, StoreError
+from ..progress import MessageProgress
 from .connect import REVISIONS, SCHEMA_REVISION, check_store, store_revision
 from .holdings import refuse_to_lose
 from .identity import ReadIdentity, identity_of
@@ -43,8 +44,6 @@ from .sqlite.files import (
 )
 from .sqlite.migrations import upgrade
 
-Progress = Callable[[str], None]
-
 
 @dataclass
 class NewStore:
@@ -58,7 +57,7 @@ class NewStore:
 
 
 @contextmanager
-def creating(target: str | os.PathLike[str], progress: Progress | None = None, *, replace: bool = False,
+def creating(target: str | os.PathLike[str], progress: MessageProgress | None = None, *, replace: bool = False,
              specs: Collection[str] = ()) -> Iterator[NewStore]:
     """A new, empty store that takes the place of ``target`` only when the block succeeds.
 
@@ -134,16 +133,16 @@ def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None =
             working_copy = folder / "store.db"
             pull_from_postgres(location, server, working_copy)
             with stamped_transaction(working_copy) as connection:
-                _check_unchanged(connection, store, unchanged, task, command)
+                _check_unchanged(connection, store, read=unchanged, task=task, command=command)
                 yield connection
             publish_to_postgres(working_copy, location, server)
         return
     with rewritten_copy(location) as connection:
-        _check_unchanged(connection, store, unchanged, task, command)
+        _check_unchanged(connection, store, read=unchanged, task=task, command=command)
         yield connection
 
 
-def _check_unchanged(connection: Connection, store: str | os.PathLike[str], read: ReadIdentity | None, task: str,
+def _check_unchanged(connection: Connection, store: str | os.PathLike[str], *, read: ReadIdentity | None, task: str,
                      command: str) -> None:
     """Refuse the write if what the work read changed meanwhile (other writes may have landed)."""
     if read is None:

@@ -14,8 +14,9 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from ..cache import cached_store, is_config_path
+from ..convert import Sample
 from ..errors import hide_passwords
-from ..pack import PackedPlan
+from ..pack import RenderedPacks
 from ..read import StoreReader, to_hf
 from ..render import RenderedMixture
 from ..spec import DEFAULT_SEED
@@ -31,6 +32,12 @@ def _position(index: Any) -> int:
         return operator.index(index)
     except TypeError:
         raise TypeError(f"DataEngine indices must be int, slice or list of int, not {type(index).__name__}") from None
+
+
+#: One item: a converted sample, or with ``render=`` a rendered one (``input_ids``, ``labels``...).
+Item = Sample | dict[str, Any]
+#: Items of one fetch: all converted samples, or all rendered ones.
+Items = list[Sample] | list[dict[str, Any]]
 
 
 class DataEngine(Closable, Dataset):
@@ -108,16 +115,17 @@ class DataEngine(Closable, Dataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Serve the epoch ``state`` records, if it was saved over this store's mixture (and spec)."""
         entries = self._entries
-        self.set_epoch(check_state(state, entries.identity, entries.path, self.mixture, len(entries.epochs)))
+        self.set_epoch(check_state(state, identity=entries.identity, store=entries.path, mixture=self.mixture,
+                                   epochs=len(entries.epochs)))
 
-    def __getitem__(self, index: int | slice | list[int]) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, index: int | slice | list[int]) -> Item | Items:
         if isinstance(index, slice):
             return self.reader.get_many(list(range(*index.indices(len(self)))))
         if isinstance(index, list):
             return self.reader.get_many([_position(i) for i in index])
         return self.reader.get(_position(index))
 
-    def __getitems__(self, indices: list[int]) -> list[dict[str, Any]]:
+    def __getitems__(self, indices: list[int]) -> Items:
         """Batched fetch used by ``DataLoader``: one SQL query for the whole batch."""
         return self.reader.get_many([_position(i) for i in indices])
 
@@ -147,7 +155,7 @@ class PackedDataset(Closable, Dataset):
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
                  verify: bool = True, epoch: int = 0) -> None:
-        self.packs = PackedPlan(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch)
+        self.packs = RenderedPacks(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch)
 
     def __len__(self) -> int:
         return len(self.packs)
@@ -168,7 +176,8 @@ class PackedDataset(Closable, Dataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Serve the epoch ``state`` records, if it was saved over this store's plan."""
         packs = self.packs
-        self.set_epoch(check_state(state, packs.reader.identity, packs.reader.path, packs.mixture, len(packs.epochs)))
+        self.set_epoch(check_state(state, identity=packs.reader.identity, store=packs.reader.path,
+                                   mixture=packs.mixture, epochs=len(packs.epochs)))
 
     def __getitem__(self, index: int) -> list[dict[str, Any]]:
         return self.packs.get(_position(index))

@@ -55,7 +55,7 @@ def _saved(state: Any) -> tuple[int, ReadIdentity]:
     return epoch, ReadIdentity(tuple(tuple(part) for part in reads))
 
 
-def check_state(state: Any, identity: ReadIdentity, store: str, mixture: str, epochs: int) -> int:
+def check_state(state: Any, *, identity: ReadIdentity, store: str, mixture: str, epochs: int) -> int:
     """The epoch to serve on restoring ``state`` into a dataset that reads ``identity`` of
     ``store`` (mixture ``mixture`` of ``epochs`` epochs); a state saved over anything else is
     refused, in one line."""

@@ -9,11 +9,11 @@ and ``epoch_datasets``; lengths and tokens under a spec from :mod:`.spec_figures
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StoreError, UsageError
+from ..progress import CountProgress
 from ..store import StoreHandle, composition, read_mixture, store_info
 from .positions import TURNS, Selection, over_positions
 from .spec_figures import SpecFigures, spec_figures
@@ -23,10 +23,8 @@ FILL_BINS = 20
 #: Rejected rows listed one by one (the counts cover them all).
 LISTED = 50
 
-Progress = Callable[[int, int], None]
 
-
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class PlanFigures:
     """A packing plan of the mixture over the chosen epochs: totals, ``fill`` rows ``(bin, packs)``
     by 5% of fill, and ``epochs`` rows ``(epoch, seed, packs, entries, tokens, fill, left_out)``."""
@@ -42,7 +40,7 @@ class PlanFigures:
     epochs: list[tuple[int, int, int, int, int, float, int]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Figures:
     """Everything the report shows, gathered by :func:`gather`. ``epochs`` rows are
     ``(epoch, seed, entries)``; ``epoch_draws`` rows ``(epoch, dataset, seed, entries,
@@ -72,8 +70,8 @@ class Figures:
                    if self.selection.first <= epoch <= self.selection.last)
 
 
-def gather(handle: StoreHandle, mixture: str, spec: str | None, plan: str | None,
-           epoch: int | None = None, progress: Progress | None = None) -> Figures:
+def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | None,
+           epoch: int | None = None, progress: CountProgress | None = None) -> Figures:
     """The figures of ``mixture`` (of epoch ``epoch``, or of all), and of ``spec`` and ``plan``
     when named, read through ``handle``."""
     steps = 4 + (spec is not None) + (plan is not None)
@@ -89,7 +87,8 @@ def gather(handle: StoreHandle, mixture: str, spec: str | None, plan: str | None
     info = store_info(handle)
     chosen = next(m for m in info["mixtures"] if m["name"] == mixture)
     plan_row = _plan_row(handle, plan, mixture) if plan is not None else None
-    selection = Selection(found.id, *((0, found.epochs - 1) if epoch is None else (epoch, epoch)), epoch)
+    first, last = (0, found.epochs - 1) if epoch is None else (epoch, epoch)
+    selection = Selection(mixture_id=found.id, first=first, last=last, epoch=epoch)
     step()
     epochs = handle.all("SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
                         found.id)
@@ -97,7 +96,8 @@ def gather(handle: StoreHandle, mixture: str, spec: str | None, plan: str | None
                              "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
                              "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} AND {mark} "
                              "ORDER BY ed.epoch, d.position", found.id, selection.first, selection.last)
-    figures = Figures(info, chosen, selection, epochs, composition(handle, mixture, epoch=epoch), draws)
+    figures = Figures(info=info, mixture=chosen, selection=selection, epochs=epochs,
+                      composition=composition(handle, mixture, epoch=epoch), epoch_draws=draws)
     step()
     figures.turns = over_positions(handle, selection, TURNS)
     step()
@@ -143,5 +143,6 @@ def _plan_figures(handle: StoreHandle, row: tuple, selection: Selection) -> Plan
                            "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin",
                            FILL_BINS, capacity, FILL_BINS - 1, plan_id, first_pack, first_pack + packs - 1)
     tokens = sum(e[4] for e in epochs)
-    return PlanFigures(name, capacity, packs, sum(e[3] for e in epochs), tokens,
-                       tokens / (packs * capacity) if packs else 0.0, sum(e[6] for e in epochs), histogram, epochs)
+    return PlanFigures(name=name, capacity=capacity, packs=packs, entries=sum(e[3] for e in epochs), tokens=tokens,
+                       fill=tokens / (packs * capacity) if packs else 0.0, left_out=sum(e[6] for e in epochs),
+                       fill_histogram=histogram, epochs=epochs)

@@ -16,7 +16,7 @@ from typing import Any
 from ..store import StoreHandle
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Selection:
     """The positions a report is about: mixture ``mixture_id``, epochs ``first..last``;
     ``epoch`` is the one ``--epoch`` chose (None: every epoch)."""

@@ -17,10 +17,11 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError, hide_passwords
+from ..progress import CountProgress
 from ..spec import DEFAULT_SEED
 from ..store import open_store
 from .document import report_document
-from .figures import Figures, Progress, gather
+from .figures import Figures, gather
 from .reasoning import reasoning_section
 from .sections import lengths, mixture_section, packing, rejects, summary
 from .tokens import converted_samples, rendered_samples, sampled_positions
@@ -38,13 +39,13 @@ class ReportSummary:
     seconds: float
 
 
-def _gathered(store: str | os.PathLike[str], mixture: str, epoch: int | None, spec: str | None, plan: str | None,
-              samples: int, seed: int, progress: Progress | None) -> tuple[str, Figures, list[tuple[int, int]]]:
+def _gathered(store: str | os.PathLike[str], mixture: str, *, epoch: int | None, spec: str | None, plan: str | None,
+              samples: int, seed: int, progress: CountProgress | None) -> tuple[str, Figures, list[tuple[int, int]]]:
     if samples < 0:
         raise UsageError(f"--samples must be 0 or more, got {samples}")
     path = os.fspath(store)
     with open_store(path) as handle:
-        figures = gather(handle, mixture, spec, plan, epoch, progress)
+        figures = gather(handle, mixture, spec=spec, plan=plan, epoch=epoch, progress=progress)
     chosen = [(e, entries) for e, _, entries in figures.epochs if epoch is None or e == epoch]
     return path, figures, sampled_positions(chosen, samples, seed)
 
@@ -58,13 +59,14 @@ def report_figures(store: str | os.PathLike[str], *, mixture: str = "default", e
 
         report_figures("demo.db", mixture="by_tokens", spec="default")["spec"]["supervised"]
     """
-    _, figures, picks = _gathered(store, mixture, epoch, spec, plan, samples, seed, None)
+    _, figures, picks = _gathered(store, mixture, epoch=epoch, spec=spec, plan=plan, samples=samples, seed=seed,
+                                  progress=None)
     return report_document(figures, picks)
 
 
 def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
                  epoch: int | None = None, spec: str | None = None, plan: str | None = None, samples: int = 5,
-                 seed: int = DEFAULT_SEED, progress: Progress | None = None) -> ReportSummary:
+                 seed: int = DEFAULT_SEED, progress: CountProgress | None = None) -> ReportSummary:
     """Write the report of ``mixture`` (of epoch ``epoch``, or of all; with ``spec``'s lengths
     and ``plan``'s packs when named) to ``output``.
 
@@ -73,9 +75,10 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
         write_report("demo.db", "report.html", spec="default", plan="default", samples=5)
     """
     started = time.perf_counter()
-    path, figures, picks = _gathered(store, mixture, epoch, spec, plan, samples, seed, progress)
+    path, figures, picks = _gathered(store, mixture, epoch=epoch, spec=spec, plan=plan, samples=samples, seed=seed,
+                                     progress=progress)
     epochs = len(figures.epochs)
-    shown = (rendered_samples(path, mixture, spec, picks, epochs) if spec
+    shown = (rendered_samples(path, mixture, spec=spec, picks=picks, epochs=epochs) if spec
              else converted_samples(path, mixture, picks, epochs))
     page = _page(path, figures, shown, seed)
     target = Path(output)

@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..store import TRAINS, CauseRow, StoreHandle, added_token_uses, render_causes
+from ..store import TRAINING_STATUSES, CauseRow, StoreHandle, added_token_uses, render_causes
 from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
 from .reasoning import reasoning_rows
 
@@ -16,7 +16,7 @@ LENGTH_BINS = 40
 LISTED = 20
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class SpecFigures:
     """A render spec over the chosen positions. ``histogram`` rows are ``(dataset, status, bin,
     positions)`` of ``full_tokens // bin_width``; ``supervised`` rows ``(dataset, positions,
@@ -64,7 +64,7 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
         histogram[dataset, status, bin_number] += positions
         epoch_row = by_epoch.setdefault((epoch, dataset), [0, 0, 0, 0])
         epoch_row[0] += positions
-        if status in TRAINS:
+        if status in TRAINING_STATUSES:
             totals = supervised.setdefault(dataset, [0, 0, 0])
             totals[0], totals[1], totals[2] = totals[0] + positions, totals[1] + tokens, totals[2] + supervised_tokens
             epoch_row[1:] = [epoch_row[1] + positions, epoch_row[2] + tokens, epoch_row[3] + supervised_tokens]
@@ -73,7 +73,7 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
             reason[0] += positions
             reason[1] = min(filter(None, (reason[1], detail)), default=None)
     return SpecFigures(
-        name, cutoff, width,
+        name=name, cutoff=cutoff, bin_width=width,
         histogram=[(dataset, status, bin_number, n) for (dataset, status, bin_number), n in histogram.items()],
         supervised=[(dataset, positions, tokens, supervised_tokens)
                     for dataset, (positions, tokens, supervised_tokens) in supervised.items()],

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..read import StoreReader
 from ..render import IGNORE, render_positions
-from ..store import TRAINS
+from ..store import TRAINING_STATUSES
 from .glyphs import token_texts
 
 #: Characters of a message shown in a report without a render spec; the rest is counted.
@@ -46,20 +46,21 @@ def _where(epoch: int, position: int, epochs: int) -> str:
     return f"position {position}" if epochs == 1 else f"epoch {epoch} · position {position}"
 
 
-def rendered_samples(path: str, mixture: str, spec: str, picks: list[tuple[int, int]], epochs: int) -> list[str]:
+def rendered_samples(path: str, mixture: str, *, spec: str, picks: list[tuple[int, int]], epochs: int) -> list[str]:
     """HTML of each ``(epoch, position)`` rendered under ``spec``: its status and tokens."""
     blocks = []
     for epoch, positions in _by_epoch(picks).items():
         renderer, rendered = render_positions(path, mixture, spec, positions, verify=False, epoch=epoch)
         for position, (dataset, row, cut, one) in zip(positions, rendered):
-            trains = one.status in TRAINS
+            trains = one.status in TRAINING_STATUSES
             heading = (f"{_where(epoch, position, epochs)} · {html.escape(dataset)} row {row}"
                        f"{'' if cut is None else f' cut {cut}'} · <b>{one.status}</b>"
                        f"{'' if not one.detail else ' · ' + html.escape(one.detail)}"
                        f"{'' if trains else ' · does not train: drawn grey'}")
             sides = one.sides or {"": one}
             body = "".join((f"<div class='side'>{name}</div>" if name else "")
-                           + _tokens(renderer.tokenizer, side, renderer.controls.ids, trains, renderer.cutoff)
+                           + _tokens(renderer.tokenizer, side, special=renderer.controls.ids, trains=trains,
+                                     most=renderer.cutoff)
                            for name, side in sides.items())
             blocks.append(f"<div class='sample{'' if trains else ' untrained'}' data-status='{one.status}'>"
                           f"<div class='heading'>{heading}</div>{body}</div>")
@@ -79,7 +80,7 @@ def converted_samples(path: str, mixture: str, picks: list[tuple[int, int]], epo
                 lines.append(f"<div class='message'><b>{html.escape(_cut(str(message.get('role')), 40))}</b> "
                              f"{html.escape(_cut(text, MESSAGE_CHARACTERS))}</div>")
             blocks.append(f"<div class='sample'><div class='heading'>{_where(epoch, position, epochs)} · "
-                          f"{html.escape(sample['_dataset_name'])}</div>{''.join(lines)}</div>")
+                          f"{html.escape(sample.get('_dataset_name', ''))}</div>{''.join(lines)}</div>")
     return blocks
 
 
@@ -87,7 +88,7 @@ def _cut(text: str, most: int) -> str:
     return text if len(text) <= most else f"{text[:most]}… ({len(text) - most:,} more characters not shown)"
 
 
-def _tokens(tokenizer: Any, rendered: Any, special: dict[int, str], trains: bool, most: int) -> str:
+def _tokens(tokenizer: Any, rendered: Any, *, special: dict[int, str], trains: bool, most: int) -> str:
     """The spans of at most ``most`` tokens (the cutoff: what could train), then how many more."""
     spans = []
     ids = list(rendered.input_ids[:most])

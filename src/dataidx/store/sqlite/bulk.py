@@ -12,7 +12,8 @@ import json
 import numpy as np
 from sqlalchemy import Connection, text
 
-CHUNK = 1_000_000
+#: Rows one statement inserts (one JSON array of them), reads, or a position writer holds.
+ROWS_PER_STATEMENT = 1_000_000
 
 _BASE = text(
     "INSERT INTO base_entries (id, dataset_id, row, cut) "
@@ -48,8 +49,8 @@ def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, 
     """
     k = int(cuts.max(initial=0)) + 2
     packed = rows.astype(np.int64) * k + np.maximum(cuts.astype(np.int64) + 1, 0)
-    for offset in range(0, len(packed), CHUNK):
-        chunk = packed[offset : offset + CHUNK]
+    for offset in range(0, len(packed), ROWS_PER_STATEMENT):
+        chunk = packed[offset : offset + ROWS_PER_STATEMENT]
         connection.execute(
             _BASE, {"first": first_id + offset, "dataset": dataset_id, "k": k, "packed": json.dumps(chunk.tolist())}
         )
@@ -130,7 +131,7 @@ class PositionWriter:
         if len(ids):
             self.scattered.append(ids)
             self.scattered_count += len(ids)
-            if self.scattered_count >= CHUNK:
+            if self.scattered_count >= ROWS_PER_STATEMENT:
                 self._flush()
 
     def _flush(self) -> None:
@@ -141,8 +142,8 @@ class PositionWriter:
 
 
 def _send(connection: Connection, mixture_id: int, first_id: int, ids: np.ndarray) -> None:
-    for offset in range(0, len(ids), CHUNK):
-        chunk = ids[offset : offset + CHUNK].tolist()
+    for offset in range(0, len(ids), ROWS_PER_STATEMENT):
+        chunk = ids[offset : offset + ROWS_PER_STATEMENT].tolist()
         connection.execute(_MIXTURE, {"first": first_id + offset, "mixture": mixture_id, "ids": json.dumps(chunk)})
 
 
@@ -162,8 +163,8 @@ def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, ro
     if distinct_entries == len(counts) or len(counts) == rows:
         return distinct_entries, rows if distinct_entries == len(counts) else distinct_entries, int(counts.max())
     distinct_rows, last_row = 0, None
-    for offset in range(0, len(counts), CHUNK):
-        taken = drawn[offset : offset + CHUNK]
+    for offset in range(0, len(counts), ROWS_PER_STATEMENT):
+        taken = drawn[offset : offset + ROWS_PER_STATEMENT]
         if not taken.any():
             continue
         # One JSON array per chunk (a row object per entry costs 10x more); id << 32 | row,
@@ -180,17 +181,17 @@ def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, ro
 
 def insert_pack_members(connection: Connection, plan_id: int, first_id: int, members: np.ndarray) -> None:
     """Members ``first_id, first_id + 1, ...`` of a plan, each ``position << 32 | entry_id``."""
-    for offset in range(0, len(members), CHUNK):
+    for offset in range(0, len(members), ROWS_PER_STATEMENT):
         connection.execute(_MEMBERS, {"first": first_id + offset, "plan": plan_id,
-                                      "members": json.dumps(members[offset : offset + CHUNK].tolist())})
+                                      "members": json.dumps(members[offset : offset + ROWS_PER_STATEMENT].tolist())})
 
 
-def insert_packs(connection: Connection, plan_id: int, first_member: int, sizes: np.ndarray,
+def insert_packs(connection: Connection, plan_id: int, *, first_member: int, sizes: np.ndarray,
                  tokens: np.ndarray, first_pack: int = 0) -> None:
     """Packs ``first_pack, first_pack + 1, ...`` of a plan with their member counts and tokens;
     pack ``i``'s members start at ``first_member`` plus the sizes of the packs before it."""
     starts = np.concatenate([[0], np.cumsum(sizes)])
-    for offset in range(0, len(sizes), CHUNK):
-        chunk = (sizes[offset : offset + CHUNK] << 32) | tokens[offset : offset + CHUNK]
+    for offset in range(0, len(sizes), ROWS_PER_STATEMENT):
+        chunk = (sizes[offset : offset + ROWS_PER_STATEMENT] << 32) | tokens[offset : offset + ROWS_PER_STATEMENT]
         connection.execute(_PACKS, {"plan": plan_id, "pack": first_pack + offset, "first": first_member + int(starts[offset]),
                                     "packs": json.dumps(chunk.tolist())})
