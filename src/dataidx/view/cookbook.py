@@ -11,29 +11,64 @@ COOKBOOK: list[tuple[str, str]] = [
     ('Share of each dataset in a mixture',
      "SELECT dataset, entries, share FROM composition WHERE mixture = 'default';"),
     ('Which rows repeat most (weights above 1, or `--sampling replacement`)',
-     "SELECT dataset, row, sum(repeats) AS times FROM repeats\nWHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row LIMIT 10;"),
+     "SELECT dataset, row, sum(repeats) AS times FROM repeats\n"
+     "WHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row LIMIT 10;"),
     ('How two mixtures differ, dataset by dataset',
-     "SELECT a.dataset, a.entries AS in_a, b.entries AS in_b, b.entries - a.entries AS change\nFROM composition AS a JOIN composition AS b ON a.dataset = b.dataset\nWHERE a.mixture = 'default' AND b.mixture = 'seed7';"),
+     "SELECT a.dataset, a.entries AS in_a, b.entries AS in_b, b.entries - a.entries AS change\n"
+     "FROM composition AS a JOIN composition AS b ON a.dataset = b.dataset\n"
+     "WHERE a.mixture = 'default' AND b.mixture = 'seed7';"),
     ('Entries in one mixture that the other never uses',
-     "SELECT dataset, row, cut FROM repeats WHERE mixture = 'seed7'\nEXCEPT SELECT dataset, row, cut FROM repeats WHERE mixture = 'default';"),
+     "SELECT dataset, row, cut FROM repeats WHERE mixture = 'seed7'\n"
+     "EXCEPT SELECT dataset, row, cut FROM repeats WHERE mixture = 'default';"),
     ('How many turns conversations have, per dataset',
-     'SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\nGROUP BY dataset, entries ORDER BY dataset, turns;'),
+     'SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\n'
+     'GROUP BY dataset, entries ORDER BY dataset, turns;'),
     ('What one position of a mixture is, and its seeds',
-     "WITH m AS (SELECT id, name, start, seed FROM mixtures WHERE name = 'default'),\np AS (SELECT r.first_entry + (m.start + 0 - r.start) AS entry_id FROM mixture_runs AS r JOIN m ON r.mixture_id = m.id\n      WHERE m.start + 0 BETWEEN r.start AND r.start + r.length - 1\n      UNION ALL\n      SELECT e.entry_id FROM mixture_entries AS e JOIN m ON e.id = m.start + 0)\nSELECT m.name AS mixture, 0 AS position, d.name AS dataset, b.row, b.cut, m.seed AS mixture_seed, md.seed AS dataset_seed\nFROM p CROSS JOIN m JOIN base_entries AS b ON b.id = p.entry_id JOIN datasets AS d ON d.id = b.dataset_id\nJOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id;"),
+     "WITH m AS (SELECT id, name, start, seed FROM mixtures WHERE name = 'default'),\n"
+     "p AS (SELECT r.first_entry + (m.start + 0 - r.start) AS entry_id FROM mixture_runs AS r "
+     "JOIN m ON r.mixture_id = m.id\n"
+     "      WHERE m.start + 0 BETWEEN r.start AND r.start + r.length - 1\n"
+     "      UNION ALL\n"
+     "      SELECT e.entry_id FROM mixture_entries AS e JOIN m ON e.id = m.start + 0)\n"
+     "SELECT m.name AS mixture, 0 AS position, d.name AS dataset, b.row, b.cut, m.seed AS mixture_seed, "
+     "md.seed AS dataset_seed\n"
+     "FROM p CROSS JOIN m JOIN base_entries AS b ON b.id = p.entry_id JOIN datasets AS d ON d.id = b.dataset_id\n"
+     "JOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id;"),
     ('Which rows were rejected, and why, per dataset',
      'SELECT dataset, count(*) AS rejected, min(reason) AS example FROM rejects GROUP BY dataset;'),
     ('How a mixture was made (seed, sampling, the config it came from, per dataset requested vs realised)',
-     'SELECT m.name, m.seed, m.sampling, m.dataidx_version, d.name AS dataset, md.size, md.weight,\n       md.requested, md.entries\nFROM mixtures AS m JOIN mixture_datasets AS md ON md.mixture_id = m.id JOIN datasets AS d ON d.id = md.dataset_id;'),
+     'SELECT m.name, m.seed, m.sampling, m.dataidx_version, d.name AS dataset, md.size, md.weight,\n'
+     '       md.requested, md.entries\n'
+     'FROM mixtures AS m JOIN mixture_datasets AS md ON md.mixture_id = m.id '
+     'JOIN datasets AS d ON d.id = md.dataset_id;'),
     ('Why entries do not train, per dataset and reason (nothing is dropped without a row here)',
-     "SELECT spec, dataset, status, count(*) AS entries, max(full_tokens) AS longest\nFROM entry_lengths WHERE status NOT IN ('ok') GROUP BY spec, dataset, status;"),
+     "SELECT spec, dataset, status, count(*) AS entries, max(full_tokens) AS longest\n"
+     "FROM entry_lengths WHERE status NOT IN ('ok') GROUP BY spec, dataset, status;"),
     ('Tokens and supervised tokens of a mixture, per dataset, under a spec',
-     "WITH m AS (SELECT id, start, entries FROM mixtures WHERE name = 'default'),\nspans AS (SELECT r.first_entry AS lo, r.first_entry + r.length - 1 AS hi FROM mixture_runs AS r JOIN m ON r.mixture_id = m.id\n          UNION ALL\n          SELECT e.entry_id, e.entry_id FROM mixture_entries AS e JOIN m ON e.id BETWEEN m.start AND m.start + m.entries - 1)\nSELECT d.name AS dataset, count(*) AS entries, sum(l.tokens) AS tokens, sum(l.supervised_tokens) AS supervised\nFROM spans CROSS JOIN render_specs AS s CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d\nWHERE s.name = 'default' AND l.spec_id = s.id AND l.entry_id BETWEEN spans.lo AND spans.hi\n  AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ('ok', 'truncated')\nGROUP BY d.id ORDER BY d.position;"),
+     "WITH m AS (SELECT id, start, entries FROM mixtures WHERE name = 'default'),\n"
+     "spans AS (SELECT r.first_entry AS lo, r.first_entry + r.length - 1 AS hi FROM mixture_runs AS r "
+     "JOIN m ON r.mixture_id = m.id\n"
+     "          UNION ALL\n"
+     "          SELECT e.entry_id, e.entry_id FROM mixture_entries AS e "
+     "JOIN m ON e.id BETWEEN m.start AND m.start + m.entries - 1)\n"
+     "SELECT d.name AS dataset, count(*) AS entries, sum(l.tokens) AS tokens, "
+     "sum(l.supervised_tokens) AS supervised\n"
+     "FROM spans CROSS JOIN render_specs AS s CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d\n"
+     "WHERE s.name = 'default' AND l.spec_id = s.id AND l.entry_id BETWEEN spans.lo AND spans.hi\n"
+     "  AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ('ok', 'truncated')\n"
+     "GROUP BY d.id ORDER BY d.position;"),
     ('How full each plan is',
      'SELECT plan, packs, entries, round(fill, 4) AS fill, left_out FROM pack_plans;'),
     ('The emptiest packs of a plan',
-     "SELECT k.pack, k.members AS samples, k.tokens FROM packs AS k JOIN packing_plans AS p ON p.id = k.plan_id\nWHERE p.name = 'default' ORDER BY k.tokens, k.pack LIMIT 5;"),
+     "SELECT k.pack, k.members AS samples, k.tokens FROM packs AS k JOIN packing_plans AS p ON p.id = k.plan_id\n"
+     "WHERE p.name = 'default' ORDER BY k.tokens, k.pack LIMIT 5;"),
     ('Which dataset gets the most trained tokens, per epoch',
-     "SELECT epoch, dataset, entries, tokens, supervised_tokens, share_of_tokens FROM token_composition\nWHERE mixture = 'by_tokens' ORDER BY epoch, tokens DESC;"),
+     "SELECT epoch, dataset, entries, tokens, supervised_tokens, share_of_tokens FROM token_composition\n"
+     "WHERE mixture = 'by_tokens' ORDER BY epoch, tokens DESC;"),
     ('How many rows of a dataset were never seen in all the epochs of a mixture',
-     "SELECT d.name AS dataset, d.rows - d.rejected AS rows, md.distinct_rows AS seen,\n       d.rows - d.rejected - md.distinct_rows AS never_seen, m.epochs\nFROM mixture_datasets AS md JOIN mixtures AS m ON m.id = md.mixture_id JOIN datasets AS d ON d.id = md.dataset_id\nWHERE m.name = 'by_tokens' AND d.name = 'demo_alpaca';"),
+     "SELECT d.name AS dataset, d.rows - d.rejected AS rows, md.distinct_rows AS seen,\n"
+     "       d.rows - d.rejected - md.distinct_rows AS never_seen, m.epochs\n"
+     "FROM mixture_datasets AS md JOIN mixtures AS m ON m.id = md.mixture_id "
+     "JOIN datasets AS d ON d.id = md.dataset_id\n"
+     "WHERE m.name = 'by_tokens' AND d.name = 'demo_alpaca';"),
 ]
