@@ -124,7 +124,8 @@ def steps_line(steps: list[tuple[int, int]], global_batch_size: int) -> str:
         dropped = ("; the last pack does not fill a step and is dropped (drop_last)" if rests[0] == 1 else
                    f"; the last {rests[0]} packs do not fill a step and are dropped (drop_last)")
     else:
-        dropped = f"; the last packs of each epoch that do not fill a step are dropped (drop_last): {', '.join(map(str, rests))}"
+        dropped = ("; the last packs of each epoch that do not fill a step are dropped (drop_last): "
+                   f"{', '.join(map(str, rests))}")
     return f"{said} at a global batch size of {global_batch_size} packs{dropped}"
 
 
@@ -185,7 +186,8 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
         parts.append(causes_note(spec["name"], [tuple(cause.values()) for cause in spec["causes"]]))
         for found in spec["reasoning_problems"]:
             what, why = said[found["status"]]
-            example = f"{found['dataset']} row {found['row']}" + ("" if found["cut"] is None else f" cut {found['cut']}")
+            example = (f"{found['dataset']} row {found['row']}"
+                       + ("" if found["cut"] is None else f" cut {found['cut']}"))
             parts.append(f"spec '{spec['name']}': {what} in {found['entries']} entr"
                          f"{'y' if found['entries'] == 1 else 'ies'} (e.g. {example}): {why}")
     if any(spec["added_tokens"] for spec in specs):

@@ -48,7 +48,8 @@ def info(store: str, as_json: bool) -> None:
         if mixture["stale"]:
             echo(f"refused until drawn again: {mixture['stale']}")
         echo(table(
-            ["dataset", "size", "weight", "tokens", "supervised tokens", "base entries", "requested", "entries", "seed"],
+            ["dataset", "size", "weight", "tokens", "supervised tokens", "base entries", "requested", "entries",
+             "seed"],
             [(name, d["size"], d["weight"], d["token_budget"], d["supervised_token_budget"], d["base_entries"],
               d["requested"], d["entries"], d["seed"]) for name, d in mixture["datasets"].items()],
         ))
@@ -289,7 +290,7 @@ def cache(older_than: float | None, as_json: bool) -> None:
         return
     echo(f"cache folder {cache_dir()}")
     echo(table(["store", "MiB", "days since use"],
-                     [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
+               [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
 
 
 COMMANDS = [info, show, query, compose, verify, export, cache]

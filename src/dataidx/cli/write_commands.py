@@ -14,9 +14,11 @@ from .common import ProgressLine, added_tokens_note, echo, mixture_options, rend
 
 @click.command()
 @click.argument("config")
-@click.option("-o", "--output", required=True, help="Store to write: a file, or a PostgreSQL URL (replaced only when the build succeeds).")
+@click.option("-o", "--output", required=True, help="Store to write: a file, or a PostgreSQL URL (replaced only when "
+              "the build succeeds).")
 @mixture_options
-@click.option("--tokenizer", help="Also render every entry with this tokenizer (see dataidx render), as spec 'default'.")
+@click.option("--tokenizer", help="Also render every entry with this tokenizer (see dataidx render), as spec "
+              "'default'.")
 @click.option("--template", help="With --tokenizer: the template (default: the tokenizer's own).")
 @click.option("--cutoff", type=click.IntRange(1, 2**31 - 1), default=4096, show_default=True, help="With --tokenizer.")
 @click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
@@ -59,11 +61,8 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
             echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
                        "render spec: the default mixture holds them whole; draw the budgets with dataidx render, then "
                        "dataidx mix STORE CONFIG --name NAME --spec SPEC", err=True)
-        echo(
-            f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
-            f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s",
-            err=True,
-        )
+        echo(f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
+             f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s", err=True)
     if tokenizer is not None:
         _render(output, tokenizer, template=template, cutoff=cutoff, truncation=truncation, quiet=quiet)
 
@@ -167,8 +166,8 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
-    _render(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs, quiet=quiet,
-            clock=clock, escapes=escapes)
+    _render(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs,
+            quiet=quiet, clock=clock, escapes=escapes)
 
 
 def _render(store: str, tokenizer: str, *, template: str | None, cutoff: int, truncation: str, quiet: bool,
@@ -181,9 +180,11 @@ def _render(store: str, tokenizer: str, *, template: str | None, cutoff: int, tr
         return
     echo(render_text(name, summary), err=True)
     if summary.reused:
-        echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)", err=True)
+        echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)",
+             err=True)
         return
-    removed = f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed else ""
+    removed = (f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed
+               else "")
     echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
                f"in {summary.seconds:.2f} s{removed}", err=True)
     if summary.spec.clock is not None:
@@ -226,11 +227,9 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
     fill = f"{summary.fill:.2%} full" if summary.packs else "empty: no position trains under the spec"
-    echo(
-        f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
-        f"tokens{over}, {fill} (seed {seed}; {summary.left_out} positions left out by their status) "
-        f"in {summary.seconds:.2f} s", err=True,
-    )
+    echo(f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
+         f"tokens{over}, {fill} (seed {seed}; {summary.left_out} positions left out by their status) "
+         f"in {summary.seconds:.2f} s", err=True)
     if len(summary.epoch_packs) > 1:
         echo(f"packs per epoch: {', '.join(map(str, summary.epoch_packs))}", err=True)
     if global_batch_size is not None:

@@ -35,7 +35,8 @@ class _Loader(yaml.SafeLoader):
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
-                raise YamlProblem(f"line {self.peek_event().start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
+                raise YamlProblem(f"line {self.peek_event().start_mark.line + 1}: "
+                                  f"nested deeper than {MAX_DEPTH} levels")
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1

@@ -121,7 +121,8 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -
 def pair(raw: dict[str, Any]) -> PairSample:
     """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
     row = present(raw)
-    wrong = [key for key in ("chosen", "rejected") if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
+    wrong = [key for key in ("chosen", "rejected")
+             if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
     if wrong:
         raise InvalidRow(_not_message_lists(row, wrong))
     sides: dict[str, list[Message]] = {}
@@ -169,7 +170,8 @@ def openai(raw: dict[str, Any]) -> SFTSample:
                     arguments = loads(arguments, f"message {number}: tool call arguments")
                 except json.JSONDecodeError:
                     raise ValueError(f"message {number}: tool call arguments are not valid JSON") from None
-            blocks.append({"type": "tool_call", "value": json.dumps({"name": function["name"], "arguments": arguments})})
+            blocks.append({"type": "tool_call",
+                           "value": json.dumps({"name": function["name"], "arguments": arguments})})
         if not blocks:
             blocks = [{"type": "text", "value": ""}]
         role = turn["role"]

@@ -101,5 +101,6 @@ def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
     try:
         found = cuts(sample)
     except Exception as exc:
-        raise ConversionError(dataset, row, converter, f"sample cannot be expanded: {type(exc).__name__}: {exc}") from exc
+        raise ConversionError(dataset, row, converter,
+                              f"sample cannot be expanded: {type(exc).__name__}: {exc}") from exc
     return found, trains_nothing(sample, found)

@@ -245,7 +245,8 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
     assistant = _mask(pc.equal(roles, "assistant"))
     if type_.value_type.get_field_index("loss_weight") >= 0:
         weights = _field(messages, "loss_weight")
-        if not (pa.types.is_floating(weights.type) or pa.types.is_integer(weights.type) or pa.types.is_null(weights.type)):
+        if not (pa.types.is_floating(weights.type) or pa.types.is_integer(weights.type)
+                or pa.types.is_null(weights.type)):
             return None
         weight = pc.fill_null(pc.cast(weights, pa.float64()), 1.0).to_numpy(zero_copy_only=False)
     else:

@@ -161,7 +161,8 @@ def _write_record(connection: Connection, record: dict[str, Any], *, fingerprint
     mixture.add(record["id"], record["name"], first_entry=record["first_entry"], entries=record["entries"],
                 rows=record["rows"] - record["rejected"])
     return DatasetSummary(name=record["name"], rows=record["rows"], entries=record["entries"], drops=record["drops"],
-                          rejected=record["rejected"], empty=record["empty_rows"], seconds=time.perf_counter() - started)
+                          rejected=record["rejected"], empty=record["empty_rows"],
+                          seconds=time.perf_counter() - started)
 
 
 def _valid_utf8(table: pa.Table) -> bool:

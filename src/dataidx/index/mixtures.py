@@ -191,8 +191,8 @@ class MixtureWriter:
             distinct_entries, distinct_rows, max_repeats = draw_counts(
                 self.connection, total.first_entry, total.counts, total.rows)
             self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
-                                 distinct_entries=distinct_entries, distinct_rows=distinct_rows, max_repeats=max_repeats,
-                                 seed=derive_seed(self.summary.seed, total.name))
+                                 distinct_entries=distinct_entries, distinct_rows=distinct_rows,
+                                 max_repeats=max_repeats, seed=derive_seed(self.summary.seed, total.name))
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)

@@ -66,9 +66,11 @@ def _misfit(sample: Mapping[str, Any]) -> str | None:
     for key in ("messages", "chosen_messages", "rejected_messages"):
         for number, message in enumerate(sample.get(key) or []):
             if not isinstance(message, dict) or set(message) - {"role", "content", "loss_weight"}:
-                return f"{key}[{number}] has keys {', '.join(sorted(set(message) - {'role', 'content', 'loss_weight'}))}"
+                return (f"{key}[{number}] has keys "
+                        f"{', '.join(sorted(set(message) - {'role', 'content', 'loss_weight'}))}")
             for block in message.get("content") or []:
-                if not isinstance(block, dict) or set(block) - {"type", "value"} or not isinstance(block.get("value"), str):
+                if (not isinstance(block, dict) or set(block) - {"type", "value"}
+                        or not isinstance(block.get("value"), str)):
                     return f"{key}[{number}] has a content block {block!r}"
     return None
 

@@ -55,7 +55,8 @@ class EntryReader(Closable):
     ``close()`` (or a ``with`` block) gives back this process's.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True, reads: dict[str, str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True,
+                 reads: dict[str, str] | None = None) -> None:
         self.path = os.fspath(path)
         self.closed = False
         handle = open_store(self.path)
@@ -223,7 +224,8 @@ class StoreReader(EntryReader):
         try:
             return [found[key] for key in keys]
         except KeyError:
-            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged") from None
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; "
+                             "the store is damaged") from None
 
     def get(self, index: int) -> Sample:
         """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""

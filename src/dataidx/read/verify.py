@@ -28,7 +28,8 @@ def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]
         try:
             current = registry.get(name).version
         except PluginError:
-            problems.append(f"{family} '{name}' is not registered in this process (import the module that registers it)")
+            problems.append(f"{family} '{name}' is not registered in this process "
+                            "(import the module that registers it)")
             continue
         if current != version:
             problems.append(f"{family} '{name}' is version {current}, the store was built with version {version}")

@@ -99,8 +99,10 @@ class TurnFloors:
         self.later_least = _cheapest(later.values())
         # Keyed by role, looked up with whatever a message holds there (None, or a value the
         # renderer refuses later): hence object keys.
-        self._first: dict[object, tuple[int, int]] = {role: (floor.markers, floor.runs) for role, floor in first.items()}
-        self._later: dict[object, tuple[int, int]] = {role: (floor.markers, floor.runs) for role, floor in later.items()}
+        self._first: dict[object, tuple[int, int]] = {role: (floor.markers, floor.runs)
+                                                      for role, floor in first.items()}
+        self._later: dict[object, tuple[int, int]] = {role: (floor.markers, floor.runs)
+                                                      for role, floor in later.items()}
         self._first_default = (self.first_least.markers, self.first_least.runs)
         self._later_default = (self.later_least.markers, self.later_least.runs)
 
@@ -144,7 +146,8 @@ class TurnFloors:
         words: a cut is its entry's message count, so this needs no fetch."""
         lists = [count for count in counts if count > 0]
         later = sum(lists) - len(lists)
-        return Least(messages=sum(lists), markers=len(lists) * self.first_least.markers + later * self.later_least.markers,
+        return Least(messages=sum(lists),
+                     markers=len(lists) * self.first_least.markers + later * self.later_least.markers,
                      runs=len(lists) * self.first_least.runs + later * self.later_least.runs)
 
     def count_past(self, bound: int) -> float:

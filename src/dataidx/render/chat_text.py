@@ -102,7 +102,8 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
                 pieces += [escape("".join(run), where), _MEDIA_TEXT[kind]]
                 run = []
             else:
-                raise RenderError(f"{where}: content block type {shown(kind)} cannot be rendered as text", cause="format")
+                raise RenderError(f"{where}: content block type {shown(kind)} cannot be rendered as text",
+                                  cause="format")
         role = message.get("role")
         # The template writes the role between its turn markers: any other role forges turns.
         if not (isinstance(role, str) and role in ROLES):

@@ -150,8 +150,9 @@ def render_store(
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
                     move_spec_tokenizer(connection, name, spec.tokenizer_path)
-            return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries, counts=stored.counts,
-                                 seconds=time.perf_counter() - started, reused=True, causes=stored.causes)
+            return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
+                                 counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
+                                 causes=stored.causes)
         jobs = max(1, jobs or os.cpu_count() or 1)
         size = ENTRIES_PER_RENDER_CHUNK
         chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
@@ -163,7 +164,8 @@ def render_store(
                     rendered.added_uses.update(uses)
                 summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started)
             summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
-                                    sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
+                                    sorted(rendered.added_uses.items(),
+                                           key=lambda use: (use[0][0], -use[1], use[0][1]))]
             return summary
         finally:
             _WORKER = None
@@ -246,7 +248,8 @@ class _Stored:
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
     first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
-    stored = _Stored(first=1, last=0) if first is None or last is None else _Stored(first=first, last=last)  # both, or neither
+    stored = (_Stored(first=1, last=0) if first is None or last is None  # both, or neither
+              else _Stored(first=first, last=last))
     found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
         stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
@@ -263,10 +266,11 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         plans_removed, counts, causes, seconds = save_render_spec(
-            connection, columns, rendered.chunks(), entries=rendered.entries, training_entries=rendered.training_entries,
-            started=started, added_uses=rendered.added_uses, causes=rendered.causes)
+            connection, columns, rendered.chunks(), entries=rendered.entries,
+            training_entries=rendered.training_entries, started=started, added_uses=rendered.added_uses,
+            causes=rendered.causes)
         stale = budget_mixtures_drawn_before(connection, spec.name)
-    return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts, seconds=seconds,
-                         plans_removed=plans_removed,
-                         stale_mixtures=list(stale), causes=causes,
-                         reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items() if kind == "reasoning"})
+    return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts,
+                         seconds=seconds, plans_removed=plans_removed, stale_mixtures=list(stale), causes=causes,
+                         reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items()
+                                    if kind == "reasoning"})

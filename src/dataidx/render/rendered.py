@@ -59,7 +59,8 @@ class Rendered:
 
 
 
-def label_tokens(ids: list[int], offsets: list[tuple[int, int]], spans: list[SupervisedChars]) -> tuple[list[int], list[float]]:
+def label_tokens(ids: list[int], offsets: list[tuple[int, int]],
+                 spans: list[SupervisedChars]) -> tuple[list[int], list[float]]:
     """Labels and loss weights: a token with any character in a supervised span takes its id and
     the span's weight. Offsets only grow along the sequence, so each span is one slice of tokens."""
     labels = [IGNORE] * len(ids)

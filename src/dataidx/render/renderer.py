@@ -170,7 +170,8 @@ class Renderer:
         try:
             return draft()
         except DataidxError as exc:
-            return Rendered(status="render_error", detail=bounded(str(exc)), cause=getattr(exc, "cause", None) or "format")
+            return Rendered(status="render_error", detail=bounded(str(exc)),
+                            cause=getattr(exc, "cause", None) or "format")
         except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
             return Rendered(status="render_error", detail="the sample nests too deep to render", cause="nested")
         except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
@@ -207,8 +208,8 @@ class Renderer:
                 raise RenderError(NO_PROMPT, cause="no_prompt")
             options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
             prompt = self.chat.text(chat[:-1], tools, True, **options)
-        return _Side(chat=chat, weights=weights, tools=tools, options=options, full=self.chat.text(chat, tools, False, **options),
-                     prompt=prompt, has_cut=has_cut)
+        return _Side(chat=chat, weights=weights, tools=tools, options=options,
+                     full=self.chat.text(chat, tools, False, **options), prompt=prompt, has_cut=has_cut)
 
     def _finish(self, draft: dict[str | None, _Side], encodings: Iterator[Any]) -> Rendered:
         # Take this entry's encodings before anything can fail, so later entries get theirs.
@@ -216,7 +217,8 @@ class Renderer:
         try:
             sides = {name: self._labelled(side, *encoded[name]) for name, side in draft.items()}
         except DataidxError as exc:
-            return Rendered(status="render_error", detail=bounded(str(exc)), cause=getattr(exc, "cause", None) or "format")
+            return Rendered(status="render_error", detail=bounded(str(exc)),
+                            cause=getattr(exc, "cause", None) or "format")
         added = next(iter(draft.values())).added
         if None in sides:
             return _holding(sides[None], added)
@@ -257,7 +259,8 @@ class Renderer:
             else:  # left: keep the end, which holds the supervised turn, and the BOS if any
                 keep = 1 if self.bos_id is not None and ids[0] == self.bos_id and self.cutoff > 1 else 0
                 start = full - (self.cutoff - keep)
-                ids, labels, weights = ids[:keep] + ids[start:], labels[:keep] + labels[start:], weights[:keep] + weights[start:]
+                ids, labels, weights = (ids[:keep] + ids[start:], labels[:keep] + labels[start:],
+                                        weights[:keep] + weights[start:])
         rendered = Rendered(input_ids=ids, labels=labels, loss_weights=weights, status=status, full_tokens=full)
         if rendered.supervised_tokens == 0:
             rendered.status, rendered.cause = "no_supervision", "no_supervision"

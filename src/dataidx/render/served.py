@@ -95,7 +95,8 @@ class RenderedMixture(Closable):
 
 
 def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
-                     verify: bool = True, epoch: int = 0) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
+                     verify: bool = True,
+                     epoch: int = 0) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
     """Mixture positions rendered under a spec, whatever their status: the renderer, and per
     position its dataset name, row, cut and rendering (one read, one tokenizer batch)."""
     with StoreReader(path, mixture, verify=verify, epoch=epoch) as reader:

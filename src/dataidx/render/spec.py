@@ -160,8 +160,8 @@ class StoredSpec:
                 "record the time its lengths were rendered at (it was rendered before dataidx fixed it); run dataidx "
                 "render again"
             )
-        recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
-                                    self.clock, self.escapes)
+        recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation,
+                                    self.version, self.clock, self.escapes)
         if recorded != self.fingerprint:
             raise StaleStoreError(
                 f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "

@@ -32,7 +32,8 @@ _CALL_JSON = "{%- if call.function.arguments is string %}" \
     "{%- else %}{{- {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}{%- endif %}"
 _TOOLS_JSON = "{%- for tool in tools %}{{- (tool | tojson) + '\\n' }}{%- endfor %}"
 # Reasoning (v1's "reasoning" blocks, HF's reasoning_content) before the answer, supervised with it.
-_REASONING = "{%- if message.reasoning_content %}{{- '<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' }}{%- endif %}"
+_REASONING = ("{%- if message.reasoning_content %}"
+              "{{- '<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' }}{%- endif %}")
 
 CHATML = "".join([
     "{{- bos_token or '' }}",
@@ -176,7 +177,8 @@ def choose_template(tokenizer: Any, name: str | None) -> tuple[str, str]:
         if isinstance(own, dict):
             own = own.get("default")
         if not own:
-            raise RenderError(f"the tokenizer has no chat_template; pass --template (one of {choices}, or a .jinja file)")
+            raise RenderError("the tokenizer has no chat_template; pass --template "
+                              f"(one of {choices}, or a .jinja file)")
         return "tokenizer", own
     if name in BUILTIN_TEMPLATES:
         return name, BUILTIN_TEMPLATES[name]

@@ -77,7 +77,8 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
         remove_mixture("demo.db", "seed7")
     """
     with rewriting(store) as connection:
-        found = connection.execute(select(Mixture.id, Mixture.start, Mixture.entries).where(Mixture.name == name)).first()
+        found = connection.execute(select(Mixture.id, Mixture.start, Mixture.entries)
+                                   .where(Mixture.name == name)).first()
         if found is None:
             raise missing("mixture", name, store=store, names=_names(connection, Mixture))
         delete_plans(connection, connection.execute(

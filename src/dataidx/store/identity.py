@@ -29,7 +29,8 @@ _PARTS = {
              "FROM packing_plans WHERE name = {mark}"),
 }
 _SAID = {"build": "the store was rebuilt", "mixture": "mixture '{}' was removed or drawn again",
-         "spec": "render spec '{}' was removed or rendered again", "plan": "packing plan '{}' was removed or made again"}
+         "spec": "render spec '{}' was removed or rendered again",
+         "plan": "packing plan '{}' was removed or made again"}
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,8 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
         packs, tokens = len(epoch.sizes), epoch.total_tokens
         connection.execute(insert(PlanEpoch).values(
             plan_id=plan_id, epoch=number, seed=epoch.seed, first_pack=totals["packs"], packs=packs,
-            entries=epoch.positions, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]), left_out=epoch.left_out,
+            entries=epoch.positions, tokens=tokens, fill=_fill(tokens, packs, plan["capacity"]),
+            left_out=epoch.left_out,
         ))
         for key, value in (("packs", packs), ("entries", epoch.positions), ("tokens", tokens),
                            ("left_out", epoch.left_out), ("epochs", 1)):

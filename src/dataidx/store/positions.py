@@ -29,7 +29,8 @@ def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
     entries = np.zeros(mixture.positions, dtype=np.int32 if last < 2**31 else np.int64)
     filled = np.zeros(mixture.positions, dtype=bool)
     runs = handle.all("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
-                      "AND start BETWEEN {mark} AND {mark}", mixture.id, mixture.start, mixture.start + mixture.positions - 1)
+                      "AND start BETWEEN {mark} AND {mark}",
+                      mixture.id, mixture.start, mixture.start + mixture.positions - 1)
     for start, first_entry, length in runs:
         offset = start - mixture.start
         entries[offset : offset + length] = np.arange(first_entry, first_entry + length, dtype=entries.dtype)
@@ -60,7 +61,8 @@ class SpecLengths:
 #: What :func:`spec_lengths` can read as an entry's length, and the expression it reads, one
 #: integer per entry: ``entry_id << 33 | length << 1 | trains``.
 _PACKED_LENGTHS = {
-    column: f"(CAST(entry_id AS bigint) << 33) | (CAST({column} AS bigint) << 1) | CAST(status IN ({{trains}}) AS integer)"
+    column: ("(CAST(entry_id AS bigint) << 33) | "
+             f"(CAST({column} AS bigint) << 1) | CAST(status IN ({{trains}}) AS integer)")
     for column in ("tokens", "supervised_tokens")
 }
 LENGTH_COLUMNS = tuple(_PACKED_LENGTHS)

@@ -65,8 +65,8 @@ def read_datasets(handle: StoreHandle) -> dict[int, StoredDataset]:
         datasets[id_] = StoredDataset(
             id=id_, name=name, path=path, source=source, split=split, converter=converter,
             converter_version=converter_version, loader_version=loader_version, info=json.loads(info or "{}"),
-            rows=rows, files=json.loads(files or "[]"), arrow_files=None if arrow_files is None else json.loads(arrow_files),
-            drops=drops)
+            rows=rows, files=json.loads(files or "[]"),
+            arrow_files=None if arrow_files is None else json.loads(arrow_files), drops=drops)
     return datasets
 
 

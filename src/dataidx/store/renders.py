@@ -49,8 +49,8 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     """
     plans_removed = delete_spec(connection, spec["name"]) or 0
     inserted = connection.execute(insert(RenderSpecRow).values(
-        **spec, entries=entries, kept=training_entries, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        seconds=0.0,
+        **spec, entries=entries, kept=training_entries,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
     )).inserted_primary_key
     assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
     spec_id = inserted[0]

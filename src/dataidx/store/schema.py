@@ -32,7 +32,8 @@ from .render_tables import (
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
            "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
-           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "VIEW_COLUMNS", "schema_script"]
+           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "VIEW_COLUMNS",
+           "schema_script"]
 
 
 def schema_script() -> str:

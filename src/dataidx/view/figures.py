@@ -93,9 +93,9 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
     epochs = handle.all("SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
                         found.id)
     draws = handle.all("SELECT ed.epoch, d.name, ed.seed, ed.entries, ed.distinct_rows, ed.training_entries, "
-                             "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
-                             "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} AND {mark} "
-                             "ORDER BY ed.epoch, d.position", found.id, selection.first, selection.last)
+                       "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
+                       "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} AND {mark} "
+                       "ORDER BY ed.epoch, d.position", found.id, selection.first, selection.last)
     figures = Figures(info=info, mixture=chosen, selection=selection, epochs=epochs,
                       composition=composition(handle, mixture, epoch=epoch), epoch_draws=draws)
     step()

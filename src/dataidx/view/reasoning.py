@@ -40,7 +40,8 @@ def reasoning_section(figures: Any) -> str:
     """The section of the report's :class:`.figures.Figures` under its spec."""
     spec = figures.spec
     over = f"epoch {figures.epoch}" if figures.epoch is not None else "all positions"
-    found = [problem for number, problem in enumerate(REASONING_PROBLEMS) if any(row[5 + number] for row in spec.reasoning)]
+    found = [problem for number, problem in enumerate(REASONING_PROBLEMS)
+             if any(row[5 + number] for row in spec.reasoning)]
     said = "".join(f"<li><code>{problem}</code>: {html.escape(REASONING_SAID[problem][0])}: "
                    f"{html.escape(REASONING_SAID[problem][1])}</li>" for problem in found)
     return (f"<section id='reasoning'><h2>Reasoning under spec '{html.escape(spec.name)}', {over}</h2>"

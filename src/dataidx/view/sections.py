@@ -57,9 +57,11 @@ def summary(path: str, figures: Figures) -> str:
               "<details><summary>The config that drew this mixture</summary><pre>"
               f"{html.escape(mixture['config_text'])}</pre></details>")
     return ("<section id='summary'><h2>Summary</h2>" + table(["", ""], facts) + config
-            + "<h3>Sources</h3>" + table(["dataset", "converter", "rows", "entries", "bytes", "xxh3-128", "path"], sources)
-            + "<h3>Draws</h3><p>What the config asked of each dataset per epoch (<code>size</code>, <code>weight</code>, "
-            "<code>tokens</code> and <code>supervised_tokens</code> budgets) and the entries drawn in all epochs.</p>"
+            + "<h3>Sources</h3>"
+            + table(["dataset", "converter", "rows", "entries", "bytes", "xxh3-128", "path"], sources)
+            + "<h3>Draws</h3><p>What the config asked of each dataset per epoch (<code>size</code>, "
+            "<code>weight</code>, <code>tokens</code> and <code>supervised_tokens</code> budgets) and the entries "
+            "drawn in all epochs.</p>"
             + table(["dataset", "seed", "size", "weight", "tokens budget", "supervised tokens budget", "requested",
                      "entries"], draws)
             + f"<h3>What each epoch drew ({_over(figures)})</h3>"
@@ -142,7 +144,8 @@ def packing(figures: Figures, plan: PlanFigures) -> str:
 
 def rejects(figures: Figures) -> str:
     if not figures.reject_counts:
-        return "<section id='rejects'><h2>Rejected rows (the build)</h2><p>None: the build kept every row.</p></section>"
+        return ("<section id='rejects'><h2>Rejected rows (the build)</h2>"
+                "<p>None: the build kept every row.</p></section>")
     return ("<section id='rejects'><h2>Rejected rows (the build)</h2>"
             + table(["dataset", "rows rejected"], figures.reject_counts)
             + table(["dataset", "row", "reason"], figures.rejects) + "</section>")

@@ -193,5 +193,5 @@ def insert_packs(connection: Connection, plan_id: int, *, first_member: int, siz
     starts = np.concatenate([[0], np.cumsum(sizes)])
     for offset in range(0, len(sizes), ROWS_PER_STATEMENT):
         chunk = (sizes[offset : offset + ROWS_PER_STATEMENT] << 32) | tokens[offset : offset + ROWS_PER_STATEMENT]
-        connection.execute(_PACKS, {"plan": plan_id, "pack": first_pack + offset, "first": first_member + int(starts[offset]),
-                                    "packs": json.dumps(chunk.tolist())})
+        connection.execute(_PACKS, {"plan": plan_id, "pack": first_pack + offset,
+                                    "first": first_member + int(starts[offset]), "packs": json.dumps(chunk.tolist())})

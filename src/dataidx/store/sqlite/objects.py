@@ -45,7 +45,8 @@ def schema_problems(execute: Execute) -> list[str]:
     """What a store file of the newest revision holds besides, or instead of, its schema."""
     expected = expected_objects()
     found = {(kind, name): sql for kind, name, sql in execute(_OBJECTS)}
-    problems = [f"{kind} '{name}' is not part of a dataidx store" for kind, name in found if (kind, name) not in expected]
+    problems = [f"{kind} '{name}' is not part of a dataidx store" for kind, name in found
+                if (kind, name) not in expected]
     # A view's text is the migrations' own; a table's is not compared, since SQLite rewrites it
     # as migrations alter the table (the columns are what they are, or every read would fail).
     problems += [f"view '{name}' differs from the schema" for (kind, name), sql in found.items()
