@@ -48,7 +48,8 @@ def write_data(folder: Path) -> tuple[Path, Path]:
     for _ in range(45):
         turns = []
         for _ in range(rng.randint(1, 4)):
-            turns += [{"from": "human", "value": text(2)}, {"from": rng.choice(["gpt", "gpt", "weird"]), "value": text(3)}]
+            turns += [{"from": "human", "value": text(2)},
+                      {"from": rng.choice(["gpt", "gpt", "weird"]), "value": text(3)}]
         chats.append({"conversations": turns})
     write_jsonl(folder / "sharegpt.jsonl", chats)
     # Row path: a null value fails the converter, rejected under on_error: skip.
@@ -166,7 +167,7 @@ if __name__ == "__main__":
 
     with tempfile.TemporaryDirectory() as folder:
         found = store_lines(Path(folder))
-    sys.stdout.write(f"# The tables of the stores tests/test_chunked_writes.py builds, as dataidx {dataidx.__version__} "
-                     "wrote them: see tests/chunked_golden.py.\n"
+    sys.stdout.write("# The tables of the stores tests/test_chunked_writes.py builds, "
+                     f"as dataidx {dataidx.__version__} wrote them: see tests/chunked_golden.py.\n"
                      "# A line is a row, or rows that step by one in the columns shown first..last.\n")
     sys.stdout.write("".join(line + "\n" for line in found))

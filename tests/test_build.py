@@ -128,7 +128,8 @@ def test_sliced_split_falls_back_to_loading_and_reads_the_right_rows(tmp_path: P
     store = make_store(f"a:\n  path: {data}\n  source: local\n  split: train[4:7]\n  converter: alpaca\n")
     assert store_info(store)["datasets"][0]["arrow_files"] == []
     with DataEngine(store) as engine:
-        assert [s["messages"][0]["content"][0]["value"] for s in engine[:]] == ["question 4", "question 5", "question 6"]
+        assert ([s["messages"][0]["content"][0]["value"] for s in engine[:]]
+                == ["question 4", "question 5", "question 6"])
 
 
 BAD_INPUTS = {
@@ -225,14 +226,16 @@ def test_a_drop_the_build_did_not_record_is_logged_once_per_dataset(tmp_path: Pa
 
     def qa(row: dict) -> dict:
         return {"messages": [{"role": "user", "content": [{"type": "text", "value": row["q"]}], "loss_weight": 0.0},
-                             {"role": "assistant", "content": [{"type": "text", "value": row["a"]}], "loss_weight": 1.0}]}
+                             {"role": "assistant", "content": [{"type": "text", "value": row["a"]}],
+                              "loss_weight": 1.0}]}
 
     def qa_changed(row: dict) -> dict:  # the same converter, later: it now leaves something out
         drop("the hint is not JSON")
         return qa(row)
 
     rows = [{"q": f"q{i}", "a": f"a{i}"} for i in range(20)]
-    yaml = "".join(f"{name}:\n  path: {write_jsonl(tmp_path / f'{name}.jsonl', rows)}\n  source: local\n  converter: qa_test\n"
+    yaml = "".join(f"{name}:\n  path: {write_jsonl(tmp_path / f'{name}.jsonl', rows)}\n"
+                   "  source: local\n  converter: qa_test\n"
                    for name in ("first", "second"))
     register_converter("qa_test")(qa)
     try:

@@ -19,7 +19,8 @@ from .helpers import alpaca_rows, engine_length, write_jsonl, write_yaml
 
 def config(tmp_path: Path, rows: int = 20) -> Path:
     write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(rows))
-    return write_yaml(tmp_path / "sft.yaml", f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n")
+    return write_yaml(tmp_path / "sft.yaml",
+                      f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n")
 
 
 def test_a_yaml_path_builds_once_then_opens(tmp_path: Path, monkeypatch, caplog) -> None:

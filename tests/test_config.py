@@ -34,7 +34,8 @@ b:
     a, b = config.datasets
     assert (a.name, a.path, a.source, a.converter, a.size, a.weight) == (
         "a", str(tmp_path / "data" / "a.json"), "local", "alpaca", 10, 0.5)
-    assert (b.path, b.source, b.split, b.converter, b.size, b.weight) == ("org/dataset", "hf_hub", "train", None, None, None)
+    assert (b.path, b.source, b.split, b.converter, b.size, b.weight) == (
+        "org/dataset", "hf_hub", "train", None, None, None)
     assert config.text.startswith("\na:")
     assert len(config.sha256) == 64
 

@@ -85,7 +85,8 @@ def test_a_family_renders_as_v1_renders_it(store: Path, tmp_path: Path, slug: st
     _, positions = run_query(store, "SELECT position FROM entries WHERE mixture = 'default' ORDER BY position")
     _, rendered = render_positions(store, "default", slug, [position for (position,) in positions])
     _, stored = run_query(store, "SELECT d.name, b.row, b.cut, r.status FROM entry_renders AS r "
-                                 "JOIN base_entries AS b ON b.id = r.entry_id JOIN datasets AS d ON d.id = b.dataset_id "
+                                 "JOIN base_entries AS b ON b.id = r.entry_id "
+                                 "JOIN datasets AS d ON d.id = b.dataset_id "
                                  f"JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = '{slug}'")
     statuses = {(name, row, cut): status for name, row, cut, status in stored}
     golden = golden_outcomes(slug, tokenizer)

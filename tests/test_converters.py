@@ -98,7 +98,8 @@ def test_sharegpt_drops_like_v1_and_reports_them() -> None:
         sample = converters.get("sharegpt").func(row)
     assert [m["role"] for m in sample["messages"]] == ["user", "assistant"]
     assert "tools" not in sample
-    assert drops == ["unsupported role tag 'narrator'", "function_call value is not valid JSON", "tools is not valid JSON"]
+    assert drops == ["unsupported role tag 'narrator'", "function_call value is not valid JSON",
+                     "tools is not valid JSON"]
 
 
 def test_pair_tool_messages_become_tool_call_blocks() -> None:
@@ -110,7 +111,8 @@ def test_pair_tool_messages_become_tool_call_blocks() -> None:
     }
     with collecting_drops() as drops:
         sample = converters.get("pair").func(row)
-    assert sample["chosen_messages"][1] == {"role": "tool", "content": [{"type": "tool_call", "value": '{"name": "f"}'}],
+    assert sample["chosen_messages"][1] == {"role": "tool",
+                                            "content": [{"type": "tool_call", "value": '{"name": "f"}'}],
                                             "loss_weight": 0.0}
     assert [m["role"] for m in sample["rejected_messages"]] == ["user", "assistant"]
     assert drops == ["tool message content is not valid JSON"]

@@ -100,7 +100,8 @@ def test_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: Path) 
     assert dataidx("build", "sft.yaml", "-o", "s.db", "-q", cwd=demo).returncode == 0
     source, store = (demo / "chat.jsonl").read_bytes(), (demo / "s.db").read_bytes()
     refused(dataidx("export", "s.db", "-o", "chat.jsonl", cwd=demo),
-            "chat.jsonl: refusing to write over it: dataset 'chat' of the store was built from it; choose another output")
+            "chat.jsonl: refusing to write over it: dataset 'chat' of the store was built from it; "
+            "choose another output")
     refused(dataidx("export", "s.db", "-o", "sft.yaml", "--force", cwd=demo),
             "sft.yaml: refusing to write over it: the store was built from it; choose another output")
     assert (demo / "chat.jsonl").read_bytes() == source
@@ -114,7 +115,8 @@ def test_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: Path) 
             "s.db: refusing to write over it: it is the store; choose another output")
     assert (demo / "s.db").read_bytes() == store
     refused(dataidx("report", "s.db", "-o", "notes.jsonl", cwd=demo),
-            "notes.jsonl exists and is not an HTML file; refusing to overwrite it (choose another output, or pass --force)")
+            "notes.jsonl exists and is not an HTML file; refusing to overwrite it "
+            "(choose another output, or pass --force)")
     assert dataidx("report", "s.db", "-o", "r.html", "-q", cwd=demo).returncode == 0
     assert dataidx("report", "s.db", "-o", "r.html", "-q", cwd=demo).returncode == 0  # a report again: replaced
     (demo / "dataset_info.json").write_text('{"a": {"file_name": "alpaca.jsonl"}}')
@@ -123,7 +125,8 @@ def test_outputs_never_overwrite_the_store_its_sources_or_the_input(demo: Path) 
     assert (demo / "dataset_info.json").read_text() == '{"a": {"file_name": "alpaca.jsonl"}}'
     (demo / "README.md").write_text("# my project\n\nSome text.\n")
     refused(dataidx("import-v0", "dataset_info.json", "-o", "README.md", cwd=demo),
-            "README.md exists and is not a YAML file; refusing to overwrite it (choose another output, or pass --force)")
+            "README.md exists and is not a YAML file; refusing to overwrite it "
+            "(choose another output, or pass --force)")
     assert dataidx("import-v0", "dataset_info.json", "-o", "v1.yaml", cwd=demo).returncode == 0
     assert dataidx("import-v0", "dataset_info.json", "-o", "v1.yaml", cwd=demo).returncode == 0
 
@@ -163,7 +166,8 @@ def test_text_allowed_on_purpose_builds_and_empty_rows_are_counted(demo: Path) -
 @requires_shared
 def test_llamafactorys_preference_and_text_demos_build_as_they_should(tmp_path: Path) -> None:
     """Preference data trains through its pairs; v1's text demos need allow_empty."""
-    write_yaml(tmp_path / "pair.yaml", f"p:\n  path: {SHARED_DATA / 'pair_demo.jsonl'}\n  source: local\n  converter: pair\n"
+    write_yaml(tmp_path / "pair.yaml",
+               f"p:\n  path: {SHARED_DATA / 'pair_demo.jsonl'}\n  source: local\n  converter: pair\n"
                f"d:\n  path: {SHARED_DATA / 'v1_dpo_demo.jsonl'}\n  source: local\n")
     assert dataidx("build", "pair.yaml", "-o", "p.db", "-q", cwd=tmp_path).returncode == 0
     write_yaml(tmp_path / "c4.yaml", f"c4:\n  path: {SHARED_DATA / 'c4_demo.jsonl'}\n  source: local\n")
@@ -189,7 +193,8 @@ def test_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(demo: Pat
     why = ("mixture 'bt' was drawn by token budgets under render spec 'default', which was rendered again since, "
            "with other lengths: its budgets count lengths the store no longer holds; draw it again with dataidx "
            "remove-mixture s.db bt, then dataidx mix s.db CONFIG --name bt --spec default")
-    for command in (["show", "s.db", "0", "--mixture", "bt"], ["compose", "s.db", "--mixture", "bt", "--spec", "default"],
+    for command in (["show", "s.db", "0", "--mixture", "bt"],
+                    ["compose", "s.db", "--mixture", "bt", "--spec", "default"],
                     ["export", "s.db", "--mixture", "bt", "-o", "bt.jsonl"],
                     ["pack", "s.db", "--spec", "default", "--mixture", "bt", "--capacity", "64"]):
         refused(dataidx(*command, cwd=demo), f"s.db: {why}")
@@ -233,7 +238,8 @@ def test_steps_and_packs_are_per_epoch_and_messages_name_the_epoch(demo: Path, t
     from dataidx import DataEngine
 
     with DataEngine(demo / "s.db", "three", epoch=1) as engine, \
-            pytest.raises(IndexError, match=r"^position 12 out of range for mixture 'three', epoch 1 of 3 of 12 entries$"):
+            pytest.raises(IndexError,
+                          match=r"^position 12 out of range for mixture 'three', epoch 1 of 3 of 12 entries$"):
         engine[12]
 
 

@@ -73,9 +73,11 @@ def test_tokens_per_dataset_from_runs_answer_what_the_views_answer(cookbook_stor
 
 
 @pytest.mark.parametrize(("title", "by_views", "position"), [
-    ("What one position of a mixture is", "SELECT e.mixture, e.position, e.dataset, e.row, e.cut, m.seed, md.seed FROM entries AS e JOIN mixtures AS m ON m.name = "
-     "e.mixture JOIN datasets AS d ON d.name = e.dataset JOIN mixture_datasets AS md ON md.mixture_id = m.id AND "
-     "md.dataset_id = d.id WHERE e.mixture = '{mixture}' AND e.position = {position}", True),
+    ("What one position of a mixture is",
+     "SELECT e.mixture, e.position, e.dataset, e.row, e.cut, m.seed, md.seed FROM entries AS e "
+     "JOIN mixtures AS m ON m.name = e.mixture JOIN datasets AS d ON d.name = e.dataset "
+     "JOIN mixture_datasets AS md ON md.mixture_id = m.id AND md.dataset_id = d.id "
+     "WHERE e.mixture = '{mixture}' AND e.position = {position}", True),
     ("The emptiest packs of a plan", "SELECT pack, count(*), sum(tokens) FROM pack_members WHERE plan = 'default' "
      "GROUP BY pack ORDER BY sum(tokens), pack LIMIT 5", False),
 ])
@@ -107,9 +109,9 @@ def test_cookbook_token_and_coverage_answers_agree_with_the_positions(cookbook_s
     assert sorted((epoch, dataset, entries, tokens) for epoch, dataset, entries, tokens, *_ in rows) == sorted(by_views)
     never = next(sql for title, sql in COOKBOOK if title.startswith("How many rows of a dataset were never seen"))
     (_, rows_, _, never_seen, epochs), = run_query(cookbook_store, never)[1]
-    _, counted = run_query(cookbook_store, "SELECT count(*) FROM turns AS t WHERE t.dataset = 'demo_alpaca' AND NOT EXISTS "
-                                       "(SELECT 1 FROM entries AS e WHERE e.mixture = 'by_tokens' AND "
-                                       "e.dataset = t.dataset AND e.row = t.row)")
+    _, counted = run_query(cookbook_store, "SELECT count(*) FROM turns AS t WHERE t.dataset = 'demo_alpaca' "
+                                           "AND NOT EXISTS (SELECT 1 FROM entries AS e WHERE e.mixture = 'by_tokens' "
+                                           "AND e.dataset = t.dataset AND e.row = t.row)")
     assert never_seen == counted[0][0] and epochs == 3 and rows_ == 12
 
 

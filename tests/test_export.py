@@ -44,7 +44,8 @@ def test_export_errors(tmp_path: Path, demo_store: Path, make_store) -> None:
         export_mixture(demo_store, tmp_path / "out.csv")
     # Rows of the `none` converter may carry keys the standard sample lacks: JSON lines keep them.
     write_jsonl(tmp_path / "std.jsonl", [{"messages": [{"role": "user", "content": [{"type": "text", "value": "q"}]},
-                                                       {"role": "assistant", "content": [{"type": "text", "value": "a"}]}],
+                                                       {"role": "assistant",
+                                                        "content": [{"type": "text", "value": "a"}]}],
                                           "source_url": "http://x"}])
     store = make_store(f"std:\n  path: {tmp_path / 'std.jsonl'}\n  source: local\n")
     with pytest.raises(DataidxError, match="position 0: has keys source_url .* export to .jsonl"):

@@ -62,7 +62,8 @@ def test_an_empty_plan_is_said_empty_and_one_leftover_pack_is_one_pack(tmp_path:
     store = make_store(f"a:\n  path: {tmp_path / 'a.jsonl'}\n  source: local\n  converter: alpaca\n")
     assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "4", "-q").exit_code == 0
     result = run("pack", store, "--spec", "default", "--capacity", "64", "--global-batch-size", "2")
-    assert result.exit_code == 0 and "in 0 packs of 64 tokens, empty: no position trains under the spec" in result.stderr
+    assert (result.exit_code == 0
+            and "in 0 packs of 64 tokens, empty: no position trains under the spec" in result.stderr)
     assert "100.00%" not in result.stderr and "100.00%" not in run("info", store).output
     assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q").exit_code == 0
     result = run("pack", store, "--spec", "default", "--capacity", "20", "--global-batch-size", "2")
@@ -110,7 +111,8 @@ def test_an_entry_naming_a_row_outside_its_dataset_is_refused_not_served_as_anot
         connection.execute("UPDATE base_entries SET row = -1 WHERE id = 1")
         connection.execute("UPDATE base_entries SET cut = -1 WHERE id = 2")
     with DataEngine(store) as engine:
-        with pytest.raises(StoreError, match=r"dataset 'a' has rows 0-4, but an entry names row -1; the store is damaged"):
+        with pytest.raises(StoreError,
+                           match=r"dataset 'a' has rows 0-4, but an entry names row -1; the store is damaged"):
             engine[0]
         with pytest.raises(StoreError, match=r"an entry names row 1 cut -1; the store is damaged"):
             engine[1]
@@ -171,7 +173,8 @@ demo:
 def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path) -> None:
     config = write_yaml(tmp_path / "bomb.yaml", ALIAS_BOMB)
     started = time.perf_counter()
-    for command in (["build", config, "-o", tmp_path / "s.db", "-q"], ["mix", tmp_path / "s.db", config, "--name", "x"]):
+    for command in (["build", config, "-o", tmp_path / "s.db", "-q"],
+                    ["mix", tmp_path / "s.db", config, "--name", "x"]):
         one_line_error(run(*command), "bomb.yaml", "aliases expand to", "values")
     with pytest.raises(ConfigError, match="aliases expand"):
         from dataidx import DataEngine
@@ -180,14 +183,16 @@ def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path: Path)
     assert time.perf_counter() - started < 10  # 16 s and 1.6 GB per message before
     # A value that is merely big is shown cut short, never whole.
     write_jsonl(tmp_path / "data.jsonl", [{"messages": []}])
-    big = write_yaml(tmp_path / "big.yaml", f"demo:\n  path: {tmp_path / 'data.jsonl'}\n  size: [{', '.join(['1'] * 5000)}]\n")
+    big = write_yaml(tmp_path / "big.yaml",
+                     f"demo:\n  path: {tmp_path / 'data.jsonl'}\n  size: [{', '.join(['1'] * 5000)}]\n")
     with pytest.raises(ConfigError) as error:
         load_config(big)
     assert len(str(error.value)) < 300 and "..." in str(error.value)
 
 
 def test_a_dataset_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
-    config = write_yaml(tmp_path / "twice.yaml", "one:\n  path: a.jsonl\ntwo:\n  path: b.jsonl\none:\n  path: c.jsonl\n")
+    config = write_yaml(tmp_path / "twice.yaml",
+                        "one:\n  path: a.jsonl\ntwo:\n  path: b.jsonl\none:\n  path: c.jsonl\n")
     with pytest.raises(ConfigError, match=r"line 5: key 'one' is given again \(first on line 1\)"):
         load_config(config)
     inner = write_yaml(tmp_path / "inner.yaml", "one:\n  path: a.jsonl\n  size: 3\n  size: 4\n")
@@ -239,20 +244,23 @@ def test_query_stops_at_its_timeout_and_at_ctrl_c_and_limits_rows(demo_store: Pa
     started = time.perf_counter()
     one_line_error(run("query", demo_store, FOREVER, "--timeout", "0.5"), "query stopped after 0.5 s (--timeout")
     assert time.perf_counter() - started < 5
-    script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'query', {str(demo_store)!r}, {FOREVER!r}]; main()"
+    script = ("from dataidx.cli import main; import sys; "
+              f"sys.argv = ['dataidx', 'query', {str(demo_store)!r}, {FOREVER!r}]; main()")
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     time.sleep(2)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=10) != 0  # a recursive CTE ran on for 10 minutes after Ctrl-C before
     assert "Traceback" not in process.stderr.read()
     limited = run("query", demo_store, "SELECT position FROM entries ORDER BY position", "--limit", "5", "--json")
-    assert limited.exit_code == 0 and [r["position"] for r in __import__("json").loads(limited.stdout)] == [0, 1, 2, 3, 4]
+    assert (limited.exit_code == 0
+            and [r["position"] for r in __import__("json").loads(limited.stdout)] == [0, 1, 2, 3, 4])
     assert "stopped at --limit 5 rows" in limited.stderr
     assert "--limit" in run("query", "-h").output and "unlimited" in run("query", "-h").output
 
 
 def test_query_calls_only_the_functions_a_read_needs(demo_store: Path) -> None:
-    one_line_error(run("query", demo_store, "SELECT hex(fts3_tokenizer('simple'))"), "function fts3_tokenizer() is not one")
+    one_line_error(run("query", demo_store, "SELECT hex(fts3_tokenizer('simple'))"),
+                   "function fts3_tokenizer() is not one")
     one_line_error(run("query", demo_store, "SELECT load_extension('x')"), "query refused")
     fine = run("query", demo_store, "SELECT round(avg(length(dataset)), 2), json_array(1), upper('a') FROM entries")
     assert fine.exit_code == 0, fine.output
@@ -265,7 +273,8 @@ def test_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path)
     config = write_yaml(tmp_path / "evil.yaml", f"{evil}:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n")
     store = tmp_path / "s.db"
     outputs = [run("build", config, "-o", store), run("info", store), run("compose", store),
-               run("query", store, "SELECT dataset FROM entries"), run("query", store, "SELECT dataset FROM entries", "--json"),
+               run("query", store, "SELECT dataset FROM entries"),
+               run("query", store, "SELECT dataset FROM entries", "--json"),
                run("mix", store, write_yaml(tmp_path / "other.yaml", f"{evil[:-1]}x\":\n  path: y\n"), "--name", "m")]
     for result in outputs:
         for stream in (result.stdout, result.stderr):
@@ -311,7 +320,8 @@ def test_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch
     DataEngine(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n")).close()
     mine = tmp_path / "precious.db"
     sqlite3.connect(mine).close()
-    theirs = [cache / "results.db", cache / "notes-0123456789abcdef01234567.db", cache / "linked-0123456789abcdef0123456a.db"]
+    theirs = [cache / "results.db", cache / "notes-0123456789abcdef01234567.db",
+              cache / "linked-0123456789abcdef0123456a.db"]
     sqlite3.connect(theirs[0]).execute("CREATE TABLE t (x)").connection.close()
     theirs[1].write_text("not a store, though named like one")
     theirs[2].symlink_to(mine)
@@ -383,7 +393,8 @@ def test_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: 
 
 
 @pytest.mark.slow
-def test_stores_with_odd_names_or_behind_a_symlink_build_mix_render_and_compose(tmp_path: Path, tiny_tokenizer: Path) -> None:
+def test_stores_with_odd_names_or_behind_a_symlink_build_mix_render_and_compose(
+        tmp_path: Path, tiny_tokenizer: Path) -> None:
     config = REPO / "data" / "demo_sft.yaml"
     for name in ("we?ird%20name.db", "per%cent.db", "a#b.db"):
         store = tmp_path / name
@@ -409,7 +420,8 @@ def test_verify_hashes_the_arrow_data_readers_serve(tmp_path: Path) -> None:
 
     write_jsonl(tmp_path / "data.jsonl", [{"instruction": f"question {i}", "input": "", "output": "answer AAAA"}
                                           for i in range(20)])
-    config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n  converter: alpaca\n")
+    config = write_yaml(tmp_path / "c.yaml",
+                        f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n  converter: alpaca\n")
     store = tmp_path / "s.db"
     assert run("build", config, "-o", store, "-q").exit_code == 0
     (arrow,) = json.loads(sqlite3.connect(store).execute("SELECT arrow_files FROM datasets").fetchone()[0])
@@ -430,7 +442,8 @@ def test_a_source_that_changes_while_the_build_reads_it_fails_the_build(tmp_path
     from dataidx.index import build
     from dataidx.sources import load
 
-    source = write_jsonl(tmp_path / "data.jsonl", [{"instruction": f"q{i}", "input": "", "output": "a"} for i in range(9)])
+    source = write_jsonl(tmp_path / "data.jsonl", [{"instruction": f"q{i}", "input": "", "output": "a"}
+                                                   for i in range(9)])
     config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {source}\n  source: local\n  converter: alpaca\n")
 
     def load_then_change(spec):  # the loader's own signature
@@ -452,7 +465,8 @@ def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_
     good = {"messages": [{"role": "user", "content": [{"type": "text", "value": "hi"}]},
                          {"role": "assistant", "content": [{"type": "text", "value": "yo"}]}]}
     bad = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}  # string content
-    write_jsonl(tmp_path / "m.jsonl", [good, bad, good, {**bad, "messages": [*bad["messages"][:1], {"role": "assistant"}]}])
+    write_jsonl(tmp_path / "m.jsonl",
+                [good, bad, good, {**bad, "messages": [*bad["messages"][:1], {"role": "assistant"}]}])
     config = write_yaml(tmp_path / "m.yaml", f"m:\n  path: {tmp_path / 'm.jsonl'}\n  source: local\n")
     store = tmp_path / "m.db"
     assert run("build", config, "-o", store, "-q").exit_code == 0
@@ -604,7 +618,8 @@ def test_render_cost_is_bounded_by_the_cutoff_not_the_data(tiny_tokenizer: Path,
     renderer = Renderer(AutoTokenizer.from_pretrained(tiny_tokenizer), CHATML, cutoff=64, truncation=truncation)
     recording = renderer.backend = _Recording(renderer.backend)
     text = lambda value: [{"type": "text", "value": value}]  # noqa: E731
-    huge = {"messages": [{"role": "user", "content": text("x" * 10_000_000)}, {"role": "assistant", "content": text("y")}]}
+    huge = {"messages": [{"role": "user", "content": text("x" * 10_000_000)},
+                         {"role": "assistant", "content": text("y")}]}
     rendered = renderer.render(huge, False)
     assert rendered.status == "too_long" and "not tokenized" in rendered.detail and recording.longest == 0
     turns = [message for i in range(400) for message in (
@@ -719,7 +734,8 @@ def test_json_nested_too_deep_in_a_string_is_one_entrys_render_error(tiny_tokeni
     renderer = _renderer(tiny_tokenizer, "chatml")
     call = {"role": "assistant", "content": [{"type": "tool_call", "value": '{"name": "f", "arguments": ' + DEEP}]}
     fine = _chat(("user", "hi"), ("assistant", "ok"))
-    samples = [_chat(("user", "hi"), ("assistant", "ok"), tools=DEEP), {"messages": [*fine["messages"][:1], call]}, fine]
+    samples = [_chat(("user", "hi"), ("assistant", "ok"), tools=DEEP), {"messages": [*fine["messages"][:1], call]},
+               fine]
     *deep, good = renderer.render_many([(sample, True) for sample in samples])
     assert [r.status for r in deep] == ["render_error"] * 2 and good.status == "ok"
     assert all("nested too deep" in r.detail for r in deep), [r.detail for r in deep]
@@ -756,7 +772,8 @@ def test_json_nested_too_deep_in_a_string_is_one_rows_reject_and_the_pass_goes_o
     arguments = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": DEEP}}]}
     openai = [{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]},
               {"messages": [{"role": "user", "content": "q"}, arguments]}]
-    pair_side = [{"role": "user", "content": "q"}, {"role": "tool", "content": DEEP}, {"role": "assistant", "content": "a"}]
+    pair_side = [{"role": "user", "content": "q"}, {"role": "tool", "content": DEEP},
+                 {"role": "assistant", "content": "a"}]
     pair = [{"chosen": pair_side[::2], "rejected": pair_side[::2]}, {"chosen": pair_side, "rejected": pair_side[::2]}]
     sources = {name: write_jsonl(tmp_path / f"{name}.jsonl", rows)
                for name, rows in [("sharegpt", sharegpt), ("openai", openai), ("pair", pair)]}
@@ -826,7 +843,8 @@ def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c
 
 
 @pytest.mark.slow
-def test_report_reads_a_stored_capacity_as_data_never_as_sql(demo_copy: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
+def test_report_reads_a_stored_capacity_as_data_never_as_sql(
+        demo_copy: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
     from dataidx.pack import pack_store
     from dataidx.render import render_store
 
@@ -851,7 +869,8 @@ def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple
 
     async def get_all() -> list[tuple[int, str]]:
         app = datasette_app(store, 8001)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8001") as client:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://127.0.0.1:8001") as client:
             answers = [await client.get(path, headers={"host": host}) for path in paths]
         return [(answer.status_code, answer.text) for answer in answers]
 
@@ -881,7 +900,8 @@ def test_serve_calls_only_the_functions_a_read_needs_and_answers_only_its_own_ho
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["odd#name.db", "other?x=.db", "_internal.db"])
-def test_serve_shows_the_one_store_file_read_only_whatever_its_name(demo_store: Path, tmp_path: Path, name: str) -> None:
+def test_serve_shows_the_one_store_file_read_only_whatever_its_name(
+        demo_store: Path, tmp_path: Path, name: str) -> None:
     pytest.importorskip("datasette")
     import json
     import sqlite3
@@ -997,9 +1017,9 @@ def test_a_transformers_trainer_runs_three_epochs_over_a_store_built_once(epochs
         epochs = []
         engine_set_epoch = engine.set_epoch
         engine.set_epoch = lambda epoch: (epochs.append(epoch), engine_set_epoch(epoch))[1]  # record each call
-        arguments = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3, per_device_train_batch_size=8,
-                                      report_to=[], use_cpu=True, save_strategy="no", logging_strategy="no",
-                                      dataloader_num_workers=0, disable_tqdm=True,
+        arguments = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3,
+                                      per_device_train_batch_size=8, report_to=[], use_cpu=True, save_strategy="no",
+                                      logging_strategy="no", dataloader_num_workers=0, disable_tqdm=True,
                                       remove_unused_columns=False)  # else the Trainer drops loss_weights before collate
         trainer = Trainer(model=model, args=arguments, train_dataset=engine,
                           data_collator=lambda batch: {k: v for k, v in collate(batch).items() if k != "loss_weights"})
@@ -1085,7 +1105,8 @@ def test_a_loader_state_saved_over_another_store_or_mixture_is_refused_in_one_li
         assert saved["dataset_state"]["epoch"] == 1
         moved = shutil.copy(epochs_store, tmp_path / "moved.db")  # the same store elsewhere resumes
         exit_stack.enter_context(DataEngine(moved, "three")).load_state_dict(saved["dataset_state"])
-        others = (DataEngine(epochs_store), DataEngine(epochs_store, "three", render="default"), PackedDataset(epochs_store))
+        others = (DataEngine(epochs_store), DataEngine(epochs_store, "three", render="default"),
+                  PackedDataset(epochs_store))
         for other, words in zip(map(exit_stack.enter_context, others),
                                 ("over mixture 'three', not mixture 'default'",
                                  "not mixture 'three', render spec 'default'", "not packing plan 'default'")):
@@ -1299,8 +1320,8 @@ RUNAWAY_TEMPLATES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(RUNAWAY_TEMPLATES))
-def test_a_runaway_chat_template_is_one_entry_s_render_error_within_its_budget(tiny_tokenizer: Path, name: str,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_runaway_chat_template_is_one_entry_s_render_error_within_its_budget(
+        tiny_tokenizer: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import resource
 
     monkeypatch.setattr("dataidx.render.sandbox.TEMPLATE_SECONDS", 0.5)
@@ -1327,7 +1348,8 @@ def test_the_budget_leaves_real_templates_as_they_render(tiny_tokenizer: Path) -
         renderer = _renderer(tiny_tokenizer, template)
         expected = tokenizer.apply_chat_template(chat, chat_template=template, tokenize=False)
         assert renderer.chat.text(chat, None, False) == expected
-    assert _renderer(tiny_tokenizer, DATED_TEMPLATE).render(_chat(("user", "hi"), ("assistant", "ok")), True).status == "ok"
+    assert _renderer(tiny_tokenizer, DATED_TEMPLATE).render(
+        _chat(("user", "hi"), ("assistant", "ok")), True).status == "ok"
 
 
 @pytest.mark.slow
@@ -1488,7 +1510,8 @@ def test_added_tokens_not_special_keep_v1s_ids_and_are_counted_per_dataset_and_n
         [["default", "calls", "<tool_call>", "2"]]
     (spec,) = json.loads(run("info", store, "--json").output)["render_specs"]
     assert spec["escapes"] == "special" and spec["added_tokens"][:2] == [
-        {"dataset": "calls", "token": "<tool_call>", "entries": 2}, {"dataset": "calls", "token": "</think>", "entries": 1}]
+        {"dataset": "calls", "token": "<tool_call>", "entries": 2},
+        {"dataset": "calls", "token": "</think>", "entries": 1}]
     page = store.with_name("report.html")
     assert run("report", store, "-o", page, "--spec", "default", "--samples", 0, "-q").exit_code == 0
     html = page.read_text(encoding="utf-8")
@@ -1546,8 +1569,8 @@ def _stored_lengths(store: Path, spec: str = "default") -> list[tuple]:
     import sqlite3
 
     with sqlite3.connect(store) as connection:
-        return connection.execute("SELECT cut, tokens, supervised_tokens, full_tokens, status, detail FROM entry_lengths "
-                                  "WHERE spec = ? ORDER BY cut", (spec,)).fetchall()
+        return connection.execute("SELECT cut, tokens, supervised_tokens, full_tokens, status, detail "
+                                  "FROM entry_lengths WHERE spec = ? ORDER BY cut", (spec,)).fetchall()
 
 
 @pytest.mark.slow
@@ -1563,7 +1586,8 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
     templated = []
     chat_text = type(Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=1).chat)
     text = chat_text.text
-    monkeypatch.setattr(chat_text, "text", lambda self, chat, *a, **k: templated.append(len(chat)) or text(self, chat, *a, **k))
+    monkeypatch.setattr(chat_text, "text",
+                        lambda self, chat, *a, **k: templated.append(len(chat)) or text(self, chat, *a, **k))
     render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1)
     assert conversions == [0]  # one chunk of 2,000 cuts, one row: converted once, not once per cut
     lengths = _stored_lengths(store)
@@ -1586,8 +1610,8 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
             if detail and "not tokenized" in detail:
                 assert status == alone.status == "too_long" and alone.full_tokens >= full > 8192, cut
             else:
-                assert (tokens, supervised, full, status, detail) == (alone.tokens, alone.supervised_tokens,
-                                                                      alone.full_tokens, alone.status, alone.detail), cut
+                assert (tokens, supervised, full, status, detail) == (
+                    alone.tokens, alone.supervised_tokens, alone.full_tokens, alone.status, alone.detail), cut
 
 
 def _tokenizer(folder: Path):  # a tokenizer
@@ -1645,7 +1669,8 @@ def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path:
     batches = []
     finish_many = Renderer.finish_many
     monkeypatch.setattr(Renderer, "finish_many",
-                        lambda self, drafts: batches.append(sum(map(draft_characters, drafts))) or finish_many(self, drafts))
+                        lambda self, drafts: (batches.append(sum(map(draft_characters, drafts)))
+                                              or finish_many(self, drafts)))
     monkeypatch.setattr("dataidx.render.batches.BATCH_CHARACTERS", 200_000)
     render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1, name="small-batches")
     largest_cut = 2 * 2 * 600 * 30  # the last cut's whole and prompt: 1,200 messages of some 30 characters

@@ -92,7 +92,8 @@ def face_names(package: str) -> set[str]:
             names.update(alias.asname or alias.name for alias in node.names)
         elif isinstance(node, ast.Assign):
             names.update(target.id for target in node.targets if isinstance(target, ast.Name))
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_face" and isinstance(node.args[1], ast.Dict):
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_face"
+              and isinstance(node.args[1], ast.Dict)):
             names.update(key.value for key in node.args[1].keys)
     return names
 
@@ -269,7 +270,8 @@ def test_only_connect_write_and_query_choose_a_backend() -> None:
               if i.target.startswith("dataidx.store.postgres") and not i.source.startswith("dataidx.store.postgres")
               and i.source not in BACKEND_CHOOSERS]
     broken += [f"{i.source}:{i.line} imports {i.target}: store.sqlite never imports store.postgres"
-               for i in OURS if i.source.startswith("dataidx.store.sqlite") and i.target.startswith("dataidx.store.postgres")]
+               for i in OURS
+               if i.source.startswith("dataidx.store.sqlite") and i.target.startswith("dataidx.store.postgres")]
     assert not broken, "\n".join(broken)
 
 

@@ -74,7 +74,8 @@ def test_mix_works_with_the_sources_moved_away_and_leaves_other_mixtures(tmp_pat
 def test_mix_config_errors_name_the_problem(tmp_path, sources, make_store) -> None:
     store = make_store(yaml_for(sources))
     other = write_yaml(tmp_path / "other.yaml", f"ghost:\n  path: {sources['chat']}\n  source: local\n")
-    with pytest.raises(DataidxError, match=r"mixture 'm': datasets not in the store: ghost \(the store has: chat, alpaca\)"):
+    with pytest.raises(DataidxError,
+                       match=r"mixture 'm': datasets not in the store: ghost \(the store has: chat, alpaca\)"):
         add_mixture(store, other, "m")
     config = write_yaml(tmp_path / "c.yaml", yaml_for(sources))
     with pytest.raises(DataidxError, match="mixture 'default' already exists"):
@@ -246,7 +247,8 @@ def test_runs_and_explicit_positions_store_exactly_the_ids(pieces: list) -> None
             ids += value[0]
     engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
     with engine.begin() as connection:
-        connection.execute(text("INSERT INTO base_entries (id, dataset_id, row) SELECT value, 1, value FROM json_each(:ids)"),
+        connection.execute(text("INSERT INTO base_entries (id, dataset_id, row) "
+                                "SELECT value, 1, value FROM json_each(:ids)"),
                            {"ids": json.dumps(list(range(1, 60)))})
         insert_mixture_entries(connection, 7, 100, ids, min_run=4)
         stored = connection.execute(text("SELECT id, mixture_id, entry_id FROM mixture_positions ORDER BY id")).all()

@@ -171,7 +171,8 @@ def test_query_parameters_and_percent_signs(url: str, tmp_path: Path) -> None:
     for store in (str(tmp_path / "demo.db"), url):
         build(DEMO, store)
         result = run("query", store, "--json", "--param", "name=demo_alpaca", "--param", "least=0",
-                     "SELECT count(*) AS n FROM entries WHERE dataset = :name AND row >= :least AND dataset LIKE 'demo%'")
+                     "SELECT count(*) AS n FROM entries "
+                     "WHERE dataset = :name AND row >= :least AND dataset LIKE 'demo%'")
         assert result.exit_code == 0, result.output
         assert json.loads(result.output) == [{"n": 12}]
         missing = run("query", store, "SELECT * FROM entries WHERE dataset = :name")
@@ -244,7 +245,8 @@ def test_store_arguments_parse_paths_and_urls(tmp_path: Path) -> None:
     from psycopg.conninfo import conninfo_to_dict
 
     assert "pw" not in str(found) and "pw" not in repr(found)
-    assert conninfo_to_dict(postgres_conninfo(found)) == {"user": "bob", "password": "pw", "host": "db.example", "dbname": "team"}
+    assert conninfo_to_dict(postgres_conninfo(found)) == {"user": "bob", "password": "pw", "host": "db.example",
+                                                          "dbname": "team"}
     assert str(StoreError("postgresql+psycopg://bob:pw@db/x: gone")) == "postgresql+psycopg://bob:***@db/x: gone"
     sqlite_url = f"sqlite:///{tmp_path}/demo.db"
     assert run("build", DEMO, "-o", sqlite_url, "-q").exit_code == 0
@@ -322,7 +324,8 @@ def test_a_schema_named_like_a_keyword(server: str) -> None:
 
 def test_an_empty_answer_is_checked_against_the_stamp_too(url: str) -> None:
     build(DEMO, url)
-    assert run("render", url, "--tokenizer", str(REPO / "data" / "demo_tokenizer"), "--cutoff", "256", "-q").exit_code == 0
+    assert run("render", url, "--tokenizer", str(REPO / "data" / "demo_tokenizer"),
+               "--cutoff", "256", "-q").exit_code == 0
     assert run("pack", url, "--spec", "default", "--capacity", "512").exit_code == 0
     with PackedDataset(url) as packs:
         assert packs[0]

@@ -75,7 +75,8 @@ def test_each_entry_has_its_reasoning_status_and_trains_as_before(store: Path, s
         if status != "ok":
             continue
         if reasoning in ("dropped", "unclosed", "no_answer", "mode_mismatch"):
-            assert detail.startswith(f"reasoning {dict(no_answer='without', mode_mismatch='mode').get(reasoning, reasoning)}")
+            assert detail.startswith(
+                f"reasoning {dict(no_answer='without', mode_mismatch='mode').get(reasoning, reasoning)}")
         else:
             assert detail is None
     if slug == "qwen2_5":
@@ -118,7 +119,8 @@ def test_a_pair_takes_the_worse_side_and_a_whole_conversation_every_turn(tmp_pat
         ("unclosed", "kept", "unclosed")
     assert pair.detail.startswith("rejected: reasoning unclosed")
     # Not cut, last message a user's: every assistant turn trains, the first one's reasoning too.
-    plain = Renderer(load_tokenizer(build_tokenizer("qwen2_5", tmp_path / "q25")), template_text("qwen2_5"), cutoff=4096)
+    plain = Renderer(load_tokenizer(build_tokenizer("qwen2_5", tmp_path / "q25")), template_text("qwen2_5"),
+                     cutoff=4096)
     whole = plain.render({"messages": [*kept, user("And?"), answer("B."), user("Bye.")]}, False)
     assert whole.reasoning == "dropped" and "message 1" in whole.detail
 

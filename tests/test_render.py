@@ -165,7 +165,8 @@ def test_reasoning_blocks_render_before_the_answer_and_are_supervised(tokenizer,
 
 
 def test_preference_sides_render_separately(tokenizer) -> None:
-    sample = {"chosen_messages": CONVERSATION[1:3], "rejected_messages": [CONVERSATION[1], text("assistant", "no", 1.0)]}
+    sample = {"chosen_messages": CONVERSATION[1:3],
+              "rejected_messages": [CONVERSATION[1], text("assistant", "no", 1.0)]}
     rendered = Renderer(tokenizer, BUILTIN_TEMPLATES["chatml"], cutoff=4096).render(sample, has_cut=False)
     sides = rendered.as_dict()
     assert set(sides) == {"chosen", "rejected"}
@@ -233,7 +234,8 @@ def test_a_template_sees_what_apply_chat_template_shows_it_from_v1s_messages(tok
     if tools:
         v1_tools = json.loads(tools)
         v1_tools = v1_tools if isinstance(v1_tools, list) else [v1_tools]
-    expected = tokenizer.apply_chat_template(v1_messages, tools=v1_tools, chat_template=_INPUTS_TEMPLATE, tokenize=False)
+    expected = tokenizer.apply_chat_template(v1_messages, tools=v1_tools, chat_template=_INPUTS_TEMPLATE,
+                                             tokenize=False)
     assert "thinking:think first" in expected  # transformers' alias, which dataidx follows
     rendered = Renderer(tokenizer, _INPUTS_TEMPLATE, cutoff=4096).render({"messages": messages, "tools": tools},
                                                                         has_cut=True)

@@ -32,7 +32,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build(folder / "config.yaml", folder / "causes.db")
     for slug in ("deepseek_r1_distill", "mistral_nemo", "gemma2"):
         result = CliRunner().invoke(cli, ["render", str(folder / "causes.db"), "--tokenizer",
-                                          str(build_tokenizer(slug, folder / slug)), "--name", slug, "--cutoff", "4096"])
+                                          str(build_tokenizer(slug, folder / slug)), "--name", slug,
+                                          "--cutoff", "4096"])
         assert result.exit_code == 0, result.output
         (folder / f"{slug}.txt").write_text(result.output)
     return folder / "causes.db"
@@ -50,8 +51,8 @@ def test_render_says_once_why_deepseeks_generation_prompt_trains_nothing(store: 
     assert found["generation_prompt"] >= 30 and found["generation_prompt"] > 4 * found.get(None, 0)
     total = sum(n for cause, n in found.items() if cause is not None)
     assert f"why {total} entries of spec 'deepseek_r1_distill' do not train:" in said
-    assert f"{found['generation_prompt']:>11,}  the template's generation prompt is not how it writes the trained turn" \
-        in said
+    assert f"{found['generation_prompt']:>11,}  the template's generation prompt is not how it writes " \
+           "the trained turn" in said
     assert "the template's generation prompt ends with '<｜Assistant｜><think>\\n', which the conversation never " \
            "contains: it writes '<｜Assistant｜>Hi, how can I help?" in said
     assert ADVICE in said

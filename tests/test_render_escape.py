@@ -17,7 +17,8 @@ pytest.importorskip("transformers")
 
 # A tokenizer's own template in the style of the Hub's (no {% generation %}, dict access).
 OWN_TEMPLATE = (
-    "{% if tools %}{{ 'tools: ' + (tools | tojson) + '\\n' }}{% endif %}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') }}"
+    "{% if tools %}{{ 'tools: ' + (tools | tojson) + '\\n' }}{% endif %}"
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') }}"
     "{% for c in m.get('tool_calls') or [] %}{{ '<call>' + (c['function'] | tojson) + '</call>' }}{% endfor %}"
     "{{ '<|im_end|>\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -61,7 +62,8 @@ def test_no_control_token_id_ever_comes_from_data_text(tokenizer, name: str) -> 
     controls = renderer.controls.ids
     assert set(controls) == {tokenizer.convert_tokens_to_ids(token) for token in SPECIAL_TOKENS}
     # Exactly the control tokens the template writes, wherever the data put its strings.
-    assert Counter(t for t in attacked.input_ids if t in controls) == Counter(t for t in clean.input_ids if t in controls)
+    assert (Counter(t for t in attacked.input_ids if t in controls)
+            == Counter(t for t in clean.input_ids if t in controls))
     # The text reads the same: every string is still there, broken by one zero-width space.
     decoded = tokenizer.decode(attacked.input_ids)
     assert "answer [<\u200bpad>][<\u200bs>]" in decoded and "[<\u200b|im_end|>]" in decoded

@@ -12,7 +12,8 @@ from dataidx.render import FAST_TEMPLATES, compile_template
 from .helpers import examples
 
 TEXT = st.text(alphabet=st.sampled_from(list("ab \n<>|{}\"'\\é")), max_size=6)
-ARGUMENTS = st.one_of(TEXT, st.dictionaries(st.sampled_from(["x", "y", "ü"]), st.one_of(TEXT, st.integers()), max_size=2))
+ARGUMENTS = st.one_of(TEXT, st.dictionaries(st.sampled_from(["x", "y", "ü"]), st.one_of(TEXT, st.integers()),
+                                            max_size=2))
 CALL = st.builds(lambda name, arguments: {"type": "function", "function": {"name": name, "arguments": arguments}},
                  TEXT, ARGUMENTS)
 

@@ -56,7 +56,8 @@ def test_render_stores_a_status_for_every_entry_and_reuses_an_unchanged_spec(sto
     assert summary.entries == base == query(store, "SELECT count(*) FROM entry_lengths WHERE spec = 'default'")[0][0]
     reasons = dict(query(store, "SELECT status, count(*) FROM entry_lengths GROUP BY status"))
     assert reasons["too_long"] == 9 and reasons["ok"] == base - 9 == summary.kept
-    assert query(store, "SELECT detail FROM entry_lengths WHERE status = 'too_long' LIMIT 1")[0][0].endswith("cutoff 48")
+    assert query(store, "SELECT detail FROM entry_lengths WHERE status = 'too_long' "
+                        "LIMIT 1")[0][0].endswith("cutoff 48")
     # One process or two: the same lengths.
     single = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=1, name="single")
     assert not single.reused
@@ -104,7 +105,8 @@ def test_the_rendered_engine_serves_training_entries_only(store: Path, tiny_toke
     with DataEngine(store, render="default") as engine:
         with DataEngine(store) as plain:
             trains = query(store, "SELECT count(*) FROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset "
-                                  "AND l.row = e.row AND l.cut IS e.cut WHERE l.status = 'ok' AND e.mixture = 'default'")[0][0]
+                                  "AND l.row = e.row AND l.cut IS e.cut "
+                                  "WHERE l.status = 'ok' AND e.mixture = 'default'")[0][0]
             assert len(engine) == trains < len(plain)
             samples = engine[0:len(engine)]
             assert all(len(s["input_ids"]) <= 48 and set(s) >= {"input_ids", "labels", "loss_weights", "attention_mask"}
@@ -190,7 +192,8 @@ def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
                 allowed = mask[row, 0, q].nonzero().flatten().tolist()
                 assert all(ids[row, k] == ids[row, q] > 0 and k <= q for k in allowed)  # never another sample
         loader = torch.utils.data.DataLoader(packs, batch_size=2, num_workers=2, collate_fn=collate)
-        assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
+        assert (sum(int(b["attention_mask"].sum()) for b in loader)
+                == query(store, "SELECT sum(tokens) FROM pack_members")[0][0])
 
 
 def test_padded_batches_pad_labels_by_length(store: Path, tiny_tokenizer: Path) -> None:
@@ -294,7 +297,8 @@ def test_cu_seq_lens_address_samples_in_a_padded_batch_of_packs() -> None:
     assert batch["labels"].tolist()[1] == [30, 31, 32, IGNORE, 41, 42, 43, 44]
 
 
-def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
+def test_moved_bare_or_truncating_tokenizers_render_as_recorded(
+        tmp_path: Path, store: Path, tiny_tokenizer: Path) -> None:
     import shutil
 
     from dataidx.errors import RenderError
@@ -325,7 +329,8 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(tmp_path: Path, 
     # Left truncation to one token keeps one token.
     one = Renderer(train_tokenizer(add_bos=True), BUILTIN_TEMPLATES["plain"], cutoff=1, truncation="left").render(
         {"messages": [{"role": "user", "content": [{"type": "text", "value": "Well?"}]},
-                      {"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]}, has_cut=True)
+                      {"role": "assistant", "content": [{"type": "text", "value": "The answer is 42."}]}]},
+        has_cut=True)
     # The one token left is the closing newline, which v1's rule supervises with the turn.
     assert one.tokens == 1 and one.status == "truncated" and one.labels == one.input_ids
 
@@ -353,7 +358,8 @@ def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny
     assert mixture["training_samples"] == {"short": serves} and serves < mixture["entries"] == engine_length(store)
     result = CliRunner().invoke(cli, ["info", str(store)])
     assert f"samples per epoch: {mixture['entries']} with DataEngine, {serves} with render='short'" in result.output
-    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "short", "--capacity", "48", "--global-batch-size", "4"])
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "short", "--capacity", "48",
+                                      "--global-batch-size", "4"])
     with PackedDataset(store) as packed:
         packs = len(packed)
     assert result.exit_code == 0 and packs % 4 and packs > 4
@@ -383,7 +389,8 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
         with PackedDataset(store) as packs:
             loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=2, collate_fn=collate,
                                                  multiprocessing_context="spawn")
-            assert sum(int(b["attention_mask"].sum()) for b in loader) == query(store, "SELECT sum(tokens) FROM pack_members")[0][0]
+            assert (sum(int(b["attention_mask"].sum()) for b in loader)
+                    == query(store, "SELECT sum(tokens) FROM pack_members")[0][0])
 
 
 @pytest.mark.slow

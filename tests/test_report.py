@@ -74,15 +74,18 @@ def test_the_report_in_a_browser(report: Path, rendered_demo: Path, browser, tmp
     width = int(page.get_attribute("#chart-lengths", "data-bin-width"))
     expected = {  # every chart counts the mixture's positions
         "mixture": sql_count(rendered_demo, "SELECT count(*) FROM composition WHERE mixture = 'default'"),
-        "turns": sql_count(rendered_demo, "SELECT count(*) FROM (SELECT DISTINCT t.dataset, t.entries FROM turns AS t "
-                                       "JOIN (SELECT DISTINCT dataset, row FROM entries WHERE mixture = 'default') AS r "
-                                       "ON r.dataset = t.dataset AND r.row = t.row) AS t"),
-        "lengths": sql_count(rendered_demo, f"SELECT count(*) FROM (SELECT DISTINCT l.dataset, l.status, l.full_tokens / "
-                                         f"{width} FROM entries AS e JOIN entry_lengths AS l ON l.spec = 'default' "
-                                         "AND l.dataset = e.dataset AND l.row = e.row AND l.cut IS e.cut "
-                                         "WHERE e.mixture = 'default') AS t"),
-        "supervised": sql_count(rendered_demo, "SELECT count(DISTINCT dataset) FROM entry_lengths WHERE spec = 'default' "
-                                            "AND status IN ('ok', 'truncated')"),
+        "turns": sql_count(rendered_demo,
+                           "SELECT count(*) FROM (SELECT DISTINCT t.dataset, t.entries FROM turns AS t "
+                           "JOIN (SELECT DISTINCT dataset, row FROM entries WHERE mixture = 'default') AS r "
+                           "ON r.dataset = t.dataset AND r.row = t.row) AS t"),
+        "lengths": sql_count(rendered_demo,
+                             f"SELECT count(*) FROM (SELECT DISTINCT l.dataset, l.status, l.full_tokens / {width} "
+                             "FROM entries AS e JOIN entry_lengths AS l ON l.spec = 'default' "
+                             "AND l.dataset = e.dataset AND l.row = e.row AND l.cut IS e.cut "
+                             "WHERE e.mixture = 'default') AS t"),
+        "supervised": sql_count(rendered_demo,
+                                "SELECT count(DISTINCT dataset) FROM entry_lengths WHERE spec = 'default' "
+                                "AND status IN ('ok', 'truncated')"),
         "fill": sql_count(rendered_demo, "SELECT count(*) FROM (SELECT DISTINCT min(sum(tokens) * 20 / 256, 19) "
                                       "FROM pack_members WHERE plan = 'default' GROUP BY pack) AS t"),
     }
@@ -116,7 +119,8 @@ def test_report_without_a_spec_and_its_errors(rendered_demo: Path, tmp_path: Pat
     assert text.count("<svg") == 2 and "id='chart-lengths'" not in text
     result = CliRunner().invoke(cli, ["report", str(rendered_demo), "-o", str(tmp_path / "x.html"), "--spec", "nope"])
     assert result.exit_code == 1 and "render spec 'nope'" in result.output and "default" in result.output
-    result = CliRunner().invoke(cli, ["report", str(rendered_demo), "-o", str(tmp_path / "x.html"), "--mixture", "nope"])
+    result = CliRunner().invoke(cli, ["report", str(rendered_demo), "-o", str(tmp_path / "x.html"),
+                                      "--mixture", "nope"])
     assert result.exit_code == 1 and "mixture 'nope'" in result.output
     assert not (tmp_path / "x.html").exists()
 
@@ -163,7 +167,8 @@ def test_serve_shows_the_store_in_datasette(rendered_demo: Path) -> None:
                 time.sleep(0.3)
         _, expected = run_query(rendered_demo, "SELECT dataset, entries FROM composition WHERE mixture = 'default'")
         assert [(row["dataset"], row["entries"]) for row in composition["rows"]] == [tuple(row) for row in expected]
-        with urllib.request.urlopen(f"{base}/share_of_each_dataset_in_a_mixture.json?_shape=array", timeout=5) as response:
+        with urllib.request.urlopen(f"{base}/share_of_each_dataset_in_a_mixture.json?_shape=array",
+                                    timeout=5) as response:
             shares = json.load(response)
         assert [row["dataset"] for row in shares] == [dataset for dataset, _ in expected]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/metadata.json", timeout=5) as response:
@@ -232,7 +237,8 @@ def test_chinese_text_is_drawn_whole_in_a_browser(browser, tmp_path: Path) -> No
     for phrase in CHINESE:
         assert phrase in text.replace("\n", "")
     _, lengths = run_query(tmp_path / "zh.db", "SELECT tokens, status FROM entry_lengths ORDER BY row")
-    boxes = page.locator("#samples .sample .tokens").evaluate_all("all => all.map(t => t.querySelectorAll('.tok').length)")
+    boxes = page.locator("#samples .sample .tokens").evaluate_all(
+        "all => all.map(t => t.querySelectorAll('.tok').length)")
     # One box per token, continued or not, up to the cutoff: the rest of a long entry is counted, not drawn.
     assert sorted(boxes) == sorted(min(tokens, 200) for tokens, _ in lengths)
     assert "939 more tokens not shown (past the cutoff)" in text

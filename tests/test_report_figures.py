@@ -27,9 +27,11 @@ def dataidx(*args: str) -> subprocess.CompletedProcess:
 
 
 def config(folder: Path, budgets: bool) -> str:
-    qa = [{"instruction": f"问题 {i}: 中文怎么说?", "input": "", "output": ("答案 " + "word " * (70 if i % 4 == 0 else 3))}
+    qa = [{"instruction": f"问题 {i}: 中文怎么说?", "input": "",
+           "output": ("答案 " + "word " * (70 if i % 4 == 0 else 3))}
           for i in range(12)]
-    chats = write_jsonl(folder / "chat.jsonl", [{"conversations": c["conversations"]} for c in chat_rows([1, 3, 2, 1, 2])])
+    chats = write_jsonl(folder / "chat.jsonl",
+                        [{"conversations": c["conversations"]} for c in chat_rows([1, 3, 2, 1, 2])])
     qa_file = write_jsonl(folder / "qa.jsonl", qa)
     sizes = ("  tokens: 300\n", "  supervised_tokens: 40\n") if budgets else ("  size: 9\n", "  weight: 2.0\n")
     return (f"qa:\n  path: {qa_file}\n  source: local\n  converter: alpaca\n{sizes[0]}"
@@ -47,7 +49,8 @@ def store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Pat
     build(folder / "sizes.yaml", store)
     render_store(store, tiny_tokenizer, cutoff=120)
     runner = CliRunner()
-    for args in (["mix", str(store), str(folder / "budgets.yaml"), "--name", "three", "--spec", "default", "--epochs", "3"],
+    for args in (["mix", str(store), str(folder / "budgets.yaml"), "--name", "three", "--spec", "default",
+                  "--epochs", "3"],
                  ["pack", str(store), "--spec", "default", "--capacity", "256"],
                  ["pack", str(store), "--spec", "default", "--capacity", "256", "--mixture", "three", "--name", "p3"]):
         result = runner.invoke(cli, args)
@@ -67,7 +70,8 @@ def test_report_of_a_mixture_of_several_epochs(store: Path, tmp_path: Path) -> N
     assert done.stderr.splitlines()[-1].startswith(f"wrote {tmp_path / 'r.html'} (")
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "epoch 2 · position" in page and "IndexError" not in page
-    done = dataidx("report", str(store), "--mixture", "three", "--epoch", "1", "--samples", "3", "-o", str(tmp_path / "e.html"))
+    done = dataidx("report", str(store), "--mixture", "three", "--epoch", "1", "--samples", "3",
+                   "-o", str(tmp_path / "e.html"))
     assert done.returncode == 0, done.stderr
     assert "epoch 1 · position" in (tmp_path / "e.html").read_text(encoding="utf-8")
 
@@ -127,7 +131,8 @@ def test_report_json_is_the_sql_of_the_positions(store: Path, mixture: str, plan
     capacity = figures["plan"]["capacity"]
     assert sorted(tuple(r.values()) for r in figures["plan"]["fill_histogram"]) == rows(
         store, f"SELECT bin, count(*) FROM (SELECT min(sum(tokens) * 20 / {capacity}, 19) AS bin FROM pack_members "
-               f"WHERE plan = ?{'' if epoch is None else f' AND epoch = {epoch}'} GROUP BY epoch, pack) AS t GROUP BY bin",
+               f"WHERE plan = ?{'' if epoch is None else f' AND epoch = {epoch}'} GROUP BY epoch, pack) AS t "
+               "GROUP BY bin",
         plan)
     # The same numbers dataidx compose prints for the mixture.
     composed = json.loads(dataidx("compose", str(store), "--mixture", mixture, "--spec", "default", "--json",
@@ -138,7 +143,8 @@ def test_report_json_is_the_sql_of_the_positions(store: Path, mixture: str, plan
 
 def test_report_refuses_a_plan_of_another_mixture_and_an_epoch_it_lacks(store: Path, tmp_path: Path) -> None:
     output = tmp_path / "r.html"
-    done = dataidx("report", str(store), "--mixture", "three", "--spec", "default", "--plan", "default", "-o", str(output))
+    done = dataidx("report", str(store), "--mixture", "three", "--spec", "default", "--plan", "default",
+                   "-o", str(output))
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == ("Error: packing plan 'default' packs mixture 'default', not 'three': "
                            "pass --mixture default, or a plan of mixture 'three'\n")

@@ -122,7 +122,8 @@ def test_ranks_split_an_epoch_without_overlap(store: Path) -> None:
     with DataEngine(store) as engine:
         seen = []
         for rank in range(4):
-            sampler = StatefulDistributedSampler(engine, num_replicas=4, rank=rank, shuffle=True, seed=7, drop_last=True)
+            sampler = StatefulDistributedSampler(engine, num_replicas=4, rank=rank, shuffle=True, seed=7,
+                                                 drop_last=True)
             seen += list(sampler)
         assert len(seen) == len(set(seen)) == len(engine) // 4 * 4
 

@@ -72,14 +72,16 @@ def test_bad_store_files_get_one_clear_error(tmp_path: Path, make_store) -> None
     connection.execute("UPDATE alembic_version SET version_num = '9999'")
     connection.commit()
     connection.close()
-    with pytest.raises(StoreError, match=f"store schema revision '9999' is unknown to this dataidx .newest '{SCHEMA_REVISION}'.; it was made by a newer dataidx"):
+    with pytest.raises(StoreError, match="store schema revision '9999' is unknown to this dataidx "
+                                         f".newest '{SCHEMA_REVISION}'.; it was made by a newer dataidx"):
         DataEngine(newer)
 
 
 @pytest.mark.slow
 def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+         str(REPO)],
         check=True, capture_output=True,
     )
     (wheel,) = tmp_path.glob("dataidx-*.whl")
@@ -91,7 +93,8 @@ def test_the_wheel_ships_migrations_that_create_a_store(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(unpacked)
     script = (
         "from dataidx.store.sqlite import files, migrations; e = files.create_store('made.db'); e.dispose();"
-        "import sqlite3; print(sqlite3.connect('made.db').execute('SELECT version_num FROM alembic_version').fetchone()[0]);"
+        "import sqlite3; "
+        "print(sqlite3.connect('made.db').execute('SELECT version_num FROM alembic_version').fetchone()[0]);"
         "print(migrations.migrations_dir())"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True,

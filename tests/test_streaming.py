@@ -16,7 +16,8 @@ def config(tmp_path: Path, streaming: bool) -> Path:
         write_jsonl(tmp_path / "chat.jsonl", chat_rows([1, 3, 2] * 10))
     flag = "true" if streaming else "false"
     return write_yaml(tmp_path / f"s-{flag}.yaml",
-                      f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n  streaming: {flag}\n"
+                      f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n"
+                      f"  streaming: {flag}\n"
                       f"chat:\n  path: {tmp_path / 'chat.jsonl'}\n  source: local\n  converter: sharegpt\n"
                       "  size: 40\n")
 

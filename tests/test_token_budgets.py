@@ -92,7 +92,8 @@ def rows(count: int) -> list[dict]:
 
 
 def chats(count: int) -> list[dict]:
-    return [{"conversations": [{"from": "human", "value": f"hello {i}"}, {"from": "gpt", "value": "fine " * (i % 4 + 1)},
+    return [{"conversations": [{"from": "human", "value": f"hello {i}"},
+                               {"from": "gpt", "value": "fine " * (i % 4 + 1)},
                                {"from": "human", "value": "and?"}, {"from": "gpt", "value": "The answer is 42."}]}
             for i in range(count)]
 
@@ -129,7 +130,8 @@ def test_budgets_are_drawn_under_the_spec_and_recorded(tmp_path: Path, store: Pa
         [("default", fingerprint, 1)]
     assert query(store, "SELECT d.name, md.token_budget, md.supervised_token_budget, md.size, md.requested "
                         "FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
-                        "JOIN mixtures AS m ON m.id = md.mixture_id WHERE m.name = 'by_tokens' ORDER BY d.position") == \
+                        "JOIN mixtures AS m ON m.id = md.mixture_id WHERE m.name = 'by_tokens' "
+                        "ORDER BY d.position") == \
         [("qa", 700, None, None, None), ("chat", None, 900, None, None)]
     longest = dict(query(store, "SELECT dataset, max(tokens) FROM entry_lengths WHERE status = 'ok' GROUP BY dataset"))
     most_supervised = query(store, "SELECT max(supervised_tokens) FROM entry_lengths WHERE dataset = 'chat'")[0][0]
@@ -180,7 +182,8 @@ def test_epochs_differ_and_each_is_reproducible_alone(tmp_path: Path, store: Pat
         assert epochs[0] == drawn(store, "one", 0, dataset)  # epoch 0 is the mixture of one epoch
         assert len({tuple(drawn(store, "tokens", k, dataset)) for k in range(3)}) == 3
     coverage = {row["dataset"]: row for row in composition(store, "three")}
-    assert coverage["qa"]["distinct_rows"] > 20 and coverage["qa"]["coverage"] == pytest.approx(coverage["qa"]["distinct_rows"] / 60, abs=1e-6)
+    assert (coverage["qa"]["distinct_rows"] > 20
+            and coverage["qa"]["coverage"] == pytest.approx(coverage["qa"]["distinct_rows"] / 60, abs=1e-6))
     assert verify_store(store)["ok"]
     never_seen = run_query(store, "SELECT count(*) FROM turns AS t WHERE t.dataset = 'qa' AND NOT EXISTS ("
                                   "SELECT 1 FROM entries AS e WHERE e.mixture = 'three' AND e.dataset = t.dataset "
@@ -197,7 +200,8 @@ def test_adding_a_dataset_leaves_the_others_draws_unchanged(tmp_path: Path, stor
     add_mixture(bigger, budgets(tmp_path, "more.yaml", extra), "m", spec="default", epochs=2)
     for epoch in (0, 1):
         for dataset in ("qa", "chat"):
-            assert [r[1:] for r in drawn(store, "m", epoch, dataset)] == [r[1:] for r in drawn(bigger, "m", epoch, dataset)]
+            assert ([r[1:] for r in drawn(store, "m", epoch, dataset)]
+                    == [r[1:] for r in drawn(bigger, "m", epoch, dataset)])
         assert drawn(bigger, "m", epoch, "extra")
 
 
@@ -238,8 +242,8 @@ def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: P
             for epoch in range(3):
                 engine.set_epoch(epoch)
                 served = [(s["_dataset_name"], s["messages"]) for batch in loader for s in batch]
-                expected = query(store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = ? "
-                                        "ORDER BY position", epoch)
+                expected = query(store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' "
+                                        "AND epoch = ? ORDER BY position", epoch)
                 assert len(served) == len(engine) == len(expected)
                 assert [name for name, _ in served] == [dataset for dataset, _, _ in expected]
                 assert [engine.reader.entry(i) for i in range(len(engine))] == expected
@@ -250,7 +254,8 @@ def test_engines_serve_each_epoch_in_dataloader_workers(tmp_path: Path, store: P
                 DataEngine(store, "by_tokens", epoch=3)  # an epoch named by the user is one the mixture has
             engine.set_epoch(4)  # a trainer's per-epoch call past the stored ones serves epoch 4 % 3
             assert engine.epoch == 1 and [engine.reader.entry(i) for i in range(len(engine))] == query(
-                store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 ORDER BY position")
+                store, "SELECT dataset, row, cut FROM entries WHERE mixture = 'by_tokens' AND epoch = 1 "
+                       "ORDER BY position")
 
 
 @pytest.mark.slow
@@ -264,8 +269,8 @@ def test_a_plan_per_epoch(tmp_path: Path, store: Path) -> None:
         for epoch, _, _, count, entries in epochs:
             packs.set_epoch(epoch)
             assert len(packs) == count
-            positions = sorted(p for (p,) in query(store, "SELECT position FROM pack_members WHERE plan = 'p' AND epoch = ?",
-                                                   epoch))
+            positions = sorted(p for (p,) in query(store, "SELECT position FROM pack_members "
+                                                          "WHERE plan = 'p' AND epoch = ?", epoch))
             assert positions == list(range(entries))  # every position of the epoch once (all train)
             assert sum(len(packs[i]) for i in range(len(packs))) == entries
         assert query(store, "SELECT min(pack), max(pack) FROM pack_members WHERE epoch = 1") == [(0, epochs[1][3] - 1)]

@@ -293,7 +293,8 @@ def test_a_source_rewritten_with_its_mtime_put_back_is_loaded_again(tmp_path: Pa
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     build(config, tmp_path / "s.db")
     # The older store indexed the cache that has just been written anew: refused, not misread.
-    with pytest.raises(StaleStoreError, match="the Arrow data recorded at build time was written anew; rebuild the store"):
+    with pytest.raises(StaleStoreError,
+                       match="the Arrow data recorded at build time was written anew; rebuild the store"):
         DataEngine(tmp_path / "old.db")
     assert engine_samples(tmp_path / "s.db")[1]["messages"][1]["content"][0]["value"] == "answer 9"
     assert json.loads(CliRunner().invoke(cli, ["verify", str(tmp_path / "s.db"), "--json"]).output)["ok"] is True

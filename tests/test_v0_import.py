@@ -79,7 +79,8 @@ def test_the_imported_yaml_builds_the_demo_files(tmp_path: Path) -> None:
 def test_v0_shapes_v1_would_misread_are_left_out(tmp_path: Path) -> None:
     info = tmp_path / "dataset_info.json"
     info.write_text(json.dumps({
-        "sys": {"file_name": "x.json", "formatting": "sharegpt", "columns": {"messages": "conversations", "system": "s"}},
+        "sys": {"file_name": "x.json", "formatting": "sharegpt",
+                "columns": {"messages": "conversations", "system": "s"}},
         "ms": {"ms_hub_url": "someone/qa"},
     }))
     left_out = import_dataset_info(info).left_out
