@@ -44,7 +44,8 @@ def generate(folder: Path, alpaca: int, sharegpt: int) -> Path:
 
     with (folder / "alpaca.jsonl").open("w") as out:
         for _ in range(alpaca):
-            out.write(json.dumps({"instruction": text(12), "input": text(rng.randint(0, 8)), "output": text(40)}) + "\n")
+            out.write(json.dumps({"instruction": text(12), "input": text(rng.randint(0, 8)), "output": text(40)})
+                      + "\n")
     with (folder / "sharegpt.jsonl").open("w") as out:
         for _ in range(sharegpt):
             turns = []
@@ -226,7 +227,8 @@ def stored_plan_seconds(store: Path, capacity: int = 4096) -> tuple[float, float
         connection.execute(
             "INSERT INTO render_specs (id, name, fingerprint, tokenizer, tokenizer_sha256, template, template_text, "
             "cutoff, truncation, entries, kept, dataidx_version, created_at, seconds) VALUES "
-            "(1, 'bench', '', '', '', 'chatml', '', ?, 'drop', ?, ?, '', '', 0)", (capacity, len(lengths), len(lengths)))
+            "(1, 'bench', '', '', '', 'chatml', '', ?, 'drop', ?, ?, '', '', 0)",
+            (capacity, len(lengths), len(lengths)))
         connection.executemany(
             "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail) "
             "VALUES (1, ?, ?, ?, ?, 'ok', NULL)",
@@ -246,7 +248,8 @@ def drops_table(work: Path, conversations: int, fetches: int) -> list[tuple[str,
     folder = work / "drops"
     folder.mkdir()
     lines = []
-    for label, extra in (("clean rows", []), ("every row lost a message at build", [{"from": "narrator", "value": "x"}])):
+    for label, extra in (("clean rows", []),
+                         ("every row lost a message at build", [{"from": "narrator", "value": "x"}])):
         rng = random.Random(0)
         data = folder / f"{len(lines)}.jsonl"
         with data.open("w") as out:
@@ -337,8 +340,8 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     lines.append(("v1's rule: apply_chat_template + tokenizer, whole and prompt, 1 process",
                   f"{len(sample) / seconds:,.0f}", "-"))
     plan = pack_store(store, "all-0", capacity=4096)
-    packed = f"dataidx pack on those lengths: {plan.entries:,} entries -> {plan.packs:,} packs, {plan.fill:.2%} full, " \
-             f"{plan.seconds:.2f} s"
+    packed = (f"dataidx pack on those lengths: {plan.entries:,} entries -> {plan.packs:,} packs, "
+              f"{plan.fill:.2%} full, {plan.seconds:.2f} s")
     return entries, lines, packed
 
 
@@ -463,7 +466,8 @@ def check_ranges(doc: Path) -> dict[str, Range]:
             continue
         key, better, low, high, *what = line.split()
         if better not in ("higher", "lower") or float(low) > float(high):
-            raise SystemExit(f"{doc}: bench-check line {number}: expected 'key higher|lower low high what', got {line!r}")
+            raise SystemExit(f"{doc}: bench-check line {number}: "
+                             f"expected 'key higher|lower low high what', got {line!r}")
         ranges[key] = Range(better, float(low), float(high), " ".join(what))
     return ranges
 

@@ -89,13 +89,16 @@ def main() -> None:
         command = [sys.executable, "-m", "dataidx", "report", str(store), "-o", str(work / "report.html"),
                    "--spec", "bench", "--plan", "bench", "--samples", "5", "-q"]
         # A wrapper process whose only child is the report, so its peak RSS is the report's alone.
-        measure = ("import resource, subprocess, sys, time; t = time.perf_counter(); subprocess.run(sys.argv[1:], "
-                   "check=True); print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-        out = subprocess.run([sys.executable, "-c", measure, *command], check=True, capture_output=True, text=True).stdout
+        measure = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+                   "subprocess.run(sys.argv[1:], check=True); "
+                   "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        out = subprocess.run([sys.executable, "-c", measure, *command], check=True, capture_output=True,
+                             text=True).stdout
         report_seconds, peak = float(out.split()[0]), int(out.split()[1]) / 1024
         counting = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); "
                     f"from bench_report import python_counts; python_counts({str(store)!r})"]
-        out = subprocess.run([sys.executable, "-c", measure, *counting], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([sys.executable, "-c", measure, *counting], check=True, capture_output=True,
+                             text=True).stdout
         python_seconds, python_peak = float(out.split()[0]), int(out.split()[1]) / 1024
         size = (work / "report.html").stat().st_size
         print_table(("way", "seconds", "peak RSS (MiB)", "output"), [

@@ -200,7 +200,8 @@ def main() -> None:
     parser.add_argument("--entries", type=int, nargs="*", default=[2_000_000, 10_000_000, 20_000_000])
     parser.add_argument("--render", type=int, default=40_000, help="alpaca rows (and a quarter as many "
                         "conversations) of the rendering sample; 0 skips it")
-    parser.add_argument("--work", type=Path, help="keep generated data and HF caches here (default: a temporary folder)")
+    parser.add_argument("--work", type=Path, help="keep generated data and HF caches here "
+                        "(default: a temporary folder)")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="dataidx-scale-"))
     work.mkdir(parents=True, exist_ok=True)

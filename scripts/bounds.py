@@ -151,7 +151,8 @@ def _report(store: str) -> dict:
 
 #: Templates that would run for hours or allocate gigabytes without the sandbox's budget.
 CRAFTED = {
-    "nested loops (1e10 iterations)": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "nested loops (1e10 iterations)": "{% for i in range(100000) %}{% for j in range(100000) %}"
+                                      "{% endfor %}{% endfor %}",
     "a macro calling itself twice (2^60)": "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}"
                                            "{% endmacro %}{{ f(60) }}",
     "'x' * 3000000000": "{{ 'x' * 3000000000 }}",

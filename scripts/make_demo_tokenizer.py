@@ -37,7 +37,8 @@ def corpus() -> list[str]:
     found: list[str] = []
     for path in sorted(DATA.glob("demo_*.json*")):
         lines = path.read_text(encoding="utf-8")
-        rows = json.loads(lines) if path.suffix == ".json" else [json.loads(line) for line in lines.splitlines() if line]
+        rows = (json.loads(lines) if path.suffix == ".json"
+                else [json.loads(line) for line in lines.splitlines() if line])
         found += texts(rows)
     return found
 

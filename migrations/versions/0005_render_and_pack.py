@@ -122,8 +122,10 @@ def upgrade() -> None:
         sa.Column("plan_id", sa.Integer(), nullable=False),
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("entry_id", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["plan_id"], ["packing_plans.id"], name=op.f("fk_packed_entries_plan_id_packing_plans")),
-        sa.ForeignKeyConstraint(["entry_id"], ["base_entries.id"], name=op.f("fk_packed_entries_entry_id_base_entries")),
+        sa.ForeignKeyConstraint(["plan_id"], ["packing_plans.id"],
+                                name=op.f("fk_packed_entries_plan_id_packing_plans")),
+        sa.ForeignKeyConstraint(["entry_id"], ["base_entries.id"],
+                                name=op.f("fk_packed_entries_entry_id_base_entries")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_packed_entries")),
     )
     for statement in (ENTRY_LENGTHS_VIEW, PACK_PLANS_VIEW, PACK_MEMBERS_VIEW):
