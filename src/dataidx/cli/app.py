@@ -65,7 +65,7 @@ def cli(plugin_modules: tuple[str, ...]) -> None:
         dataidx build data/demo_sft.yaml -o demo.db
         dataidx --plugins my_converters.py build my.yaml -o my.db
         dataidx info demo.db
-    """
+    """  # noqa: E501 a line of this --help text is long; re-wrapping it would change the docstring
     if plugin_modules:
         load_plugin_modules(list(plugin_modules))
 
