@@ -57,15 +57,15 @@ def cli(plugin_modules: tuple[str, ...]) -> None:
     """Build a persistent SQLite index of fine-tuning datasets once; read it from torch.
 
     STORE is a file, a sqlite:/// URL, or a postgresql://...?schema=NAME URL (a store a team
-    shares; pip install 'dataidx[postgres]'). Converters and sources from installed packages (entry point group "dataidx.plugins") are
-    loaded too; --plugins adds modules of your own.
+    shares; pip install 'dataidx[postgres]'). Converters and sources from installed packages
+    (entry point group "dataidx.plugins") are loaded too; --plugins adds modules of your own.
 
     \b
     Example:
         dataidx build data/demo_sft.yaml -o demo.db
         dataidx --plugins my_converters.py build my.yaml -o my.db
         dataidx info demo.db
-    """  # noqa: E501 a line of this --help text is long; re-wrapping it would change the docstring
+    """
     if plugin_modules:
         load_plugin_modules(list(plugin_modules))
 
