@@ -1,7 +1,9 @@
-"""Packed reads: the packs of a stored plan, item ``i`` being pack ``i``'s members rendered.
+"""Packed reads: the packs of a stored plan, item ``i`` being pack ``i``'s members rendered, or read
+from the spec's stored tokens when it has them.
 
-Opening checks the tokenizer as a rendered read does, and every member is checked to render to
-the length the plan packed it by, so training never mixes a plan with another tokenization.
+Opening checks the tokenizer (or the token file) as a rendered read does, and every member is
+checked to render to the length the plan packed it by, so training never mixes a plan with
+another tokenization.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
-from ..render import open_spec
+from ..render import TokenFile, open_tokens, read_spec, served_from_tokens
 from ..store import Closable, check_epoch, served_epoch
 
 _MEMBERS = (
@@ -21,6 +23,17 @@ _MEMBERS = (
     "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
 )
 
+
+#: The same members with where their stored words lie: ``(entry id, dataset_id, offset, tokens,
+#: side tokens, weights)``.
+_MEMBER_TOKENS = (
+    "SELECT {stamped}e.entry_id, b.dataset_id, r.token_offset, r.tokens, r.side_tokens, r.token_weights "
+    "FROM packs AS k "
+    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
+    "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
+    "JOIN base_entries AS b ON b.id = e.entry_id "
+    "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
+)
 
 _PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
@@ -49,7 +62,9 @@ class RenderedPacks(Closable):
             self.plan_id, self.capacity, spec, self.mixture = row
             self.epochs = handle.all("SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch",
                                      self.plan_id)
-            self.spec, self.renderer = open_spec(handle, spec, tokenizer)
+            self.spec = read_spec(handle, spec)
+            self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer)
+            self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
             self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:
             self.reader.close()
@@ -76,7 +91,12 @@ class RenderedPacks(Closable):
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
-        members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
+        pack = self.first_pack + index % self.packs
+        if self.tokens is not None:  # stored at the lengths the plan packed: nothing to check per member
+            rows = self.reader.fetch(_MEMBER_TOKENS, self.spec.id, self.plan_id, pack)
+            return served_from_tokens(self.tokens, [row[1:] for row in rows], self.reader.datasets, self.reader.path)
+        assert self.renderer is not None  # no stored tokens: rendered on fetch
+        members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, pack)
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []
         with paused_gc():

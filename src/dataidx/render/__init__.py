@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .chat_text import reads_clock as reads_clock
     from .escape import ESCAPES as ESCAPES
     from .fast_templates import FAST_TEMPLATES as FAST_TEMPLATES
+    from .from_tokens import open_tokens as open_tokens
+    from .from_tokens import served_from_tokens as served_from_tokens
     from .lengths import RenderSummary as RenderSummary
     from .lengths import render_store as render_store
     from .provenance import template_problems as template_problems
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from .templates import BUILTIN_TEMPLATES as BUILTIN_TEMPLATES
     from .templates import CHATML as CHATML
     from .templates import choose_template as choose_template
+    from .token_file import TokenFile as TokenFile
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -49,6 +52,9 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "reads_clock": ".chat_text",
     "ESCAPES": ".escape",
     "FAST_TEMPLATES": ".fast_templates",
+    "open_tokens": ".from_tokens",
+    "served_from_tokens": ".from_tokens",
+    "TokenFile": ".token_file",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
     "IGNORE": ".rendered",

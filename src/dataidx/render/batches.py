@@ -18,6 +18,7 @@ from ..errors import bounded
 from ..store import LengthRow
 from .bounds import Boundaries, Extends
 from .renderer import Draft, Rendered, Renderer
+from .tokens import TokenChunk
 
 #: A batch holds about this many characters of text before it goes to the tokenizer: a chunk
 #: of ordinary entries is one batch or two, and a chunk of a long conversation's cuts never
@@ -31,10 +32,11 @@ MESSAGE_CHARACTERS = 32
 class Batch:
     """Drafts waiting for the tokenizer, rendered when their texts reach :data:`BATCH_CHARACTERS`;
     each rendering becomes its row of ``rows`` at once, so none outlives its batch, and its plain
-    added tokens (``Rendered.added``) count in ``uses`` under the dataset being drafted."""
+    added tokens (``Rendered.added``) count in ``uses`` under the dataset being drafted; with
+    ``tokens``, each entry that trains keeps its words there too (``--store-tokens``)."""
 
-    def __init__(self, renderer: Renderer, rows: list[LengthRow]) -> None:
-        self.renderer, self.rows = renderer, rows
+    def __init__(self, renderer: Renderer, rows: list[LengthRow], tokens: TokenChunk | None = None) -> None:
+        self.renderer, self.rows, self.tokens = renderer, rows, tokens
         self.drafts: list[Draft] = []
         self.ids: list[int] = []
         self.datasets: list[int] = []
@@ -54,6 +56,10 @@ class Batch:
         """Render what waits; ``(entry id, draft, rendering)`` of each, for a caller to learn from."""
         done = list(zip(self.ids, self.drafts, self.renderer.finish_many(self.drafts))) if self.drafts else []
         self.rows += [length_row(entry_id, rendered) for entry_id, _, rendered in done]
+        if self.tokens is not None:
+            for entry_id, _, rendered in done:
+                if rendered.trains:
+                    self.tokens.add(entry_id, rendered)
         self.uses.update((dataset, token) for dataset, (_, _, rendered) in zip(self.datasets, done)
                          for token in rendered.added)
         self.drafts, self.ids, self.datasets, self.characters = [], [], [], 0

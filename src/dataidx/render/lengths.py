@@ -11,12 +11,10 @@ the packing plans made from them.
 from __future__ import annotations
 
 import os
-import pickle
-import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import groupby
 from multiprocessing import get_context
@@ -29,9 +27,11 @@ from ..store import (
     CauseRow,
     LengthRow,
     ReadIdentity,
+    StoredTokenFile,
     StoreHandle,
     budget_mixtures_drawn_before,
     move_spec_tokenizer,
+    read_token_file,
     render_causes,
     render_counts,
     rewriting,
@@ -39,14 +39,14 @@ from ..store import (
 )
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .rendered import TRAINING_STATUSES
 from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
+from .spool import AddedUses, RenderedRows
+from .token_pass import ChunkTokens, TokenSink, add_tokens
+from .tokens import TokenChunk
 
 #: Base entries in one chunk of a render pass: one task for a worker process.
 ENTRIES_PER_RENDER_CHUNK = 2_000
-#: Entries whose data text holds a plain (not special) added token, per ``(dataset id, token)``.
-AddedUses = Counter[tuple[int, str]]
 
 
 @dataclass(kw_only=True)
@@ -69,15 +69,20 @@ class RenderSummary:
     causes: list[CauseRow] = field(default_factory=list)
     #: what became of entries' reasoning: per status, how many (see .reasoning)
     reasoning: dict[str, int] = field(default_factory=dict)
+    #: the spec's token file, when its tokens are stored (``--store-tokens``)
+    tokens: StoredTokenFile | None = None
+    #: the tokens were added to a spec whose lengths were already stored
+    tokens_added: bool = False
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
-_WORKER: tuple[EntryReader, Renderer] | None = None
+_WORKER: tuple[EntryReader, Renderer, TokenSink | None] | None = None
 
 
-def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses]:
-    """``(first, rows, uses)`` for base entries ``first..last``: rows of tokens, supervised, full,
-    status, detail, and the chunk's :data:`AddedUses`.
+def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses, ChunkTokens | None]:
+    """``(first, rows, uses, tokens)`` for base entries ``first..last``: rows of tokens, supervised,
+    full, status, detail, the chunk's :data:`AddedUses`, and with ``--store-tokens`` the words of
+    its entries that train (:class:`.tokens.TokenChunk`).
 
     The entries of one row are consecutive: the row is read and converted once for all of them,
     and each cut is a slice of it. A cut whose message count alone is past the renderer's bound
@@ -85,9 +90,9 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
     written; the rest go to the tokenizer in batches (:mod:`.batches`).
     """
     assert _WORKER is not None, "render_chunk runs in a worker forked after the parent set _WORKER"
-    reader, renderer = _WORKER
+    reader, renderer, sink = _WORKER
     rows: list[LengthRow] = []
-    batch = Batch(renderer, rows)
+    batch = Batch(renderer, rows, TokenChunk(sink.dtype) if sink is not None else None)
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     past = renderer.floors.count_past(renderer.token_bound)
     for (dataset_id, row), group in groupby(reader.entries_between(first, last), key=lambda entry: entry[1:3]):
@@ -117,13 +122,14 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
     batch.flush()
     reader.release_rows()  # a pass over every entry: keep a chunk's source pages, not all of them
     rows.sort(key=lambda found: found[0])
-    return first, rows, batch.uses
+    return first, rows, batch.uses, batch.tokens.finished() if batch.tokens is not None else None
 
 
 def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
     truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: CountProgress | None = None,
-    tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special",
+    tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special", store_tokens: bool = False,
+    tokens_dir: str | os.PathLike[str] | None = None,
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
 
@@ -131,6 +137,10 @@ def render_store(
     time spec ``name`` recorded when it was first rendered, or now: the spec records it, and every
     reader of its lengths renders at the same time. ``escapes`` says which tokens data text may
     not produce as ids (:mod:`.escape`): ``special`` (v1's) or ``added`` (every added token).
+
+    ``store_tokens`` also writes every training entry's words to the spec's token file (in
+    ``tokens_dir``, default ``<store>.tokens``), from which readers then serve without rendering;
+    for a spec already rendered the same way it adds them, checking the stored lengths.
 
     Example::
 
@@ -146,23 +156,31 @@ def render_store(
                                    truncation=truncation, clock=clock if clock is not None else stored.clock,
                                    escapes=escapes)
         first, last = stored.first, stored.last
-        if stored.fingerprint == spec.fingerprint:
+        reused = stored.fingerprint == spec.fingerprint
+        if reused:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
                     move_spec_tokenizer(connection, name, spec.tokenizer_path)
-            return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
-                                 counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
-                                 causes=stored.causes)
+            if not store_tokens or stored.tokens is not None:
+                return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
+                                     counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
+                                     causes=stored.causes, tokens=stored.tokens)
         jobs = max(1, jobs or os.cpu_count() or 1)
         size = ENTRIES_PER_RENDER_CHUNK
         chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
-        _WORKER = (reader, renderer)
+        sink = TokenSink(store, spec.fingerprint, len(tokenizer_object), tokens_dir) if store_tokens else None
+        _WORKER = (reader, renderer, sink)
         try:
-            with RenderedRows() as rendered:
-                for rows, uses in _rendered(chunks, jobs, last - first + 1, progress):
-                    rendered.add(rows)
+            with RenderedRows() as rendered, sink or nullcontext():
+                for rows, uses, tokens in _rendered(chunks, jobs, last - first + 1, progress):
+                    rendered.add(rows, sink.place(tokens) if sink is not None and tokens is not None else None)
                     rendered.added_uses.update(uses)
-                summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started)
+                if reused:
+                    assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
+                    return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
+                                         sink=sink, started=started)
+                summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started,
+                                 sink=sink)
             summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                     sorted(rendered.added_uses.items(),
                                            key=lambda use: (use[0][0], -use[1], use[0][1]))]
@@ -171,53 +189,19 @@ def render_store(
             _WORKER = None
 
 
-class RenderedRows:
-    """Rendered rows kept in a temporary file, a chunk at a time, until they are written: a render
-    of any size holds one chunk in memory, and takes the store's writer lock only to write."""
-
-    def __init__(self) -> None:
-        self.file = tempfile.TemporaryFile()
-        self.entries = self.training_entries = 0
-        self.added_uses: AddedUses = Counter()
-        self.causes: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, cause) -> (entries, first entry id)
-
-    def __enter__(self) -> RenderedRows:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.file.close()
-
-    def add(self, rows: list[LengthRow]) -> None:
-        pickle.dump(rows, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.entries += len(rows)
-        self.training_entries += sum(1 for row in rows if row[4] in TRAINING_STATUSES)
-        for row in rows:
-            for kind, cause in (("status", row[6]), ("reasoning", row[7])):
-                if cause is not None:
-                    n, first = self.causes.get((kind, cause), (0, row[0]))
-                    self.causes[kind, cause] = (n + 1, min(first, row[0]))
-
-    def chunks(self) -> Iterator[list[LengthRow]]:
-        self.file.seek(0)
-        while True:
-            try:
-                yield pickle.load(self.file)
-            except EOFError:
-                return
-
-
 def _rendered(chunks: list[tuple[int, int]], jobs: int, total: int, progress: CountProgress | None
-              ) -> Iterator[tuple[list[LengthRow], AddedUses]]:
+              ) -> Iterator[tuple[list[LengthRow], AddedUses, ChunkTokens | None]]:
     done = 0
     if jobs == 1 or len(chunks) == 1:
-        results: Iterator[tuple[int, list, AddedUses]] = (render_chunk(*chunk) for chunk in chunks)
+        results: Iterator[tuple[int, list, AddedUses, ChunkTokens | None]] = (
+            render_chunk(*chunk) for chunk in chunks)
         pool = None
     else:
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_one_thread_tokenizer)
         results = pool.map(render_chunk, *zip(*chunks))
     try:
-        for _, rows, uses in results:
-            yield rows, uses
+        for _, rows, uses, tokens in results:
+            yield rows, uses, tokens
             done += len(rows)
             if progress is not None:
                 progress(done, total)
@@ -244,33 +228,46 @@ class _Stored:
     training_entries: int = 0
     counts: list[tuple[str, str, int]] = field(default_factory=list)
     causes: list[CauseRow] = field(default_factory=list)
+    tokens: StoredTokenFile | None = None
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
     first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
     stored = (_Stored(first=1, last=0) if first is None or last is None  # both, or neither
               else _Stored(first=first, last=last))
-    found = handle.one("SELECT fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
+    found = handle.one("SELECT id, fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
-        stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
+        spec_id, stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
         stored.counts = render_counts(handle, name)
         stored.causes = render_causes(handle, name)
+        stored.tokens = read_token_file(handle, spec_id)
     return stored
 
 
 def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
-           started: float) -> RenderSummary:
+           started: float, sink: TokenSink | None) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
-        plans_removed, counts, causes, seconds = save_render_spec(
+        spec_id, plans_removed, counts, causes, seconds = save_render_spec(
             connection, columns, rendered.chunks(), entries=rendered.entries,
             training_entries=rendered.training_entries, started=started, added_uses=rendered.added_uses,
             causes=rendered.causes)
+        tokens = sink.publish(connection, spec_id) if sink is not None else None
         stale = budget_mixtures_drawn_before(connection, spec.name)
     return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts,
                          seconds=seconds, plans_removed=plans_removed, stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items()
-                                    if kind == "reasoning"})
+                                    if kind == "reasoning"}, tokens=tokens)
+
+
+def _write_tokens(store: str | os.PathLike[str], *, read: ReadIdentity, stored: _Stored, spec: RenderSpec,
+                  rendered: RenderedRows, sink: TokenSink, started: float) -> RenderSummary:
+    """Add the tokens of a spec whose lengths are stored, leaving them as they are."""
+    with rewriting(store, unchanged=read, task="storing tokens", command="render --store-tokens") as connection:
+        tokens = add_tokens(connection, sink, spec.name, rendered.chunks())
+    return RenderSummary(spec=spec, entries=rendered.entries, kept=stored.training_entries, counts=stored.counts,
+                         seconds=time.perf_counter() - started, reused=True, causes=stored.causes, tokens=tokens,
+                         tokens_added=True)

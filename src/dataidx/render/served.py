@@ -1,7 +1,9 @@
-"""Rendered reads: a mixture's training entries under a stored spec, rendered on fetch.
+"""Rendered reads: a mixture's training entries under a stored spec, rendered on fetch, or read
+from the spec's stored tokens when it has them (:mod:`.from_tokens`).
 
-Opening checks that the tokenizer still has the fingerprint the lengths were computed with, so
-training never mixes stored lengths with a different tokenization. Only the positions whose
+Opening checks that the tokenizer still has the fingerprint the lengths were computed with (or
+that the token file is the spec's), so training never mixes stored lengths with a different
+tokenization. Only the positions whose
 entries train (status ok or truncated) are served; when every entry trains (the spec records
 how many do) no position array is built at all.
 """
@@ -16,8 +18,10 @@ import numpy as np
 from ..errors import StaleStoreError
 from ..read import StoreReader, paused_gc
 from ..store import Closable, StoreHandle, position_entries, read_mixture, spec_lengths
+from .from_tokens import BY_ENTRY, BY_POSITION, open_tokens, served_from_tokens
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
+from .token_file import TokenFile
 
 
 def open_spec(handle: StoreHandle, spec: str, tokenizer: Any) -> tuple[StoredSpec, Renderer]:
@@ -29,6 +33,8 @@ def open_spec(handle: StoreHandle, spec: str, tokenizer: Any) -> tuple[StoredSpe
 class RenderedMixture(Closable):
     """Training entries of one mixture, rendered with a stored spec: ``input_ids``, ``labels``...
 
+    A spec whose tokens are stored (``dataidx render --store-tokens``) is served from them, with no
+    tokenizer loaded; ``tokens`` is its token file (None: rendered on fetch, ``renderer`` set).
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
 
     Example::
@@ -41,7 +47,10 @@ class RenderedMixture(Closable):
                  tokenizer: Any = None, verify: bool = True, epoch: int = 0) -> None:
         self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch, reads={"spec": spec})
         try:
-            self.spec, self.renderer = open_spec(self.reader.handle, spec, tokenizer)
+            handle = self.reader.handle
+            self.spec = read_spec(handle, spec)
+            self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer)
+            self.renderer: Renderer | None = None if self.tokens is not None else self.spec.renderer(tokenizer)
             self._find_positions()
         except BaseException:
             self.reader.close()
@@ -80,8 +89,13 @@ class RenderedMixture(Closable):
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Rendered entries at many indices, in the order asked (at most two SQL queries and one
-        tokenizer batch)."""
-        triples = self.reader.triples([self._position(i) for i in indices])
+        tokenizer batch, or from stored tokens one read of the mapped file per entry)."""
+        positions = [self._position(i) for i in indices]
+        if self.tokens is not None:
+            rows = self.reader.rows_at(positions, BY_ENTRY, BY_POSITION, self.spec.id)
+            return served_from_tokens(self.tokens, rows, self.reader.datasets, self.reader.path)
+        assert self.renderer is not None  # no stored tokens: rendered on fetch
+        triples = self.reader.triples(positions)
         with paused_gc():
             items = [(self.reader.sample(*triple), triple[2] is not None) for triple in triples]
             rendered = self.renderer.render_many(items)

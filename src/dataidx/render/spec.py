@@ -151,9 +151,8 @@ class StoredSpec:
     clock: str | None = None
     escapes: str = "special"
 
-    def renderer(self, tokenizer: Any | None = None) -> Renderer:
-        """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
-        must be the one the lengths were computed with."""
+    def check(self) -> None:
+        """Refuse a spec an older dataidx stored under other labels, or without its clock."""
         if self.clock is None and reads_clock(self.template_text):
             raise StaleStoreError(
                 f"render spec '{self.name}': its template reads the clock (strftime_now), and the store does not "
@@ -167,12 +166,21 @@ class StoredSpec:
                 f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "
                 "v1's; run dataidx render again"
             )
-        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
+
+    def check_tokenizer(self, tokenizer: Any) -> None:
+        """Refuse a tokenizer other than the one the spec's lengths were computed with."""
         if tokenizer_fingerprint(tokenizer) != self.tokenizer_sha256:
             raise StaleStoreError(
                 f"render spec '{self.name}': the tokenizer at {self.tokenizer_path} changed since its lengths were "
                 f"computed; run dataidx render again"
             )
+
+    def renderer(self, tokenizer: Any | None = None) -> Renderer:
+        """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
+        must be the one the lengths were computed with."""
+        self.check()
+        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
+        self.check_tokenizer(tokenizer)
         return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock,
                         escapes=self.escapes)
 

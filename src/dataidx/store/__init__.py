@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .info import store_info as store_info
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
+    from .location import tokens_folder as tokens_folder
     from .outputs import check_output as check_output
     from .packs import EpochPacks as EpochPacks
     from .packs import save_packing_plan as save_packing_plan
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from .records import served_epoch as served_epoch
     from .records import serving as serving
     from .renders import LengthRow as LengthRow
+    from .renders import StoredRow as StoredRow
     from .renders import budget_mixtures_drawn_before as budget_mixtures_drawn_before
     from .renders import move_spec_tokenizer as move_spec_tokenizer
     from .renders import render_counts as render_counts
@@ -75,6 +77,13 @@ if TYPE_CHECKING:
     from .sqlite.bulk import insert_base_entries as insert_base_entries
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
+    from .tokens import EntryTokens as EntryTokens
+    from .tokens import StoredTokenFile as StoredTokenFile
+    from .tokens import place_entry_tokens as place_entry_tokens
+    from .tokens import read_token_file as read_token_file
+    from .tokens import save_token_file as save_token_file
+    from .tokens import spec_id_of as spec_id_of
+    from .tokens import stored_lengths as stored_lengths
     from .write import NewStore as NewStore
     from .write import creating as creating
     from .write import migrate_store as migrate_store
@@ -127,12 +136,21 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "migrate_store": ".write",
     "rewriting": ".write",
     "streams_folder": ".location",
+    "tokens_folder": ".location",
+    "EntryTokens": ".tokens",
+    "StoredTokenFile": ".tokens",
+    "read_token_file": ".tokens",
+    "save_token_file": ".tokens",
+    "place_entry_tokens": ".tokens",
+    "spec_id_of": ".tokens",
+    "stored_lengths": ".tokens",
     "insert_base_entries": ".sqlite.bulk",
     "PositionWriter": ".sqlite.bulk",
     "draw_counts": ".sqlite.bulk",
     "save_render_spec": ".renders",
     "budget_mixtures_drawn_before": ".renders",
     "LengthRow": ".renders",
+    "StoredRow": ".renders",
     "CauseRow": ".causes",
     "render_causes": ".causes",
     "spec_causes": ".causes",

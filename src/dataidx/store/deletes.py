@@ -28,6 +28,7 @@ from .schema import (
     PlanEpoch,
     RenderCause,
     RenderSpecRow,
+    SpecTokens,
 )
 from .write import rewriting
 
@@ -64,6 +65,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
+    connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)
 

@@ -80,3 +80,14 @@ def streams_folder(location: Path | PostgresStore) -> Path:
         return cache_dir() / "postgres-streams" / key
     location = location.resolve()
     return location.with_name(location.name + ".streams")
+
+
+def tokens_folder(location: Path | PostgresStore) -> Path:
+    """Where a store's token files are written by default: ``<store>.tokens`` beside a file (move
+    it with the store); for a store in PostgreSQL, the dataidx cache folder of the rendering
+    machine (``dataidx render --tokens-dir`` puts them on storage every reader mounts)."""
+    if isinstance(location, PostgresStore):
+        key = hashlib.sha256(f"{location.shown}|{location.schema}".encode()).hexdigest()[:16]
+        return cache_dir() / "postgres-tokens" / key
+    location = location.resolve()
+    return location.with_name(location.name + ".tokens")

@@ -3,7 +3,7 @@ added tokens found in data, packing plans and their packs (the rest is in :mod:`
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, String, Text
+from sqlalchemy import Float, ForeignKey, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, Base
@@ -81,6 +81,30 @@ class EntryRender(Base):
     #: what became of the entry's reasoning: NULL (none), kept, dropped, inline, unclosed,
     #: no_answer or mode_mismatch (see migration 0010)
     reasoning: Mapped[str | None] = mapped_column(String, nullable=True)
+    #: where the entry's words start in the spec's token file; NULL when no tokens are stored (0011)
+    token_offset: Mapped[int | None] = mapped_column(INT, nullable=True)
+    #: a preference pair's chosen side's words (its rejected side follows them)
+    side_tokens: Mapped[int | None] = mapped_column(INT, nullable=True)
+    #: loss weights as runs (``uint32`` count, ``float64`` weight); NULL: supervised 1, the rest 0
+    token_weights: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+
+
+class SpecTokens(Base):
+    """The token file of a spec (``dataidx render --store-tokens``): ``file`` in ``folder`` (NULL:
+    ``<store>.tokens`` beside a store file), ``tokens`` words of ``word_bytes`` each, its size and
+    sha256, written once and never rewritten in place."""
+
+    __tablename__ = "spec_tokens"
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    file: Mapped[str] = mapped_column(String, nullable=False)
+    folder: Mapped[str | None] = mapped_column(Text, nullable=True)
+    word_bytes: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    bytes: Mapped[int] = mapped_column(INT, nullable=False)
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[str] = mapped_column(String, nullable=False)
+    seconds: Mapped[float] = mapped_column(Float, nullable=False)
 
 
 class PackingPlanRow(Base):

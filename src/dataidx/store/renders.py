@@ -28,6 +28,10 @@ _COUNTS = (
 #: One base entry under a spec: ``(entry_id, tokens, supervised_tokens, full_tokens, status, detail,
 #: cause, reasoning)``.
 LengthRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
+#: A :data:`LengthRow` and where the entry's words lie when tokens are stored: ``token_offset``,
+#: ``side_tokens``, ``token_weights`` (all None without tokens; see :mod:`.tokens`).
+StoredRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None", "int | None", "int | None",
+                  "bytes | None"]
 
 
 def render_counts(reads: Reads, spec: str) -> list[tuple[str, str, int]]:
@@ -35,17 +39,18 @@ def render_counts(reads: Reads, spec: str) -> list[tuple[str, str, int]]:
     return reads.all(_COUNTS, spec)
 
 
-def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[LengthRow]], *, entries: int,
+def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[StoredRow]], *, entries: int,
                      training_entries: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
                      causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
-                     ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:
+                     ) -> tuple[int, int, list[tuple[str, str, int]], list[CauseRow], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
-    lengths, chunk by chunk, in place of any spec of its name and the packing plans made from it;
-    ``added_uses``: entries per ``(dataset id, token)`` whose data text holds a plain added token;
+    lengths (and where their tokens lie, if stored), chunk by chunk, in place of any spec of its
+    name and the packing plans made from it; ``added_uses``: entries per ``(dataset id, token)``
+    whose data text holds a plain added token;
     ``causes``: per ``(kind, cause)`` (see :class:`.RenderCause`), the entries and the first one's id.
 
-    Returns the plans removed, the counts per dataset and status, the causes (:func:`render_causes`)
-    and the seconds since ``started``.
+    Returns the spec's id, the plans removed, the counts per dataset and status, the causes
+    (:func:`render_causes`) and the seconds since ``started``.
     """
     plans_removed = delete_spec(connection, spec["name"]) or 0
     inserted = connection.execute(insert(RenderSpecRow).values(
@@ -58,7 +63,8 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
         if chunk:
             connection.exec_driver_sql(
                 "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail, "
-                "cause, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "cause, reasoning, token_offset, side_tokens, token_weights) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(spec_id, *row) for row in chunk],
             )
     if added_uses:
@@ -73,7 +79,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     counts, found = render_counts(written, spec["name"]), render_causes(written, spec["name"])
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
-    return plans_removed, counts, found, seconds
+    return spec_id, plans_removed, counts, found, seconds
 
 
 def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:

@@ -25,6 +25,7 @@ from .render_tables import (
     PlanEpoch,
     RenderCause,
     RenderSpecRow,
+    SpecTokens,
 )
 
 # The render and pack tables are declared apart, and imported above so that every table is in
@@ -32,8 +33,8 @@ from .render_tables import (
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
            "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
-           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "VIEW_COLUMNS",
-           "schema_script"]
+           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SpecTokens",
+           "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
@@ -203,4 +204,6 @@ VIEW_COLUMNS = {
     "pack_plans": ("plan", "spec", "mixture", "capacity", "seed", "packs", "entries", "fill", "tokens", "left_out"),
     "pack_members": ("plan", "pack", "slot", "position", "tokens", "epoch"),
     "token_composition": ("mixture", "epoch", "dataset", "entries", "tokens", "supervised_tokens", "share_of_tokens"),
+    "token_files": ("spec", "file", "folder", "entries", "tokens", "word_bytes", "bytes", "bytes_per_token", "sha256",
+                    "created_at"),
 }

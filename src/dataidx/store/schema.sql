@@ -139,7 +139,7 @@ CREATE TABLE entry_renders (
 	supervised_tokens INTEGER NOT NULL, 
 	full_tokens INTEGER NOT NULL, 
 	status VARCHAR NOT NULL, 
-	detail TEXT, cause VARCHAR, reasoning VARCHAR, 
+	detail TEXT, cause VARCHAR, reasoning VARCHAR, token_offset INTEGER, side_tokens INTEGER, token_weights BLOB, 
 	CONSTRAINT pk_entry_renders PRIMARY KEY (spec_id, entry_id), 
 	CONSTRAINT fk_entry_renders_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_entry_renders_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
@@ -292,4 +292,24 @@ CREATE TABLE render_causes (
 	CONSTRAINT fk_render_causes_example_entry_base_entries FOREIGN KEY(example_entry) REFERENCES base_entries (id)
 )
  WITHOUT ROWID;
-INSERT INTO alembic_version (version_num) VALUES ('0010');
+CREATE TABLE spec_tokens (
+	spec_id INTEGER NOT NULL, 
+	file VARCHAR NOT NULL, 
+	folder TEXT, 
+	word_bytes INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	tokens INTEGER NOT NULL, 
+	bytes INTEGER NOT NULL, 
+	sha256 VARCHAR(64) NOT NULL, 
+	created_at VARCHAR NOT NULL, 
+	seconds FLOAT NOT NULL, 
+	CONSTRAINT pk_spec_tokens PRIMARY KEY (spec_id), 
+	CONSTRAINT fk_spec_tokens_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
+);
+CREATE VIEW token_files AS
+SELECT s.name AS spec, t.file AS file, t.folder AS folder, t.entries AS entries, t.tokens AS tokens,
+       t.word_bytes AS word_bytes, t.bytes AS bytes, CAST(t.bytes AS DOUBLE PRECISION) / NULLIF(t.tokens, 0) AS bytes_per_token,
+       t.sha256 AS sha256, t.created_at AS created_at
+FROM spec_tokens AS t
+JOIN render_specs AS s ON s.id = t.spec_id;
+INSERT INTO alembic_version (version_num) VALUES ('0011');

@@ -38,6 +38,7 @@ DESCRIPTIONS = {
     "token_composition": "One row per dataset and epoch of a mixture drawn under a spec: training entries, "
                          "tokens, supervised tokens and share of tokens.",
     "mixture_positions": "Every position of every mixture with its base entry, runs expanded.",
+    "token_files": "One row per render spec whose tokens are stored: its token file, tokens, bytes per token.",
     # tables (docs/store.md)
     "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
     "base_entries": "The base index: one (dataset, row, cut) per supervised turn, in source order.",
@@ -53,6 +54,7 @@ DESCRIPTIONS = {
     "rejected_rows": "Rows a build left out, with dataset, row and reason.",
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
+    "spec_tokens": "One row per render spec whose tokens are stored (see token_files).",
     "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",
@@ -69,7 +71,7 @@ def _slug(title: str) -> str:
 
 #: The views, in the order of docs/sql.md: what the home page links first.
 VIEWS = ("entries", "composition", "token_composition", "turns", "repeats", "rejects", "entry_lengths", "pack_plans",
-         "pack_members", "mixture_positions")
+         "pack_members", "token_files", "mixture_positions")
 
 
 def _home(database: str) -> str:

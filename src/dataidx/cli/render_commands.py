@@ -1,0 +1,174 @@
+"""Commands that write what the render and pack stages make: render specs (render, remove-spec),
+their stored tokens, and packing plans (pack, remove-plan). Each writes a copy of the store and
+renames it into place, so a failure leaves the store as it was."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..spec import DEFAULT_SEED
+from .common import ProgressLine, added_tokens_note, echo, render_text, shown, steps_line
+
+
+@click.command()
+@click.argument("store")
+@click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a fast tokenizer.")
+@click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain) or a .jinja "
+              "file; default: the tokenizer's own chat_template.")
+@click.option("--cutoff", required=True, type=click.IntRange(1, 2**31 - 1), help="Most tokens an entry may train on.")
+@click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
+              help="Entries over the cutoff: drop (status too_long), keep the start (right) or the end (left).")
+@click.option("--name", default="default", show_default=True, help="Name of the render spec.")
+@click.option("--jobs", type=click.IntRange(min=1), help="Processes to render with [default: all cores].")
+@click.option("--clock", metavar="DATE", help="For templates that read the date (strftime_now): render at DATE "
+              "(YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS) [default: the time the spec was first rendered, or now].")
+@click.option("--escape", "escapes", type=click.Choice(["special", "added"]), default="special", show_default=True,
+              help="Tokens data text may not produce as ids: special (v1's: added tokens marked special, named "
+              "special tokens) or added (every added token, Qwen's <tool_call> and <think> too).")
+@click.option("--store-tokens", is_flag=True, help="Also store every training entry's tokens, labels and loss "
+              "weights in a token file of the spec, which readers then serve from with no tokenizer (on a spec "
+              "already rendered the same way: add them, keeping its lengths).")
+@click.option("--tokens-dir", type=click.Path(file_okay=False), help="Folder of the token file [default: "
+              "STORE.tokens beside a store file; for PostgreSQL, the dataidx cache folder].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
+           jobs: int | None, clock: str | None, escapes: str, store_tokens: bool, tokens_dir: str | None,
+           quiet: bool) -> None:
+    """Render every base entry of STORE and record its token lengths and status under a spec.
+
+    Statuses: ok, truncated, too_long, no_supervision, render_error; only ok and truncated train,
+    and why the others do not is said once per cause. The spec is fingerprinted (tokenizer,
+    template, cutoff, truncation, dataidx version): the same one again is a no-op, a changed one
+    recomputes and removes the packing plans made from the old lengths.
+
+    Added tokens not marked special (<tool_call>, <think>) in data text keep their ids, as in v1,
+    and are counted per dataset (dataidx info); --escape added breaks them like control tokens.
+
+    \b
+    Example:
+        dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
+        dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
+        dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024 --store-tokens
+        dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
+    """
+    render_into(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs,
+            quiet=quiet, clock=clock, escapes=escapes, store_tokens=store_tokens, tokens_dir=tokens_dir)
+
+
+def render_into(store: str, tokenizer: str, *, template: str | None, cutoff: int, truncation: str, quiet: bool,
+                name: str = "default", jobs: int | None = None, clock: str | None = None, escapes: str = "special",
+                store_tokens: bool = False, tokens_dir: str | None = None) -> None:
+    """``dataidx render`` (and ``build --tokenizer``): render, then say what was stored."""
+    from ..render import render_store
+
+    summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
+                           jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes,
+                           store_tokens=store_tokens, tokens_dir=tokens_dir)
+    if quiet:
+        return
+    if summary.tokens_added:
+        echo(f"stored the tokens of spec '{name}' in {shown(store)}, its lengths unchanged: "
+             f"{tokens_line(summary)}", err=True)
+        return
+    echo(render_text(name, summary), err=True)
+    if summary.tokens is not None and not summary.reused:
+        echo(f"stored tokens: {tokens_line(summary)}", err=True)
+    if summary.reused:
+        echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)",
+             err=True)
+        return
+    removed = (f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed
+               else "")
+    echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
+               f"in {summary.seconds:.2f} s{removed}", err=True)
+    if summary.spec.clock is not None:
+        echo(f"the template reads the date: rendered at {summary.spec.clock}, as every later render and reader of "
+             f"spec '{name}' will be (--clock sets another)", err=True)
+    if summary.added_tokens:
+        echo(added_tokens_note(summary.added_tokens), err=True)
+    if summary.stale_mixtures:
+        names = ", ".join(f"'{mixture}'" for mixture in summary.stale_mixtures)
+        names = f"mixture {names} was" if len(summary.stale_mixtures) == 1 else f"mixtures {names} were"
+        echo(f"note: {names} drawn by token budgets under the old lengths of spec '{name}' and are "
+             f"refused until drawn again: dataidx remove-mixture {shown(store)} NAME, then dataidx mix {shown(store)} "
+             f"CONFIG --name NAME --spec {name}", err=True)
+
+
+@click.command()
+@click.argument("store")
+@click.option("--spec", required=True, help="Render spec whose lengths to pack (from dataidx render).")
+@click.option("--mixture", default="default", show_default=True, help="Mixture whose positions to pack.")
+@click.option("--capacity", required=True, type=click.IntRange(1, 2**31 - 1), help="Tokens per pack.")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=DEFAULT_SEED, show_default=True,
+              help="Seed of the pack order.")
+@click.option("--name", default="default", show_default=True, help="Name of the plan (replaced if it exists).")
+@click.option("--global-batch-size", type=click.IntRange(min=1), metavar="N",
+              help="Packs per optimizer step over all ranks: print the steps per epoch it gives.")
+def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str,
+         global_batch_size: int | None) -> None:
+    """Store a best-fit-decreasing packing plan of a mixture's training entries.
+
+    Every position whose entry trains under SPEC goes into exactly one pack of at most
+    CAPACITY tokens; the pack order is shuffled with SEED. Views: pack_plans, pack_members.
+
+    \b
+    Example:
+        dataidx pack demo.db --spec default --capacity 1024 --seed 0 --global-batch-size 8
+        dataidx query demo.db "SELECT * FROM pack_plans"
+    """
+    from ..pack import pack_store
+
+    summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
+    over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
+    fill = f"{summary.fill:.2%} full" if summary.packs else "empty: no position trains under the spec"
+    echo(f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
+         f"tokens{over}, {fill} (seed {seed}; {summary.left_out} positions left out by their status) "
+         f"in {summary.seconds:.2f} s", err=True)
+    if len(summary.epoch_packs) > 1:
+        echo(f"packs per epoch: {', '.join(map(str, summary.epoch_packs))}", err=True)
+    if global_batch_size is not None:
+        echo(steps_line(summary.steps(global_batch_size), global_batch_size), err=True)
+
+
+@click.command("remove-spec")
+@click.argument("store")
+@click.argument("name")
+def remove_spec(store: str, name: str) -> None:
+    """Remove render spec NAME (its lengths and statuses) and the packing plans made from it.
+
+    \b
+    Example:
+        dataidx remove-spec demo.db default
+    """
+    from ..store import remove_render_spec
+
+    plans = remove_render_spec(store, name)
+    echo(f"removed render spec '{name}' and {plans} packing plans from {shown(store)}", err=True)
+
+
+@click.command("remove-plan")
+@click.argument("store")
+@click.argument("name")
+def remove_plan(store: str, name: str) -> None:
+    """Remove packing plan NAME (its packs and members) from STORE.
+
+    \b
+    Example:
+        dataidx remove-plan demo.db default
+    """
+    from ..store import remove_packing_plan
+
+    remove_packing_plan(store, name)
+    echo(f"removed packing plan '{name}' from {shown(store)}", err=True)
+
+
+COMMANDS = [render, pack, remove_spec, remove_plan]
+
+
+def tokens_line(summary: Any) -> str:
+    """The token file of a render summary, in one line."""
+    tokens = summary.tokens
+    return (f"{tokens.tokens:,} tokens of {tokens.entries:,} entries in {tokens.file} "
+            f"({tokens.bytes / max(tokens.tokens, 1):.2f} bytes per token, {tokens.word_bytes * 8}-bit words)")

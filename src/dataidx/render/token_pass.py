@@ -1,0 +1,101 @@
+"""The parent's side of ``dataidx render --store-tokens``: each chunk's words appended to the spec's
+token file as the chunk arrives, each entry placed in it, and the file published with the spec.
+
+Chunks arrive in entry order, so the file holds entries in id order and a chunk's words never
+stay in memory after it is written. Adding tokens to a spec already rendered (same fingerprint)
+renders it again and checks every entry's lengths and status against the stored ones: the
+lengths are not decided again, only the words are added.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import StaleStoreError
+from ..store import (
+    EntryTokens,
+    StoredRow,
+    StoredTokenFile,
+    place_entry_tokens,
+    save_token_file,
+    spec_id_of,
+    store_location,
+    stored_lengths,
+    tokens_folder,
+)
+from .token_file import TokenFileWriter, token_file_name
+from .tokens import word_dtype
+
+#: What a render chunk's worker sends back of its tokens: its words, and per entry
+#: ``(entry id, tokens, side tokens, weights)``.
+ChunkTokens = tuple[np.ndarray, list[tuple[int, int, "int | None", "bytes | None"]]]
+
+
+class TokenSink:
+    """Writes the chunks' words to a spec's token file and says where each entry's lie.
+
+    ``connection`` below is the writer's transaction (``dataidx.store.rewriting``): SQLAlchemy
+    is the store's, so this stage passes it on untyped."""
+
+    def __init__(self, store: str | os.PathLike[str], fingerprint: str, vocabulary: int,
+                 folder: str | os.PathLike[str] | None = None) -> None:
+        self.dtype = word_dtype(vocabulary)
+        #: recorded only when the user chose it: a store file's folder goes where the file goes
+        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else None
+        where = Path(self.recorded_folder) if self.recorded_folder else tokens_folder(store_location(store))
+        self.writer = TokenFileWriter(where, fingerprint, self.dtype)
+        self.entries = 0
+        self.started = time.perf_counter()
+
+    def __enter__(self) -> TokenSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.writer.__exit__(*exc_info)
+
+    def place(self, tokens: ChunkTokens) -> list[EntryTokens]:
+        """Append one chunk's words; ``(entry id, offset, side tokens, weights)`` of its entries."""
+        words, entries = tokens
+        offset = self.writer.append(words)
+        placed = []
+        for entry_id, count, side, weights in entries:
+            placed.append((entry_id, offset, side, weights))
+            offset += count
+        self.entries += len(entries)
+        return placed
+
+    def publish(self, connection: Any, spec_id: int) -> StoredTokenFile:
+        """Publish the file and record it for spec ``spec_id`` (in the write that stores the spec)."""
+        self.writer.publish(self.entries)
+        record = StoredTokenFile(file=token_file_name(self.writer.fingerprint), folder=self.recorded_folder,
+                                 word_bytes=self.dtype.itemsize, entries=self.entries, tokens=self.writer.words,
+                                 bytes=self.writer.bytes, sha256=self.writer.digest.hexdigest())
+        save_token_file(connection, spec_id, record, seconds=time.perf_counter() - self.started)
+        return record
+
+
+def add_tokens(connection: Any, sink: TokenSink, spec: str, chunks: Iterator[list[StoredRow]]
+               ) -> StoredTokenFile:
+    """Place the tokens of spec ``spec``, already stored, checking each chunk's lengths against it."""
+    spec_id = spec_id_of(connection, spec)
+
+    def checked() -> Iterator[list[EntryTokens]]:
+        for rows in chunks:
+            if not rows:
+                continue
+            stored = stored_lengths(connection, spec_id, rows[0][0], rows[-1][0])
+            fresh = [row[:5] for row in rows]
+            if stored != fresh:
+                entry = next((a[0] for a, b in zip(fresh, stored) if a != b), rows[0][0])
+                raise StaleStoreError(f"spec '{spec}': base entry {entry} renders otherwise than its stored "
+                                      "lengths say (its data changed); run dataidx render again")
+            yield [(row[0], row[8], row[9], row[10]) for row in rows if row[8] is not None]
+
+    place_entry_tokens(connection, spec_id, checked())
+    return sink.publish(connection, spec_id)

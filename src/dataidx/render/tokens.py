@@ -1,0 +1,143 @@
+"""Stored tokens: one word per token with the supervised bit in it, and loss weights as runs.
+
+A rendered entry is ``input_ids``, ``labels`` (the id where supervised, ``IGNORE`` elsewhere) and
+``loss_weights``; the labels follow from the ids and one bit per token, and v1's weights are per
+message, so a few runs of equal weight hold them all. A word is ``id | supervised << top``: 16
+bits when the vocabulary has at most 2^15 ids, else 32. Weights are stored only when they are
+not the usual ones (supervised 1.0, the rest 0.0), as little-endian ``(uint32 count, float64
+weight)`` runs over every token, so any float a converter wrote comes back bit for bit. A
+preference pair is its chosen side's words then its rejected side's, ``side_tokens`` apart.
+
+:func:`served` turns stored words back into the dicts :meth:`.Rendered.as_dict` gives, a batch at
+a time with NumPy, importing neither a tokenizer nor Jinja.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import RenderError
+from .rendered import IGNORE, Rendered
+
+#: ``(count, weight)`` runs of loss weights, as ``token_weights`` stores them.
+RUN = np.dtype([("count", "<u4"), ("weight", "<f8")])
+#: The largest vocabulary 16-bit words hold (one bit is the supervised flag).
+WORD16_VOCABULARY = 2**15
+WORD32_VOCABULARY = 2**31
+
+
+def word_dtype(vocabulary: int) -> np.dtype:
+    """Little-endian words for a vocabulary of ``vocabulary`` ids: 16 bits where they fit."""
+    if vocabulary <= WORD16_VOCABULARY:
+        return np.dtype("<u2")
+    if vocabulary <= WORD32_VOCABULARY:
+        return np.dtype("<u4")
+    raise RenderError(f"a vocabulary of {vocabulary} ids does not fit 31-bit token words")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredTokens:
+    """One entry's words and what ``entry_renders`` keeps beside them."""
+
+    words: np.ndarray
+    side_tokens: int | None
+    weights: bytes | None
+
+
+def encode(rendered: Rendered, dtype: np.dtype) -> StoredTokens:
+    """An entry's words: its ids, each with the supervised bit; its weights as runs when unusual."""
+    sides = list(rendered.sides.values()) if rendered.sides is not None else [rendered]
+    ids = np.array([i for side in sides for i in side.input_ids], dtype=np.int64)
+    labels = np.array([label for side in sides for label in side.labels], dtype=np.int64)
+    weights = np.array([weight for side in sides for weight in side.loss_weights], dtype=np.float64)
+    supervised = labels != IGNORE
+    top = dtype.itemsize * 8 - 1
+    if ids.size and (ids.min() < 0 or ids.max() >= 1 << top):
+        raise RenderError(f"token id {int(ids.max())} does not fit {top}-bit token words")
+    if not np.array_equal(labels[supervised], ids[supervised]):
+        raise RenderError("an entry's labels are not its ids where supervised: it cannot be stored as tokens")
+    words = (ids | (supervised.astype(np.int64) << top)).astype(dtype)
+    usual = np.array_equal(weights, supervised.astype(np.float64))
+    side_tokens = len(sides[0].input_ids) if rendered.sides is not None else None
+    return StoredTokens(words=words, side_tokens=side_tokens, weights=None if usual else weight_runs(weights))
+
+
+def weight_runs(weights: np.ndarray) -> bytes:
+    """``weights`` as runs of equal value (compared bit for bit, so -0.0 and NaN come back as written)."""
+    bits = weights.view(np.uint64)
+    starts = np.flatnonzero(np.concatenate(([True], bits[1:] != bits[:-1])))
+    runs = np.empty(len(starts), dtype=RUN)
+    runs["count"] = np.diff(np.append(starts, len(weights)))
+    runs["weight"] = weights[starts]
+    return runs.tobytes()
+
+
+@dataclass
+class TokenChunk:
+    """What one render chunk stores: its training entries' words, in entry order."""
+
+    dtype: np.dtype
+    #: ``(entry id, words, side tokens, weights)`` in the order rendered
+    parts: list[tuple[int, np.ndarray, int | None, bytes | None]] = field(default_factory=list)
+
+    def add(self, entry_id: int, rendered: Rendered) -> None:
+        stored = encode(rendered, self.dtype)
+        self.parts.append((entry_id, stored.words, stored.side_tokens, stored.weights))
+
+    def finished(self) -> tuple[np.ndarray, list[tuple[int, int, int | None, bytes | None]]]:
+        """The chunk's words in entry order and per entry ``(entry id, tokens, side tokens, weights)``."""
+        self.parts.sort(key=lambda part: part[0])
+        words = (np.concatenate([part[1] for part in self.parts]) if self.parts
+                 else np.empty(0, dtype=self.dtype))
+        return words, [(entry_id, len(w), side, weights) for entry_id, w, side, weights in self.parts]
+
+
+#: What serving needs of one entry: ``(offset, tokens, side tokens, weights)``.
+TokenRow = tuple[int, int, "int | None", "bytes | None"]
+
+
+def served(words: np.ndarray, rows: Sequence[TokenRow]) -> list[dict[str, Any]]:
+    """The rendered dicts of stored entries, as :meth:`.Rendered.as_dict` gives them.
+
+    Entries are read from the mapped words in stored order (sequential pages), decoded in one
+    NumPy pass over all of them, and cut back into per-entry lists in the order asked.
+    """
+    if not rows:
+        return []
+    top = words.dtype.itemsize * 8 - 1
+    order = sorted(range(len(rows)), key=lambda k: rows[k][0])
+    gathered = np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]] for k in order]).astype(np.int64)
+    supervised = gathered >> top
+    ids = gathered & ((1 << top) - 1)
+    labels = np.where(supervised == 1, ids, IGNORE)
+    usual_weights = supervised.astype(np.float64)
+    out: list[dict[str, Any]] = [{}] * len(rows)
+    start = 0
+    for k in order:
+        _, tokens, side_tokens, weights = rows[k]
+        stop = start + tokens
+        loss_weights = usual_weights[start:stop] if weights is None else _unrun(weights)
+        if len(loss_weights) != tokens:
+            raise RenderError(f"stored loss weights cover {len(loss_weights)} tokens of an entry of {tokens}")
+        if side_tokens is None:
+            out[k] = _side(ids, labels, loss_weights, start, stop)
+        else:
+            middle = start + side_tokens
+            out[k] = {"chosen": _side(ids, labels, loss_weights[:side_tokens], start, middle),
+                      "rejected": _side(ids, labels, loss_weights[side_tokens:], middle, stop)}
+        start = stop
+    return out
+
+
+def _side(ids: np.ndarray, labels: np.ndarray, weights: np.ndarray, start: int, stop: int) -> dict[str, Any]:
+    return {"input_ids": ids[start:stop].tolist(), "labels": labels[start:stop].tolist(),
+            "loss_weights": weights.tolist(), "attention_mask": [1] * (stop - start)}
+
+
+def _unrun(weights: bytes) -> np.ndarray:
+    runs = np.frombuffer(weights, dtype=RUN)
+    return np.repeat(runs["weight"], runs["count"].astype(np.int64))
