@@ -1,6 +1,7 @@
 """Rendered entries equal what LLaMA-Factory v1's own Renderer made of the golden samples, line by
 line, for both tokenizers stored beside them: through ``dataidx render`` + ``DataEngine(render=)``,
-through ``dataidx show --render``, and through ``PackedDataset`` + ``Collator``."""
+through ``dataidx show --render``, and through ``PackedDataset`` + ``Collator``; rendered on fetch,
+and served from tokens stored by ``dataidx render --store-tokens`` (spec ``NAME-tokens``)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,14 @@ def expected(line: dict) -> dict:
 
 def render(store: Path) -> None:
     for tokenizer in TOKENIZERS:
-        result = CliRunner().invoke(cli, ["render", str(store), "--tokenizer", str(RENDERED / tokenizer / "tokenizer"),
-                                          "--cutoff", "100000", "--name", tokenizer, "-q"])
-        assert result.exit_code == 0, result.output
+        for name, extra in ((tokenizer, []), (f"{tokenizer}-tokens", ["--store-tokens"])):
+            result = CliRunner().invoke(cli, ["render", str(store), "--tokenizer",
+                                              str(RENDERED / tokenizer / "tokenizer"), "--cutoff", "100000",
+                                              "--name", name, "-q", *extra])
+            assert result.exit_code == 0, result.output
+
+#: Each tokenizer's spec rendered on fetch, and the same spec served from stored tokens.
+SPECS = [(tokenizer, spec) for tokenizer in TOKENIZERS for spec in (tokenizer, f"{tokenizer}-tokens")]
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +78,11 @@ def test_every_rendered_golden_file_is_covered() -> None:
         assert {p.stem for p in (RENDERED / tokenizer).glob("*.jsonl")} == set(SFT + PREFERENCE)
 
 
-@pytest.mark.parametrize("tokenizer", TOKENIZERS)
-def test_data_engine_serves_v1s_input_ids_labels_and_loss_weights(golden_store, tokenizer: str) -> None:
+@pytest.mark.parametrize(("tokenizer", "spec"), SPECS)
+def test_data_engine_serves_v1s_input_ids_labels_and_loss_weights(golden_store, tokenizer: str, spec: str) -> None:
     store, positions = golden_store
-    with DataEngine(store, render=tokenizer) as engine:
+    with DataEngine(store, render=spec) as engine:
+        assert (engine.reader.tokens is not None) is spec.endswith("-tokens")
         assert len(engine) == len(positions)  # every golden entry trains, so engine index = position
         lines = golden_lines(tokenizer, SFT + PREFERENCE)
         served = engine[[positions[(name, line["row"], line["cut"])] for name, line in lines]]
@@ -96,16 +103,16 @@ def test_show_render_prints_v1s_entries(golden_store, tokenizer: str) -> None:
     assert [as_v1(one) for one in shown] == [expected(line) for _, line in lines]
 
 
-@pytest.mark.parametrize("tokenizer", TOKENIZERS)
-def test_packed_rows_hold_v1s_entries_end_to_end(golden_store, tmp_path: Path, tokenizer: str) -> None:
+@pytest.mark.parametrize(("tokenizer", "spec"), SPECS)
+def test_packed_rows_hold_v1s_entries_end_to_end(golden_store, tmp_path: Path, tokenizer: str, spec: str) -> None:
     # Preference pairs are not packed: pack a mixture of the SFT datasets, every one of their entries.
     store, _ = golden_store
     (tmp_path / "sft.yaml").write_text(golden_config(SFT))
     runner = CliRunner()
     if "'sft'" not in runner.invoke(cli, ["info", str(store)]).output:
         assert runner.invoke(cli, ["mix", str(store), str(tmp_path / "sft.yaml"), "--name", "sft"]).exit_code == 0
-    plan = f"sft-{tokenizer}"
-    result = runner.invoke(cli, ["pack", str(store), "--spec", tokenizer, "--mixture", "sft", "--capacity", "4096",
+    plan = f"sft-{spec}"
+    result = runner.invoke(cli, ["pack", str(store), "--spec", spec, "--mixture", "sft", "--capacity", "4096",
                                  "--name", plan])
     assert result.exit_code == 0, result.output
     golden = {(name, line["row"], line["cut"]): line for name, line in golden_lines(tokenizer, SFT)}
@@ -117,6 +124,7 @@ def test_packed_rows_hold_v1s_entries_end_to_end(golden_store, tmp_path: Path, t
         by_pack.setdefault(pack, []).append(tuple(entry))
     collate, compared = Collator(pad_token_id=0), 0
     with PackedDataset(store, plan=plan) as packs:
+        assert (packs.packs.tokens is not None) is spec.endswith("-tokens")
         for number, entries in by_pack.items():
             samples = packs[number]
             batch = collate([samples])

@@ -201,40 +201,6 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
 
 @click.command()
 @click.argument("store")
-@json_option()
-def verify(store: str, as_json: bool) -> None:
-    """Check deeply that STORE still matches its sources; exit 1 on any change.
-
-    Rehashes every source file (a byte changed in place is found even with its size and mtime
-    put back), checks converter and loader versions, the Arrow data and SQLite's integrity, and
-    that each render spec's template is what the spec says it is (a built-in, the tokenizer's
-    own, or its file).
-
-    \b
-    Example:
-        dataidx verify demo.db --json
-    """
-    from ..read import verify_store
-    from ..render import template_problems
-
-    report = verify_store(store)
-    report["render_specs"] = template_problems(store)
-    report["ok"] = report["ok"] and not any(report["render_specs"].values())
-    if as_json:
-        echo_json(report)
-    else:
-        for line in report["integrity"]:
-            echo(line)
-        for name, problems in report["datasets"].items():
-            echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
-        for name, problems in report["render_specs"].items():
-            echo(f"render spec '{name}': " + ("ok" if not problems else "; ".join(problems)))
-    if not report["ok"]:
-        raise click.exceptions.Exit(1)
-
-
-@click.command()
-@click.argument("store")
 @click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete).")
 @click.option("--mixture", default="default", show_default=True, help="Mixture to export.")
 @click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the mixture.")
@@ -293,4 +259,4 @@ def cache(older_than: float | None, as_json: bool) -> None:
                [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
 
 
-COMMANDS = [info, show, query, compose, verify, export, cache]
+COMMANDS = [info, show, query, compose, export, cache]

@@ -1,0 +1,130 @@
+"""``dataidx verify --tokens``: a spec's stored tokens checked against a fresh rendering.
+
+Opening a token file checks what costs nothing (header, fingerprint, size); this reads it all:
+the words' sha256 against the one recorded when the file was written, then a seeded sample of
+the spec's training entries (or every one) rendered again with the spec's tokenizer and template
+and compared word for word, labels and weights included, with what the file serves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DataidxError
+from ..progress import CountProgress
+from ..read import EntryReader, paused_gc
+from ..store import read_token_file
+from .from_tokens import BY_ENTRY, served_from_tokens
+from .spec import StoredSpec, read_spec
+from .token_file import TokenFile
+
+#: Entries rendered and compared at a time: one tokenizer batch.
+VERIFY_BATCH = 256
+_SPECS = ("SELECT s.name FROM render_specs AS s JOIN spec_tokens AS t ON t.spec_id = s.id "
+          "ORDER BY s.id")
+_TRAINING = "SELECT entry_id FROM entry_renders WHERE spec_id = {mark} AND status IN ({trains}) ORDER BY entry_id"
+
+
+@dataclass(kw_only=True)
+class TokensReport:
+    """What verifying one spec's tokens found."""
+
+    spec: str
+    file: str = ""
+    entries: int = 0
+    checked: int = 0
+    #: ``(dataset, row, cut, what differs)`` of the first entries that differ
+    mismatches: list[tuple[str, int, int | None, str]] = field(default_factory=list)
+    different: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.different
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec, "file": self.file, "ok": self.ok, "entries": self.entries, "checked": self.checked,
+                "different": self.different, "problems": self.problems,
+                "mismatches": [{"dataset": d, "row": r, "cut": c, "differs": what}
+                               for d, r, c, what in self.mismatches]}
+
+
+def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sample: int = 1000, seed: int = 0,
+                  every: bool = False, tokenizer: Any = None, progress: CountProgress | None = None,
+                  ) -> list[TokensReport]:
+    """Check the stored tokens of spec ``spec`` (default: every spec that has them): the words'
+    digest, and ``sample`` training entries drawn with ``seed`` (``every``: all of them)
+    rendered again and compared with what the token file serves.
+
+    Example::
+
+        [report.ok for report in verify_tokens("demo.db", sample=10_000)]
+    """
+    with EntryReader(store) as reader:
+        handle = reader.handle
+        names = [spec] if spec is not None else [name for name, in handle.all(_SPECS)]
+        reports = []
+        for name in names:
+            stored = read_spec(handle, name)
+            report = TokensReport(spec=name)
+            reports.append(report)
+            record = read_token_file(handle, stored.id)
+            if record is None:
+                report.problems.append(f"spec '{name}' has no stored tokens; run dataidx render --store-tokens")
+                continue
+            report.file = os.fspath(record.path(reader.path))
+            try:
+                tokens = TokenFile(record.path(reader.path), spec=name, fingerprint=stored.fingerprint,
+                                   word_bytes=record.word_bytes, words=record.tokens)
+            except DataidxError as exc:
+                report.problems.append(str(exc))
+                continue
+            if tokens.sha256() != record.sha256:
+                report.problems.append(f"{report.file}: its words' sha256 is not the one recorded when it was written "
+                                       f"(edited?); run dataidx render --store-tokens again for spec '{name}'")
+            _compare(reader, stored, tokens, report, sample=None if every else sample, seed=seed,
+                     tokenizer=tokenizer, progress=progress)
+    return reports
+
+
+def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: TokensReport, *, sample: int | None,
+             seed: int, tokenizer: Any, progress: CountProgress | None) -> None:
+    entry_ids = [entry_id for entry_id, in reader.handle.all(_TRAINING, spec.id)]
+    report.entries = len(entry_ids)
+    if sample is not None and sample < len(entry_ids):
+        entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))
+    renderer = spec.renderer(tokenizer)
+    for start in range(0, len(entry_ids), VERIFY_BATCH):
+        batch = entry_ids[start: start + VERIFY_BATCH]
+        triples = reader.entries_by_id(batch)
+        stored = reader.fetch(BY_ENTRY[1], spec.id, json.dumps(batch))
+        by_id = {row[0]: row[1:] for row in stored}
+        served = served_from_tokens(tokens, [by_id[i] for i in batch], reader.datasets, reader.path)
+        with paused_gc():
+            fresh = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
+        for (dataset_id, row, cut), one, again in zip(triples, served, fresh):
+            one = {key: value for key, value in one.items() if key != "_dataset_name"}
+            if one != again.as_dict():
+                report.different += 1
+                if len(report.mismatches) < 5:
+                    report.mismatches.append((reader.datasets[dataset_id].name, row, cut,
+                                              _difference(one, again.as_dict())))
+        report.checked += len(batch)
+        if progress is not None:
+            progress(report.checked, len(entry_ids))
+
+
+def _difference(served: dict[str, Any], rendered: dict[str, Any]) -> str:
+    """Which field first differs, and where."""
+    for key in rendered:
+        if served.get(key) != rendered[key]:
+            mine, theirs = served.get(key), rendered[key]
+            if isinstance(mine, list) and isinstance(theirs, list):
+                at = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+                return f"{key} from token {at} (stored {len(mine)} tokens, rendered {len(theirs)})"
+            return key
+    return "fields"
