@@ -65,6 +65,36 @@ def _stable(info: dict) -> dict:
     return info
 
 
+def test_tokens_of_a_store_on_the_server_live_where_the_store_records(url: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A team's store: the token file goes to a folder every reader mounts (--tokens-dir), recorded
+    # in the store; without one, the rendering machine's cache folder, also recorded.
+    monkeypatch.setenv("DATAIDX_CACHE", str(tmp_path / "cache"))
+    tokenizer = str(REPO / "data" / "demo_tokenizer")
+    file = tmp_path / "demo.db"
+    build(DEMO, file)
+    assert run("build", DEMO, "-o", url).exit_code == 0
+    shared = tmp_path / "shared-tokens"
+    for target, extra in ((str(file), []), (url, ["--tokens-dir", str(shared)])):
+        result = run("render", target, "--tokenizer", tokenizer, "--cutoff", "256", "--store-tokens", "-q", *extra)
+        assert result.exit_code == 0, result.output
+    assert len(list(shared.glob("*.tokens"))) == 1
+    folder = json.loads(run("query", url, "--json", "SELECT folder, bytes FROM token_files").output)[0]
+    assert folder["folder"] == str(shared.resolve()) and folder["bytes"] > 64
+    assert engine_samples(url, render="default") == engine_samples(file, render="default")
+    with DataEngine(url, render="default") as engine:
+        assert engine.reader.tokens is not None
+    assert run("verify", url, "--tokens", "--all").exit_code == 0
+    result = run("render", url, "--tokenizer", tokenizer, "--cutoff", "128", "--store-tokens", "-q", "--name", "b")
+    assert result.exit_code == 0, result.output
+    cached = json.loads(run("query", url, "--json", "SELECT folder FROM token_files WHERE spec = 'b'").output)[0]
+    assert cached["folder"].startswith(str(tmp_path / "cache" / "postgres-tokens"))
+    for path in Path(cached["folder"]).glob("*.tokens"):  # another machine: the folder is not there
+        path.unlink()
+    with pytest.raises(StaleStoreError, match=f"{cached['folder']}/.*is missing"):
+        DataEngine(url, render="b")
+
+
 def test_build_info_compose_and_query_match_a_file(url: str, tmp_path: Path) -> None:
     file = str(tmp_path / "demo.db")
     for target in (file, url):

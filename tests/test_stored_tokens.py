@@ -279,3 +279,32 @@ def test_word_size_follows_the_vocabulary() -> None:
     assert word_dtype(32768) == np.dtype("<u2") and word_dtype(32769) == np.dtype("<u4")
     with pytest.raises(Exception, match="does not fit 31-bit token words"):
         word_dtype(2**31 + 1)
+
+
+def test_a_file_no_spec_names_is_removed_one_two_specs_share_is_kept(token_store: Path, tmp_path: Path,
+                                                                      tiny_tokenizer: Path) -> None:
+    store = _copy(token_store, tmp_path)
+    folder = store.with_name(store.name + ".tokens")
+    first, = folder.glob("*.tokens")
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "--truncation", "right", "--name",
+               "twin", "-q", "--store-tokens").exit_code == 0
+    assert list(folder.glob("*.tokens")) == [first]  # the same rendering: one file for both specs
+    assert run("remove-spec", store, "stored").exit_code == 0
+    assert list(folder.glob("*.tokens")) == [first]  # 'twin' still names it
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "300", "--name", "twin", "-q",
+               "--store-tokens").exit_code == 0  # rendered again another way: a new file, the old one unnamed
+    second, = folder.glob("*.tokens")
+    assert second != first
+    with DataEngine(store, render="twin") as engine:
+        assert engine.reader.tokens is not None and engine[0]["input_ids"]
+    assert run("remove-spec", store, "twin").exit_code == 0
+    assert list(folder.glob("*.tokens")) == []
+
+
+def test_info_and_the_view_show_the_tokens_on_disk(token_store: Path) -> None:
+    info = json.loads(run("info", token_store, "--json").output)
+    specs = {spec["name"]: spec for spec in info["render_specs"]}
+    assert specs["rendered"]["tokens"] is None
+    stored = specs["stored"]["tokens"]
+    assert stored["word_bytes"] == 2 and stored["bytes"] == 64 + 2 * stored["tokens"]
+    assert "spec 'stored': tokens stored" in run("info", token_store).output

@@ -28,7 +28,8 @@ _INT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
 _VIEW = """
 CREATE VIEW token_files AS
 SELECT s.name AS spec, t.file AS file, t.folder AS folder, t.entries AS entries, t.tokens AS tokens,
-       t.word_bytes AS word_bytes, t.bytes AS bytes, CAST(t.bytes AS DOUBLE PRECISION) / NULLIF(t.tokens, 0) AS bytes_per_token,
+       t.word_bytes AS word_bytes, t.bytes AS bytes,
+       CAST(t.bytes AS DOUBLE PRECISION) / NULLIF(t.tokens, 0) AS bytes_per_token,
        t.sha256 AS sha256, t.created_at AS created_at
 FROM spec_tokens AS t
 JOIN render_specs AS s ON s.id = t.spec_id

@@ -181,6 +181,10 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
              table(["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
                    [tuple(s[key] for key in keys) for s in specs])]
     for spec in specs:
+        if spec["tokens"] is not None:
+            tokens = spec["tokens"]
+            parts.append(f"spec '{spec['name']}': tokens stored, {tokens['tokens']:,} in {tokens['file']} "
+                         f"({tokens['bytes_per_token']:.2f} bytes per token): served without a tokenizer")
         if spec["clock"] is not None:
             parts.append(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
         parts.append(causes_note(spec["name"], [tuple(cause.values()) for cause in spec["causes"]]))

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from .templates import CHATML as CHATML
     from .templates import choose_template as choose_template
     from .token_file import TokenFile as TokenFile
-    from .verify_tokens import TokensReport as TokensReport
-    from .verify_tokens import verify_tokens as verify_tokens
+    from .token_check import TokensReport as TokensReport
+    from .token_check import verify_tokens as verify_tokens
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -57,8 +57,8 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "open_tokens": ".from_tokens",
     "served_from_tokens": ".from_tokens",
     "TokenFile": ".token_file",
-    "TokensReport": ".verify_tokens",
-    "verify_tokens": ".verify_tokens",
+    "TokensReport": ".token_check",
+    "verify_tokens": ".token_check",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
     "IGNORE": ".rendered",

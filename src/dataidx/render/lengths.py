@@ -31,6 +31,8 @@ from ..store import (
     StoreHandle,
     budget_mixtures_drawn_before,
     move_spec_tokenizer,
+    own_token_files,
+    prune_token_files,
     read_token_file,
     render_causes,
     render_counts,
@@ -257,6 +259,8 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
             causes=rendered.causes)
         tokens = sink.publish(connection, spec_id) if sink is not None else None
         stale = budget_mixtures_drawn_before(connection, spec.name)
+        kept = own_token_files(connection, store)
+    prune_token_files(store, kept)  # the file of the spec's old rendering, once no spec names it
     return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts,
                          seconds=seconds, plans_removed=plans_removed, stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items()

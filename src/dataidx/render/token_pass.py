@@ -22,6 +22,7 @@ from ..store import (
     EntryTokens,
     StoredRow,
     StoredTokenFile,
+    default_token_folder,
     place_entry_tokens,
     save_token_file,
     spec_id_of,
@@ -46,8 +47,8 @@ class TokenSink:
     def __init__(self, store: str | os.PathLike[str], fingerprint: str, vocabulary: int,
                  folder: str | os.PathLike[str] | None = None) -> None:
         self.dtype = word_dtype(vocabulary)
-        #: recorded only when the user chose it: a store file's folder goes where the file goes
-        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else None
+        #: what the store records (see default_token_folder): a store file's folder goes where it goes
+        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else default_token_folder(store)
         where = Path(self.recorded_folder) if self.recorded_folder else tokens_folder(store_location(store))
         self.writer = TokenFileWriter(where, fingerprint, self.dtype)
         self.entries = 0

@@ -61,7 +61,7 @@ def encode(rendered: Rendered, dtype: np.dtype) -> StoredTokens:
     if not np.array_equal(labels[supervised], ids[supervised]):
         raise RenderError("an entry's labels are not its ids where supervised: it cannot be stored as tokens")
     words = (ids | (supervised.astype(np.int64) << top)).astype(dtype)
-    usual = np.array_equal(weights, supervised.astype(np.float64))
+    usual = np.array_equal(weights.view(np.uint64), supervised.astype(np.float64).view(np.uint64))  # bit for bit
     side_tokens = len(sides[0].input_ids) if rendered.sides is not None else None
     return StoredTokens(words=words, side_tokens=side_tokens, weights=None if usual else weight_runs(weights))
 

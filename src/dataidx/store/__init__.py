@@ -79,7 +79,10 @@ if TYPE_CHECKING:
     from .sqlite.sql_functions import refused_function as refused_function
     from .tokens import EntryTokens as EntryTokens
     from .tokens import StoredTokenFile as StoredTokenFile
+    from .tokens import default_token_folder as default_token_folder
+    from .tokens import own_token_files as own_token_files
     from .tokens import place_entry_tokens as place_entry_tokens
+    from .tokens import prune_token_files as prune_token_files
     from .tokens import read_token_file as read_token_file
     from .tokens import save_token_file as save_token_file
     from .tokens import spec_id_of as spec_id_of
@@ -142,6 +145,9 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "read_token_file": ".tokens",
     "save_token_file": ".tokens",
     "place_entry_tokens": ".tokens",
+    "default_token_folder": ".tokens",
+    "own_token_files": ".tokens",
+    "prune_token_files": ".tokens",
     "spec_id_of": ".tokens",
     "stored_lengths": ".tokens",
     "insert_base_entries": ".sqlite.bulk",

@@ -30,6 +30,7 @@ from .schema import (
     RenderSpecRow,
     SpecTokens,
 )
+from .tokens import own_token_files, prune_token_files
 from .write import rewriting
 
 
@@ -103,7 +104,9 @@ def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
         plans = delete_spec(connection, name)
         if plans is None:
             raise missing("render spec", name, store=store, names=_names(connection, RenderSpecRow))
-        return plans
+        kept = own_token_files(connection, store)
+    prune_token_files(store, kept)
+    return plans
 
 
 def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:

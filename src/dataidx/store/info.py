@@ -99,6 +99,9 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
             spec["added_tokens"] = added_token_uses(handle, spec["id"])
             spec["causes"] = [cause._asdict() for cause in render_causes(handle, spec["name"])]
             spec["reasoning_problems"] = reasoning_problems(handle, spec["name"])
+            stored = handle.dicts("SELECT file, folder, entries, tokens, word_bytes, bytes, bytes_per_token, sha256 "
+                                  "FROM token_files WHERE spec = {mark}", spec["name"])
+            spec["tokens"] = stored[0] if stored else None  # the spec's token file (render --store-tokens)
         for mixture in mixtures:  # what DataEngine(render=spec) serves of each
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(handle, mixture_id, spec["id"])

@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import Connection, bindparam, delete, insert, update
 
 from .dialect import Reads
-from .location import store_location, tokens_folder
+from .location import PostgresStore, store_location, tokens_folder
 from .schema import EntryRender, SpecTokens
 from .sqlite.files import CopyReads
 
@@ -86,3 +86,36 @@ def stored_lengths(connection: Connection, spec_id: int, first: int, last: int) 
 def spec_id_of(connection: Connection, spec: str) -> int:
     """The id of spec ``spec`` on a writer's working copy (it exists: the writer checked)."""
     return CopyReads(connection).all("SELECT id FROM render_specs WHERE name = {mark}", spec)[0][0]
+
+
+def own_token_files(connection: Connection, store: str | os.PathLike[str]) -> list[str]:
+    """The token files the specs name in the store's own token folder, on a writer's working copy:
+    what :func:`prune_token_files` keeps once the write is in place."""
+    own = str(tokens_folder(store_location(store)))
+    return [file for file, folder in CopyReads(connection).all("SELECT file, folder FROM spec_tokens")
+            if folder is None or folder == own]
+
+
+def default_token_folder(store: str | os.PathLike[str]) -> str | None:
+    """What ``spec_tokens.folder`` records for a file in the store's own token folder: nothing for a
+    store file (the folder goes where the file goes), the absolute folder for a store in
+    PostgreSQL (the rendering machine's cache: a reader elsewhere is told where it was written)."""
+    location = store_location(store)
+    return str(tokens_folder(location)) if isinstance(location, PostgresStore) else None
+
+
+def prune_token_files(store: str | os.PathLike[str], referenced: Iterable[str]) -> list[str]:
+    """Remove the token files in the store's own token folder that no spec names any more (a spec
+    rendered again another way, or removed): the names removed. A folder the user chose
+    (``--tokens-dir``) may hold other stores' files, so only ``<store>.tokens`` (or the PostgreSQL
+    store's cache folder) is pruned. A reader that mapped a removed file keeps reading it."""
+    folder = tokens_folder(store_location(store))
+    if not folder.is_dir():
+        return []
+    keep = set(referenced)
+    removed = []
+    for path in sorted(folder.glob("*.tokens")):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+    return removed
