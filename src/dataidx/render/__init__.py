@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from .templates import BUILTIN_TEMPLATES as BUILTIN_TEMPLATES
     from .templates import CHATML as CHATML
     from .templates import choose_template as choose_template
-    from .token_file import TokenFile as TokenFile
     from .token_check import TokensReport as TokensReport
     from .token_check import verify_tokens as verify_tokens
+    from .token_file import TokenFile as TokenFile
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {

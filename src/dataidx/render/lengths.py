@@ -20,6 +20,8 @@ from itertools import groupby
 from multiprocessing import get_context
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConversionError, bounded
 from ..progress import CountProgress
 from ..read import EntryReader
@@ -78,7 +80,7 @@ class RenderSummary:
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
-_WORKER: tuple[EntryReader, Renderer, TokenSink | None] | None = None
+_WORKER: tuple[EntryReader, Renderer, np.dtype | None] | None = None
 
 
 def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses, ChunkTokens | None]:
@@ -92,9 +94,9 @@ def render_chunk(first: int, last: int) -> tuple[int, list[LengthRow], AddedUses
     written; the rest go to the tokenizer in batches (:mod:`.batches`).
     """
     assert _WORKER is not None, "render_chunk runs in a worker forked after the parent set _WORKER"
-    reader, renderer, sink = _WORKER
+    reader, renderer, words = _WORKER
     rows: list[LengthRow] = []
-    batch = Batch(renderer, rows, TokenChunk(sink.dtype) if sink is not None else None)
+    batch = Batch(renderer, rows, TokenChunk(words) if words is not None else None)
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     past = renderer.floors.count_past(renderer.token_bound)
     for (dataset_id, row), group in groupby(reader.entries_between(first, last), key=lambda entry: entry[1:3]):
@@ -171,7 +173,7 @@ def render_store(
         size = ENTRIES_PER_RENDER_CHUNK
         chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
         sink = TokenSink(store, spec.fingerprint, len(tokenizer_object), tokens_dir) if store_tokens else None
-        _WORKER = (reader, renderer, sink)
+        _WORKER = (reader, renderer, sink.dtype if sink is not None else None)
         try:
             with RenderedRows() as rendered, sink or nullcontext():
                 for rows, uses, tokens in _rendered(chunks, jobs, last - first + 1, progress):

@@ -52,6 +52,7 @@ class TokenFileWriter:
         self.temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
         self.file = open(self.temporary, "wb")
         self.file.write(bytes(HEADER.size))
+        self.file.flush()  # render workers fork after this: none inherits bytes waiting in the buffer
         self.words = 0
         self.digest = hashlib.sha256()
 
