@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .templates import CHATML as CHATML
     from .templates import choose_template as choose_template
     from .token_file import TokenFile as TokenFile
+    from .tokens import unrun as unrun
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -55,6 +56,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "open_tokens": ".from_tokens",
     "served_from_tokens": ".from_tokens",
     "TokenFile": ".token_file",
+    "unrun": ".tokens",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
     "IGNORE": ".rendered",
