@@ -10,18 +10,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ExportError
+from ..errors import DataidxError, ExportError
 
 
 @contextmanager
 def publishing(output: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary folder to write into, renamed to ``output`` when the block ends without error
     and removed when it does not."""
-    target = Path(output)
+    target = Path(output).resolve()  # "." has no name to put a temporary one beside
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir()
     try:
+        temporary.mkdir()
         yield temporary
         for file in temporary.iterdir():
             with open(file, "rb") as opened:
@@ -32,6 +32,8 @@ def publishing(output: str | os.PathLike[str]) -> Iterator[Path]:
         os.replace(temporary, target)
         shutil.rmtree(old, ignore_errors=True)
     except OSError as exc:
+        if isinstance(exc, DataidxError):  # already one line (a source gone: SourceError)
+            raise
         raise ExportError(f"{output}: cannot write the export: {exc.strerror or exc}") from None
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
