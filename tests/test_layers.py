@@ -22,7 +22,7 @@ PACKAGE = REPO / "src" / "dataidx"
 #: Units (a stage package, or a group of root modules) and their layers, lowest first.
 LAYERS = {
     "root": 0, "store": 1, "convert": 2, "sources": 2, "config": 3, "index": 4, "read": 4,
-    "render": 5, "pack": 6, "cache": 7, "view": 7, "training": 8, "cli": 9, "face": 10,
+    "render": 5, "pack": 6, "cache": 7, "view": 7, "export": 7, "training": 8, "cli": 9, "face": 10,
 }
 ROOT_MODULES = {"errors", "_version", "_lazy", "paths", "plugins", "progress", "spec"}
 #: Third-party packages and the units allowed to import them.

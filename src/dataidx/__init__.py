@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .errors import ConfigError as ConfigError
     from .errors import ConversionError as ConversionError
     from .errors import DataidxError as DataidxError
+    from .errors import ExportError as ExportError
     from .errors import InvalidRow as InvalidRow
     from .errors import NotFoundError as NotFoundError
     from .errors import PluginError as PluginError
@@ -84,6 +85,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "InvalidRow": ".errors",
     "NotFoundError": ".errors",
     "PluginError": ".errors",
+    "ExportError": ".errors",
     "ReadOnlyError": ".errors",
     "RenderError": ".errors",
     "SourceError": ".errors",

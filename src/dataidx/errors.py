@@ -118,6 +118,11 @@ class ReadOnlyError(DataidxError, PermissionError):
     """A query tried to change the store through a read-only interface."""
 
 
+class ExportError(DataidxError, OSError):
+    """An export's files could not be written (a full disk, no permission); nothing that looks
+    finished is left behind."""
+
+
 class RenderError(DataidxError, ValueError):
     """An entry cannot be rendered with a template or tokenizer, or a render spec is unusable.
     ``cause`` names why in words that group across entries (``dataidx.render.causes``)."""

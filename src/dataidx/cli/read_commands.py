@@ -1,4 +1,4 @@
-"""Commands that read a store (info, show, query, compose, verify, export) and the YAML cache (cache)."""
+"""Commands that read a store (info, show, query, compose, verify) and the YAML cache (cache)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import ProgressLine, echo, echo_json, json_option, render_specs_text, spec_composition_notes, table
+from .common import echo, echo_json, json_option, render_specs_text, spec_composition_notes, table
 
 
 @click.command()
@@ -200,36 +200,6 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
 
 
 @click.command()
-@click.argument("store")
-@click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete).")
-@click.option("--mixture", default="default", show_default=True, help="Mixture to export.")
-@click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the mixture.")
-@click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
-@click.option("--force", is_flag=True, help="Overwrite OUTPUT even if it exists and is not of its format.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def export(store: str, output: str, mixture: str, epoch: int, no_verify: bool, force: bool, quiet: bool) -> None:
-    """Write a mixture's converted samples, in mixture order, to JSON lines or Parquet.
-
-    Each sample is what DataEngine returns for its position; memory stays constant whatever
-    the mixture's size.
-
-    \b
-    Example:
-        dataidx export demo.db -o demo.jsonl
-        dataidx export demo.db --mixture seed7 -o seed7.parquet
-    """
-    from ..read import export_mixture
-    from ..store import check_output, mixture_epochs, serving
-
-    check_output(output, "parquet" if output.endswith(".parquet") else "jsonl", store=store, force=force)
-    written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
-                             progress=ProgressLine("exported samples", quiet))
-    if not quiet:
-        echo(f"wrote {written} samples of {serving(mixture, epoch, mixture_epochs(store, mixture))} to {output}",
-             err=True)
-
-
-@click.command()
 @click.option("--clean", "older_than", type=float, metavar="DAYS",
               help="Remove stores not used for DAYS days (0: all of them).")
 @json_option("Print the cached stores as one JSON array.")
@@ -259,4 +229,4 @@ def cache(older_than: float | None, as_json: bool) -> None:
                [(s.name, f"{size / 2**20:.1f}", f"{(time.time() - used) / 86400:.1f}") for s, size, used in stores]))
 
 
-COMMANDS = [info, show, query, compose, export, cache]
+COMMANDS = [info, show, query, compose, cache]

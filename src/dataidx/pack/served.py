@@ -43,6 +43,7 @@ class RenderedPacks(Closable):
     """The packs of a stored plan; item ``i`` is pack ``i``: its members rendered, in slot order.
 
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
+    ``stored_only`` refuses a spec without stored tokens rather than load its tokenizer.
 
     Example::
 
@@ -51,7 +52,7 @@ class RenderedPacks(Closable):
     """
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
-                 verify: bool = True, epoch: int = 0) -> None:
+                 verify: bool = True, epoch: int = 0, stored_only: bool = False) -> None:
         self.reader = EntryReader(path, verify=verify, reads={"plan": plan})
         self.plan = plan
         try:
@@ -63,7 +64,8 @@ class RenderedPacks(Closable):
             self.epochs = handle.all("SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch",
                                      self.plan_id)
             self.spec = read_spec(handle, spec)
-            self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer)
+            self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
+                                                           required=stored_only)
             self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
             self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:

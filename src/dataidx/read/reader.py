@@ -15,6 +15,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..convert import Sample
 from ..errors import StaleStoreError, StoreError
 from ..store import (
@@ -42,6 +44,7 @@ _POSITION_MANY = (
     "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
 )
+_EXPLICIT_ENTRIES = "SELECT {stamped}id, entry_id FROM mixture_entries WHERE id IN ({ids})"
 _ENTRY_RANGE = (
     "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
 )
@@ -210,6 +213,26 @@ class StoreReader(EntryReader):
             if position < start + length:
                 return True, first_entry + position - start
         return False, position
+
+    def entry_ids(self, indices: np.ndarray) -> np.ndarray:
+        """Base entry id at each of ``indices`` (in ``range(len(self))``), for a pass over many:
+        run positions by arithmetic on arrays, the others in one query."""
+        positions = self.start + np.asarray(indices, dtype=np.int64)
+        runs = np.asarray(self._runs, dtype=np.int64).reshape(-1, 3)
+        run = runs[np.maximum(np.searchsorted(runs[:, 0], positions, side="right") - 1, 0)] if len(runs) else None
+        in_run = (np.zeros(len(positions), dtype=bool) if run is None
+                  else (positions >= run[:, 0]) & (positions < run[:, 0] + run[:, 2]))
+        found = np.empty(len(positions), dtype=np.int64)
+        if run is not None:
+            found[in_run] = run[in_run, 1] + positions[in_run] - run[in_run, 0]
+        explicit = np.unique(positions[~in_run])
+        if explicit.size:
+            pairs = np.asarray(self.fetch(_EXPLICIT_ENTRIES, json.dumps(explicit.tolist())), dtype=np.int64)
+            pairs = pairs.reshape(-1, 2)[np.argsort(pairs.reshape(-1, 2)[:, 0])]
+            if not np.array_equal(pairs[:, 0], explicit):
+                raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
+            found[~in_run] = pairs[np.searchsorted(pairs[:, 0], positions[~in_run]), 1]
+        return found
 
     def triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
         """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .token_check import TokensReport as TokensReport
     from .token_check import verify_tokens as verify_tokens
     from .token_file import TokenFile as TokenFile
+    from .tokens import unrun as unrun
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -59,6 +60,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "TokenFile": ".token_file",
     "TokensReport": ".token_check",
     "verify_tokens": ".token_check",
+    "unrun": ".tokens",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
     "IGNORE": ".rendered",

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from ..store import StoredDataset, StoreHandle, read_token_file
 from .spec import StoredSpec
 from .token_file import TokenFile
@@ -40,11 +40,17 @@ BY_POSITION = (
 
 
 def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: StoredSpec,
-                tokenizer: Any = None) -> TokenFile | None:
-    """The spec's token file, checked, or None when its tokens are not stored. A tokenizer given
-    anyway must be the spec's (it is checked, not loaded: serving tokens needs none)."""
+                tokenizer: Any = None, *, required: bool = False) -> TokenFile | None:
+    """The spec's token file, checked, or None when its tokens are not stored (``required``: a
+    UsageError saying how to store them). A tokenizer given anyway must be the spec's (it is
+    checked, not loaded: serving tokens needs none)."""
     record = read_token_file(handle, spec.id)
     if record is None:
+        if required:
+            raise UsageError(f"{store}: render spec '{spec.name}' has no stored tokens; store them with dataidx render "
+                             f"{store} --tokenizer {spec.tokenizer_path} --cutoff {spec.cutoff} --truncation "
+                             f"{spec.truncation} --name {spec.name} --store-tokens (and the --template it was "
+                             "rendered with)")
         return None
     spec.check()
     if tokenizer is not None:

@@ -34,7 +34,8 @@ class RenderedMixture(Closable):
     """Training entries of one mixture, rendered with a stored spec: ``input_ids``, ``labels``...
 
     A spec whose tokens are stored (``dataidx render --store-tokens``) is served from them, with no
-    tokenizer loaded; ``tokens`` is its token file (None: rendered on fetch, ``renderer`` set).
+    tokenizer loaded; ``tokens`` is its token file (None: rendered on fetch, ``renderer`` set;
+    ``stored_only`` refuses that instead, for a pass that reads the words themselves).
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
 
     Example::
@@ -44,12 +45,13 @@ class RenderedMixture(Closable):
     """
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, spec: str,
-                 tokenizer: Any = None, verify: bool = True, epoch: int = 0) -> None:
+                 tokenizer: Any = None, verify: bool = True, epoch: int = 0, stored_only: bool = False) -> None:
         self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch, reads={"spec": spec})
         try:
             handle = self.reader.handle
             self.spec = read_spec(handle, spec)
-            self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer)
+            self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
+                                                           required=stored_only)
             self.renderer: Renderer | None = None if self.tokens is not None else self.spec.renderer(tokenizer)
             self._find_positions()
         except BaseException:

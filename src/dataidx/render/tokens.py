@@ -120,7 +120,7 @@ def served(words: np.ndarray, rows: Sequence[TokenRow]) -> list[dict[str, Any]]:
     for k in order:
         _, tokens, side_tokens, weights = rows[k]
         stop = start + tokens
-        loss_weights = usual_weights[start:stop] if weights is None else _unrun(weights)
+        loss_weights = usual_weights[start:stop] if weights is None else unrun(weights)
         if len(loss_weights) != tokens:
             raise RenderError(f"stored loss weights cover {len(loss_weights)} tokens of an entry of {tokens}")
         if side_tokens is None:
@@ -138,6 +138,7 @@ def _side(ids: np.ndarray, labels: np.ndarray, weights: np.ndarray, start: int, 
             "loss_weights": weights.tolist(), "attention_mask": [1] * (stop - start)}
 
 
-def _unrun(weights: bytes) -> np.ndarray:
+def unrun(weights: bytes) -> np.ndarray:
+    """Per-token loss weights (float64) from the runs ``token_weights`` stores."""
     runs = np.frombuffer(weights, dtype=RUN)
     return np.repeat(runs["weight"], runs["count"].astype(np.int64))

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
     from .outputs import check_output as check_output
+    from .outputs import check_output_folder as check_output_folder
     from .packs import EpochPacks as EpochPacks
     from .packs import save_packing_plan as save_packing_plan
     from .positions import SpecLengths as SpecLengths
@@ -167,6 +168,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
     "check_output": ".outputs",
+    "check_output_folder": ".outputs",
     # the schema
     "Build": ".schema",
     "Dataset": ".schema",

@@ -51,6 +51,33 @@ def check_output(output: str | os.PathLike[str], kind: str, *, store: str | os.P
                          "(choose another output, or pass --force)")
 
 
+def check_output_folder(output: str | os.PathLike[str], *, store: str | os.PathLike[str],
+                        force: bool = False) -> None:
+    """Refuse (UsageError) to write folder ``output`` where a file is, over a folder holding the
+    store or a source file of it, or (unless ``force``) over a folder that is not empty.
+
+    Example::
+
+        check_output_folder("export/", store="demo.db")
+    """
+    target = Path(output)
+    if not target.parent.is_dir():
+        raise UsageError(f"{output}: folder {target.parent} does not exist")
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise UsageError(f"{output} exists and is not a folder; choose another output folder")
+    location = store_location(store)
+    held = [] if isinstance(location, PostgresStore) else [(Path(location), "the store")]
+    held += [(Path(path), "a file the store was built from") for _, path in _sources(store)]
+    for path, what in held:
+        if os.path.realpath(path).startswith(os.path.realpath(target) + os.sep):
+            raise UsageError(f"{output}: refusing to write over it: it holds {what} ({path}); choose another folder")
+    if not force and any(target.iterdir()):
+        raise UsageError(f"{output} exists and is not empty; refusing to overwrite it (choose another folder, or "
+                         "pass --force)")
+
+
 _KINDS = {"html": "an HTML file", "jsonl": "a JSON lines file", "parquet": "a Parquet file", "yaml": "a YAML file"}
 
 
