@@ -6,7 +6,6 @@ for token, with what DataEngine and PackedDataset serve from the same store."""
 from __future__ import annotations
 
 import gzip
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,10 @@ from dataidx.render import IGNORE, render_store
 from .helpers import engine_samples, write_jsonl
 
 pytest.importorskip("transformers")
-warnings.filterwarnings("ignore", message="Transformer Engine and Apex are not installed")
+# megatron-core warns, on import, of GPU packages a CPU machine has no use for.
+pytestmark = [pytest.mark.filterwarnings("ignore:Transformer Engine and Apex are not installed"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:megatron"),
+              pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")]
 
 
 def message(role: str, text: str, weight: float) -> dict:
