@@ -84,6 +84,19 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def wide_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny tokenizer with 33,000 added tokens: a vocabulary past 2^15 ids, so stored tokens
+    take 32-bit words (the added tokens never occur in the data: ids are the tiny one's)."""
+    from dataidx.render import CHATML
+
+    folder = tmp_path_factory.mktemp("wide-tokenizer")
+    tokenizer = train_tokenizer(None, chat_template=CHATML)
+    tokenizer.add_tokens([f"<w{i}>" for i in range(33_000)])
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture
 def alpaca3k_store(tmp_path: Path, make_store) -> Path:
     """A store of 3,000 alpaca rows from a file in tmp_path (``a.jsonl``)."""

@@ -308,3 +308,17 @@ def test_info_and_the_view_show_the_tokens_on_disk(token_store: Path) -> None:
     stored = specs["stored"]["tokens"]
     assert stored["word_bytes"] == 2 and stored["bytes"] == 64 + 2 * stored["tokens"]
     assert "spec 'stored': tokens stored" in run("info", token_store).output
+
+
+def test_a_vocabulary_past_2_15_ids_is_stored_in_32_bit_words(tmp_path: Path, wide_tokenizer: Path) -> None:
+    from dataidx.index import build
+
+    store = tmp_path / "wide.db"
+    build(_config(tmp_path), store)
+    for name, extra in (("rendered", ()), ("stored", ("--store-tokens",))):
+        result = run("render", store, "--tokenizer", wide_tokenizer, "--cutoff", "512", "--name", name, "-q", *extra)
+        assert result.exit_code == 0, result.output
+    _, files = run_query(store, "SELECT word_bytes, bytes, tokens FROM token_files")
+    assert files[0][0] == 4 and files[0][1] == 64 + 4 * files[0][2]
+    with DataEngine(store, render="rendered") as rendered, DataEngine(store, render="stored") as stored:
+        assert stored[list(range(len(stored)))] == rendered[list(range(len(rendered)))]

@@ -78,6 +78,12 @@ def weighted(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> 
     return make(tmp_path_factory.mktemp("exports") / "weighted", tiny_tokenizer, weighted=True)
 
 
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory, wide_tokenizer: Path) -> Path:
+    """Stored in 32-bit words: a vocabulary past 2^15 ids."""
+    return make(tmp_path_factory.mktemp("exports") / "wide", wide_tokenizer)
+
+
 def served(store: Path) -> list[dict]:
     samples = engine_samples(store, render="default")
     assert len(samples) > 60 and any(s["_dataset_name"] == "chat" for s in samples)
@@ -97,7 +103,7 @@ def indexed(prefix: Path):
     return IndexedDataset(str(prefix), multimodal=False, mmap=True)
 
 
-@pytest.mark.parametrize("fixture", ["store", "weighted"])
+@pytest.mark.parametrize("fixture", ["store", "weighted", "wide"])
 def test_megatron_datasets_read_back_as_data_engine_serves(fixture: str, request, tmp_path: Path) -> None:
     store = request.getfixturevalue(fixture)
     summary = export_tokens(store, tmp_path / "out", format="megatron", spec="default")
@@ -107,7 +113,8 @@ def test_megatron_datasets_read_back_as_data_engine_serves(fixture: str, request
                 for name in ("text", "labels", "loss_mask", "loss_weights")}
     for dataset in datasets.values():
         assert len(dataset) == len(expected) and dataset.document_indices.tolist() == list(range(len(expected) + 1))
-    assert datasets["text"].index.dtype == np.uint16 and datasets["loss_weights"].index.dtype == np.float32
+    ids = np.int32 if fixture == "wide" else np.uint16  # Megatron has no uint32: 32-bit words export as int32
+    assert datasets["text"].index.dtype == ids and datasets["loss_weights"].index.dtype == np.float32
     for i, sample in enumerate(expected):
         assert datasets["text"][i].tolist() == sample["input_ids"]
         assert datasets["labels"][i].tolist() == sample["labels"]
