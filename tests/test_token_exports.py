@@ -295,3 +295,25 @@ def test_an_existing_folder_is_replaced_only_with_force(store: Path, tmp_path: P
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     with pytest.raises(UsageError, match="holds the store"):
         export_tokens(store, store.parent, format="parquet", spec="default", force=True)
+
+
+def test_a_full_disk_mid_export_leaves_no_folder_and_says_so_in_one_line(store: Path, tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    import errno
+
+    from dataidx.export import megatron
+
+    calls = iter(range(100))
+    original = megatron.MegatronWriter.write
+
+    def filling(self, words) -> None:
+        if next(calls) == 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        original(self, words)
+
+    monkeypatch.setattr(megatron.MegatronWriter, "write", filling)
+    result = CliRunner().invoke(cli, ["export", str(store), "--spec", "default", "--format", "megatron",
+                                      "-o", str(tmp_path / "out")])
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "cannot write the export: No space left on device" in result.output
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary
