@@ -156,7 +156,7 @@ def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import random
 
-    from bench import generate, loader_run, rates
+    from bench import PrefetchedDataset, generate, loader_run, rates
     from tests.helpers import train_tokenizer
 
     from dataidx import DataEngine
@@ -194,6 +194,9 @@ def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int,
     theirs_rate, theirs_growth = loader_run(rendered, loader)
     lines.append(ratio_line("DataLoader, 2 workers, batch 32, random (samples/s)", ours_rate, theirs_rate, ",.0f",
                             ">= 10x", ours_rate / theirs_rate >= 10))
+    # What the loader costs by itself with these dicts (workers pickle ~4 lists of ~130 ints a sample).
+    ceiling, _ = loader_run(PrefetchedDataset(served[: min(entries, 5000)], entries), loader)
+    lines.append(("  ceiling: same loader over prefetched served dicts", f"{ceiling:,.0f}", "", "", "", ""))
     lines.append(ratio_line("  private memory growth of a worker (MiB)", ours_growth, theirs_growth, ".1f",
                             "<= 5 MiB", ours_growth <= 5, higher_is_better=False))
     for label, size, target in (("16-bit", size16, None), (f"32-bit ({wide_vocabulary:,} ids)", size32, 4.5)):
