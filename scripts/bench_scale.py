@@ -30,6 +30,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -195,6 +196,25 @@ def cookbook_seconds(store: Path, env: dict[str, str]) -> dict[str, str]:
     return found
 
 
+def prepared_work(work: Path | None, prefix: str) -> tuple[Path, dict[str, str]]:
+    """The working folder (a temporary one when None) and the environment whose HF cache lives in it."""
+    work = work or Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_DATASETS_CACHE": str(work / "hf"), "HF_DATASETS_OFFLINE": "1"}
+    os.environ.update(env)
+    return work, env
+
+
+def rows_by_size(sizes: list[int], work: Path, env: dict[str, str],
+                 row_of: Callable[[Path, int, dict[str, str]], dict[str, str]]) -> dict[int, dict[str, str]]:
+    """``row_of(work, entries, env)`` for each size, saying on stderr when each is done."""
+    rows = {}
+    for entries in sizes:
+        rows[entries] = row_of(work, entries, env)
+        print(f"{entries:,} entries done", file=sys.stderr)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, nargs="*", default=[2_000_000, 10_000_000, 20_000_000])
@@ -203,15 +223,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="keep generated data and HF caches here "
                         "(default: a temporary folder)")
     args = parser.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="dataidx-scale-"))
-    work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_DATASETS_CACHE": str(work / "hf"), "HF_DATASETS_OFFLINE": "1"}
-    os.environ.update(env)
+    work, env = prepared_work(args.work, "dataidx-scale-")
     random.seed(0)
-    rows = {}
-    for entries in args.entries:
-        rows[entries] = scale_row(work, entries, env)
-        print(f"{entries:,} entries done", file=sys.stderr)
+    rows = rows_by_size(args.entries, work, env, scale_row)
     if rows:
         labels = list(next(iter(rows.values())))
         table = [(label, *(row[label] for row in rows.values())) for label in labels]

@@ -104,38 +104,44 @@ def served(words: np.ndarray, rows: Sequence[TokenRow]) -> list[dict[str, Any]]:
     """The rendered dicts of stored entries, as :meth:`.Rendered.as_dict` gives them.
 
     Entries are read from the mapped words in stored order (sequential pages), decoded in one
-    NumPy pass over all of them, and cut back into per-entry lists in the order asked.
+    NumPy pass over all of them, turned into Python lists once, and cut back into per-entry
+    lists (list slices) in the order asked.
     """
     if not rows:
         return []
+    words = np.asarray(words)  # a plain view: a memmap's slices each run Python (__array_finalize__)
     top = words.dtype.itemsize * 8 - 1
-    order = sorted(range(len(rows)), key=lambda k: rows[k][0])
-    gathered = np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]] for k in order]).astype(np.int64)
-    supervised = gathered >> top
+    order = sorted(range(len(rows)), key=lambda k: rows[k][0]) if len(rows) > 1 else [0]
+    gathered = (np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]] for k in order]) if len(order) > 1
+                else words[rows[0][0]: rows[0][0] + rows[0][1]])
+    supervised = (gathered >> top).astype(bool)
     ids = gathered & ((1 << top) - 1)
-    labels = np.where(supervised == 1, ids, IGNORE)
-    usual_weights = supervised.astype(np.float64)
+    labels = ids.astype(np.int64)
+    labels[~supervised] = IGNORE
+    ids_list, labels_list = ids.tolist(), labels.tolist()
+    usual_weights = (supervised.astype(np.float64).tolist()
+                     if any(rows[k][3] is None for k in order) else [])
     out: list[dict[str, Any]] = [{}] * len(rows)
     start = 0
     for k in order:
         _, tokens, side_tokens, weights = rows[k]
         stop = start + tokens
-        loss_weights = usual_weights[start:stop] if weights is None else unrun(weights)
+        loss_weights = usual_weights[start:stop] if weights is None else unrun(weights).tolist()
         if len(loss_weights) != tokens:
             raise RenderError(f"stored loss weights cover {len(loss_weights)} tokens of an entry of {tokens}")
         if side_tokens is None:
-            out[k] = _side(ids, labels, loss_weights, start, stop)
+            out[k] = _side(ids_list, labels_list, loss_weights, start, stop)
         else:
             middle = start + side_tokens
-            out[k] = {"chosen": _side(ids, labels, loss_weights[:side_tokens], start, middle),
-                      "rejected": _side(ids, labels, loss_weights[side_tokens:], middle, stop)}
+            out[k] = {"chosen": _side(ids_list, labels_list, loss_weights[:side_tokens], start, middle),
+                      "rejected": _side(ids_list, labels_list, loss_weights[side_tokens:], middle, stop)}
         start = stop
     return out
 
 
-def _side(ids: np.ndarray, labels: np.ndarray, weights: np.ndarray, start: int, stop: int) -> dict[str, Any]:
-    return {"input_ids": ids[start:stop].tolist(), "labels": labels[start:stop].tolist(),
-            "loss_weights": weights.tolist(), "attention_mask": [1] * (stop - start)}
+def _side(ids: list[int], labels: list[int], weights: list[float], start: int, stop: int) -> dict[str, Any]:
+    return {"input_ids": ids[start:stop], "labels": labels[start:stop], "loss_weights": weights,
+            "attention_mask": [1] * (stop - start)}
 
 
 def unrun(weights: bytes) -> np.ndarray:
