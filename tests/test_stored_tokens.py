@@ -20,7 +20,7 @@ from dataidx import Collator, DataEngine, PackedDataset
 from dataidx.cli import cli
 from dataidx.errors import StaleStoreError
 from dataidx.render import Rendered
-from dataidx.render.token_file import TokenFileWriter
+from dataidx.render.token_file import HEADER, TokenFileWriter, index_offset
 from dataidx.render.tokens import encode as encode_tokens
 from dataidx.render.tokens import served, word_dtype
 from dataidx.store import run_query
@@ -154,7 +154,7 @@ def test_adding_tokens_to_a_rendered_spec_keeps_its_lengths(token_store: Path, t
         assert added.reader.tokens is not None and added[list(range(len(added)))] == stored[list(range(len(stored)))]
     _, files = run_query(store, "SELECT spec, entries, word_bytes, bytes_per_token FROM token_files ORDER BY spec")
     assert [row[:3] for row in files] == [("rendered", files[0][1], 2), ("stored", files[0][1], 2)]
-    assert 2.0 < files[0][3] < 2.1
+    assert 2.0 < files[0][3] < 2.3  # 16-bit words, and an 8-byte index start per base entry
 
 
 def test_a_truncated_swapped_or_missing_token_file_is_refused_in_one_line(token_store: Path, tmp_path: Path,
@@ -193,7 +193,7 @@ def test_verify_tokens_finds_a_word_edited_in_place(token_store: Path, tmp_path:
     report = json.loads(good.output)
     assert report["ok"] and report["specs"][0]["checked"] == report["specs"][0]["entries"] > 40
     file, = store.with_name(store.name + ".tokens").glob("*.tokens")
-    words = np.memmap(file, dtype="<u2", mode="r+", offset=64)
+    words = np.memmap(file, dtype="<u2", mode="r+", offset=HEADER.size)
     words[5] ^= 1  # same size, same header: only the digest and a fresh rendering can tell
     words.flush()
     del words
@@ -306,7 +306,7 @@ def test_info_and_the_view_show_the_tokens_on_disk(token_store: Path) -> None:
     specs = {spec["name"]: spec for spec in info["render_specs"]}
     assert specs["rendered"]["tokens"] is None
     stored = specs["stored"]["tokens"]
-    assert stored["word_bytes"] == 2 and stored["bytes"] == 64 + 2 * stored["tokens"]
+    assert stored["word_bytes"] == 2 and stored["bytes"] > HEADER.size + 2 * stored["tokens"]
     assert "spec 'stored': tokens stored" in run("info", token_store).output
 
 
@@ -319,6 +319,19 @@ def test_a_vocabulary_past_2_15_ids_is_stored_in_32_bit_words(tmp_path: Path, wi
         result = run("render", store, "--tokenizer", wide_tokenizer, "--cutoff", "512", "--name", name, "-q", *extra)
         assert result.exit_code == 0, result.output
     _, files = run_query(store, "SELECT word_bytes, bytes, tokens FROM token_files")
-    assert files[0][0] == 4 and files[0][1] == 64 + 4 * files[0][2]
+    assert files[0][0] == 4 and files[0][1] > HEADER.size + 4 * files[0][2]
     with DataEngine(store, render="rendered") as rendered, DataEngine(store, render="stored") as stored:
         assert stored[list(range(len(stored)))] == rendered[list(range(len(rendered)))]
+
+
+def test_verify_tokens_finds_an_index_edited_in_place(token_store: Path, tmp_path: Path) -> None:
+    store = _copy(token_store, tmp_path)
+    file, = store.with_name(store.name + ".tokens").glob("*.tokens")
+    header = HEADER.unpack(file.read_bytes()[:HEADER.size])
+    words, word_bytes = header[3], header[1]
+    index = np.memmap(file, dtype="<u8", mode="r+", offset=index_offset(words, word_bytes))
+    index[3] += 1  # entry 3 now starts a word late, entry 2 ends a word late
+    index.flush()
+    del index
+    bad = run("verify", store, "--tokens", "--all")
+    assert bad.exit_code == 1 and "its index places base entry" in bad.output

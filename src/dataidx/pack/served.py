@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
-from ..render import TokenFile, open_tokens, read_spec, served_from_tokens
+from ..render import TokenFile, TokenServer, open_tokens, read_spec
 from ..store import Closable, check_epoch, served_epoch
 
 _MEMBERS = (
@@ -23,17 +23,6 @@ _MEMBERS = (
     "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
 )
 
-
-#: The same members with where their stored words lie: ``(entry id, dataset_id, offset, tokens,
-#: side tokens, weights)``.
-_MEMBER_TOKENS = (
-    "SELECT {stamped}e.entry_id, b.dataset_id, r.token_offset, r.tokens, r.side_tokens, r.token_weights "
-    "FROM packs AS k "
-    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
-    "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
-    "JOIN base_entries AS b ON b.id = e.entry_id "
-    "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
-)
 
 _PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
@@ -67,6 +56,8 @@ class RenderedPacks(Closable):
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only)
             self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
+            self.server = (TokenServer(self.tokens, self.spec.id, handle, self.reader.datasets, self.reader.path)
+                           if self.tokens is not None else None)
             self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:
             self.reader.close()
@@ -94,11 +85,10 @@ class RenderedPacks(Closable):
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
         pack = self.first_pack + index % self.packs
-        if self.tokens is not None:  # stored at the lengths the plan packed: nothing to check per member
-            rows = self.reader.fetch(_MEMBER_TOKENS, self.spec.id, self.plan_id, pack)
-            return served_from_tokens(self.tokens, [row[1:] for row in rows], self.reader.datasets, self.reader.path)
-        assert self.renderer is not None  # no stored tokens: rendered on fetch
         members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, pack)
+        if self.server is not None:  # stored at the lengths the plan packed: nothing to check per member
+            return self.server.get([entry_id for entry_id, _ in members], self.reader.fetch)
+        assert self.renderer is not None  # no stored tokens: rendered on fetch
         triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
         samples = []
         with paused_gc():

@@ -234,6 +234,20 @@ class StoreReader(EntryReader):
             found[~in_run] = pairs[np.searchsorted(pairs[:, 0], positions[~in_run]), 1]
         return found
 
+    def entries_at(self, indices: list[int]) -> list[int]:
+        """The base entry id at each index, in order: by arithmetic inside a run, the others in one
+        query (a fetch's path; :meth:`entry_ids` is a pass's, over arrays)."""
+        keys = [self._key(i) for i in indices]
+        explicit = [value for in_run, value in keys if not in_run]
+        if not explicit:
+            return [value for _, value in keys]
+        found = dict(self.fetch(_EXPLICIT_ENTRIES, json.dumps(explicit)))
+        try:
+            return [value if in_run else found[value] for in_run, value in keys]
+        except KeyError:
+            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; "
+                             "the store is damaged") from None
+
     def triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
         """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""
         return self.rows_at(indices, (_ENTRY_ONE, _ENTRY_MANY), (_POSITION_ONE, _POSITION_MANY))

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from .chat_text import reads_clock as reads_clock
     from .escape import ESCAPES as ESCAPES
     from .fast_templates import FAST_TEMPLATES as FAST_TEMPLATES
+    from .from_tokens import TokenServer as TokenServer
     from .from_tokens import open_tokens as open_tokens
-    from .from_tokens import served_from_tokens as served_from_tokens
     from .lengths import RenderSummary as RenderSummary
     from .lengths import render_store as render_store
     from .provenance import template_problems as template_problems
@@ -56,7 +56,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "ESCAPES": ".escape",
     "FAST_TEMPLATES": ".fast_templates",
     "open_tokens": ".from_tokens",
-    "served_from_tokens": ".from_tokens",
+    "TokenServer": ".from_tokens",
     "TokenFile": ".token_file",
     "TokensReport": ".token_check",
     "verify_tokens": ".token_check",

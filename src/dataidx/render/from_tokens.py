@@ -1,42 +1,31 @@
 """Serving a spec from its stored tokens: no tokenizer, template or transformers in the process.
 
 A reader opens the spec's token file when the store records one (checked against the record:
-one line if it is missing, truncated or another rendering's), and then a fetch is one SQL read
-of where the entries' words lie and one slice of the mapped file per entry
-(:func:`.tokens.served`). A spec without stored tokens is rendered on fetch, as before.
+one line if it is missing, truncated or another rendering's). A fetch then finds each entry's
+words through the file's own index, with no SQL: only a position outside a mixture's runs, or
+an entry whose index start is flagged (a preference pair's split, unusual loss weights), is
+looked up in the store. A spec without stored tokens is rendered on fetch, as before.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
 import os
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import StoreError, UsageError
+import numpy as np
+
+from ..errors import StaleStoreError, UsageError
 from ..store import StoredDataset, StoreHandle, read_token_file
 from .spec import StoredSpec
-from .token_file import TokenFile
+from .token_file import START, TokenFile
 from .tokens import TokenRow, served
 
-#: Where the words of entries lie, by base entry id (``(one, many)``): ``(key, dataset_id, offset,
-#: tokens, side tokens, weights)``, the spec's id the first parameter.
-BY_ENTRY = (
-    "SELECT {stamped}r.entry_id, b.dataset_id, r.token_offset, r.tokens, r.side_tokens, r.token_weights "
-    "FROM entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id "
-    "WHERE r.spec_id = {mark} AND r.entry_id = {mark}",
-    "SELECT {stamped}r.entry_id, b.dataset_id, r.token_offset, r.tokens, r.side_tokens, r.token_weights "
-    "FROM entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id "
-    "WHERE r.spec_id = {mark} AND r.entry_id IN ({ids})",
-)
-#: The same by ``mixture_entries`` rowid, for positions outside a run.
-BY_POSITION = (
-    "SELECT {stamped}me.id, b.dataset_id, r.token_offset, r.tokens, r.side_tokens, r.token_weights "
-    "FROM mixture_entries AS me JOIN base_entries AS b ON b.id = me.entry_id "
-    "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = me.entry_id WHERE me.id = {mark}",
-    "SELECT {stamped}me.id, b.dataset_id, r.token_offset, r.tokens, r.side_tokens, r.token_weights "
-    "FROM mixture_entries AS me JOIN base_entries AS b ON b.id = me.entry_id "
-    "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = me.entry_id WHERE me.id IN ({ids})",
-)
+#: A flagged entry's extras: ``(entry id, side tokens, token weights)``.
+_EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
+           "WHERE spec_id = {mark} AND entry_id IN ({ids})")
+_DATASET_STARTS = "SELECT first_entry, id FROM datasets ORDER BY first_entry"
 
 
 def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: StoredSpec,
@@ -59,14 +48,50 @@ def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: Stored
                      words=record.tokens)
 
 
-def served_from_tokens(tokens: TokenFile, rows: Sequence[tuple[Any, ...]],
-                       datasets: Mapping[int, StoredDataset], store: str) -> list[dict[str, Any]]:
-    """The served dicts of ``rows`` (``(dataset_id, offset, tokens, side tokens, weights)``), in order."""
-    placed: list[TokenRow] = []
-    for _, offset, count, side, weights in rows:
-        if offset is None:
-            raise StoreError(f"{store}: an entry of spec '{tokens.spec}' trains but has no stored tokens; the store "
-                             "is damaged: run dataidx render --store-tokens again")
-        placed.append((offset, count, side, weights))
-    dicts = served(tokens.words_array, placed)
-    return [{"_dataset_name": datasets[row[0]].name, **one} for row, one in zip(rows, dicts)]
+class TokenServer:
+    """Base entries -> their served dicts, from a spec's token file.
+
+    ``fetch`` runs a read template in the reader's process (``EntryReader.fetch``): used only for
+    flagged entries. Example::
+
+        server = TokenServer(tokens, spec_id, handle, datasets, "demo.db")
+        server.get([17, 3], reader.fetch)
+    """
+
+    def __init__(self, tokens: TokenFile, spec_id: int, handle: StoreHandle,
+                 datasets: dict[int, StoredDataset], store: str) -> None:
+        self.tokens, self.spec_id, self.store = tokens, spec_id, store
+        starts = handle.all(_DATASET_STARTS)
+        self._dataset_starts = [first for first, _ in starts]
+        self._dataset_names = [datasets[dataset_id].name for _, dataset_id in starts]
+
+    def get(self, entry_ids: list[int], fetch: Any) -> list[dict[str, Any]]:
+        """The served dicts of base entries ``entry_ids`` (each must train under the spec), in order."""
+        index, first = self.tokens.index_array, self.tokens.first_entry
+        at = np.asarray(entry_ids, dtype=np.int64) - first
+        if at.size and (at.min() < 0 or at.max() >= self.tokens.entries):
+            raise StaleStoreError(f"{self.store}: an entry is not in the token file of spec '{self.tokens.spec}'; "
+                                  f"run dataidx render --store-tokens again")
+        starts, ends = index[at], index[at + 1] & START
+        flagged = (starts & ~START).astype(bool)
+        starts = starts & START
+        counts = (ends - starts).astype(np.int64)
+        if at.size and counts.min() <= 0:
+            raise StaleStoreError(f"{self.store}: an entry served under spec '{self.tokens.spec}' has no stored "
+                                  "tokens: its status changed; run dataidx render --store-tokens again")
+        extras = self._extras([entry_ids[k] for k in np.flatnonzero(flagged).tolist()], fetch)
+        rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None)))
+                                for entry_id, start, count in zip(entry_ids, starts.tolist(), counts.tolist())]
+        names = self._dataset_names
+        return [{"_dataset_name": names[bisect.bisect_right(self._dataset_starts, entry_id) - 1], **one}
+                for entry_id, one in zip(entry_ids, served(self.tokens.words_array, rows))]
+
+    def _extras(self, entry_ids: list[int], fetch: Any) -> dict[int, tuple[int | None, bytes | None]]:
+        if not entry_ids:
+            return {}
+        found = {entry_id: (side, weights)
+                 for entry_id, side, weights in fetch(_EXTRAS, self.spec_id, json.dumps(sorted(set(entry_ids))))}
+        if len(found) < len(set(entry_ids)):
+            raise StaleStoreError(f"{self.store}: entries of spec '{self.tokens.spec}' are missing; the store is "
+                                  "damaged")
+        return found

@@ -177,7 +177,7 @@ def render_store(
         try:
             with RenderedRows() as rendered, sink or nullcontext():
                 for rows, uses, tokens in _rendered(chunks, jobs, last - first + 1, progress):
-                    rendered.add(rows, sink.place(tokens) if sink is not None and tokens is not None else None)
+                    rendered.add(rows, sink.place(tokens, [row[0] for row in rows]) if sink is not None else None)
                     rendered.added_uses.update(uses)
                 if reused:
                     assert sink is not None  # a spec rendered the same way is rendered again only to add tokens

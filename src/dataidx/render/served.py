@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import StaleStoreError
 from ..read import StoreReader, paused_gc
 from ..store import Closable, StoreHandle, position_entries, read_mixture, spec_lengths
-from .from_tokens import BY_ENTRY, BY_POSITION, open_tokens, served_from_tokens
+from .from_tokens import TokenServer, open_tokens
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
 from .token_file import TokenFile
@@ -53,6 +53,8 @@ class RenderedMixture(Closable):
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only)
             self.renderer: Renderer | None = None if self.tokens is not None else self.spec.renderer(tokenizer)
+            self.server = (TokenServer(self.tokens, self.spec.id, handle, self.reader.datasets, self.reader.path)
+                           if self.tokens is not None else None)
             self._find_positions()
         except BaseException:
             self.reader.close()
@@ -91,11 +93,10 @@ class RenderedMixture(Closable):
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Rendered entries at many indices, in the order asked (at most two SQL queries and one
-        tokenizer batch, or from stored tokens one read of the mapped file per entry)."""
+        tokenizer batch; from stored tokens, none for positions in the mixture's runs)."""
         positions = [self._position(i) for i in indices]
-        if self.tokens is not None:
-            rows = self.reader.rows_at(positions, BY_ENTRY, BY_POSITION, self.spec.id)
-            return served_from_tokens(self.tokens, rows, self.reader.datasets, self.reader.path)
+        if self.server is not None:
+            return self.server.get(self.reader.entries_at(positions), self.reader.fetch)
         assert self.renderer is not None  # no stored tokens: rendered on fetch
         triples = self.reader.triples(positions)
         with paused_gc():

@@ -18,15 +18,17 @@ from ..errors import DataidxError
 from ..progress import CountProgress
 from ..read import EntryReader, paused_gc
 from ..store import read_token_file
-from .from_tokens import BY_ENTRY, served_from_tokens
+from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
-from .token_file import TokenFile
+from .token_file import START, TokenFile
 
 #: Entries rendered and compared at a time: one tokenizer batch.
 VERIFY_BATCH = 256
 _SPECS = ("SELECT s.name FROM render_specs AS s JOIN spec_tokens AS t ON t.spec_id = s.id "
           "ORDER BY s.id")
 _TRAINING = "SELECT entry_id FROM entry_renders WHERE spec_id = {mark} AND status IN ({trains}) ORDER BY entry_id"
+_PLACES = ("SELECT {stamped}entry_id, token_offset, tokens FROM entry_renders WHERE spec_id = {mark} "
+           "AND entry_id IN ({ids})")
 
 
 @dataclass(kw_only=True)
@@ -98,12 +100,16 @@ def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: T
     if sample is not None and sample < len(entry_ids):
         entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))
     renderer = spec.renderer(tokenizer)
+    server = TokenServer(tokens, spec.id, reader.handle, reader.datasets, reader.path)
     for start in range(0, len(entry_ids), VERIFY_BATCH):
         batch = entry_ids[start: start + VERIFY_BATCH]
         triples = reader.entries_by_id(batch)
-        stored = reader.fetch(BY_ENTRY[1], spec.id, json.dumps(batch))
-        by_id = {row[0]: row[1:] for row in stored}
-        served = served_from_tokens(tokens, [by_id[i] for i in batch], reader.datasets, reader.path)
+        _check_index(reader, spec, tokens, batch, report)
+        try:
+            served = server.get(batch, reader.fetch)
+        except DataidxError as exc:
+            report.problems.append(str(exc))
+            return
         with paused_gc():
             fresh = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
         for (dataset_id, row, cut), one, again in zip(triples, served, fresh):
@@ -116,6 +122,20 @@ def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: T
         report.checked += len(batch)
         if progress is not None:
             progress(report.checked, len(entry_ids))
+
+
+def _check_index(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, batch: list[int],
+                 report: TokensReport) -> None:
+    """The file's index places each entry where the store's ``entry_renders`` does."""
+    index, first = tokens.index_array, tokens.first_entry
+    for entry_id, offset, count in reader.fetch(_PLACES, spec.id, json.dumps(batch)):
+        at = entry_id - first
+        start = int(index[at] & START) if 0 <= at < tokens.entries else -1
+        end = int(index[at + 1] & START) if 0 <= at < tokens.entries else -1
+        if (start, end - start) != (offset, count) and len(report.problems) < 5:
+            report.problems.append(f"{report.file}: its index places base entry {entry_id} at words {start}.."
+                                   f"{end}, the store at {offset}..{offset + count}: edited; run dataidx render "
+                                   f"--store-tokens again for spec '{spec.name}'")
 
 
 def _difference(served: dict[str, Any], rendered: dict[str, Any]) -> str:

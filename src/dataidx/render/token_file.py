@@ -1,12 +1,18 @@
-"""A spec's token file: a 64-byte header, then every training entry's words, in entry order.
+"""A spec's token file: a header, every training entry's words in entry order, then an index of
+where each base entry's words start, so a fetch finds an entry without asking the store.
+
+Layout (little-endian): a 128-byte header (magic, word bytes, words, entries indexed, first
+entry id, the spec's fingerprint), the words, zero padding to 8 bytes, then ``entries + 1``
+``uint64`` starts: entry ``first + i`` is words ``start[i] .. start[i + 1]`` (bit 63 masked off;
+none for an entry that does not train). Bit 63 says the entry has more than words and the
+supervised bit (a preference pair's split, unusual loss weights), which ``entry_renders`` holds.
 
 The file is named by the spec's fingerprint and lives in the store's token folder
-(``<store>.tokens`` beside a store file; see :func:`dataidx.store.tokens_folder`). It is written
-under a hidden temporary name, synced, and renamed into place only when complete, so a full disk,
-a crash or Ctrl-C leaves no file that looks finished; it is never rewritten in place (a reader
-that mapped it keeps the file it mapped). The header names the spec's fingerprint, the word
-size and the word count: opening checks them and the file's size against the store's record,
-which costs nothing at any size; ``dataidx verify --tokens`` checks the words' sha256.
+(``<store>.tokens`` beside a store file). It is written under a hidden temporary name, synced,
+and renamed into place only when complete, so a full disk, a crash or Ctrl-C leaves no file
+that looks finished; it is never rewritten in place (a reader that mapped it keeps the file it
+mapped). Opening checks the header and the size against the store's record, which costs
+nothing at any size; ``dataidx verify --tokens`` checks the sha256 of everything after the header.
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ import numpy as np
 
 from ..errors import StaleStoreError, StoreError
 
-MAGIC = b"DIDXTOK1"
-#: magic, word bytes, reserved, words, entries, the spec's fingerprint (sha256, raw)
-HEADER = struct.Struct("<8sII QQ 32s")
-assert HEADER.size == 64
+MAGIC = b"DIDXTOK2"
+#: magic, word bytes, reserved, words, entries indexed, first entry id, the spec's fingerprint (raw)
+HEADER = struct.Struct("<8sII QQQ 32s 56x")
+assert HEADER.size == 128
+#: Bit 63 of an index start: the entry has a pair's split or unusual weights (``entry_renders``).
+EXTRAS = np.uint64(1 << 63)
+START = np.uint64((1 << 63) - 1)
 
 
 def token_file_name(fingerprint: str) -> str:
@@ -32,14 +41,25 @@ def token_file_name(fingerprint: str) -> str:
     return f"{fingerprint}.tokens"
 
 
+def index_offset(words: int, word_bytes: int) -> int:
+    """Where the index starts: after the header and the words, at a multiple of 8 bytes."""
+    return -(-(HEADER.size + words * word_bytes) // 8) * 8
+
+
+def file_size(words: int, word_bytes: int, entries: int) -> int:
+    return index_offset(words, word_bytes) + (entries + 1) * 8
+
+
 class TokenFileWriter:
-    """Appends words to a hidden temporary file and publishes it under its name when complete.
+    """Appends words (and index starts, to a second temporary file) and publishes one file under
+    its name when complete.
 
     Example::
 
         with TokenFileWriter(folder, fingerprint, np.dtype("<u2")) as writer:
             offset = writer.append(words)
-            writer.publish(entries)
+            writer.index(starts)
+            writer.publish(first_entry)
     """
 
     def __init__(self, folder: Path, fingerprint: str, dtype: np.dtype) -> None:
@@ -50,10 +70,12 @@ class TokenFileWriter:
             raise StoreError(f"{folder}: cannot make the token folder: {exc.strerror or exc}") from None
         self.path = folder / token_file_name(fingerprint)
         self.temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
+        self.index_temporary = folder / f".{self.path.name}.{os.getpid()}.index.tmp"
         self.file = open(self.temporary, "wb")
+        self.index_file = open(self.index_temporary, "w+b")
         self.file.write(bytes(HEADER.size))
         self.file.flush()  # render workers fork after this: none inherits bytes waiting in the buffer
-        self.words = 0
+        self.words = self.entries = 0
         self.digest = hashlib.sha256()
 
     def __enter__(self) -> TokenFileWriter:
@@ -62,28 +84,48 @@ class TokenFileWriter:
     def __exit__(self, *exc_info: object) -> None:
         """Whatever happened, no temporary file stays behind."""
         self.file.close()
+        self.index_file.close()
         self.temporary.unlink(missing_ok=True)
+        self.index_temporary.unlink(missing_ok=True)
 
     def append(self, words: np.ndarray) -> int:
         """Write ``words``; returns the offset (in words) of the first."""
         data = np.ascontiguousarray(words, dtype=self.dtype).tobytes()
-        try:
-            self.file.write(data)
-        except OSError as exc:
-            raise StoreError(f"{self.temporary}: cannot write tokens: {exc.strerror or exc}") from None
+        self._write(self.file, data, self.temporary)
         self.digest.update(data)
         offset, self.words = self.words, self.words + len(words)
         return offset
 
+    def index(self, starts: np.ndarray) -> None:
+        """Write the index starts of the next base entries (each with :data:`EXTRAS` where it applies)."""
+        self._write(self.index_file, np.ascontiguousarray(starts, dtype="<u8").tobytes(), self.index_temporary)
+        self.entries += len(starts)
+
+    @staticmethod
+    def _write(file: Any, data: bytes, path: Path) -> None:
+        try:
+            file.write(data)
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot write tokens: {exc.strerror or exc}") from None
+
     @property
     def bytes(self) -> int:
-        return HEADER.size + self.words * self.dtype.itemsize
+        return file_size(self.words, self.dtype.itemsize, self.entries)
 
-    def publish(self, entries: int) -> None:
-        """Write the header, sync, and rename the file into place (atomically)."""
+    def publish(self, first_entry: int) -> None:
+        """Append the index (its end included), write the header, sync, and rename into place."""
         try:
+            padding = index_offset(self.words, self.dtype.itemsize) - HEADER.size - self.words * self.dtype.itemsize
+            tail = bytes(padding)
+            self.file.write(tail)
+            self.digest.update(tail)
+            self.index_file.write(np.array([self.words], dtype="<u8").tobytes())
+            self.index_file.seek(0)
+            while block := self.index_file.read(1 << 22):
+                self.file.write(block)
+                self.digest.update(block)
             self.file.seek(0)
-            self.file.write(HEADER.pack(MAGIC, self.dtype.itemsize, 0, self.words, entries,
+            self.file.write(HEADER.pack(MAGIC, self.dtype.itemsize, 0, self.words, self.entries, first_entry,
                                         bytes.fromhex(self.fingerprint)))
             self.file.flush()
             os.fsync(self.file.fileno())
@@ -107,7 +149,8 @@ class TokenFile:
     def __init__(self, path: Path, *, spec: str, fingerprint: str, word_bytes: int, words: int) -> None:
         self.path, self.spec, self.fingerprint = path, spec, fingerprint
         self.word_bytes, self.words = word_bytes, words
-        self._mapped: tuple[int, np.ndarray] | None = None
+        self.entries = self.first_entry = 0
+        self._mapped: tuple[int, np.ndarray, np.ndarray] | None = None
         self.check()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -127,30 +170,42 @@ class TokenFile:
             raise StaleStoreError(f"{self.path}: cannot read the token file of spec '{self.spec}': "
                                   f"{exc.strerror or exc}") from None
         if len(header) < HEADER.size or header[:8] != MAGIC:
-            raise StaleStoreError(f"{self.path}: not a dataidx token file; {fix}")
-        _, word_bytes, _, words, _, fingerprint = HEADER.unpack(header)
+            raise StaleStoreError(f"{self.path}: not a dataidx token file (of this version); {fix}")
+        _, word_bytes, _, words, entries, first_entry, fingerprint = HEADER.unpack(header)
         if fingerprint.hex() != self.fingerprint:
             raise StaleStoreError(f"{self.path}: holds the tokens of another rendering (fingerprint "
                                   f"{fingerprint.hex()[:12]}, spec '{self.spec}' is {self.fingerprint[:12]}); {fix}")
-        expected = HEADER.size + self.words * self.word_bytes
+        expected = file_size(self.words, self.word_bytes, entries)
         if (word_bytes, words) != (self.word_bytes, self.words) or size != expected:
             raise StaleStoreError(f"{self.path}: {size} bytes, but spec '{self.spec}' recorded {expected} "
                                   f"({self.words} words of {self.word_bytes} bytes): truncated or edited; {fix}")
+        self.entries, self.first_entry = entries, first_entry
 
-    @property
-    def words_array(self) -> np.ndarray:
-        """The file's words, memory-mapped (read-only) in this process."""
+    def _map(self) -> tuple[int, np.ndarray, np.ndarray]:
         mapped = self._mapped
         if mapped is None or mapped[0] != os.getpid():
             self.check()  # a worker maps what its parent checked: the file may have gone since
             dtype = np.dtype("<u2") if self.word_bytes == 2 else np.dtype("<u4")
-            array = (np.memmap(self.path, dtype=dtype, mode="r", offset=HEADER.size, shape=(self.words,))
-                     if self.words else np.empty(0, dtype=dtype))
-            mapped = self._mapped = (os.getpid(), array)
-        return mapped[1]
+            whole = np.memmap(self.path, dtype=np.uint8, mode="r")
+            # Plain views of one map: a memmap's own slices each run Python (__array_finalize__).
+            words = np.asarray(whole[HEADER.size: HEADER.size + self.words * self.word_bytes]).view(dtype)
+            start = index_offset(self.words, self.word_bytes)
+            index = np.asarray(whole[start: start + (self.entries + 1) * 8]).view("<u8")
+            mapped = self._mapped = (os.getpid(), words, index)
+        return mapped
+
+    @property
+    def words_array(self) -> np.ndarray:
+        """The file's words, memory-mapped (read-only) in this process."""
+        return self._map()[1]
+
+    @property
+    def index_array(self) -> np.ndarray:
+        """Where each base entry's words start (``entries + 1`` of them, bit 63 the extras flag)."""
+        return self._map()[2]
 
     def sha256(self) -> str:
-        """sha256 of the words (the file after its header), read in blocks."""
+        """sha256 of everything after the header (words, padding, index), read in blocks."""
         digest = hashlib.sha256()
         with open(self.path, "rb") as file:
             file.seek(HEADER.size)

@@ -30,9 +30,10 @@ from ..store import (
     stored_lengths,
     tokens_folder,
 )
-from .token_file import TokenFileWriter, token_file_name
+from .token_file import EXTRAS, TokenFileWriter, token_file_name
 from .tokens import word_dtype
 
+EXTRAS_BIT = int(EXTRAS)
 #: What a render chunk's worker sends back of its tokens: its words, and per entry
 #: ``(entry id, tokens, side tokens, weights)``.
 ChunkTokens = tuple[np.ndarray, list[tuple[int, int, "int | None", "bytes | None"]]]
@@ -52,6 +53,8 @@ class TokenSink:
         where = Path(self.recorded_folder) if self.recorded_folder else tokens_folder(store_location(store))
         self.writer = TokenFileWriter(where, fingerprint, self.dtype)
         self.entries = 0
+        self.first_entry: int | None = None
+        self.next_entry = 0
         self.started = time.perf_counter()
 
     def __enter__(self) -> TokenSink:
@@ -60,20 +63,35 @@ class TokenSink:
     def __exit__(self, *exc_info: object) -> None:
         self.writer.__exit__(*exc_info)
 
-    def place(self, tokens: ChunkTokens) -> list[EntryTokens]:
-        """Append one chunk's words; ``(entry id, offset, side tokens, weights)`` of its entries."""
-        words, entries = tokens
+    def place(self, tokens: ChunkTokens | None, entry_ids: list[int]) -> list[EntryTokens]:
+        """Append one chunk's words and index the chunk's base entries ``entry_ids`` (every one, in
+        id order; those that do not train take no words); ``(entry id, offset, side tokens,
+        weights)`` of its entries that train."""
+        words, entries = tokens if tokens is not None else (np.empty(0, dtype=self.dtype), [])
         offset = self.writer.append(words)
+        stored = {entry_id: (count, side, weights) for entry_id, count, side, weights in entries}
+        if self.first_entry is None and entry_ids:
+            self.first_entry = self.next_entry = entry_ids[0]
+        starts: list[int] = []
         placed = []
-        for entry_id, count, side, weights in entries:
+        for entry_id in entry_ids:
+            starts += [offset] * (entry_id - self.next_entry)  # ids with no base entry: empty
+            self.next_entry = entry_id + 1
+            found = stored.get(entry_id)
+            if found is None:
+                starts.append(offset)
+                continue
+            count, side, weights = found
+            starts.append(offset | EXTRAS_BIT if side is not None or weights is not None else offset)
             placed.append((entry_id, offset, side, weights))
             offset += count
-        self.entries += len(entries)
+        self.writer.index(np.array(starts, dtype=np.uint64))
+        self.entries += len(placed)
         return placed
 
     def publish(self, connection: Any, spec_id: int) -> StoredTokenFile:
         """Publish the file and record it for spec ``spec_id`` (in the write that stores the spec)."""
-        self.writer.publish(self.entries)
+        self.writer.publish(self.first_entry or 0)
         record = StoredTokenFile(file=token_file_name(self.writer.fingerprint), folder=self.recorded_folder,
                                  word_bytes=self.dtype.itemsize, entries=self.entries, tokens=self.writer.words,
                                  bytes=self.writer.bytes, sha256=self.writer.digest.hexdigest())
