@@ -270,8 +270,8 @@ def test_words_and_weight_runs_give_back_any_rendering_bit_for_bit(drawn: tuple[
     dtype = word_dtype(vocabulary)
     stored = encode_tokens(rendered, dtype)
     words = np.concatenate([np.zeros(3, dtype=dtype), stored.words])  # not at offset 0
-    back, = served(words, [(3, len(stored.words), stored.side_tokens, stored.weights)])
-    assert back == rendered.as_dict()
+    back, = served(words, [(3, len(stored.words), stored.side_tokens, stored.weights)], ["d"])
+    assert back.pop("_dataset_name") == "d" and back == rendered.as_dict()
     assert json.dumps(back) == json.dumps(rendered.as_dict())  # -0.0 and 1e-9 stay what they were
 
 

@@ -26,6 +26,9 @@ from .tokens import TokenRow, served
 _EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
            "WHERE spec_id = {mark} AND entry_id IN ({ids})")
 _DATASET_STARTS = "SELECT first_entry, id FROM datasets ORDER BY first_entry"
+#: Up to this many entries a fetch reads the index as Python integers (cheaper than arrays).
+_FEW = 8
+_START = int(START)
 
 
 def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: StoredSpec,
@@ -67,24 +70,41 @@ class TokenServer:
 
     def get(self, entry_ids: list[int], fetch: Any) -> list[dict[str, Any]]:
         """The served dicts of base entries ``entry_ids`` (each must train under the spec), in order."""
-        index, first = self.tokens.index_array, self.tokens.first_entry
-        at = np.asarray(entry_ids, dtype=np.int64) - first
-        if at.size and (at.min() < 0 or at.max() >= self.tokens.entries):
-            raise StaleStoreError(f"{self.store}: an entry is not in the token file of spec '{self.tokens.spec}'; "
-                                  f"run dataidx render --store-tokens again")
-        starts, ends = index[at], index[at + 1] & START
-        flagged = (starts & ~START).astype(bool)
-        starts = starts & START
-        counts = (ends - starts).astype(np.int64)
-        if at.size and counts.min() <= 0:
+        starts, counts, flagged = self._places(entry_ids)
+        extras = self._extras([entry_id for entry_id, flag in zip(entry_ids, flagged) if flag], fetch)
+        rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None)))
+                                for entry_id, start, count in zip(entry_ids, starts, counts)]
+        names, starts = self._dataset_names, self._dataset_starts
+        return served(self.tokens.words_array, rows,
+                      [names[bisect.bisect_right(starts, entry_id) - 1] for entry_id in entry_ids])
+
+    def _places(self, entry_ids: list[int]) -> tuple[list[int], list[int], list[bool]]:
+        """Per entry: where its words start, how many, and whether its start is flagged. A handful
+        are read as Python integers; a batch as arrays."""
+        index, first, entries = self.tokens.index_array, self.tokens.first_entry, self.tokens.entries
+        if len(entry_ids) <= _FEW:
+            at = [entry_id - first for entry_id in entry_ids]
+            if any(not 0 <= k < entries for k in at):
+                raise self._not_in_file()
+            raw = [(int(index[k]), int(index[k + 1]) & _START) for k in at]
+            starts, flagged = [start & _START for start, _ in raw], [start > _START for start, _ in raw]
+            counts = [end - start for start, (_, end) in zip(starts, raw)]
+        else:
+            where = np.asarray(entry_ids, dtype=np.int64) - first
+            if where.min() < 0 or where.max() >= entries:
+                raise self._not_in_file()
+            found, ends = index[where], index[where + 1] & START
+            flagged = (found & ~START).astype(bool).tolist()
+            begins = found & START
+            starts, counts = begins.tolist(), (ends - begins).astype(np.int64).tolist()
+        if any(count <= 0 for count in counts):
             raise StaleStoreError(f"{self.store}: an entry served under spec '{self.tokens.spec}' has no stored "
                                   "tokens: its status changed; run dataidx render --store-tokens again")
-        extras = self._extras([entry_ids[k] for k in np.flatnonzero(flagged).tolist()], fetch)
-        rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None)))
-                                for entry_id, start, count in zip(entry_ids, starts.tolist(), counts.tolist())]
-        names = self._dataset_names
-        return [{"_dataset_name": names[bisect.bisect_right(self._dataset_starts, entry_id) - 1], **one}
-                for entry_id, one in zip(entry_ids, served(self.tokens.words_array, rows))]
+        return starts, counts, flagged
+
+    def _not_in_file(self) -> StaleStoreError:
+        return StaleStoreError(f"{self.store}: an entry is not in the token file of spec '{self.tokens.spec}'; run "
+                               "dataidx render --store-tokens again")
 
     def _extras(self, entry_ids: list[int], fetch: Any) -> dict[int, tuple[int | None, bytes | None]]:
         if not entry_ids:

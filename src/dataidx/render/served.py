@@ -88,13 +88,22 @@ class RenderedMixture(Closable):
         index %= len(self)
         return index if self.positions is None else int(self.positions[index])
 
+    def _positions(self, indices: list[int]) -> list[int]:
+        """:meth:`_position` of many indices (the length taken once: a fetch from tokens is short)."""
+        size, chosen = len(self), self.positions
+        if any(not -size <= index < size for index in indices):
+            self._position(next(index for index in indices if not -size <= index < size))  # raises IndexError
+        if chosen is None:
+            return [index % size for index in indices]
+        return [int(chosen[index % size]) for index in indices]
+
     def get(self, index: int) -> dict[str, Any]:
         return self.get_many([index])[0]
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:
         """Rendered entries at many indices, in the order asked (at most two SQL queries and one
         tokenizer batch; from stored tokens, none for positions in the mixture's runs)."""
-        positions = [self._position(i) for i in indices]
+        positions = self._positions(indices)
         if self.server is not None:
             return self.server.get(self.reader.entries_at(positions), self.reader.fetch)
         assert self.renderer is not None  # no stored tokens: rendered on fetch

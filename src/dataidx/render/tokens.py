@@ -100,27 +100,27 @@ class TokenChunk:
 TokenRow = tuple[int, int, "int | None", "bytes | None"]
 
 
-def served(words: np.ndarray, rows: Sequence[TokenRow]) -> list[dict[str, Any]]:
-    """The rendered dicts of stored entries, as :meth:`.Rendered.as_dict` gives them.
+def served(words: np.ndarray, rows: Sequence[TokenRow], names: Sequence[str]) -> list[dict[str, Any]]:
+    """The served dicts of stored entries (``{"_dataset_name": names[k], **Rendered.as_dict()}``).
 
-    Entries are read from the mapped words in stored order (sequential pages), decoded in one
-    NumPy pass over all of them, turned into Python lists once, and cut back into per-entry
-    lists (list slices) in the order asked.
+    One entry is decoded alone; a batch is read from the mapped words in stored order
+    (sequential pages), decoded in one NumPy pass, turned into Python lists once, and cut back
+    into per-entry lists (list slices) in the order asked.
     """
     if not rows:
         return []
     words = np.asarray(words)  # a plain view: a memmap's slices each run Python (__array_finalize__)
     top = words.dtype.itemsize * 8 - 1
-    order = sorted(range(len(rows)), key=lambda k: rows[k][0]) if len(rows) > 1 else [0]
-    gathered = (np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]] for k in order]) if len(order) > 1
-                else words[rows[0][0]: rows[0][0] + rows[0][1]])
-    supervised = (gathered >> top).astype(bool)
-    ids = gathered & ((1 << top) - 1)
-    labels = ids.astype(np.int64)
-    labels[~supervised] = IGNORE
+    if len(rows) == 1:
+        order = [0]
+        start, tokens = rows[0][0], rows[0][1]
+        ids, labels, supervised = _decoded(words[start: start + tokens], top)
+    else:
+        order = sorted(range(len(rows)), key=lambda k: rows[k][0])
+        ids, labels, supervised = _decoded(np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]]
+                                                           for k in order]), top)
     ids_list, labels_list = ids.tolist(), labels.tolist()
-    usual_weights = (supervised.astype(np.float64).tolist()
-                     if any(rows[k][3] is None for k in order) else [])
+    usual_weights = supervised.astype(np.float64).tolist() if any(rows[k][3] is None for k in order) else []
     out: list[dict[str, Any]] = [{}] * len(rows)
     start = 0
     for k in order:
@@ -130,13 +130,21 @@ def served(words: np.ndarray, rows: Sequence[TokenRow]) -> list[dict[str, Any]]:
         if len(loss_weights) != tokens:
             raise RenderError(f"stored loss weights cover {len(loss_weights)} tokens of an entry of {tokens}")
         if side_tokens is None:
-            out[k] = _side(ids_list, labels_list, loss_weights, start, stop)
+            out[k] = {"_dataset_name": names[k], **_side(ids_list, labels_list, loss_weights, start, stop)}
         else:
             middle = start + side_tokens
-            out[k] = {"chosen": _side(ids_list, labels_list, loss_weights[:side_tokens], start, middle),
+            out[k] = {"_dataset_name": names[k],
+                      "chosen": _side(ids_list, labels_list, loss_weights[:side_tokens], start, middle),
                       "rejected": _side(ids_list, labels_list, loss_weights[side_tokens:], middle, stop)}
         start = stop
     return out
+
+
+def _decoded(words: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids, labels and the supervised bit (0 or 1) of words."""
+    supervised = words >> top
+    ids = words & ((1 << top) - 1)
+    return ids, np.where(supervised == 1, ids.astype(np.int64), IGNORE), supervised
 
 
 def _side(ids: list[int], labels: list[int], weights: list[float], start: int, stop: int) -> dict[str, Any]:
