@@ -8,7 +8,11 @@ byte-level BPE of 8k trained on it, ChatML at cutoff 4096, and specs of the same
 - ``tokens``: the same rendering with ``--store-tokens`` (16-bit words); the engine serves it
   from the mapped token file, with no tokenizer loaded;
 - ``tokens32``: the same with the BPE grown past 2^15 ids by added tokens (32-bit words), for
-  the size on disk only.
+  the size on disk only;
+- ``rerender-qwen`` and ``tokens-qwen``: the same tokenizer under a model's own Jinja template
+  (Qwen2.5's, tests/conformance/families), the path a user's real template takes: ChatML above
+  has a plain-Python fast path no model's own template gets, so its re-render is the cheapest
+  there is. The fetch rows are measured against both.
 
     python scripts/bench.py --tokens-only                  # 56k alpaca + 14k sharegpt rows: ~105k entries
     python scripts/bench.py --tokens-only --tokens-rows 20000 --tokens-fetches 2000
@@ -30,6 +34,8 @@ from typing import Any
 
 #: Spec names of the table (one store holds all three).
 RERENDER, TOKENS, TOKENS32 = "rerender", "tokens", "tokens32"
+RERENDER_QWEN, TOKENS_QWEN = "rerender-qwen", "tokens-qwen"
+QWEN_TEMPLATE = Path(__file__).resolve().parents[1] / "tests" / "conformance" / "families" / "qwen2_5.jinja"
 #: Modules serving from tokens must not import.
 RENDERING_MODULES = ("transformers", "tokenizers", "jinja2")
 CUTOFF = 4096
@@ -68,12 +74,12 @@ def store_bytes(store: Path) -> int:
     return (pages - free) * size
 
 
-def render_seconds(store: Path, tokenizer: Path, name: str, store_tokens: bool) -> float:
+def render_seconds(store: Path, tokenizer: Path, name: str, store_tokens: bool, template: str | None = None) -> float:
     """Wall seconds of ``render_store`` at default jobs (tokenizer load included: both pay it)."""
     from dataidx.render import render_store
 
     started = time.perf_counter()
-    render_store(store, tokenizer, cutoff=CUTOFF, name=name, store_tokens=store_tokens)
+    render_store(store, tokenizer, cutoff=CUTOFF, name=name, store_tokens=store_tokens, template=template)
     return time.perf_counter() - started
 
 
@@ -180,20 +186,29 @@ def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int,
     size16 = added_tokens_size(store, tokenizer, TOKENS)
     size32 = added_tokens_size(store, wide, TOKENS32)
     pairs = render_turns(store, tokenizer)
+    for name, store_tokens in ((RERENDER_QWEN, False), (TOKENS_QWEN, True)):
+        render_seconds(store, tokenizer, name, store_tokens, template=str(QWEN_TEMPLATE))
 
     served, rendered = DataEngine(store, render=TOKENS), DataEngine(store, render=RERENDER)
     entries = len(served)
     rng = random.Random(1)
     indices = [rng.randrange(entries) for _ in range(fetches)]
     lines: list[tuple[str, ...]] = []
-    for label, batch, target in (("engine[i], random (samples/s)", 1, 20),
-                                 ("engine[list of 256], random (samples/s)", 256, 20)):
-        ours, theirs = rates([(served, indices), (rendered, indices)], batch)
-        lines.append(ratio_line(label, ours, theirs, ",.0f", f">= {target}x", ours / theirs >= target))
-    ours_rate, ours_growth = loader_run(served, loader)
-    theirs_rate, theirs_growth = loader_run(rendered, loader)
-    lines.append(ratio_line("DataLoader, 2 workers, batch 32, random (samples/s)", ours_rate, theirs_rate, ",.0f",
-                            ">= 10x", ours_rate / theirs_rate >= 10))
+    with DataEngine(store, render=TOKENS_QWEN) as served_qwen, DataEngine(store, render=RERENDER_QWEN) as qwen:
+        for template, ours_engine, theirs_engine, verdict in (
+                ("a model's own template (Qwen2.5, Jinja)", served_qwen, qwen, True),
+                ("built-in ChatML (plain-Python fast path)", served, rendered, False)):
+            lines.append((f"fetches, re-render under {template}:", "", "", "", "", ""))
+            for label, batch, target in (("  engine[i], random (samples/s)", 1, 20),
+                                         ("  engine[list of 256], random (samples/s)", 256, 20)):
+                ours, theirs = rates([(ours_engine, indices), (theirs_engine, indices)], batch)
+                line = ratio_line(label, ours, theirs, ",.0f", f">= {target}x", ours / theirs >= target)
+                lines.append(line if verdict else line[:4] + ("", ""))
+            ours_rate, ours_growth = loader_run(ours_engine, loader)
+            theirs_rate, theirs_growth = loader_run(theirs_engine, loader)
+            line = ratio_line("  DataLoader, 2 workers, batch 32, random (samples/s)", ours_rate, theirs_rate, ",.0f",
+                              ">= 10x", ours_rate / theirs_rate >= 10)
+            lines.append(line if verdict else line[:4] + ("", ""))
     # What the loader costs by itself with these dicts (workers pickle ~4 lists of ~130 ints a sample).
     ceiling, _ = loader_run(PrefetchedDataset(served[: min(entries, 5000)], entries), loader)
     lines.append(("  ceiling: same loader over prefetched served dicts", f"{ceiling:,.0f}", "", "", "", ""))
