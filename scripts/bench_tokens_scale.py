@@ -12,10 +12,8 @@ the peak of the whole tree's PSS (``/proc/*/smaps_rollup`` of the command and it
 sampled every 0.2 s: shared pages counted once). Then it reads the token file's figures from the
 store and serves a few thousand random fetches from the tokens.
 
-Two steps are hooks for commands other engineers are adding: ``verify_sample`` (``dataidx
-verify --tokens`` on a 10k sample) and ``export_formats`` (``dataidx export --format
-megatron|olmo|parquet``). Each runs only when ``--help`` of its command lists the option, so the
-script works before and after they land; a skipped hook prints why.
+Then ``dataidx verify --tokens`` on a 10k sample and ``dataidx export --format
+megatron|olmo|parquet`` of the spec, each timed the same way, with the bytes written.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -97,59 +94,26 @@ def measured(*command: str, env: dict[str, str]) -> tuple[float, float, float]:
     return seconds, largest / 1024, tree / 1024
 
 
-def cli_help(*command: str, env: dict[str, str]) -> str:
-    """``dataidx COMMAND --help`` (empty when the command does not exist)."""
-    done = subprocess.run([*DATAIDX, *command, "--help"], capture_output=True, text=True, env=env)
-    return done.stdout if done.returncode == 0 else ""
-
-
-def has_option(help_text: str, option: str) -> bool:
-    return re.search(rf"(^|[\s,]){re.escape(option)}([\s=,\[]|$)", help_text, re.M) is not None
-
-
 def figures(label: str, seconds: float, largest: float, tree: float) -> dict[str, str]:
     return {f"{label} (s)": f"{seconds:.1f}", f"{label}, peak RSS of one process (MiB)": f"{largest:,.0f}",
             f"{label}, peak PSS of the process tree (MiB)": f"{tree:,.0f}"}
 
 
-# --- hook: verify a 10k sample of the stored tokens (dataidx verify --tokens, being added) -------------------------
 def verify_sample(store: Path, env: dict[str, str]) -> dict[str, str]:
-    """``dataidx verify STORE --tokens`` (with ``--sample 10000`` when the CLI has it), timed;
-    skipped, saying why, while ``dataidx verify --help`` lists no ``--tokens``."""
-    help_text = cli_help("verify", env=env)
-    if not has_option(help_text, "--tokens"):
-        return {"verify --tokens (s)": "skipped: `dataidx verify --help` has no --tokens yet"}
-    command = [*DATAIDX, "verify", str(store), "--tokens"]
-    label = "verify --tokens, all entries"
-    if has_option(help_text, "--sample"):
-        command += ["--sample", str(VERIFY_SAMPLE)]
-        label = f"verify --tokens --sample {VERIFY_SAMPLE:,}"
-    return figures(label, *measured(*command, env=env))
+    """``dataidx verify STORE --tokens --sample 10000``, timed."""
+    command = [*DATAIDX, "verify", str(store), "--tokens", "--sample", str(VERIFY_SAMPLE)]
+    return figures(f"verify --tokens --sample {VERIFY_SAMPLE:,}", *measured(*command, env=env))
 
 
-# --- hook: export each format from the stored tokens (dataidx export --format, being added) ------------------------
 def export_formats(store: Path, out: Path, env: dict[str, str]) -> dict[str, str]:
-    """``dataidx export STORE --format F`` for each format the CLI lists (of megatron, olmo,
-    parquet), from spec 'tokens' when it takes ``--spec``, timed, with the bytes written; each
-    format the CLI does not have yet is reported skipped."""
-    help_text = cli_help("export", env=env)
-    choices = re.search(r"--format\s+\[([^\]]*)\]", help_text)  # click lists choices: --format [a|b|c]
-    listed = choices.group(1).split("|") if choices else (
-        [name for name in EXPORT_FORMATS if re.search(rf"\b{name}\b", help_text)]
-        if has_option(help_text, "--format") else [])
+    """``dataidx export STORE --spec SPEC --format F`` for each format, timed, with the bytes written."""
     found: dict[str, str] = {}
     for name in EXPORT_FORMATS:
-        if name not in listed:
-            found[f"export --format {name} (s)"] = "skipped: `dataidx export --help` does not list it yet"
-            continue
         target = out / f"export-{name}"
         shutil.rmtree(target, ignore_errors=True)
-        command = [*DATAIDX, "export", str(store), "--format", name, "-o", str(target)]
-        if has_option(help_text, "--spec"):
-            command += ["--spec", SPEC]
+        command = [*DATAIDX, "export", str(store), "--spec", SPEC, "--format", name, "-o", str(target)]
         found |= figures(f"export --format {name}", *measured(*command, env=env))
-        written = sum(p.stat().st_size for p in target.rglob("*") if p.is_file()) if target.is_dir() else (
-            target.stat().st_size if target.exists() else 0)
+        written = sum(p.stat().st_size for p in target.rglob("*") if p.is_file()) if target.is_dir() else 0
         found[f"export --format {name}, bytes written (MB)"] = f"{written / 1e6:,.1f}"
     return found
 
