@@ -310,6 +310,7 @@ def test_info_and_the_view_show_the_tokens_on_disk(token_store: Path) -> None:
     assert "spec 'stored': tokens stored" in run("info", token_store).output
 
 
+@pytest.mark.slow  # a tokenizer of 33,000 added tokens takes seconds to load, each time
 def test_a_vocabulary_past_2_15_ids_is_stored_in_32_bit_words(tmp_path: Path, wide_tokenizer: Path) -> None:
     from dataidx.index import build
 

@@ -103,7 +103,8 @@ def indexed(prefix: Path):
     return IndexedDataset(str(prefix), multimodal=False, mmap=True)
 
 
-@pytest.mark.parametrize("fixture", ["store", "weighted", "wide"])
+@pytest.mark.parametrize("fixture", ["store", "weighted",
+                                     pytest.param("wide", marks=pytest.mark.slow)])  # 33,000 added tokens: slow to load
 def test_megatron_datasets_read_back_as_data_engine_serves(fixture: str, request, tmp_path: Path) -> None:
     store = request.getfixturevalue(fixture)
     summary = export_tokens(store, tmp_path / "out", format="megatron", spec="default")
