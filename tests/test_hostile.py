@@ -835,11 +835,22 @@ def test_a_crafted_view_stops_info_and_report_at_the_read_deadline_and_at_ctrl_c
     one_line_error(run("report", demo_copy, "-o", tmp_path / "r.html"), "a read of the store was stopped after 0.5 s")
     assert time.perf_counter() - started < 10  # both ran until killed before
     script = f"from dataidx.cli import main; import sys; sys.argv = ['dataidx', 'info', {str(demo_copy)!r}]; main()"
-    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    # Started as a terminal starts it: SIGINT at its default and unblocked, whatever the test
+    # process inherited; stderr read while it runs, so a full pipe never holds it up.
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_as_from_a_terminal)
     time.sleep(2)
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=30) != 0  # Ctrl-C was ignored while SQLite ran the view (600 s deadline)
-    assert "Traceback" not in process.stderr.read()
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode != 0  # Ctrl-C was ignored while SQLite ran the view (600 s deadline)
+    assert "Traceback" not in stderr
+
+
+def _as_from_a_terminal() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @pytest.mark.slow
