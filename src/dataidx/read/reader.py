@@ -250,22 +250,14 @@ class StoreReader(EntryReader):
 
     def triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
         """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""
-        return self.rows_at(indices, (_ENTRY_ONE, _ENTRY_MANY), (_POSITION_ONE, _POSITION_MANY))
-
-    def rows_at(self, indices: list[int], by_entry: tuple[str, str], by_position: tuple[str, str],
-                *leading: Any) -> list[tuple[Any, ...]]:
-        """One row per index, in the order asked, from two read templates (``(one, many)`` each):
-        ``by_entry`` keyed by base entry id (positions inside a run), ``by_position`` by
-        ``mixture_entries`` rowid; each selects ``{stamped}`` and the key first, its last parameter
-        the key (or ``{ids}``) after ``leading``. At most one query of each."""
         keys = [self._key(i) for i in indices]
         found: dict[tuple[bool, int], tuple] = {}
-        for in_run, (one, many) in ((True, by_entry), (False, by_position)):
+        for in_run, one, many in ((True, _ENTRY_ONE, _ENTRY_MANY), (False, _POSITION_ONE, _POSITION_MANY)):
             wanted = [value for kind, value in keys if kind is in_run]
             if not wanted:
                 continue
             sql, parameter = (one, wanted[0]) if len(wanted) == 1 else (many, json.dumps(wanted))
-            found.update(((in_run, r[0]), r[1:]) for r in self.fetch(sql, *leading, parameter))
+            found.update(((in_run, r[0]), r[1:]) for r in self.fetch(sql, parameter))
         try:
             return [found[key] for key in keys]
         except KeyError:
