@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -255,7 +256,10 @@ def _rendered(sides: list[tuple[list[int], list[bool], list[float]]]) -> Rendere
 def _sides(draw: st.DrawFn, top: int) -> tuple[list[int], list[bool], list[float]]:
     n = draw(st.integers(0, 40))
     ids = draw(st.lists(st.integers(0, top), min_size=n, max_size=n))
-    supervised = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    # v1's labels (a prompt, then its answer: the decode's fast path), or any pattern at all
+    head = draw(st.integers(0, n))
+    supervised = draw(st.one_of(st.just([k >= head for k in range(n)]),
+                                st.lists(st.booleans(), min_size=n, max_size=n)))
     weights = draw(st.one_of(
         st.just([1.0 if s else 0.0 for s in supervised]),
         st.lists(st.sampled_from([0.0, 1.0, 0.5, 0.1, 1e-9, 2.0, -0.0]), min_size=n, max_size=n)))
@@ -273,6 +277,30 @@ def test_words_and_weight_runs_give_back_any_rendering_bit_for_bit(drawn: tuple[
     back, = served(words, [(3, len(stored.words), stored.side_tokens, stored.weights)], ["d"])
     assert back.pop("_dataset_name") == "d" and back == rendered.as_dict()
     assert json.dumps(back) == json.dumps(rendered.as_dict())  # -0.0 and 1e-9 stay what they were
+
+
+@given(st.sampled_from([2**15, 2**31]).flatmap(lambda vocabulary: st.tuples(
+    st.just(vocabulary), st.lists(st.lists(_sides(vocabulary - 1), min_size=1, max_size=2), min_size=2, max_size=6),
+    st.randoms(use_true_random=False))))
+def test_a_batch_of_entries_decodes_each_as_alone_in_any_order(drawn: tuple[int, list, Any]) -> None:
+    vocabulary, entries, rng = drawn
+    dtype = word_dtype(vocabulary)
+    renderings = [_rendered(sides) for sides in entries]
+    stored = [encode_tokens(rendered, dtype) for rendered in renderings]
+    # Stored in one order, asked for in another: a batch reads in stored order, answers in the asked one.
+    placed = list(range(len(stored)))
+    rng.shuffle(placed)
+    words, offsets = [np.zeros(2, dtype=dtype)], {}
+    for k in placed:
+        offsets[k] = sum(len(w) for w in words)
+        words.append(stored[k].words)
+    asked = list(range(len(stored)))
+    rng.shuffle(asked)
+    rows = [(offsets[k], len(stored[k].words), stored[k].side_tokens, stored[k].weights) for k in asked]
+    back = served(np.concatenate(words), rows, [f"d{k}" for k in asked])
+    assert [one.pop("_dataset_name") for one in back] == [f"d{k}" for k in asked]
+    assert back == [renderings[k].as_dict() for k in asked]
+    assert json.dumps(back) == json.dumps([renderings[k].as_dict() for k in asked])
 
 
 def test_word_size_follows_the_vocabulary() -> None:

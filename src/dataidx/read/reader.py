@@ -234,6 +234,11 @@ class StoreReader(EntryReader):
             found[~in_run] = pairs[np.searchsorted(pairs[:, 0], positions[~in_run]), 1]
         return found
 
+    def entry_at(self, index: int) -> int:
+        """The base entry id at one index (:meth:`entries_at` of one)."""
+        in_run, value = self._key(index)
+        return value if in_run else self.entries_at([index])[0]
+
     def entries_at(self, indices: list[int]) -> list[int]:
         """The base entry id at each index, in order: by arithmetic inside a run, the others in one
         query (a fetch's path; :meth:`entry_ids` is a pass's, over arrays)."""

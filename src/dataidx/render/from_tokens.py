@@ -26,8 +26,6 @@ from .tokens import TokenRow, served
 _EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
            "WHERE spec_id = {mark} AND entry_id IN ({ids})")
 _DATASET_STARTS = "SELECT first_entry, id FROM datasets ORDER BY first_entry"
-#: Up to this many entries a fetch reads the index as Python integers (cheaper than arrays).
-_FEW = 8
 _START = int(START)
 
 
@@ -68,39 +66,43 @@ class TokenServer:
         self._dataset_starts = [first for first, _ in starts]
         self._dataset_names = [datasets[dataset_id].name for _, dataset_id in starts]
 
+    def one(self, entry_id: int, fetch: Any) -> dict[str, Any]:
+        """The served dict of one base entry (``get`` of one, without its lists: a fetch's whole cost
+        is a few microseconds, and each step of the general path is one of them)."""
+        tokens = self.tokens
+        _, words, index = tokens.mapped()
+        at = entry_id - tokens.first_entry
+        if not 0 <= at < tokens.entries:
+            raise self._not_in_file()
+        start, end = int(index[at]), int(index[at + 1]) & _START
+        flagged, start = start > _START, start & _START
+        if end <= start:
+            raise self._no_tokens()
+        side_tokens, weights = self._extras([entry_id], fetch)[entry_id] if flagged else (None, None)
+        name = self._dataset_names[bisect.bisect_right(self._dataset_starts, entry_id) - 1]
+        return served(words, [(start, end - start, side_tokens, weights)], [name])[0]
+
     def get(self, entry_ids: list[int], fetch: Any) -> list[dict[str, Any]]:
         """The served dicts of base entries ``entry_ids`` (each must train under the spec), in order."""
-        starts, counts, flagged = self._places(entry_ids)
-        extras = self._extras([entry_id for entry_id, flag in zip(entry_ids, flagged) if flag], fetch)
+        _, words, index = self.tokens.mapped()
+        where = np.asarray(entry_ids, dtype=np.int64) - self.tokens.first_entry
+        if where.size and (where.min() < 0 or where.max() >= self.tokens.entries):
+            raise self._not_in_file()
+        found, ends = index[where], index[where + 1] & START
+        begins = found & START
+        starts, counts = begins.tolist(), (ends - begins).astype(np.int64).tolist()
+        if any(count <= 0 for count in counts):
+            raise self._no_tokens()
+        flagged = np.flatnonzero(found & ~START).tolist()
+        extras = self._extras([entry_ids[k] for k in flagged], fetch)
         rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None)))
                                 for entry_id, start, count in zip(entry_ids, starts, counts)]
-        names, starts = self._dataset_names, self._dataset_starts
-        return served(self.tokens.words_array, rows,
-                      [names[bisect.bisect_right(starts, entry_id) - 1] for entry_id in entry_ids])
+        names, firsts = self._dataset_names, self._dataset_starts
+        return served(words, rows, [names[bisect.bisect_right(firsts, entry_id) - 1] for entry_id in entry_ids])
 
-    def _places(self, entry_ids: list[int]) -> tuple[list[int], list[int], list[bool]]:
-        """Per entry: where its words start, how many, and whether its start is flagged. A handful
-        are read as Python integers; a batch as arrays."""
-        index, first, entries = self.tokens.index_array, self.tokens.first_entry, self.tokens.entries
-        if len(entry_ids) <= _FEW:
-            at = [entry_id - first for entry_id in entry_ids]
-            if any(not 0 <= k < entries for k in at):
-                raise self._not_in_file()
-            raw = [(int(index[k]), int(index[k + 1]) & _START) for k in at]
-            starts, flagged = [start & _START for start, _ in raw], [start > _START for start, _ in raw]
-            counts = [end - start for start, (_, end) in zip(starts, raw)]
-        else:
-            where = np.asarray(entry_ids, dtype=np.int64) - first
-            if where.min() < 0 or where.max() >= entries:
-                raise self._not_in_file()
-            found, ends = index[where], index[where + 1] & START
-            flagged = (found & ~START).astype(bool).tolist()
-            begins = found & START
-            starts, counts = begins.tolist(), (ends - begins).astype(np.int64).tolist()
-        if any(count <= 0 for count in counts):
-            raise StaleStoreError(f"{self.store}: an entry served under spec '{self.tokens.spec}' has no stored "
-                                  "tokens: its status changed; run dataidx render --store-tokens again")
-        return starts, counts, flagged
+    def _no_tokens(self) -> StaleStoreError:
+        return StaleStoreError(f"{self.store}: an entry served under spec '{self.tokens.spec}' has no stored "
+                               "tokens: its status changed; run dataidx render --store-tokens again")
 
     def _not_in_file(self) -> StaleStoreError:
         return StaleStoreError(f"{self.store}: an entry is not in the token file of spec '{self.tokens.spec}'; run "

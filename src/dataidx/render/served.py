@@ -98,6 +98,8 @@ class RenderedMixture(Closable):
         return [int(chosen[index % size]) for index in indices]
 
     def get(self, index: int) -> dict[str, Any]:
+        if self.server is not None:
+            return self.server.one(self.reader.entry_at(self._position(index)), self.reader.fetch)
         return self.get_many([index])[0]
 
     def get_many(self, indices: list[int]) -> list[dict[str, Any]]:

@@ -181,7 +181,8 @@ class TokenFile:
                                   f"({self.words} words of {self.word_bytes} bytes): truncated or edited; {fix}")
         self.entries, self.first_entry = entries, first_entry
 
-    def _map(self) -> tuple[int, np.ndarray, np.ndarray]:
+    def mapped(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """``(pid, words, index)``: the file mapped in this process (a worker maps it again)."""
         mapped = self._mapped
         if mapped is None or mapped[0] != os.getpid():
             self.check()  # a worker maps what its parent checked: the file may have gone since
@@ -197,12 +198,12 @@ class TokenFile:
     @property
     def words_array(self) -> np.ndarray:
         """The file's words, memory-mapped (read-only) in this process."""
-        return self._map()[1]
+        return self.mapped()[1]
 
     @property
     def index_array(self) -> np.ndarray:
         """Where each base entry's words start (``entries + 1`` of them, bit 63 the extras flag)."""
-        return self._map()[2]
+        return self.mapped()[2]
 
     def sha256(self) -> str:
         """sha256 of everything after the header (words, padding, index), read in blocks."""

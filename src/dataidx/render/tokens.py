@@ -110,46 +110,79 @@ def served(words: np.ndarray, rows: Sequence[TokenRow], names: Sequence[str]) ->
     if not rows:
         return []
     words = np.asarray(words)  # a plain view: a memmap's slices each run Python (__array_finalize__)
-    top = words.dtype.itemsize * 8 - 1
     if len(rows) == 1:
         order = [0]
-        start, tokens = rows[0][0], rows[0][1]
-        ids, labels, supervised = _decoded(words[start: start + tokens], top)
+        chunk = words[rows[0][0]: rows[0][0] + rows[0][1]]
     else:
         order = sorted(range(len(rows)), key=lambda k: rows[k][0])
-        ids, labels, supervised = _decoded(np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]]
-                                                           for k in order]), top)
-    ids_list, labels_list = ids.tolist(), labels.tolist()
-    usual_weights = supervised.astype(np.float64).tolist() if any(rows[k][3] is None for k in order) else []
+        chunk = np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]] for k in order])
+    bounds = [0]  # where each side (an entry, or a pair's chosen and rejected) starts in chunk, and its end
+    for k in order:
+        _, tokens, side_tokens, _ = rows[k]
+        if side_tokens is not None:
+            bounds.append(bounds[-1] + side_tokens)
+        bounds.append(bounds[-1] + tokens - (side_tokens or 0))
+    sides = iter(_decoded(chunk, words.dtype.itemsize * 8 - 1, bounds))
     out: list[dict[str, Any]] = [{}] * len(rows)
-    start = 0
     for k in order:
         _, tokens, side_tokens, weights = rows[k]
-        stop = start + tokens
-        loss_weights = usual_weights[start:stop] if weights is None else unrun(weights).tolist()
-        if len(loss_weights) != tokens:
-            raise RenderError(f"stored loss weights cover {len(loss_weights)} tokens of an entry of {tokens}")
+        stored = None if weights is None else unrun(weights).tolist()
+        if stored is not None and len(stored) != tokens:
+            raise RenderError(f"stored loss weights cover {len(stored)} tokens of an entry of {tokens}")
         if side_tokens is None:
-            out[k] = {"_dataset_name": names[k], **_side(ids_list, labels_list, loss_weights, start, stop)}
+            ids, labels, usual = next(sides)
+            out[k] = {"_dataset_name": names[k], "input_ids": ids, "labels": labels,
+                      "loss_weights": usual if stored is None else stored, "attention_mask": [1] * tokens}
         else:
-            middle = start + side_tokens
+            chosen, rejected = next(sides), next(sides)
             out[k] = {"_dataset_name": names[k],
-                      "chosen": _side(ids_list, labels_list, loss_weights[:side_tokens], start, middle),
-                      "rejected": _side(ids_list, labels_list, loss_weights[side_tokens:], middle, stop)}
-        start = stop
+                      "chosen": _side(chosen, None if stored is None else stored[:side_tokens]),
+                      "rejected": _side(rejected, None if stored is None else stored[side_tokens:])}
     return out
 
 
-def _decoded(words: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ids, labels and the supervised bit (0 or 1) of words."""
-    supervised = words >> top
-    ids = words & ((1 << top) - 1)
-    return ids, np.where(supervised == 1, ids.astype(np.int64), IGNORE), supervised
+#: One side decoded: its ids, labels and the usual loss weights (1.0 where supervised, else 0.0).
+Side = tuple[list[int], list[int], list[float]]
 
 
-def _side(ids: list[int], labels: list[int], weights: list[float], start: int, stop: int) -> dict[str, Any]:
-    return {"input_ids": ids[start:stop], "labels": labels[start:stop], "loss_weights": weights,
-            "attention_mask": [1] * (stop - start)}
+def _decoded(chunk: np.ndarray, top: int, bounds: list[int]) -> list[Side]:
+    """The sides of ``chunk`` between consecutive ``bounds``. Under v1's labels each side is its
+    unsupervised prompt, then its supervised answer: labels and weights are then lists joined, not
+    computed per token (one ``tolist`` for the whole chunk); any other pattern takes NumPy."""
+    mask = (1 << top) - 1
+    ids = (chunk & mask).tolist()
+    supervised = chunk >> top
+    heads = _prompt_tokens(supervised, bounds)
+    edges = zip(bounds, bounds[1:])
+    if heads is not None:
+        return [(ids[a:b], [IGNORE] * k + ids[a + k: b], [0.0] * k + [1.0] * (b - a - k))
+                for (a, b), k in zip(edges, heads)]
+    labels = np.where(supervised == 1, (chunk & mask).astype(np.int64), IGNORE).tolist()
+    weights = supervised.astype(np.float64).tolist()
+    return [(ids[a:b], labels[a:b], weights[a:b]) for a, b in edges]
+
+
+def _prompt_tokens(supervised: np.ndarray, bounds: list[int]) -> list[int] | None:
+    """Per side, how many unsupervised tokens come before its supervised ones, when every side is
+    unsupervised tokens then supervised ones (v1's labels); None when one is not (or is empty)."""
+    if len(bounds) == 2:
+        head = bounds[1] - int(np.count_nonzero(supervised))
+        return [head] if supervised[head:].all() else None
+    starts = bounds[:-1]
+    if any(a >= b for a, b in zip(bounds, bounds[1:])):
+        return None
+    # A side is prompt-then-answer when no supervised token is followed by an unsupervised one inside it.
+    drops = np.flatnonzero(supervised[1:] < supervised[:-1]) + 1
+    if not set(drops.tolist()).issubset(starts):
+        return None
+    answers = np.add.reduceat(supervised, starts, dtype=np.int64).tolist()
+    return [b - a - answer for a, b, answer in zip(bounds, bounds[1:], answers)]
+
+
+def _side(side: Side, weights: list[float] | None) -> dict[str, Any]:
+    ids, labels, usual = side
+    return {"input_ids": ids, "labels": labels, "loss_weights": usual if weights is None else weights,
+            "attention_mask": [1] * len(ids)}
 
 
 def unrun(weights: bytes) -> np.ndarray:
