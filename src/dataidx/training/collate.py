@@ -11,8 +11,10 @@ builds the mask for attention implementations that take one: no sample attends t
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..errors import UsageError
@@ -54,70 +56,75 @@ class Collator:
 
     def padded(self, samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """One row per sample, right-padded to the longest."""
-        rows = [(s["input_ids"], s["labels"], _weights(s), list(range(len(s["input_ids"])))) for s in samples]
-        return self._pad(rows, [[1] * len(s["input_ids"]) for s in samples])
+        real = _real([_length(sample, number) for number, sample in enumerate(samples)])
+        batch = self._columns(real, samples)
+        batch["position_ids"] = torch.from_numpy(np.where(real, np.arange(real.shape[1]), 0))
+        batch["attention_mask"] = torch.from_numpy(real.astype(np.int64))
+        return batch
 
     def packed(self, packs: list[list[dict[str, Any]]]) -> dict[str, Any]:
         """One row per pack: its samples end to end, each restarting its positions."""
-        rows, sample_ids, row_lengths = [], [], []
-        for pack in packs:
-            lengths: list[int] = []
-            ids: list[int] = []
-            labels: list[int] = []
-            weights: list[float] = []
-            positions: list[int] = []
-            owners: list[int] = []
-            for number, sample in enumerate(pack, start=1):
-                if "input_ids" not in sample:
-                    raise ValueError("preference entries (chosen/rejected) cannot be packed; batch them padded")
-                length = len(sample["input_ids"])
-                sample_labels = list(sample["labels"])
-                sample_weights = list(_weights(sample))
-                if number > 1 and length:
-                    sample_labels[0], sample_weights[0] = IGNORE, 0.0
-                ids += sample["input_ids"]
-                labels += sample_labels
-                weights += sample_weights
-                positions += range(length)
-                owners += [number] * length
-                lengths.append(length)
-            rows.append((ids, labels, weights, positions))
-            sample_ids.append(owners)
-            row_lengths.append(lengths)
-        batch: dict[str, Any] = dict(self._pad(rows, sample_ids))  # and max_length, an int
-        batch["sample_ids"] = batch.pop("attention_mask")
+        samples = [sample for pack in packs for sample in pack]  # rows end to end
+        if any("input_ids" not in sample for sample in samples):
+            raise ValueError("preference entries (chosen/rejected) cannot be packed; batch them padded")
+        sizes = np.array([_length(sample, number) for number, sample in enumerate(samples)], dtype=np.int64)
+        numbers = np.array([number for pack in packs for number in range(1, len(pack) + 1)], dtype=np.int64)
+        starts = np.cumsum(sizes) - sizes  # each sample's first token among all rows' tokens
+        firsts = np.cumsum([0, *map(len, packs)]).tolist()  # each row's first sample
+        row_lengths = [int(sizes[a:b].sum()) for a, b in zip(firsts, firsts[1:])]
+        real = _real(row_lengths)
+        # A row's later samples lose their first label: it would be predicted from the sample before.
+        batch: dict[str, Any] = self._columns(real, samples, unlabelled=starts[(numbers > 1) & (sizes > 0)])
+        batch["position_ids"] = _filled(real, np.arange(int(sizes.sum())) - np.repeat(starts, sizes), 0)
+        batch["sample_ids"] = _filled(real, np.repeat(numbers, sizes), 0)
         batch["attention_mask"] = (batch["sample_ids"] > 0).long()
         # Segments of the flattened [batch * width] layout: each sample, then each row's padding
         # as a segment of its own, so every segment lies inside one row and one sample.
-        width = batch["input_ids"].shape[1]
-        segments = []
-        for lengths in row_lengths:
-            segments += [n for n in lengths if n]
-            if width - sum(lengths):
-                segments.append(width - sum(lengths))
-        batch["cu_seq_lens"] = torch.tensor([0, *torch.tensor(segments, dtype=torch.long).cumsum(0).tolist()],
-                                            dtype=torch.int32)
-        batch["max_length"] = max(segments, default=0)
+        width = real.shape[1]
+        segments: list[int] = []
+        for a, b, used in zip(firsts, firsts[1:], row_lengths):
+            segments += [n for n in sizes[a:b].tolist() if n]
+            if width - used:
+                segments.append(width - used)
+        batch["cu_seq_lens"] = torch.from_numpy(np.cumsum([0, *segments]).astype(np.int32))
+        batch["max_length"] = max(segments, default=0)  # an int
         return batch
 
-    def _pad(self, rows: list[tuple[list, list, list, list]], masks: list[list[int]]) -> dict[str, torch.Tensor]:
-        width = max((len(row[0]) for row in rows), default=0)
-        shape = (len(rows), width)
-        batch = {
-            "input_ids": torch.full(shape, self.pad_token_id, dtype=torch.long),
-            "labels": torch.full(shape, IGNORE, dtype=torch.long),
-            "loss_weights": torch.zeros(shape, dtype=torch.float32),
-            "position_ids": torch.zeros(shape, dtype=torch.long),
-            "attention_mask": torch.zeros(shape, dtype=torch.long),
-        }
-        for i, ((ids, labels, weights, positions), mask) in enumerate(zip(rows, masks)):
-            n = len(ids)
-            batch["input_ids"][i, :n] = torch.tensor(ids, dtype=torch.long)
-            batch["labels"][i, :n] = torch.tensor(labels, dtype=torch.long)
-            batch["loss_weights"][i, :n] = torch.tensor(weights, dtype=torch.float32)
-            batch["position_ids"][i, :n] = torch.tensor(positions, dtype=torch.long)
-            batch["attention_mask"][i, :n] = torch.tensor(mask, dtype=torch.long)
-        return batch
+    def _columns(self, real: np.ndarray, samples: list[dict[str, Any]],
+                 unlabelled: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+        """``input_ids``, ``labels`` and ``loss_weights`` of samples laid end to end into the ``real``
+        cells of a padded batch; tokens at ``unlabelled`` (among all samples' tokens) train on nothing."""
+        ids = np.array(list(chain.from_iterable(sample["input_ids"] for sample in samples)), dtype=np.int64)
+        labels = np.array(list(chain.from_iterable(sample["labels"] for sample in samples)), dtype=np.int64)
+        weights = np.array(list(chain.from_iterable(_weights(sample) for sample in samples)), dtype=np.float32)
+        if unlabelled is not None:
+            labels[unlabelled], weights[unlabelled] = IGNORE, 0.0
+        return {"input_ids": _filled(real, ids, self.pad_token_id), "labels": _filled(real, labels, IGNORE),
+                "loss_weights": _filled(real, weights, 0.0)}
+
+
+def _length(sample: dict[str, Any], number: int) -> int:
+    """A sample's tokens, once its labels and loss weights are known to be as many."""
+    length = len(sample["input_ids"])
+    if not length == len(sample["labels"]) == len(_weights(sample)):
+        raise UsageError(f"sample {number} of the batch has {length} input_ids, {len(sample['labels'])} labels and "
+                         f"{len(_weights(sample))} loss_weights: they must be as long")
+    return length
+
+
+def _real(lengths: list[int]) -> np.ndarray:
+    """``[rows, longest]`` booleans: which cells of a right-padded batch hold tokens."""
+    sizes = np.array(lengths, dtype=np.int64)
+    return np.arange(int(sizes.max(initial=0))) < sizes[:, None]
+
+
+def _filled(real: np.ndarray, values: np.ndarray, fill: float) -> torch.Tensor:
+    """A ``real.shape`` tensor of ``fill`` with ``values`` (every row's, end to end) in its real
+    cells: row-major, so each row's values land left-aligned in its own row. One conversion a
+    batch, not one per row."""
+    out = np.full(real.shape, fill, dtype=values.dtype)
+    out[real] = values
+    return torch.from_numpy(out)
 
 
 def block_causal_mask(sample_ids: torch.Tensor) -> torch.Tensor:
