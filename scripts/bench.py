@@ -121,27 +121,30 @@ def private_dirty_mib(pid: int) -> float:
     raise RuntimeError("no Private_Dirty in smaps_rollup")
 
 
-def loader_run(engine: Any, count: int) -> tuple[float, float]:
-    """Samples/s through DataLoader(2 workers, batch 32, random order) and the largest growth of
-    a worker's private memory between its first batches and the end of the pass (MiB)."""
+def loader_run(engine: Any, count: int, workers: int = 2, collate: Any = list) -> tuple[float, float]:
+    """Samples/s through DataLoader(``workers`` workers, batch 32, random order) and the largest
+    growth of a worker's private memory between its first batches and the end of the pass (MiB;
+    0.0 without workers)."""
     import torch
     from torch.utils.data import DataLoader, RandomSampler
 
     sampler = RandomSampler(engine, num_samples=min(count, len(engine)), generator=torch.Generator().manual_seed(0))
-    loader = DataLoader(engine, batch_size=32, sampler=sampler, num_workers=2, collate_fn=list,
-                        persistent_workers=True)
+    loader = DataLoader(engine, batch_size=32, sampler=sampler, num_workers=workers, collate_fn=collate,
+                        persistent_workers=workers > 0)
     iterator = iter(loader)
     started = time.perf_counter()
-    fetched = 0
+    batches = 0
     baseline: dict[int, float] = {}
     settled = min(20, len(loader) // 2)  # the 20th batch, or halfway through a short pass
-    for number, batch in enumerate(iterator):
-        fetched += len(batch)
-        if number == settled:
+    for number, _ in enumerate(iterator):
+        batches += 1
+        if number == settled and workers:
             baseline = {w.pid: private_dirty_mib(w.pid) for w in iterator._workers}
     seconds = time.perf_counter() - started
-    growth = max(private_dirty_mib(pid) - before for pid, before in baseline.items())
-    iterator._shutdown_workers()
+    growth = max((private_dirty_mib(pid) - before for pid, before in baseline.items()), default=0.0)
+    if workers:
+        iterator._shutdown_workers()
+    fetched = min(count, len(engine))
     return fetched / seconds, growth
 
 
