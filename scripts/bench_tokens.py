@@ -152,8 +152,9 @@ def equal_everywhere(tokens: Any, rerender: Any, batch: int = 256) -> tuple[int,
 
 def ratio_line(label: str, ours: float, theirs: float, fmt: str, target: str, met: bool,
                higher_is_better: bool = True) -> tuple[str, ...]:
-    ratio = ours / theirs if higher_is_better else theirs / ours
-    return (label, format(ours, fmt), format(theirs, fmt), f"{ratio:.1f}x", target, "met" if met else "MISSED")
+    over = theirs if higher_is_better else ours
+    ratio = f"{(ours if higher_is_better else theirs) / over:.1f}x" if over else "-"  # a growth of 0.0 MiB
+    return (label, format(ours, fmt), format(theirs, fmt), ratio, target, "met" if met else "MISSED")
 
 
 def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int, list[tuple[str, ...]], list[str]]:
