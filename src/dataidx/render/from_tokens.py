@@ -88,9 +88,9 @@ class TokenServer:
         where = np.asarray(entry_ids, dtype=np.int64) - self.tokens.first_entry
         if where.size and (where.min() < 0 or where.max() >= self.tokens.entries):
             raise self._not_in_file()
-        found, ends = index[where], index[where + 1] & START
-        begins = found & START
-        starts, counts = begins.tolist(), (ends - begins).astype(np.int64).tolist()
+        found = index[where]
+        begins = (found & START).astype(np.int64)
+        starts, counts = begins.tolist(), ((index[where + 1] & START).astype(np.int64) - begins).tolist()
         if any(count <= 0 for count in counts):
             raise self._no_tokens()
         flagged = np.flatnonzero(found & ~START).tolist()
