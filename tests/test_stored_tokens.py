@@ -100,6 +100,21 @@ def test_every_entry_from_tokens_equals_its_rendering(token_store: Path) -> None
         assert all(type(w) is float for one in from_tokens if "loss_weights" in one for w in one["loss_weights"])
 
 
+def test_a_spec_where_some_entries_do_not_train_serves_the_same_positions_from_tokens(
+        token_store: Path, tmp_path: Path, tiny_tokenizer: Path) -> None:
+    # Which positions train is read from the token file's index (no lengths query): same as the store says.
+    store = _copy(token_store, tmp_path)
+    for name, extra in (("short", ()), ("short-tokens", ("--store-tokens",))):
+        result = run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "40", "--name", name, "-q", *extra)
+        assert result.exit_code == 0, result.output
+    statuses = dict(run_query(store, "SELECT status, count(*) FROM entry_lengths WHERE spec = 'short' GROUP BY 1")[1])
+    assert statuses.get("too_long", 0) > 10 and statuses["ok"] > 10
+    with DataEngine(store, render="short") as rendered, DataEngine(store, render="short-tokens") as stored:
+        assert stored.reader.tokens is not None and stored.reader.positions is not None
+        assert np.array_equal(stored.reader.positions, rendered.reader.positions)
+        assert stored[list(range(len(stored)))] == rendered[list(range(len(rendered)))]
+
+
 def test_a_packed_plan_from_tokens_equals_its_rendering(token_store: Path, tmp_path: Path) -> None:
     store = _copy(token_store, tmp_path)
     sft = write_yaml(tmp_path / "sft.yaml", (REPO / "data" / "demo_sft.yaml").read_text()

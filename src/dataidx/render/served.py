@@ -65,12 +65,14 @@ class RenderedMixture(Closable):
         self.reader.close()
 
     def _find_positions(self) -> None:
-        """The positions of the epoch served whose entries train (None: all of them)."""
+        """The positions of the epoch served whose entries train (None: all of them). With stored
+        tokens, which entries train is read from the token file's index, not the store's lengths."""
         self.positions: np.ndarray | None = None
         if self.spec.training_entries != self.spec.entries:
             handle = self.reader.handle
-            stored = read_mixture(handle, self.reader.mixture, self.reader.epoch)
-            _, trains = spec_lengths(handle, self.spec.id).of(position_entries(handle, stored))
+            entries = position_entries(handle, read_mixture(handle, self.reader.mixture, self.reader.epoch))
+            trains = (self.tokens.trains(entries) if self.tokens is not None
+                      else spec_lengths(handle, self.spec.id).of(entries)[1])
             self.positions = np.flatnonzero(trains)
 
     def set_epoch(self, epoch: int) -> None:

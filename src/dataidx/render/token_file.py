@@ -205,6 +205,18 @@ class TokenFile:
         """Where each base entry's words start (``entries + 1`` of them, bit 63 the extras flag)."""
         return self.mapped()[2]
 
+    def trains(self, entry_ids: np.ndarray) -> np.ndarray:
+        """Whether each of base entries ``entry_ids`` trains under the spec (it has words), from the
+        index alone: a reader finds a mixture's training positions without reading the store's
+        lengths (an O(entries) query)."""
+        _, _, index = self.mapped()
+        at = np.asarray(entry_ids, dtype=np.int64) - self.first_entry
+        if at.size and (at.min() < 0 or at.max() >= self.entries):
+            last = self.first_entry + self.entries - 1
+            raise StaleStoreError(f"{self.path}: indexes entries {self.first_entry}..{last}, but a mixture serves "
+                                  f"others; run dataidx render --store-tokens again for spec '{self.spec}'")
+        return (index[at + 1] & START) > (index[at] & START)
+
     def sha256(self) -> str:
         """sha256 of everything after the header (words, padding, index), read in blocks."""
         digest = hashlib.sha256()
