@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .store import store_info as store_info
     from .training import Collator as Collator
     from .training import DataEngine as DataEngine
+    from .training import OrderSampler as OrderSampler
     from .training import PackedDataset as PackedDataset
     from .training import block_causal_mask as block_causal_mask
     from .training import loader_state_for_workers as loader_state_for_workers
@@ -56,6 +57,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # training
     "Collator": ".training",
     "DataEngine": ".training",
+    "OrderSampler": ".training",
     "PackedDataset": ".training",
     "block_causal_mask": ".training",
     "loader_state_for_workers": ".training",

@@ -99,6 +99,11 @@ class RenderedMixture(Closable):
             return [index % size for index in indices]
         return [int(chosen[index % size]) for index in indices]
 
+    def positions_at(self, indices: list[int]) -> list[int]:
+        """The mixture position of each of training entries ``indices`` (what ``dataidx steps``
+        names: an order indexes the training entries, a reader the mixture's positions)."""
+        return self._positions(indices)
+
     def get(self, index: int) -> dict[str, Any]:
         if self.server is not None:
             return self.server.one(self.reader.entry_at(self._position(index)), self.reader.fetch)

@@ -4,5 +4,7 @@ that pads entries or lays packs out for varlen attention, and resuming a statefu
 from .collate import Collator, block_causal_mask
 from .engine import DataEngine, PackedDataset
 from .resume import loader_state_for_workers
+from .sampler import OrderSampler
 
-__all__ = ["Collator", "DataEngine", "PackedDataset", "block_causal_mask", "loader_state_for_workers"]
+__all__ = ["Collator", "DataEngine", "OrderSampler", "PackedDataset", "block_causal_mask",
+           "loader_state_for_workers"]

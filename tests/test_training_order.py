@@ -1,0 +1,209 @@
+"""Training orders: a keyed permutation per epoch, and a batch sampler whose state is one global
+position, so a run resumes on any world size, worker count or global batch size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch.utils.data import DataLoader, Dataset
+
+from dataidx import DataEngine, OrderSampler
+from dataidx.cli import cli
+from dataidx.errors import UsageError
+from dataidx.read.order import TrainingOrder
+
+from .helpers import examples
+
+#: Global batch size -> the world sizes it splits over evenly, among those the issue names.
+WORLDS = {6: [1, 2, 3], 8: [1, 2, 4, 8], 12: [1, 2, 3, 4], 30: [1, 2, 3]}
+
+
+@given(st.integers(0, 5000), st.integers(0, 2**32), st.integers(0, 3))
+@settings(max_examples=examples(200))
+def test_an_order_is_a_permutation_with_its_inverse(length: int, seed: int, epoch: int) -> None:
+    order = TrainingOrder(length, seed=seed, epoch=epoch)
+    items = order.items(0, length)
+    assert np.array_equal(np.sort(items), np.arange(length))
+    assert np.array_equal(order.index_of(items), np.arange(length))
+    assert np.array_equal(order.at(np.arange(length)[::-1]), items[::-1])  # each item on its own
+
+
+def test_orders_differ_by_seed_and_epoch_and_repeat_exactly() -> None:
+    first = TrainingOrder(10_000, seed=1, epoch=0).items(0, 100)
+    assert np.array_equal(first, TrainingOrder(10_000, seed=1, epoch=0).items(0, 100))
+    for other in (TrainingOrder(10_000, seed=2, epoch=0), TrainingOrder(10_000, seed=1, epoch=1)):
+        assert not np.array_equal(first, other.items(0, 100))
+    assert np.array_equal(TrainingOrder(50, seed=None).items(0, 50), np.arange(50))  # no shuffle
+    # shuffled, not striding: consecutive items land far apart
+    assert np.median(np.abs(np.diff(first))) > 1000
+
+
+class _Numbered(Dataset):
+    """The engine's samples with their index, so a test sees which item a loader delivered (a
+    mixture may hold equal samples at several positions)."""
+
+    def __init__(self, engine: DataEngine) -> None:
+        self.engine = engine
+
+    def __len__(self) -> int:
+        return len(self.engine)
+
+    def __getitem__(self, index: int) -> tuple[int, Any]:
+        return index, self.engine[index]
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.engine.state_dict()
+
+
+def _run(engine: DataEngine, segments: list[tuple[int, int, int, int]]) -> tuple[list[int], list[list[int]]]:
+    """Read ``engine`` in segments ``(world, workers, global batch, steps)``, each restored from
+    the state the one before saved (rank 0's, after its steps). What every global step read, in
+    rank order: the items the loaders delivered (each checked to be the engine's sample there)."""
+    state: dict[str, Any] | None = None
+    read: list[int] = []
+    steps_read: list[list[int]] = []
+    numbered = _Numbered(engine)
+    for world, workers, global_batch, steps in segments:
+        samplers = [OrderSampler(numbered, global_batch_size=global_batch, rank=rank, world_size=world, seed=7)
+                    for rank in range(world)]
+        if state is not None:
+            for sampler in samplers:
+                sampler.load_state_dict(state)
+        done = 0
+        while True:
+            loaders = [iter(DataLoader(numbered, batch_sampler=sampler, num_workers=workers, collate_fn=list))
+                       for sampler in samplers]
+            in_epoch = 0
+            for batches in zip(*loaders):
+                step = [index for batch in batches for index, _ in batch]
+                assert all(sample == engine[index] for batch in batches for index, sample in batch[:1])
+                assert all(len(batch) == global_batch // world for batch in batches)
+                steps_read.append(step)
+                read += step
+                done, in_epoch = done + 1, in_epoch + 1
+                if done == steps:
+                    break
+            if done == steps:
+                break
+            for sampler in samplers:  # the epoch was read to its end
+                sampler.set_epoch(sampler.epoch + 1)
+        state = samplers[0].state_dict(in_epoch)
+        assert all(sampler.state_dict(in_epoch) == state for sampler in samplers)
+    return read, steps_read
+
+
+def _expected(length: int, segments: list[tuple[int, int, int, int]]) -> list[int]:
+    """The uninterrupted run: one global order, each epoch read in global batches of whatever size
+    is in force, its tail that does not fill one trimmed."""
+    read: list[int] = []
+    epoch, position = 0, 0
+    for _, _, global_batch, steps in segments:
+        for _ in range(steps):
+            if position + global_batch > length:
+                epoch, position = epoch + 1, 0
+            read += TrainingOrder(length, seed=7, epoch=epoch).items(position, position + global_batch).tolist()
+            position += global_batch
+    return read
+
+
+@st.composite
+def _segments(draw: st.DrawFn) -> list[tuple[int, int, int, int]]:
+    segments = []
+    for _ in range(4):
+        global_batch = draw(st.sampled_from(sorted(WORLDS)))
+        segments.append((draw(st.sampled_from(WORLDS[global_batch])), draw(st.sampled_from([0, 1, 2, 4])),
+                         global_batch, draw(st.integers(1, 9))))
+    return segments
+
+
+@pytest.mark.slow
+@given(_segments())
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_run_resumed_on_other_topologies_reads_the_uninterrupted_order(
+        demo_store: Path, segments: list[tuple[int, int, int, int]]) -> None:
+    with DataEngine(demo_store) as engine:
+        read, steps = _run(engine, segments)
+        assert read == _expected(len(engine), segments)
+        assert [len(step) for step in steps] == [g for _, _, g, n in segments for _ in range(n)]
+
+
+def test_a_run_crossing_epochs_with_three_resumes_reads_the_uninterrupted_order(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        length = len(engine)
+        # world 2 x 2 workers, then 4 x 0, then 3 x 1, then 1 x 4; batches 8, 12, 30, 6: > 1 epoch in all
+        segments = [(2, 2, 8, 5), (4, 0, 12, 4), (3, 1, 30, 4), (1, 4, 6, 7)]
+        assert sum(g * s for _, _, g, s in segments) > length
+        read, _ = _run(engine, segments)
+        assert read == _expected(length, segments)
+
+
+def test_a_state_of_another_order_is_refused_in_one_line(demo_store: Path, tmp_path: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=8, seed=1)
+        next(iter(sampler))
+        state = sampler.state_dict()
+        assert state["consumed"] == 8
+        for other, match in ((OrderSampler(engine, global_batch_size=8, seed=2), "seed 1; this sampler has 2"),
+                             (OrderSampler(engine, global_batch_size=8, seed=1, tail="pad"), "tail 'trim'"),
+                             (OrderSampler(list(range(len(engine))), global_batch_size=8, seed=1), "reads")):
+            with pytest.raises(UsageError, match=match):
+                other.load_state_dict(state)
+        with pytest.raises(UsageError, match="not a dataidx order state"):
+            sampler.load_state_dict({"epoch": 0})
+        with pytest.raises(UsageError, match="does not split evenly over 3 ranks"):
+            OrderSampler(engine, global_batch_size=8, world_size=3)
+
+
+def test_a_padded_tail_is_read_the_same_on_every_rank(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        length = len(engine)
+        samplers = [OrderSampler(engine, global_batch_size=12, rank=rank, world_size=3, seed=0, tail="pad")
+                    for rank in range(3)]
+        batches = [list(sampler) for sampler in samplers]
+        assert len({len(rank) for rank in batches}) == 1 == len({len(b) for rank in batches for b in rank})
+        everything = [i for step in zip(*batches) for batch in step for i in batch]
+        assert len(everything) == -(-length // 12) * 12
+        assert sorted(set(everything)) == list(range(length))  # every item, the tail filled from the start
+        trimmed = OrderSampler(engine, global_batch_size=12, seed=0)
+        assert len(trimmed) == length // 12
+
+
+def _steps_json(*args: object) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(cli, ["steps", *map(str, args), "--json"])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_steps_names_the_entries_each_step_of_a_run_read(demo_copy: Path, tiny_tokenizer: Path) -> None:
+    from dataidx.render import render_store
+
+    render_store(demo_copy, tiny_tokenizer, cutoff=160, name="short")  # some entries do not train
+    for render in (None, "short"):
+        with DataEngine(demo_copy, render=render) as engine:
+            samplers = [OrderSampler(engine, global_batch_size=6, rank=rank, world_size=2, seed=3) for rank in (0, 1)]
+            for sampler in samplers:
+                sampler.set_epoch(1)
+            read = [[i for batch in step for i in batch] for step in zip(*samplers)]
+            assert len(read) >= 3 and (render is None or len(engine) < engine.reader.reader.length)
+            shown = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 3, "--epoch", 1, f"1-{len(read) - 1}",
+                                *(("--render", render) if render else ()))
+            assert [[e["step"] for e in shown if e["step"] == s] for s in range(1, len(read))] == \
+                [[s] * 6 for s in range(1, len(read))]
+            positions = [e["position"] for e in shown]
+            reader = engine.reader if render is None else engine.reader.reader
+            expected = [i for step in read[1:] for i in step]
+            if render is not None:
+                expected = engine.reader.positions_at(expected)
+            assert positions == expected
+            names = {dataset.id: dataset.name for dataset in reader.datasets.values()}
+            assert [(e["dataset"], e["row"], e["cut"]) for e in shown] == \
+                [(names[d], row, cut) for d, row, cut in reader.triples(positions)]
+    result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--global-batch-size", "6", "99"])
+    assert result.exit_code == 1 and "outside epoch 0, which has" in result.output
