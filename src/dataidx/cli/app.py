@@ -18,7 +18,15 @@ from .._version import __version__
 from ..errors import DataidxError
 from ..plugins import load_plugin_modules
 from ..store import stopped_read
-from . import export_commands, read_commands, render_commands, verify_commands, view_commands, write_commands
+from . import (
+    export_commands,
+    order_commands,
+    read_commands,
+    render_commands,
+    verify_commands,
+    view_commands,
+    write_commands,
+)
 from .common import printable
 
 #: What the machine, not dataidx, refuses: a full disk or quota, a file size limit, no permission,
@@ -71,5 +79,6 @@ def cli(plugin_modules: tuple[str, ...]) -> None:
 
 
 for _command in (*write_commands.COMMANDS, *render_commands.COMMANDS, *read_commands.COMMANDS,
-                 *verify_commands.COMMANDS, *export_commands.COMMANDS, *view_commands.COMMANDS):
+                 *verify_commands.COMMANDS, *export_commands.COMMANDS, *view_commands.COMMANDS,
+                 *order_commands.COMMANDS):
     cli.add_command(_command)

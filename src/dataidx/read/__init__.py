@@ -1,7 +1,8 @@
-"""A mixture's entries -> samples, without torch: readers, verifying a store against its
-sources, and exporting a mixture."""
+"""A mixture's entries -> samples, without torch: readers, training orders, verifying a store
+against its sources, and exporting a mixture."""
 
 from .export import export_mixture, to_hf
+from .order import TrainingOrder, epoch_steps, step_items
 from .process import paused_gc
 from .reader import EntryReader, StoreReader
 from .rows import open_rows
@@ -10,10 +11,13 @@ from .verify import dataset_problems, verify_store
 __all__ = [
     "EntryReader",
     "StoreReader",
+    "TrainingOrder",
+    "epoch_steps",
     "dataset_problems",
     "export_mixture",
     "open_rows",
     "paused_gc",
+    "step_items",
     "to_hf",
     "verify_store",
 ]

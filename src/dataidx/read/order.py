@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -79,12 +80,12 @@ class TrainingOrder:
             return items.copy()
         return self._walk(items.astype(np.uint64), self._backward).astype(np.int64)
 
-    def _walk(self, values: np.ndarray, step: object) -> np.ndarray:
+    def _walk(self, values: np.ndarray, step: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Apply the permutation of the power-of-two domain until every value is below ``length``."""
-        out = step(values)  # type: ignore[operator]
+        out = step(values)
         outside = np.flatnonzero(out >= np.uint64(self.length))
         while outside.size:
-            out[outside] = step(out[outside])  # type: ignore[operator]
+            out[outside] = step(out[outside])
             outside = outside[out[outside] >= np.uint64(self.length)]
         return out
 

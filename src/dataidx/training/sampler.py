@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ..errors import UsageError
-from ..read.order import TrainingOrder
+from ..read import TrainingOrder
 
 #: The key that marks an order state, and its layout's version.
 ORDER_KEY = "dataidx_order"
@@ -117,7 +119,7 @@ class OrderSampler:
             start = mine + step * self.global_batch_size
             indices = [index % self.length for index in range(start, start + self.share)]
             self._yielded += 1
-            yield order.at(indices).tolist()  # type: ignore[arg-type]
+            yield order.at(np.asarray(indices)).tolist()
         self._resume = 0  # the epoch was read to its end: iterating it again reads it whole
 
     def state_dict(self, steps_done: int | None = None) -> dict[str, Any]:
