@@ -4,6 +4,9 @@ position, so a run resumes on any world size, worker count or global batch size.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +210,65 @@ def test_steps_names_the_entries_each_step_of_a_run_read(demo_copy: Path, tiny_t
                 [(names[d], row, cut) for d, row, cut in reader.triples(positions)]
     result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--global-batch-size", "6", "99"])
     assert result.exit_code == 1 and "outside epoch 0, which has" in result.output
+
+
+RANK_SCRIPT = """
+import json, sys
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from dataidx import DataEngine, OrderSampler
+
+store, batch, steps, state_in, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+with DataEngine(store) as engine:
+    sampler = OrderSampler(engine, global_batch_size=batch, rank=rank, world_size=world, seed=11)
+    if state_in != "-":
+        sampler.load_state_dict(json.load(open(state_in)))
+    read, done, in_epoch = [], 0, 0
+    while done < steps:
+        in_epoch = 0
+        for indices in DataLoader(range(len(engine)), batch_sampler=sampler, num_workers=1, collate_fn=list):
+            gathered = [None] * world
+            dist.all_gather_object(gathered, indices)  # the global batch, in rank order, on every rank
+            read.append([i for share in gathered for i in share])
+            done, in_epoch = done + 1, in_epoch + 1
+            if done == steps:
+                break
+        else:
+            sampler.set_epoch(sampler.epoch + 1)
+    states = [None] * world
+    dist.all_gather_object(states, sampler.state_dict(in_epoch))
+    assert all(state == states[0] for state in states)
+    if rank == 0:
+        json.dump({"read": read, "state": states[0]}, open(out, "w"))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_real_torch_distributed_ranks_resume_on_another_world_size(demo_store: Path, tmp_path: Path) -> None:
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK_SCRIPT)
+    state, read = "-", []
+    segments = [(2, 8, 5), (3, 12, 4), (4, 8, 6)]  # (world, global batch, steps): three resumes, past an epoch
+    for number, (world, batch, steps) in enumerate(segments):
+        out = tmp_path / f"segment{number}.json"
+        subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
+                        "--master-port", str(29500 + number + os.getpid() % 1000), str(script), str(demo_store),
+                        str(batch), str(steps), state, str(out)], check=True, capture_output=True, timeout=300)
+        found = json.loads(out.read_text())
+        read += [i for step in found["read"] for i in step]
+        state = str(tmp_path / f"state{number}.json")
+        Path(state).write_text(json.dumps(found["state"]))
+    with DataEngine(demo_store) as engine:
+        length = len(engine)
+    expected: list[int] = []
+    epoch, position = 0, 0
+    for _, batch, steps in segments:
+        for _ in range(steps):
+            if position + batch > length:
+                epoch, position = epoch + 1, 0
+            expected += TrainingOrder(length, seed=11, epoch=epoch).items(position, position + batch).tolist()
+            position += batch
+    assert sum(b * s for _, b, s in segments) > length and read == expected
