@@ -272,3 +272,34 @@ def test_real_torch_distributed_ranks_resume_on_another_world_size(demo_store: P
             expected += TrainingOrder(length, seed=11, epoch=epoch).items(position, position + batch).tolist()
             position += batch
     assert sum(b * s for _, b, s in segments) > length and read == expected
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_stateful_dataloader_checkpoints_the_sampler_and_resumes_on_other_workers(
+        demo_store: Path, workers: int) -> None:
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    with DataEngine(demo_store) as engine:
+        numbered = _Numbered(engine)
+
+        def loader(world: int, rank: int, batch: int, workers: int, state: dict | None) -> StatefulDataLoader:
+            sampler = OrderSampler(numbered, global_batch_size=batch, rank=rank, world_size=world, seed=4)
+            if state is not None:
+                sampler.load_state_dict(state)  # a loader's state holds the sampler's: any topology
+            return StatefulDataLoader(numbered, batch_sampler=sampler, num_workers=workers, collate_fn=list)
+
+        first = loader(1, 0, 6, workers, None)
+        batches = iter(first)
+        read = [index for _ in range(3) for index, _ in next(batches)]  # the loader has prefetched past these
+        saved = first.state_dict()
+        same = StatefulDataLoader(numbered, batch_sampler=OrderSampler(numbered, global_batch_size=6, seed=4),
+                                  num_workers=workers, collate_fn=list)
+        same.load_state_dict(saved)  # torchdata's own restore, same workers
+        assert [index for batch in same for index, _ in batch] == [index for batch in batches for index, _ in batch]
+        # on 2 ranks, other workers, a batch of 12: the sampler takes the loader's state
+        ranks = [iter(loader(2, rank, 12, 2 - workers, saved)) for rank in (0, 1)]
+        read += [index for step in zip(*ranks) for batch in step for index, _ in batch]
+        length = len(engine)
+        expected = TrainingOrder(length, seed=4).items(0, 18).tolist()
+        expected += TrainingOrder(length, seed=4).items(18, 18 + (length - 18) // 12 * 12).tolist()
+        assert read == expected

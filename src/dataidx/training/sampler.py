@@ -135,7 +135,10 @@ class OrderSampler:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from ``state``: the next iteration of its epoch starts at the first sample not
-        consumed. A state saved over other data, another seed or tail is refused in one line."""
+        consumed. ``state`` is this sampler's state, or a torchdata ``StatefulDataLoader``'s that
+        holds one (its own refuses another worker count; the sampler's does not). A state saved
+        over other data, another seed or tail is refused in one line."""
+        state = _order_state(state)
         if not isinstance(state, dict) or state.get(ORDER_KEY) != ORDER_VERSION:
             raise UsageError(f"not a dataidx order state of layout {ORDER_VERSION}")
         for key, mine in (("reads", self.reads), ("seed", self.seed), ("tail", self.tail)):
@@ -153,6 +156,17 @@ class OrderSampler:
                              f"has {self.length}: it reads another order")
         self.epoch, self._resume = epoch, consumed
         self._begin, self._yielded = consumed, 0
+
+
+def _order_state(state: Any) -> Any:
+    """The order state in ``state``: itself, or where a ``StatefulDataLoader`` state keeps its
+    batch sampler's (at the top without workers, in the main process's snapshot with them)."""
+    if isinstance(state, dict) and ORDER_KEY not in state:
+        snapshot = state.get("_snapshot")
+        main = snapshot.get("_main_snapshot") if isinstance(snapshot, dict) else state
+        if isinstance(main, dict) and isinstance(main.get("_index_sampler_state"), dict):
+            return main["_index_sampler_state"]
+    return state
 
 
 def _short(value: Any) -> str:
