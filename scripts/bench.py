@@ -609,6 +609,9 @@ def main() -> None:
     parser.add_argument("--tokens-loader", type=int, default=30_000, help="samples through the DataLoader, "
                         "stored tokens and re-rendering alike")
     parser.add_argument("--tokens-only", action="store_true", help="only the stored-tokens figures")
+    parser.add_argument("--orders-positions", type=int, default=20_000_000, help="positions of the mixture the "
+                        "training-order figures resume in (its entries repeated)")
+    parser.add_argument("--orders-only", action="store_true", help="only the training-order figures")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check and (args.config or (args.alpaca, args.sharegpt) != (100_000, 25_000)):
@@ -624,6 +627,9 @@ def main() -> None:
         return
     if args.tokens_only:
         print_tokens(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
+        return
+    if args.orders_only:
+        print_orders(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
         return
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx.config import load_config
@@ -668,6 +674,7 @@ def main() -> None:
     print_table(("renderer", "entries/s", "seconds"), lines)
     print(packed)
     print_tokens(work, args)
+    print_orders(work, args)
     print_families(work, args)
 
 
@@ -680,6 +687,15 @@ def print_tokens(work: Path, args: argparse.Namespace) -> None:
     print_table(("figure", "tokens", "re-render", "ratio", "target", ""), lines)
     for note in notes:
         print(note)
+
+
+def print_orders(work: Path, args: argparse.Namespace) -> None:
+    from bench_orders import GLOBAL_BATCH, RANK, WORLD, orders_table
+
+    positions, lines = orders_table(work, args.orders_positions)
+    print(f"\ntraining orders: a mixture of {positions:,} positions, {WORLD} ranks, global batch {GLOBAL_BATCH:,} "
+          f"(rank {RANK} timed); medians")
+    print_table(("figure", "dataidx", "DistributedSampler", "ratio", "target", ""), lines)
 
 
 def print_families(work: Path, args: argparse.Namespace) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from dataidx.index import build
@@ -30,9 +33,13 @@ def test_a_streaming_source_is_materialised_beside_the_store_and_indexed(tmp_pat
     assert a == b  # streaming and non-streaming datasets mixed in one YAML
     materialised = list((tmp_path / "streamed.db.streams").rglob("*.arrow"))
     assert materialised, "the stream's rows live next to the store"
-    # Readers map the materialised rows; the datasets cache is not needed for them.
-    shutil.rmtree(Path(__import__("os").environ["HF_DATASETS_CACHE"]), ignore_errors=True)
-    assert engine_samples(tmp_path / "streamed.db")[3] == b[3]
+    # Readers map the materialised rows; the datasets cache is not needed for them. A process with
+    # an empty cache of its own shows it (wiping the session's cache made other tests' stores stale).
+    code = "import json, sys; from dataidx import DataEngine; print(json.dumps(DataEngine(sys.argv[1])[3]))"
+    empty = {"HF_DATASETS_CACHE": str(tmp_path / "empty" / "datasets"), "HF_HOME": str(tmp_path / "empty")}
+    shown = subprocess.run([sys.executable, "-c", code, str(tmp_path / "streamed.db")], env={**os.environ, **empty},
+                           capture_output=True, text=True, check=True).stdout
+    assert json.loads(shown) == b[3]
 
 
 def test_a_changed_streaming_source_is_streamed_again(tmp_path: Path) -> None:
