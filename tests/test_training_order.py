@@ -303,3 +303,27 @@ def test_a_stateful_dataloader_checkpoints_the_sampler_and_resumes_on_other_work
         expected = TrainingOrder(length, seed=4).items(0, 18).tolist()
         expected += TrainingOrder(length, seed=4).items(18, 18 + (length - 18) // 12 * 12).tolist()
         assert read == expected
+
+
+def test_steps_of_a_plan_names_the_members_of_each_pack_read(demo_copy: Path, tiny_tokenizer: Path) -> None:
+    from dataidx import PackedDataset
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+    from dataidx.store import run_query
+
+    render_store(demo_copy, tiny_tokenizer, cutoff=160)
+    pack_store(demo_copy, "default", capacity=200, name="p")
+    with PackedDataset(demo_copy, plan="p") as packs:
+        read = [[i for i in batch] for batch in OrderSampler(packs, global_batch_size=2, seed=5)]
+    assert len(read) >= 2
+    shown = _steps_json(demo_copy, "--plan", "p", "--global-batch-size", 2, "--seed", 5, f"0-{len(read) - 1}")
+    assert sorted({e["pack"] for e in shown}) == sorted(i for step in read for i in step)
+    members = ("SELECT e.dataset, e.row, e.cut FROM pack_members AS m JOIN entries AS e ON e.mixture = 'default' "
+               "AND e.epoch = m.epoch AND e.position = m.position WHERE m.plan = 'p' AND m.pack = :pack "
+               "ORDER BY m.slot")
+    for pack in [i for step in read for i in step]:
+        expected = [tuple(r) for r in run_query(demo_copy, members, {"pack": pack})[1]]
+        assert [(e["dataset"], e["row"], e["cut"]) for e in shown if e["pack"] == pack] == expected
+    result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--plan", "p", "--render", "default",
+                                      "--global-batch-size", "2", "0"])
+    assert result.exit_code == 1 and "give one" in result.output

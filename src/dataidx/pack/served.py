@@ -79,13 +79,21 @@ class RenderedPacks(Closable):
     def __len__(self) -> int:
         return self.packs
 
-    def get(self, index: int) -> list[dict[str, Any]]:
-        """The rendered members of pack ``index`` (negative counts from the end)."""
+    def _members(self, index: int) -> list[tuple[int, int]]:
+        """``(entry id, tokens)`` of pack ``index``'s members, in slot order."""
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
-        pack = self.first_pack + index % self.packs
-        members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, pack)
+        return self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
+
+    def member_entries(self, index: int) -> list[int]:
+        """The base entry ids of pack ``index``'s members, in slot order (what ``dataidx steps``
+        names for a run that read the plan)."""
+        return [entry_id for entry_id, _ in self._members(index)]
+
+    def get(self, index: int) -> list[dict[str, Any]]:
+        """The rendered members of pack ``index`` (negative counts from the end)."""
+        members = self._members(index)
         if self.server is not None:  # stored at the lengths the plan packed: nothing to check per member
             return self.server.get([entry_id for entry_id, _ in members], self.reader.fetch)
         assert self.renderer is not None  # no stored tokens: rendered on fetch
