@@ -63,7 +63,7 @@ def orders_table(work: Path, positions: int) -> tuple[int, list[tuple[str, ...]]
     engine = DataEngine(store, "repeated")
     total = len(engine)
     at = min(RESUME_AT, total - GLOBAL_BATCH)
-    state = {"dataidx_order": 1, "epoch": 0, "consumed": at - at % GLOBAL_BATCH, "seed": 0, "length": total,
+    state = {"dataidx_order": 1, "epoch": 0, "position": at - at % GLOBAL_BATCH, "seed": 0, "length": total,
              "tail": "trim", "reads": engine.state_dict()["reads"]}
 
     def resume_ours() -> None:
@@ -75,15 +75,15 @@ def orders_table(work: Path, positions: int) -> tuple[int, list[tuple[str, ...]]
         sampler = DistributedSampler(engine, num_replicas=WORLD, rank=RANK, seed=0)
         sampler.set_epoch(0)
         share = GLOBAL_BATCH // WORLD
-        done = state["consumed"] // GLOBAL_BATCH
+        done = state["position"] // GLOBAL_BATCH
         batches = itertools.islice(iter(sampler), done * share, (done + 1) * share)
         list(batches)
 
     ours, theirs = median_ms(resume_ours, 20), median_ms(resume_torch, 3)
-    lines = [(f"resume at sample {state['consumed']:,} of {total:,}: new sampler, load, first batch (ms)",
+    lines = [(f"resume at sample {state['position']:,} of {total:,}: new sampler, load, first batch (ms)",
               f"{ours:.2f}", f"{theirs:,.0f}", f"{theirs / ours:,.0f}x", "<= 5 ms", "met" if ours <= 5 else "MISSED")]
 
-    step = state["consumed"] // GLOBAL_BATCH
+    step = state["position"] // GLOBAL_BATCH
 
     def steps_in_process() -> None:
         with StoreReader(store, "repeated") as reader:

@@ -152,7 +152,7 @@ def test_a_state_of_another_order_is_refused_in_one_line(demo_store: Path, tmp_p
         sampler = OrderSampler(engine, global_batch_size=8, seed=1)
         next(iter(sampler))
         state = sampler.state_dict()
-        assert state["consumed"] == 8
+        assert state["position"] == 8
         for other, match in ((OrderSampler(engine, global_batch_size=8, seed=2), "seed 1; this sampler has 2"),
                              (OrderSampler(engine, global_batch_size=8, seed=1, tail="pad"), "tail 'trim'"),
                              (OrderSampler(list(range(len(engine))), global_batch_size=8, seed=1), "reads")):
@@ -327,3 +327,109 @@ def test_steps_of_a_plan_names_the_members_of_each_pack_read(demo_copy: Path, ti
     result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--plan", "p", "--render", "default",
                                       "--global-batch-size", "2", "0"])
     assert result.exit_code == 1 and "give one" in result.output
+
+
+def _cli(*args: object) -> Any:
+    return CliRunner().invoke(cli, [str(arg) for arg in args])
+
+
+def _read_all(dataset: Any, global_batch: int, seed: int = 2, **options: Any) -> list[int]:
+    return [i for batch in OrderSampler(dataset, global_batch_size=global_batch, seed=seed, **options) for i in batch]
+
+
+def test_a_skip_list_leaves_its_entries_out_of_every_order_over_the_mixture(demo_copy: Path) -> None:
+    from dataidx.store import run_query
+
+    with DataEngine(demo_copy) as engine:
+        whole = _read_all(engine, 1)
+        reader = engine.reader
+        entry_of = dict(zip(range(len(engine)), reader.entries_at(list(range(len(engine))))))
+    result = _cli("skip", demo_copy, "pii", "--entry", "demo_alpaca:3", "--entry", "demo_sharegpt:1:3", "--why",
+                  "personal data", "--who", "ana")
+    assert result.exit_code == 0, result.output
+    skipped_rows = run_query(demo_copy, "SELECT dataset, row, cut, who, why FROM skips ORDER BY dataset, row")[1]
+    assert [tuple(r[:2]) for r in skipped_rows] == [("demo_alpaca", 3), ("demo_sharegpt", 1)]
+    assert {r[3:] for r in skipped_rows} == {("ana", "personal data")}
+    left_out = {entry for entry, in run_query(demo_copy, "SELECT entry_id FROM skipped_entries")[1]}
+    with DataEngine(demo_copy) as engine:
+        read = _read_all(engine, 1)
+        assert read == [i for i in whole if entry_of[i] not in left_out]  # the same order, less those entries
+        assert len(read) < len(whole) and len(set(read)) == len(read)
+        assert _read_all(engine, 1, skips=False) == whole
+    for command in ("info", "compose"):
+        said = _cli(command, demo_copy).output
+        assert "skip list 'pii': 2 entries left out of its orders, by ana" in said and "personal data" in said
+    assert _cli("report", demo_copy, "-o", demo_copy.with_name("r.html")).exit_code == 0
+    page = demo_copy.with_name("r.html").read_text()
+    assert "Skip lists: entries its training orders leave out" in page and "personal data" in page
+    for args, said in (((), "one of them"), (("--entry", "nope:1"), "no dataset 'nope'"),
+                       (("--entry", "demo_alpaca:x"), "DATASET:ROW"), (("--entry", "demo_alpaca:3"), "already has")):
+        result = _cli("skip", demo_copy, "pii", "--why", "again", *args)
+        assert result.exit_code == 1 and said in result.output, result.output
+    assert _cli("unskip", demo_copy, "pii").exit_code == 0
+    with DataEngine(demo_copy) as engine:
+        assert _read_all(engine, 1) == whole
+    assert "no skip list 'pii'" in _cli("unskip", demo_copy, "pii").output
+
+
+def test_a_run_resumed_after_a_skip_list_continues_where_it_stopped_without_the_skipped(demo_copy: Path) -> None:
+    with DataEngine(demo_copy) as engine:
+        sampler = OrderSampler(engine, global_batch_size=6, seed=9)
+        batches = iter(sampler)
+        read = [i for _ in range(2) for i in next(batches)]
+        state = sampler.state_dict(2)
+        rest_whole = [i for batch in batches for i in batch]
+    # a loss spike in step 1: skip its entries (already read), and entries of step 4 (not yet read)
+    spike = _cli("skip", demo_copy, "spike", "--steps", "1", "--global-batch-size", 6, "--seed", 9, "--why", "spike")
+    assert spike.exit_code == 0, spike.output
+    with DataEngine(demo_copy) as engine:
+        ahead = engine.reader.entries_at(rest_whole[12:14])  # two items the run has not read yet
+        dataset_rows = engine.reader.triples(rest_whole[12:14])
+        names = {i: d.name for i, d in engine.reader.datasets.items()}
+    later = _cli("skip", demo_copy, "later", *[a for d, row, cut in dataset_rows
+                                               for a in ("--entry", f"{names[d]}:{row}:{cut}")], "--why", "bad")
+    assert later.exit_code == 0, later.output
+    with DataEngine(demo_copy) as engine:
+        resumed = OrderSampler(engine, global_batch_size=6, seed=9)
+        resumed.load_state_dict(state)
+        after = [i for batch in resumed for i in batch]
+        holding = set(engine.reader.skipped_items().tolist())
+        assert set(ahead) and not holding.isdisjoint(rest_whole[12:14])
+        expected = [i for i in _rest(engine, 9, state) if i not in holding]
+        # nothing read twice, the skipped left out, the rest in the same order; the tail trims anew
+        assert after == expected[: len(expected) // 6 * 6] and not set(after) & set(read)
+        # steps count with the lists in force: later steps moved forward to fill the gaps
+        fresh = _read_all(engine, 6, seed=9)
+    shown = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, f"0-{len(fresh) // 6 - 1}")
+    assert [e["position"] for e in shown] == fresh
+    whole = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--no-skips", "0-1")
+    assert [e["position"] for e in whole] == read  # the order the run read before the lists
+
+
+def _rest(engine: DataEngine, seed: int, state: dict[str, Any]) -> list[int]:
+    """The whole order from a state's position on (no skip list applied), as items."""
+    order = TrainingOrder(len(engine), seed=seed, epoch=state["epoch"])
+    return order.items(state["position"], len(engine)).tolist()
+
+
+def test_skip_lists_leave_out_training_entries_of_a_spec_and_packs_of_a_plan(demo_copy: Path,
+                                                                            tiny_tokenizer: Path) -> None:
+    from dataidx import PackedDataset
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+
+    render_store(demo_copy, tiny_tokenizer, cutoff=160)
+    pack_store(demo_copy, "default", capacity=200, name="p")
+    assert _cli("skip", demo_copy, "rows", "--entry", "demo_alpaca:2", "--entry", "demo_sharegpt:0",
+                "--why", "bad").exit_code == 0
+    with DataEngine(demo_copy, render="default") as engine:
+        positions = engine.reader.positions_at(list(range(len(engine))))
+        entries = engine.reader.reader.entries_at(positions)
+        skipped = {e for e, (d, row, _) in zip(entries, engine.reader.reader.triples(positions))
+                   if (engine.reader.reader.datasets[d].name, row) in {("demo_alpaca", 2), ("demo_sharegpt", 0)}}
+        read = _read_all(engine, 1)
+        assert skipped and sorted(read) == [i for i, e in enumerate(entries) if e not in skipped]
+    with PackedDataset(demo_copy, plan="p") as packs:
+        left_out = set(packs.skipped_items().tolist())
+        assert left_out and all(set(packs.packs.member_entries(p)) & skipped for p in left_out)
+        assert sorted(_read_all(packs, 1)) == [p for p in range(len(packs)) if p not in left_out]

@@ -21,20 +21,31 @@ def _step_range(text: str) -> tuple[int, int]:
     return bounds
 
 
+def _run_options(func: Any) -> Any:
+    """The options that name a run's order: what it read, its epoch, batch, seed and tail."""
+    for option in reversed([
+        click.option("--mixture", default="default", show_default=True, help="Mixture the run read."),
+        click.option("--render", "spec", metavar="SPEC", help="The run read this render spec's training entries."),
+        click.option("--plan", metavar="PLAN", help="The run read this packing plan's packs."),
+        click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the run."),
+        click.option("--global-batch-size", type=click.IntRange(min=1), help="Items a step, all ranks."),
+        click.option("--seed", type=int, default=0, show_default=True, help="The OrderSampler's seed."),
+        click.option("--tail", type=click.Choice(["trim", "pad"]), default="trim", show_default=True,
+                     help="How the run's sampler ended an epoch."),
+    ]):
+        func = option(func)
+    return func
+
+
 @click.command()
 @click.argument("store")
 @click.argument("steps", metavar="STEP[-STEP]")
-@click.option("--mixture", default="default", show_default=True, help="Mixture the run read.")
-@click.option("--render", "spec", metavar="SPEC", help="The run read the training entries of this render spec.")
-@click.option("--plan", metavar="PLAN", help="The run read the packs of this packing plan (PackedDataset).")
-@click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the run.")
-@click.option("--global-batch-size", type=click.IntRange(min=1), required=True, help="Items a step, all ranks.")
-@click.option("--seed", type=int, default=0, show_default=True, help="The OrderSampler's seed.")
-@click.option("--tail", type=click.Choice(["trim", "pad"]), default="trim", show_default=True,
-              help="How the run's sampler ended an epoch.")
+@_run_options
+@click.option("--no-skips", is_flag=True, help="The run read the order whole (OrderSampler(skips=False)), not "
+              "without what the mixture's skip lists leave out.")
 @json_option("Print a JSON line per entry.")
 def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | None, epoch: int,
-          global_batch_size: int, seed: int, tail: str, as_json: bool) -> None:
+          global_batch_size: int | None, seed: int, tail: str, no_skips: bool, as_json: bool) -> None:
     """Which entries (dataset, row, cut) global steps STEP[-STEP] of a run read.
 
     The run read the mixture (or a render spec's training entries, or a plan's packs) with
@@ -49,18 +60,11 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
         dataidx steps demo.db --render default --global-batch-size 8 --epoch 1 17 --json
         dataidx steps demo.db --plan default --global-batch-size 4 0-1
     """
-    from ..read import TrainingOrder, step_items
-
-    if spec is not None and plan is not None:
-        raise UsageError("--render and --plan name two different runs; give one")
+    if global_batch_size is None:
+        raise UsageError("give the run's --global-batch-size")
     first, last = _step_range(steps)
     with _StepSource(store, mixture, spec, plan) as source:
-        source.items.set_epoch(epoch)  # past the stored epochs, epoch % epochs, as a training run's set_epoch
-        order = TrainingOrder(len(source.items), seed=seed, epoch=epoch)
-        try:
-            found = step_items(order, global_batch_size, first, last, tail)
-        except IndexError as exc:
-            raise UsageError(f"{store}: {exc}") from None
+        found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=not no_skips)
         entries = source.entries([item for _, _, item in found])
         rows = [(step, index, item, dataset, row, cut)
                 for (step, index, _), of_item in zip(found, entries) for item, dataset, row, cut in of_item]
@@ -77,7 +81,9 @@ class _StepSource:
     packs), and the entries each item holds."""
 
     def __init__(self, store: str, mixture: str, spec: str | None, plan: str | None) -> None:
-        self.kind = "plan" if plan else "spec" if spec else "mixture"
+        if spec is not None and plan is not None:
+            raise UsageError("--render and --plan name two different runs; give one")
+        self.store, self.kind = store, "plan" if plan else "spec" if spec else "mixture"
         self.items: Any
         if plan is not None:
             from ..pack import RenderedPacks
@@ -98,6 +104,37 @@ class _StepSource:
     def __exit__(self, *_: object) -> None:
         self.items.close()
 
+    def steps(self, epoch: int, seed: int, global_batch_size: int, first: int, last: int, tail: str, *,
+              skips: bool) -> list[tuple[int, int, int]]:
+        """``(step, index, item)`` of global steps ``first .. last`` of a run's epoch ``epoch``."""
+        import numpy as np  # here, not at the top: `dataidx info` and every other command would load it
+
+        from ..read import SkippingOrder, TrainingOrder, step_items
+
+        self.items.set_epoch(epoch)  # past the stored epochs, epoch % epochs, as a training run's set_epoch
+        skipped = self.items.skipped_items() if skips else np.empty(0, dtype=np.int64)
+        order = SkippingOrder(TrainingOrder(len(self.items), seed=seed, epoch=epoch), skipped)
+        try:
+            return step_items(order, global_batch_size, first, last, tail)
+        except IndexError as exc:
+            raise UsageError(f"{self.store}: {exc}") from None
+
+    def entry_ids(self, items: list[int]) -> list[int]:
+        """The base entries the items hold (a pack, its members)."""
+        if self.kind == "plan":
+            return [entry for pack in items for entry in self.items.member_entries(pack)]
+        reader = self.items if self.kind == "mixture" else self.items.reader
+        return reader.entries_at(items if self.kind == "mixture" else self.items.positions_at(items))
+
+    @property
+    def mixture(self) -> str:
+        """The mixture the run's order is over (a plan's, for a plan)."""
+        return self.items.mixture if self.kind == "plan" else self.items_reader().mixture
+
+    def items_reader(self) -> Any:
+        """The reader of the store's entries under what the run read."""
+        return self.items if self.kind == "mixture" else self.items.reader
+
     def entries(self, items: list[int]) -> list[list[tuple[int, str, int, int | None]]]:
         """Per item, ``(item, dataset, row, cut)`` of each entry it holds (a pack, several)."""
         reader = self.items.reader if self.kind != "mixture" else self.items
@@ -113,4 +150,96 @@ class _StepSource:
         return [[(position, names[d], row, cut)] for position, (d, row, cut) in zip(positions, triples)]
 
 
-COMMANDS = [steps]
+@click.command()
+@click.argument("store")
+@click.argument("name")
+@click.option("--why", required=True, help="Why these entries leave the order (kept with the list).")
+@click.option("--who", default=None, help="Who asked [default: the user running the command].")
+@click.option("--entry", "entries", multiple=True, metavar="DATASET:ROW[:CUT]",
+              help="An entry to skip; without CUT, every entry of the row. Repeatable.")
+@click.option("--steps", "step_range", metavar="STEP[-STEP]", help="Skip the entries of these global steps of a run "
+              "(named as for dataidx steps: --global-batch-size, --seed, --epoch, --render or --plan).")
+@_run_options
+def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, ...], step_range: str | None,
+         mixture: str, spec: str | None, plan: str | None, epoch: int, global_batch_size: int | None, seed: int,
+         tail: str) -> None:
+    """Store skip list NAME: entries every OrderSampler over the mixture leaves out from now on.
+
+    Name the entries (--entry), or the steps of a run whose entries they are (--steps, with the
+    run's order as dataidx steps takes it). Every position of the mixture that holds one, in
+    every epoch, leaves the order; a plan's packs that hold one leave a plan's order. The list
+    keeps who asked, why, and what was asked (dataidx info, the skips view). A run resumed
+    after the list was added continues where it stopped; its later steps move forward to fill
+    the places of what it skips.
+
+    \b
+    Example:
+        dataidx skip demo.db spike-1200 --steps 1200-1203 --global-batch-size 32 --why "loss spike at 1201"
+        dataidx skip demo.db bad-rows --entry demo_alpaca:17 --entry demo_sharegpt:3:5 --why "PII"
+    """
+    from ..store import add_skip_list
+
+    if bool(entries) == bool(step_range):
+        raise UsageError("give the entries to skip with --entry, or a run's steps with --steps (one of them)")
+    who = who or _user()
+    with _StepSource(store, mixture, spec, plan) as source:
+        if step_range is not None:
+            if global_batch_size is None:
+                raise UsageError("--steps needs the run's --global-batch-size")
+            first, last = _step_range(step_range)
+            found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=True)
+            ids = source.entry_ids([item for _, _, item in found])
+            what = (f"steps {step_range} of epoch {epoch} ({source.kind} {spec or plan or mixture}, global batch "
+                    f"{global_batch_size}, seed {seed}, tail {tail})")
+        else:
+            ids = [entry for text in entries for entry in _named_entries(source.items_reader(), text)]
+            what = "entries " + ", ".join(entries)
+        target = source.mixture
+    stored = add_skip_list(store, target, name, ids, who=who, why=why, request=what)
+    echo(f"skip list '{name}' of mixture '{target}': {stored.entries} entries ({what})", err=True)
+
+
+@click.command()
+@click.argument("store")
+@click.argument("name")
+@click.option("--mixture", default="default", show_default=True, help="Mixture the list belongs to.")
+def unskip(store: str, name: str, mixture: str) -> None:
+    """Remove skip list NAME of a mixture: its entries are read again by orders made from now on.
+
+    \b
+    Example:
+        dataidx unskip demo.db spike-1200
+    """
+    from ..store import remove_skip_list
+
+    entries = remove_skip_list(store, mixture, name)
+    echo(f"removed skip list '{name}' of mixture '{mixture}' ({entries} entries)", err=True)
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _named_entries(reader: Any, text: str) -> list[int]:
+    """The base entries ``DATASET:ROW[:CUT]`` names (every cut of the row without CUT)."""
+    parts = text.split(":")
+    try:
+        dataset, row, cut = parts[0], int(parts[1]), (int(parts[2]) if len(parts) > 2 else None)
+    except (IndexError, ValueError):
+        raise UsageError(f"--entry is DATASET:ROW or DATASET:ROW:CUT, not {text!r}") from None
+    if len(parts) > 3:
+        raise UsageError(f"--entry is DATASET:ROW or DATASET:ROW:CUT, not {text!r}")
+    from ..read import row_entries
+
+    found = row_entries(reader.fetch, reader.datasets, reader.path, dataset, row, cut)
+    if not found:
+        raise UsageError(f"{reader.path}: no entry {text} (dataset, row{', cut' if cut is not None else ''})")
+    return found
+
+
+COMMANDS = [steps, skip, unskip]

@@ -24,7 +24,7 @@ def info(store: str, as_json: bool) -> None:
     Example:
         dataidx info demo.db --json
     """
-    from ..store import REASONING_SAID, store_info
+    from ..store import REASONING_SAID, skip_lists_said, store_info
 
     details = store_info(store)
     if as_json:
@@ -59,6 +59,8 @@ def info(store: str, as_json: bool) -> None:
                        f"samples in all epochs: {mixture['entries']} with DataEngine{rendered}")
         else:
             echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
+        for line in skip_lists_said(store, mixture["name"]):
+            echo(line)
     if details["render_specs"]:
         echo(render_specs_text(details["render_specs"], REASONING_SAID))
     if details["pack_plans"]:
@@ -183,7 +185,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture default --json
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
-    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving
+    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving, skip_lists_said
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
     epochs = mixture_epochs(store, mixture)
@@ -197,6 +199,8 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
     if spec:
         echo(spec_composition_notes(store, spec, rows))
+    for line in skip_lists_said(store, mixture):
+        echo(line)
 
 
 @click.command()

@@ -8,13 +8,16 @@ another tokenization.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
+
+import numpy as np
 
 from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
-from ..store import Closable, check_epoch, served_epoch
+from ..store import Closable, check_epoch, served_epoch, skipped_entries
 
 _MEMBERS = (
     "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
@@ -23,6 +26,12 @@ _MEMBERS = (
     "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
 )
 
+#: The packs of a range that hold any of some base entries.
+_PACKS_HOLDING = (
+    "SELECT DISTINCT {stamped}k.pack FROM packs AS k "
+    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
+    "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} AND e.entry_id IN ({ids})"
+)
 
 _PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
@@ -85,6 +94,16 @@ class RenderedPacks(Closable):
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
         return self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
+
+    def skipped_items(self) -> np.ndarray:
+        """The packs of the epoch served that hold an entry the mixture's skip lists leave out: an
+        order over the plan leaves the whole pack out (planning again without them keeps the rest)."""
+        wanted = skipped_entries(self.reader.handle, self.mixture)
+        if not wanted.size:
+            return np.empty(0, dtype=np.int64)
+        packs = self.reader.fetch(_PACKS_HOLDING, self.plan_id, self.first_pack, self.first_pack + self.packs - 1,
+                                  json.dumps(wanted.tolist()))
+        return np.asarray(sorted(pack for pack, in packs), dtype=np.int64) - self.first_pack
 
     def member_entries(self, index: int) -> list[int]:
         """The base entry ids of pack ``index``'s members, in slot order (what ``dataidx steps``

@@ -2,7 +2,8 @@
 against its sources, and exporting a mixture."""
 
 from .export import export_mixture, to_hf
-from .order import TrainingOrder, epoch_steps, step_items
+from .holding import row_entries
+from .order import SkippingOrder, TrainingOrder, epoch_steps, step_items
 from .process import paused_gc
 from .reader import EntryReader, StoreReader
 from .rows import open_rows
@@ -10,6 +11,7 @@ from .verify import dataset_problems, verify_store
 
 __all__ = [
     "EntryReader",
+    "SkippingOrder",
     "StoreReader",
     "TrainingOrder",
     "epoch_steps",
@@ -17,6 +19,7 @@ __all__ = [
     "export_mixture",
     "open_rows",
     "paused_gc",
+    "row_entries",
     "step_items",
     "to_hf",
     "verify_store",

@@ -110,7 +110,7 @@ def epoch_steps(length: int, global_batch_size: int, tail: str = "trim") -> int:
     return length // global_batch_size
 
 
-def step_items(order: TrainingOrder, global_batch_size: int, first: int, last: int,
+def step_items(order: TrainingOrder | SkippingOrder, global_batch_size: int, first: int, last: int,
                tail: str = "trim") -> list[tuple[int, int, int]]:
     """``(step, order index, item)`` of global steps ``first .. last`` of an epoch read from its
     start in batches of ``global_batch_size`` (a padded last step wraps to the epoch's start)."""
@@ -121,3 +121,39 @@ def step_items(order: TrainingOrder, global_batch_size: int, first: int, last: i
     indices = np.arange(first * global_batch_size, (last + 1) * global_batch_size, dtype=np.int64)
     items = order.at(indices % order.length).tolist()
     return [(int(index) // global_batch_size, int(index), item) for index, item in zip(indices.tolist(), items)]
+
+
+class SkippingOrder:
+    """An order without some of its items (a mixture's skip lists): what a run reads.
+
+    ``skipped`` items are left out; the rest keep their relative order. Indices of this order
+    (``at``) are what steps count; a position in the whole order (``whole_index``) is what a state
+    records, so a run resumes at the same place whatever lists were added since.
+    """
+
+    def __init__(self, order: TrainingOrder, skipped: np.ndarray) -> None:
+        self.order, self.epoch = order, order.epoch
+        items = np.unique(np.asarray(skipped, dtype=np.int64))
+        items = items[(items >= 0) & (items < order.length)]
+        #: where each skipped item falls in the whole order, sorted
+        self._gaps = np.sort(order.index_of(items)) if items.size else np.empty(0, dtype=np.int64)
+        self.length = order.length - len(self._gaps)
+        self._before = self._gaps - np.arange(len(self._gaps))  # items kept before each gap
+
+    @property
+    def skipped(self) -> int:
+        """Items of the whole order left out."""
+        return len(self._gaps)
+
+    def whole_index(self, indices: np.ndarray) -> np.ndarray:
+        """The index in the whole order of each of this order's ``indices``."""
+        indices = np.asarray(indices, dtype=np.int64)
+        return indices + np.searchsorted(self._before, indices, side="right")
+
+    def index_at(self, whole: int) -> int:
+        """This order's index of the first kept item at or after ``whole`` in the whole order."""
+        return whole - int(np.searchsorted(self._gaps, whole, side="left"))
+
+    def at(self, indices: np.ndarray) -> np.ndarray:
+        """The items at this order's ``indices``."""
+        return self.order.at(self.whole_index(indices))

@@ -29,7 +29,9 @@ from ..store import (
     read_mixture,
     served_epoch,
     serving,
+    skipped_entries,
 )
+from .holding import positions_holding
 from .process import ProcessState, freeze_inherited_objects, paused_gc
 from .verify import dataset_problems
 
@@ -45,6 +47,7 @@ _POSITION_MANY = (
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
 )
 _EXPLICIT_ENTRIES = "SELECT {stamped}id, entry_id FROM mixture_entries WHERE id IN ({ids})"
+
 _ENTRY_RANGE = (
     "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
 )
@@ -233,6 +236,11 @@ class StoreReader(EntryReader):
                 raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
             found[~in_run] = pairs[np.searchsorted(pairs[:, 0], positions[~in_run]), 1]
         return found
+
+    def skipped_items(self) -> np.ndarray:
+        """The positions of the epoch served that the mixture's skip lists leave out of an order."""
+        return positions_holding(self.fetch, self._runs, self.start, self.start + self.length,
+                                 skipped_entries(self.handle, self.mixture))
 
     def entry_at(self, index: int) -> int:
         """The base entry id at one index (:meth:`entries_at` of one)."""

@@ -99,6 +99,15 @@ class RenderedMixture(Closable):
             return [index % size for index in indices]
         return [int(chosen[index % size]) for index in indices]
 
+    def skipped_items(self) -> np.ndarray:
+        """The training entries (indices of this reader) the mixture's skip lists leave out."""
+        positions = self.reader.skipped_items()
+        if self.positions is None:
+            return positions
+        at = np.searchsorted(self.positions, positions)
+        inside = at < len(self.positions)
+        return at[inside][self.positions[at[inside]] == positions[inside]]  # positions that train
+
     def positions_at(self, indices: list[int]) -> list[int]:
         """The mixture position of each of training entries ``indices`` (what ``dataidx steps``
         names: an order indexes the training entries, a reader the mixture's positions)."""

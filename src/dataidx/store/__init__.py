@@ -73,6 +73,10 @@ if TYPE_CHECKING:
     from .schema import MixtureDataset as MixtureDataset
     from .schema import MixtureEpoch as MixtureEpoch
     from .schema import RejectedRow as RejectedRow
+    from .skips import add_skip_list as add_skip_list
+    from .skips import remove_skip_list as remove_skip_list
+    from .skips import skip_lists_said as skip_lists_said
+    from .skips import skipped_entries as skipped_entries
     from .sqlite.bulk import PositionWriter as PositionWriter
     from .sqlite.bulk import draw_counts as draw_counts
     from .sqlite.bulk import insert_base_entries as insert_base_entries
@@ -141,6 +145,10 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rewriting": ".write",
     "streams_folder": ".location",
     "tokens_folder": ".location",
+    "add_skip_list": ".skips",
+    "remove_skip_list": ".skips",
+    "skip_lists_said": ".skips",
+    "skipped_entries": ".skips",
     "EntryTokens": ".tokens",
     "StoredTokenFile": ".tokens",
     "read_token_file": ".tokens",

@@ -28,8 +28,10 @@ from .schema import (
     PlanEpoch,
     RenderCause,
     RenderSpecRow,
+    SkipListRow,
     SpecTokens,
 )
+from .skips import delete_skip_lists
 from .tokens import own_token_files, prune_token_files
 from .write import rewriting
 
@@ -86,6 +88,8 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
             raise missing("mixture", name, store=store, names=_names(connection, Mixture))
         delete_plans(connection, connection.execute(
             select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
+        delete_skip_lists(connection, list(connection.execute(
+            select(SkipListRow.id).where(SkipListRow.mixture_id == found.id)).scalars()))
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
         connection.execute(
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))

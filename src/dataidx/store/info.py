@@ -8,12 +8,14 @@ answer in a fraction of a second, and importing SQLAlchemy alone costs a quarter
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from .causes import render_causes
 from .connect import SCHEMA_REVISION, reading
 from .handle import Store, StoreHandle
 from .records import REASONING_PROBLEMS, read_epochs, stale_budget_mixtures
+from .skips import read_skip_lists
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
@@ -85,6 +87,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 "spec": mixture["spec"],
                 "stale": stale.get(mixture["name"]),
                 "epochs": [entries for _, entries in read_epochs(handle, mixture["id"])],
+                "skip_lists": [asdict(skips) for skips in read_skip_lists(handle, mixture["name"])],
                 "datasets": {
                     names[d["dataset_id"]]: {
                         key: d[key] for key in ("seed", "size", "weight", "token_budget", "supervised_token_budget",

@@ -27,14 +27,15 @@ from .render_tables import (
     RenderSpecRow,
     SpecTokens,
 )
+from .skip_tables import SkipListRow, SkippedEntry
 
 # The render and pack tables are declared apart, and imported above so that every table is in
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
            "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
-           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SpecTokens",
-           "VIEW_COLUMNS", "schema_script"]
+           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SkipListRow",
+           "SkippedEntry", "SpecTokens", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
@@ -206,4 +207,5 @@ VIEW_COLUMNS = {
     "token_composition": ("mixture", "epoch", "dataset", "entries", "tokens", "supervised_tokens", "share_of_tokens"),
     "token_files": ("spec", "file", "folder", "entries", "tokens", "word_bytes", "bytes", "bytes_per_token", "sha256",
                     "created_at"),
+    "skips": ("mixture", "skip_list", "dataset", "row", "cut", "who", "why", "request", "created_at"),
 }

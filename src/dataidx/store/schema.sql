@@ -313,4 +313,32 @@ SELECT s.name AS spec, t.file AS file, t.folder AS folder, t.entries AS entries,
        t.sha256 AS sha256, t.created_at AS created_at
 FROM spec_tokens AS t
 JOIN render_specs AS s ON s.id = t.spec_id;
-INSERT INTO alembic_version (version_num) VALUES ('0011');
+CREATE TABLE skip_lists (
+	id INTEGER NOT NULL, 
+	mixture_id INTEGER NOT NULL, 
+	name VARCHAR NOT NULL, 
+	who VARCHAR NOT NULL, 
+	why TEXT NOT NULL, 
+	request TEXT NOT NULL, 
+	entries INTEGER NOT NULL, 
+	created_at VARCHAR NOT NULL, 
+	CONSTRAINT pk_skip_lists PRIMARY KEY (id), 
+	CONSTRAINT fk_skip_lists_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
+	CONSTRAINT uq_skip_lists_mixture_id UNIQUE (mixture_id, name)
+);
+CREATE TABLE skipped_entries (
+	skip_list_id INTEGER NOT NULL, 
+	entry_id INTEGER NOT NULL, 
+	CONSTRAINT pk_skipped_entries PRIMARY KEY (skip_list_id, entry_id), 
+	CONSTRAINT fk_skipped_entries_skip_list_id_skip_lists FOREIGN KEY(skip_list_id) REFERENCES skip_lists (id), 
+	CONSTRAINT fk_skipped_entries_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
+);
+CREATE VIEW skips AS
+SELECT m.name AS mixture, l.name AS skip_list, d.name AS dataset, b.row AS row, b.cut AS cut, l.who AS who,
+       l.why AS why, l.request AS request, l.created_at AS created_at
+FROM skipped_entries AS s
+JOIN skip_lists AS l ON l.id = s.skip_list_id
+JOIN mixtures AS m ON m.id = l.mixture_id
+JOIN base_entries AS b ON b.id = s.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
+INSERT INTO alembic_version (version_num) VALUES ('0012');

@@ -125,6 +125,11 @@ class DataEngine(Closable, Dataset):
             return self.reader.get_many([_position(i) for i in index])
         return self.reader.get(_position(index))
 
+    def skipped_items(self) -> Any:
+        """The items of the epoch served (indices of this dataset) that the mixture's skip lists
+        (``dataidx skip``) leave out of an :class:`~dataidx.training.OrderSampler`'s order."""
+        return self.reader.skipped_items()
+
     def __getitems__(self, indices: list[int]) -> Items:
         """Batched fetch used by ``DataLoader``: one SQL query for the whole batch."""
         return self.reader.get_many([_position(i) for i in indices])
@@ -178,6 +183,10 @@ class PackedDataset(Closable, Dataset):
         packs = self.packs
         self.set_epoch(check_state(state, identity=packs.reader.identity, store=packs.reader.path,
                                    mixture=packs.mixture, epochs=len(packs.epochs)))
+
+    def skipped_items(self) -> Any:
+        """The packs of the epoch served that hold an entry the mixture's skip lists leave out."""
+        return self.packs.skipped_items()
 
     def __getitem__(self, index: int) -> list[dict[str, Any]]:
         return self.packs.get(_position(index))

@@ -1,15 +1,19 @@
 """``OrderSampler``: a batch sampler that reads a training order, resumable on any topology.
 
-Every rank walks the same global order (:class:`~dataidx.read.order.TrainingOrder`): global
-batch ``s`` of an epoch is order items ``s * G .. (s + 1) * G - 1``, and rank ``r`` of ``R``
-reads its ``G / R`` of them, the ``r``-th share. So the state of a whole run is one number, the
-samples of the epoch consumed, whatever the world size, the workers or the batch size were;
-restored under others, the run continues the same order at the next unread sample. Workers only
-fetch: the batch sampler runs in the training process, so ``num_workers`` never changes what is
-read. The epoch's tail that does not fill a global batch is trimmed on every rank alike
+Every rank walks the same global order (:class:`~dataidx.read.order.TrainingOrder`, without
+what the mixture's skip lists leave out): global batch ``s`` of an epoch is the order's items
+``s * G .. (s + 1) * G - 1``, and rank ``r`` of ``R`` reads its ``G / R`` of them, the ``r``-th
+share. So the state of a whole run is one number, the position in the epoch's order where
+reading continues, whatever the world size, workers or batch size were; restored under others,
+the run continues the same order at the next unread sample. Workers only fetch: the batch
+sampler runs in the training process, so ``num_workers`` never changes what is read.
+
+The epoch's tail that does not fill a global batch is trimmed on every rank alike
 (``tail="trim"``), or filled with the epoch's first items (``tail="pad"``); batches count from
 where the iteration started, so a run resumed with another global batch size trims only what
-its own batches cannot fill.
+its own batches cannot fill. Skip lists are read when an epoch is first read (and on a
+restore): a list added while a run trains applies from its next epoch or resume, at the
+position the run reached; steps after a skipped item move forward to fill its place.
 
 Example::
 
@@ -33,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
-from ..read import TrainingOrder
+from ..read import SkippingOrder, TrainingOrder
 
 #: The key that marks an order state, and its layout's version.
 ORDER_KEY = "dataidx_order"
@@ -57,7 +61,7 @@ class OrderSampler:
     together. See the module's docstring for a training loop."""
 
     def __init__(self, dataset: Any, *, global_batch_size: int, rank: int = 0, world_size: int = 1,
-                 seed: int | None = 0, tail: str = "trim") -> None:
+                 seed: int | None = 0, tail: str = "trim", skips: bool = True) -> None:
         if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size < 1:
             raise UsageError(f"global_batch_size is a whole number 1 or more, not {global_batch_size!r}")
         if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
@@ -70,12 +74,24 @@ class OrderSampler:
             raise UsageError(f"tail is one of {', '.join(TAILS)}, not {tail!r}")
         self.dataset = dataset
         self.global_batch_size, self.rank, self.world_size = global_batch_size, rank, world_size
-        self.seed, self.tail = seed, tail
+        self.seed, self.tail, self.skips = seed, tail, skips
         self.reads = _reads(dataset)
         self.epoch = 0
-        self._resume = 0  # samples of the epoch the next iteration starts after
-        self._begin = 0  # ... and where the current one started
+        # Where the next iteration starts, and where the current one started: positions in the
+        # epoch's whole order, so skip lists added meanwhile do not move them.
+        self._resume = self._begin = 0
         self._yielded = 0
+        self._read: tuple[int, SkippingOrder] | None = None
+
+    def order(self) -> SkippingOrder:
+        """The epoch's order as this run reads it: the whole order without what the dataset's skip
+        lists (``dataidx skip``) leave out, read when the epoch is first read."""
+        if self._read is None or self._read[0] != self.epoch:
+            skipped = getattr(self.dataset, "skipped_items", None) if self.skips else None
+            left_out = np.asarray(skipped() if callable(skipped) else [], dtype=np.int64)
+            whole = TrainingOrder(self.length, seed=self.seed, epoch=self.epoch)
+            self._read = (self.epoch, SkippingOrder(whole, left_out))
+        return self._read[1]
 
     @property
     def length(self) -> int:
@@ -87,17 +103,16 @@ class OrderSampler:
         """Items a rank reads a step."""
         return self.global_batch_size // self.world_size
 
-    def _end(self, begin: int) -> int:
-        """Order index where an iteration starting at ``begin`` stops: after its last full global
-        batch, or past the epoch's end padded to a whole one. Batches count from ``begin``, so a
+    def _steps(self, begin: int) -> int:
+        """Steps of an iteration starting at ``begin`` (an index of the order read): full global
+        batches, or the last one filled from the epoch's start. Batches count from ``begin``, so a
         run resumed with another batch size trims only what its own batches cannot fill."""
-        left = max(0, self.length - begin)
-        steps = -(-left // self.global_batch_size) if self.tail == "pad" else left // self.global_batch_size
-        return begin + steps * self.global_batch_size
+        left = max(0, self.order().length - begin)
+        return -(-left // self.global_batch_size) if self.tail == "pad" else left // self.global_batch_size
 
     def __len__(self) -> int:
         """Steps the next iteration yields."""
-        return (self._end(self._resume) - self._resume) // self.global_batch_size
+        return self._steps(self.order().index_at(self._resume))
 
     def set_epoch(self, epoch: int) -> None:
         """Read epoch ``epoch`` from now on (from its start, unless a restored state is in it); a
@@ -112,25 +127,28 @@ class OrderSampler:
             serve(epoch)
 
     def __iter__(self) -> Iterator[list[int]]:
-        order = TrainingOrder(self.length, seed=self.seed, epoch=self.epoch)
+        order = self.order()
         self._begin, self._yielded = self._resume, 0
-        mine = self._begin + self.rank * self.share
-        for step in range(len(self)):
-            start = mine + step * self.global_batch_size
-            indices = [index % self.length for index in range(start, start + self.share)]
+        first = order.index_at(self._begin) + self.rank * self.share
+        mine = np.arange(self.share, dtype=np.int64)
+        for step in range(self._steps(order.index_at(self._begin))):
+            indices = first + step * self.global_batch_size + mine
             self._yielded += 1
-            yield order.at(np.asarray(indices)).tolist()
+            yield order.at(indices % order.length).tolist()
         self._resume = 0  # the epoch was read to its end: iterating it again reads it whole
 
     def state_dict(self, steps_done: int | None = None) -> dict[str, Any]:
         """The run's state once ``steps_done`` steps of the current iteration are consumed (default:
         every step this sampler has yielded, right without workers prefetching): one global
-        position, and what it is a position in."""
+        position (in the epoch's whole order, skipped items counted), and what it is a position in."""
         steps = self._yielded if steps_done is None else steps_done
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
             raise UsageError(f"steps_done is a whole number 0 or more, not {steps!r}")
-        consumed = min(self._begin + steps * self.global_batch_size, self._end(self._begin))
-        return {ORDER_KEY: ORDER_VERSION, "epoch": self.epoch, "consumed": consumed, "seed": self.seed,
+        order = self.order()
+        begin = order.index_at(self._begin)
+        read = begin + min(steps, self._steps(begin)) * self.global_batch_size
+        position = int(order.whole_index(np.asarray([read]))[0]) if read < order.length else self.length
+        return {ORDER_KEY: ORDER_VERSION, "epoch": self.epoch, "position": position, "seed": self.seed,
                 "length": self.length, "tail": self.tail, "reads": self.reads}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -145,17 +163,17 @@ class OrderSampler:
             if state.get(key) != mine:
                 raise UsageError(f"this order state was saved with {key} {_short(state.get(key))}; this sampler "
                                  f"has {_short(mine)}: it reads another order")
-        epoch, consumed = state.get("epoch"), state.get("consumed")
-        for key, value in (("epoch", epoch), ("consumed", consumed)):
+        epoch, position = state.get("epoch"), state.get("position")
+        for key, value in (("epoch", epoch), ("position", position)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise UsageError(f"an order state's {key} is a whole number 0 or more, not {_short(value)}")
-        assert isinstance(epoch, int) and isinstance(consumed, int)
+        assert isinstance(epoch, int) and isinstance(position, int)
         self._serve(epoch)
         if self.reads is None and state.get("length") != self.length:  # not a dataidx dataset: its size says
             raise UsageError(f"this order state was saved over {_short(state.get('length'))} items; this dataset "
                              f"has {self.length}: it reads another order")
-        self.epoch, self._resume = epoch, consumed
-        self._begin, self._yielded = consumed, 0
+        self.epoch, self._resume, self._read = epoch, position, None  # skip lists are read again
+        self._begin, self._yielded = position, 0
 
 
 def _order_state(state: Any) -> Any:

@@ -39,6 +39,7 @@ DESCRIPTIONS = {
                          "tokens, supervised tokens and share of tokens.",
     "mixture_positions": "Every position of every mixture with its base entry, runs expanded.",
     "token_files": "One row per render spec whose tokens are stored: its token file, tokens, bytes per token.",
+    "skips": "One row per entry a skip list leaves out of a mixture's training orders: who asked, why, and what.",
     # tables (docs/store.md)
     "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
     "base_entries": "The base index: one (dataset, row, cut) per supervised turn, in source order.",
@@ -55,6 +56,8 @@ DESCRIPTIONS = {
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
     "spec_tokens": "One row per render spec whose tokens are stored (see token_files).",
+    "skip_lists": "One row per skip list of a mixture (dataidx skip): who, why, what was asked, entries.",
+    "skipped_entries": "One row per base entry of a skip list (see skips).",
     "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",
@@ -71,7 +74,7 @@ def _slug(title: str) -> str:
 
 #: The views, in the order of docs/sql.md: what the home page links first.
 VIEWS = ("entries", "composition", "token_composition", "turns", "repeats", "rejects", "entry_lengths", "pack_plans",
-         "pack_members", "token_files", "mixture_positions")
+         "pack_members", "token_files", "skips", "mixture_positions")
 
 
 def _home(database: str) -> str:

@@ -83,7 +83,18 @@ def mixture_section(figures: Figures) -> str:
     return (f"<section id='mixture'><h2>Mixture '{html.escape(figures.mixture['name'])}': {figures.positions:,} "
             f"positions of {_over(figures)}</h2>" + _chart("mixture", chart, marks=len(rows)) + composition
             + f"<h3>Rows drawn, by their entries (supervised turns), {_over(figures)}</h3>"
-            + _chart("turns", charts.turns_chart(figures.turns), marks=len(figures.turns)) + "</section>")
+            + _chart("turns", charts.turns_chart(figures.turns), marks=len(figures.turns)) + _skip_lists(figures)
+            + "</section>")
+
+
+def _skip_lists(figures: Figures) -> str:
+    """The mixture's skip lists (``dataidx skip``): what its training orders leave out, and why."""
+    lists = figures.mixture.get("skip_lists") or []
+    if not lists:
+        return ""
+    return ("<h3>Skip lists: entries its training orders leave out</h3>"
+            + table(["skip list", "entries", "who", "why", "asked", "when"],
+                    [(s["name"], s["entries"], s["who"], s["why"], s["request"], s["created_at"]) for s in lists]))
 
 
 def lengths(figures: Figures, spec: SpecFigures) -> str:
