@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -433,3 +435,74 @@ def test_skip_lists_leave_out_training_entries_of_a_spec_and_packs_of_a_plan(dem
         left_out = set(packs.skipped_items().tolist())
         assert left_out and all(set(packs.packs.member_entries(p)) & skipped for p in left_out)
         assert sorted(_read_all(packs, 1)) == [p for p in range(len(packs)) if p not in left_out]
+
+
+class _OrderCheckpoints:
+    """A transformers ``TrainerCallback`` that keeps the sampler's state in every checkpoint (the
+    recipe of docs/training-orders.md)."""
+
+    def __init__(self, sampler: OrderSampler) -> None:
+        self.sampler, self.begun = sampler, 0
+
+    def on_epoch_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.begun = state.global_step  # the sampler's iteration starts with the epoch's (or the resumed) loader
+
+    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        (folder / "dataidx_order.json").write_text(json.dumps(self.sampler.state_dict(state.global_step - self.begun)))
+
+
+@pytest.mark.slow
+def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store: Path, tiny_tokenizer: Path,
+                                                                      tmp_path: Path) -> None:
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
+
+    from dataidx import Collator
+    from dataidx.render import render_store
+
+    store = Path(shutil.copyfile(demo_store, tmp_path / "demo.db"))
+    render_store(store, tiny_tokenizer, cutoff=256)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
+    collate = Collator(pad_token_id=tokenizer.pad_token_id)
+    seen: list[list[int]] = []
+
+    class OrderLoader(DataLoader):  # the recipe: the Trainer calls set_epoch on its loader each epoch
+        def set_epoch(self, epoch: int) -> None:
+            self.batch_sampler.set_epoch(epoch)
+
+    class OrderTrainer(Trainer):  # ... and reads the order's batches as they are
+        def get_train_dataloader(self) -> DataLoader:
+            return OrderLoader(self.train_dataset, batch_sampler=self.order_sampler, collate_fn=self.data_collator)
+
+    def run(max_steps: int, resume: bool) -> None:
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                                             num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                             max_position_embeddings=512))
+        with DataEngine(store, render="default") as engine:
+            sampler = OrderSampler(engine, global_batch_size=4, seed=3)
+            if resume:
+                sampler.load_state_dict(json.loads((tmp_path / "out" / "checkpoint-3" / "dataidx_order.json")
+                                                   .read_text()))
+            arguments = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=max_steps, save_steps=3,
+                                          per_device_train_batch_size=4, report_to=[], use_cpu=True,
+                                          logging_strategy="no", disable_tqdm=True, remove_unused_columns=False,
+                                          ignore_data_skip=True)  # the sampler resumes; the Trainer must not skip
+
+            def spy(batch: list[dict[str, Any]]) -> dict[str, Any]:
+                seen.append([sum(sample["input_ids"]) for sample in batch])
+                return {k: v for k, v in collate(batch).items() if k != "loss_weights"}
+
+            trainer = OrderTrainer(model=model, args=arguments, train_dataset=engine, data_collator=spy,
+                                   callbacks=[type("Save", (_OrderCheckpoints, TrainerCallback), {})(sampler)])
+            trainer.order_sampler = sampler
+            trainer.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-3") if resume else None)
+
+    run(3, resume=False)
+    run(6, resume=True)
+    with DataEngine(store, render="default") as engine:
+        sampler = OrderSampler(engine, global_batch_size=4, seed=3)
+        order = [[sum(engine[i]["input_ids"]) for i in batch] for epoch in (0, 1)
+                 for batch in (sampler.set_epoch(epoch), list(sampler))[1]]
+        assert len(sampler) < 6  # the run crossed an epoch's end
+    assert seen == order[:6]

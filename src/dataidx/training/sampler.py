@@ -111,8 +111,9 @@ class OrderSampler:
         return -(-left // self.global_batch_size) if self.tail == "pad" else left // self.global_batch_size
 
     def __len__(self) -> int:
-        """Steps the next iteration yields."""
-        return self._steps(self.order().index_at(self._resume))
+        """Steps of the epoch read from its start, what a trainer's schedule counts (the first
+        iteration after a restore yields only the steps left of it)."""
+        return self._steps(0)
 
     def set_epoch(self, epoch: int) -> None:
         """Read epoch ``epoch`` from now on (from its start, unless a restored state is in it); a
