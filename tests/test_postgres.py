@@ -459,3 +459,26 @@ def test_writes_never_stop_readers_of_what_they_did_not_change_on_the_server(url
 
     build(DEMO, url)
     epochs_while_mixing(url, Path(DEMO))
+
+
+def test_orders_skip_lists_and_steps_on_the_server_match_a_file(url: str, tmp_path: Path) -> None:
+    from dataidx import OrderSampler
+
+    file = tmp_path / "demo.db"
+    build(DEMO, file)
+    build(DEMO, url)
+    for store in (str(file), url):
+        result = run("skip", store, "spike", "--steps", "1", "--global-batch-size", "6", "--seed", "2", "--why", "x")
+        assert result.exit_code == 0, result.output
+        result = run("skip", store, "rows", "--entry", "demo_alpaca:4", "--why", "bad", "--who", "bo")
+        assert result.exit_code == 0, result.output
+    read, steps, skips = [], [], []
+    for store in (str(file), url):
+        with DataEngine(store) as engine:
+            read.append([i for batch in OrderSampler(engine, global_batch_size=6, seed=2) for i in batch])
+        steps.append(run("steps", store, "--global-batch-size", "6", "--seed", "2", "0-2", "--json").stdout)
+        skips.append(run("query", store, "SELECT dataset, row, cut, who, why FROM skips ORDER BY 1, 2, 3",
+                         "--json").stdout)
+    assert read[0] == read[1] and len(read[0]) > 0 and steps[0] == steps[1] and skips[0] == skips[1]
+    assert "bo" in skips[1] and run("unskip", url, "rows").exit_code == 0
+    assert "skip list 'rows'" not in run("info", url).stdout and "skip list 'spike'" in run("info", url).stdout
