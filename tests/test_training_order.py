@@ -506,3 +506,34 @@ def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store
                  for batch in (sampler.set_epoch(epoch), list(sampler))[1]]
         assert len(sampler) < 6  # the run crossed an epoch's end
     assert seen == order[:6]
+
+
+def test_a_recorded_order_shows_what_each_epoch_tail_trims_in_sql(tmp_path: Path) -> None:
+    from dataidx.index import add_mixture, build
+    from dataidx.store import run_query
+
+    from .helpers import REPO
+
+    store = tmp_path / "demo.db"
+    build(REPO / "data" / "demo_sft.yaml", store)
+    add_mixture(store, REPO / "data" / "demo_sft.yaml", "three", seed=4, epochs=3)
+    result = _cli("order", store, "run-7", "--mixture", "three", "--global-batch-size", 8, "--seed", 5)
+    assert result.exit_code == 0, result.output
+    with DataEngine(store, "three") as engine:
+        sampler = OrderSampler(engine, global_batch_size=8, seed=5)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            read = {i for batch in sampler for i in batch}
+            tail = sorted(set(range(len(engine))) - read)
+            expected = sorted(set(engine.reader.entries_at(tail)))
+            found = run_query(store, "SELECT t.entry_id FROM order_trims AS t JOIN training_orders AS o "
+                                     "ON o.id = t.order_id WHERE o.name = 'run-7' AND t.epoch = :epoch "
+                                     "ORDER BY t.entry_id", {"epoch": epoch})[1]
+            assert [e for e, in found] == expected and len(tail) == len(engine) % 8
+    said = run_query(store, "SELECT \"order\", epoch, dataset, global_batch_size, seed FROM trimmed LIMIT 1")[1]
+    assert said and said[0][0] == "run-7" and said[0][3:] == (8, 5)
+    info = _cli("info", store).output
+    assert "order 'run-7': the mixture, seed 5, global batch 8, trim; steps per epoch" in info
+    assert "already" in _cli("order", store, "run-7", "--mixture", "three", "--global-batch-size", 8).output
+    assert _cli("remove-mixture", store, "three").exit_code == 0
+    assert run_query(store, "SELECT count(*) FROM order_trims")[1] == [(0,)]

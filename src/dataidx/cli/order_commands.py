@@ -1,4 +1,5 @@
-"""Commands about training orders: which entries a run's steps read (steps)."""
+"""Commands about training orders: which entries a run's steps read (steps), skip lists (skip,
+unskip), and recording a run's order (order)."""
 
 from __future__ import annotations
 
@@ -104,20 +105,29 @@ class _StepSource:
     def __exit__(self, *_: object) -> None:
         self.items.close()
 
-    def steps(self, epoch: int, seed: int, global_batch_size: int, first: int, last: int, tail: str, *,
-              skips: bool) -> list[tuple[int, int, int]]:
-        """``(step, index, item)`` of global steps ``first .. last`` of a run's epoch ``epoch``."""
+    def order(self, epoch: int, seed: int, *, skips: bool) -> Any:
+        """The order a run reads in epoch ``epoch`` (a SkippingOrder; without skips, nothing skipped)."""
         import numpy as np  # here, not at the top: `dataidx info` and every other command would load it
 
-        from ..read import SkippingOrder, TrainingOrder, step_items
+        from ..read import SkippingOrder, TrainingOrder
 
         self.items.set_epoch(epoch)  # past the stored epochs, epoch % epochs, as a training run's set_epoch
         skipped = self.items.skipped_items() if skips else np.empty(0, dtype=np.int64)
-        order = SkippingOrder(TrainingOrder(len(self.items), seed=seed, epoch=epoch), skipped)
+        return SkippingOrder(TrainingOrder(len(self.items), seed=seed, epoch=epoch), skipped)
+
+    def steps(self, epoch: int, seed: int, global_batch_size: int, first: int, last: int, tail: str, *,
+              skips: bool) -> list[tuple[int, int, int]]:
+        """``(step, index, item)`` of global steps ``first .. last`` of a run's epoch ``epoch``."""
+        from ..read import step_items
+
         try:
-            return step_items(order, global_batch_size, first, last, tail)
+            return step_items(self.order(epoch, seed, skips=skips), global_batch_size, first, last, tail)
         except IndexError as exc:
             raise UsageError(f"{self.store}: {exc}") from None
+
+    def stored_epochs(self) -> int:
+        """The epochs the store holds of what the run read."""
+        return len(self.items.epochs if self.kind == "plan" else self.items_reader().epochs)
 
     def entry_ids(self, items: list[int]) -> list[int]:
         """The base entries the items hold (a pack, its members)."""
@@ -216,6 +226,48 @@ def unskip(store: str, name: str, mixture: str) -> None:
     echo(f"removed skip list '{name}' of mixture '{mixture}' ({entries} entries)", err=True)
 
 
+@click.command()
+@click.argument("store")
+@click.argument("name")
+@_run_options
+@click.option("--no-skips", is_flag=True, help="The run reads the order whole, not without what skip lists leave out.")
+def order(store: str, name: str, mixture: str, spec: str | None, plan: str | None, epoch: int,
+          global_batch_size: int | None, seed: int, tail: str, no_skips: bool) -> None:
+    """Record a run's order as NAME: what it reads, its seed, global batch size and tail, the
+    steps of each stored epoch, and the entries each epoch's tail trims (the trimmed view).
+
+    The order itself is computed, not stored (OrderSampler and dataidx steps compute it from the
+    same values); this makes the run's choices and what its tails leave out visible in SQL. Skip
+    lists added later are not in the recorded trims.
+
+    \b
+    Example:
+        dataidx order demo.db run-7 --global-batch-size 32 --seed 0
+        dataidx query demo.db "SELECT dataset, count(*) FROM trimmed WHERE \"order\" = 'run-7' GROUP BY 1"
+    """
+    import numpy as np  # here, not at the top: `dataidx info` and every other command would load it
+
+    from ..read import epoch_steps
+    from ..store import RecordedOrder, save_order
+
+    if global_batch_size is None:
+        raise UsageError("give the run's --global-batch-size")
+    with _StepSource(store, mixture, spec, plan) as source:
+        steps, trimmed = [], []
+        for stored in range(source.stored_epochs()):
+            read = source.order(stored, seed, skips=not no_skips)
+            count = epoch_steps(read.length, global_batch_size, tail)
+            steps.append(count)
+            left = [] if tail == "pad" else read.at(np.arange(count * global_batch_size, read.length)).tolist()
+            trimmed.append(source.entry_ids(left) if left else [])
+        recorded = RecordedOrder(name=name, mixture=source.mixture, reads=source.kind, target=spec or plan,
+                                 seed=seed, global_batch_size=global_batch_size, tail=tail, skips=not no_skips,
+                                 steps=steps, trimmed=trimmed)
+    save_order(store, recorded)
+    echo(f"order '{name}': {len(steps)} epochs of {', '.join(map(str, steps))} steps of {global_batch_size}; "
+         f"{sum(map(len, trimmed))} entries trimmed", err=True)
+
+
 def _user() -> str:
     import getpass
 
@@ -242,4 +294,4 @@ def _named_entries(reader: Any, text: str) -> list[int]:
     return found
 
 
-COMMANDS = [steps, skip, unskip]
+COMMANDS = [steps, skip, unskip, order]

@@ -24,7 +24,7 @@ def info(store: str, as_json: bool) -> None:
     Example:
         dataidx info demo.db --json
     """
-    from ..store import REASONING_SAID, skip_lists_said, store_info
+    from ..store import REASONING_SAID, orders_said, skip_lists_said, store_info
 
     details = store_info(store)
     if as_json:
@@ -59,7 +59,7 @@ def info(store: str, as_json: bool) -> None:
                        f"samples in all epochs: {mixture['entries']} with DataEngine{rendered}")
         else:
             echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
-        for line in skip_lists_said(store, mixture["name"]):
+        for line in [*skip_lists_said(store, mixture["name"]), *orders_said(store, mixture["name"])]:
             echo(line)
     if details["render_specs"]:
         echo(render_specs_text(details["render_specs"], REASONING_SAID))

@@ -42,6 +42,13 @@ if TYPE_CHECKING:
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
+    from .orders import RecordedOrder as RecordedOrder
+    from .orders import add_skip_list as add_skip_list
+    from .orders import orders_said as orders_said
+    from .orders import remove_skip_list as remove_skip_list
+    from .orders import save_order as save_order
+    from .orders import skip_lists_said as skip_lists_said
+    from .orders import skipped_entries as skipped_entries
     from .outputs import check_output as check_output
     from .outputs import check_output_folder as check_output_folder
     from .packs import EpochPacks as EpochPacks
@@ -73,10 +80,6 @@ if TYPE_CHECKING:
     from .schema import MixtureDataset as MixtureDataset
     from .schema import MixtureEpoch as MixtureEpoch
     from .schema import RejectedRow as RejectedRow
-    from .skips import add_skip_list as add_skip_list
-    from .skips import remove_skip_list as remove_skip_list
-    from .skips import skip_lists_said as skip_lists_said
-    from .skips import skipped_entries as skipped_entries
     from .sqlite.bulk import PositionWriter as PositionWriter
     from .sqlite.bulk import draw_counts as draw_counts
     from .sqlite.bulk import insert_base_entries as insert_base_entries
@@ -145,10 +148,13 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rewriting": ".write",
     "streams_folder": ".location",
     "tokens_folder": ".location",
-    "add_skip_list": ".skips",
-    "remove_skip_list": ".skips",
-    "skip_lists_said": ".skips",
-    "skipped_entries": ".skips",
+    "add_skip_list": ".orders",
+    "remove_skip_list": ".orders",
+    "RecordedOrder": ".orders",
+    "save_order": ".orders",
+    "orders_said": ".orders",
+    "skip_lists_said": ".orders",
+    "skipped_entries": ".orders",
     "EntryTokens": ".tokens",
     "StoredTokenFile": ".tokens",
     "read_token_file": ".tokens",

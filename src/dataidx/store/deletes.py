@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, delete, func, select
 
 from .handle import missing
+from .orders import delete_orders, delete_skip_lists
 from .schema import (
     AddedTokenUse,
     EntryRender,
@@ -31,14 +32,15 @@ from .schema import (
     SkipListRow,
     SpecTokens,
 )
-from .skips import delete_skip_lists
 from .tokens import own_token_files, prune_token_files
 from .write import rewriting
 
 
 def delete_plans(connection: Connection, plan_ids: Iterable[int]) -> None:
-    """Delete plans with their packs and members (a rowid range each)."""
+    """Delete plans with their packs and members (a rowid range each), and the orders read over them."""
     for plan_id in plan_ids:
+        name = connection.execute(select(PackingPlanRow.name).where(PackingPlanRow.id == plan_id)).scalar()
+        delete_orders(connection, reads="plan", target=name or "")
         span = connection.execute(
             select(func.min(Pack.first_member), func.max(Pack.first_member + Pack.members - 1))
             .where(Pack.plan_id == plan_id)
@@ -65,6 +67,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
         return None
     plans = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.spec_id == spec_id)).scalars().all()
     delete_plans(connection, plans)
+    delete_orders(connection, reads="spec", target=name)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
@@ -90,6 +93,7 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
             select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
         delete_skip_lists(connection, list(connection.execute(
             select(SkipListRow.id).where(SkipListRow.mixture_id == found.id)).scalars()))
+        delete_orders(connection, found.id)
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
         connection.execute(
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))

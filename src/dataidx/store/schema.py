@@ -16,6 +16,7 @@ from sqlalchemy import JSON, Float, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, NAMING, Base
+from .order_tables import OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .render_tables import (
     AddedTokenUse,
     EntryRender,
@@ -27,15 +28,14 @@ from .render_tables import (
     RenderSpecRow,
     SpecTokens,
 )
-from .skip_tables import SkipListRow, SkippedEntry
 
 # The render and pack tables are declared apart, and imported above so that every table is in
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
-           "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "Pack", "PackedEntry",
-           "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SkipListRow",
-           "SkippedEntry", "SpecTokens", "VIEW_COLUMNS", "schema_script"]
+           "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "OrderTrim", "Pack",
+           "PackedEntry", "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SkipListRow",
+           "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
@@ -208,4 +208,5 @@ VIEW_COLUMNS = {
     "token_files": ("spec", "file", "folder", "entries", "tokens", "word_bytes", "bytes", "bytes_per_token", "sha256",
                     "created_at"),
     "skips": ("mixture", "skip_list", "dataset", "row", "cut", "who", "why", "request", "created_at"),
+    "trimmed": ("order", "mixture", "epoch", "dataset", "row", "cut", "global_batch_size", "seed"),
 }

@@ -341,4 +341,36 @@ JOIN skip_lists AS l ON l.id = s.skip_list_id
 JOIN mixtures AS m ON m.id = l.mixture_id
 JOIN base_entries AS b ON b.id = s.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
+CREATE TABLE training_orders (
+	id INTEGER NOT NULL, 
+	name VARCHAR NOT NULL, 
+	mixture_id INTEGER NOT NULL, 
+	reads VARCHAR NOT NULL, 
+	target VARCHAR, 
+	seed INTEGER, 
+	global_batch_size INTEGER NOT NULL, 
+	tail VARCHAR NOT NULL, 
+	skips BOOLEAN NOT NULL, 
+	steps JSON NOT NULL, 
+	created_at VARCHAR NOT NULL, 
+	CONSTRAINT pk_training_orders PRIMARY KEY (id), 
+	CONSTRAINT fk_training_orders_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
+	CONSTRAINT uq_training_orders_name UNIQUE (name)
+);
+CREATE TABLE order_trims (
+	order_id INTEGER NOT NULL, 
+	epoch INTEGER NOT NULL, 
+	entry_id INTEGER NOT NULL, 
+	CONSTRAINT pk_order_trims PRIMARY KEY (order_id, epoch, entry_id), 
+	CONSTRAINT fk_order_trims_order_id_training_orders FOREIGN KEY(order_id) REFERENCES training_orders (id), 
+	CONSTRAINT fk_order_trims_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
+);
+CREATE VIEW trimmed AS
+SELECT o.name AS "order", m.name AS mixture, t.epoch AS epoch, d.name AS dataset, b.row AS row, b.cut AS cut,
+       o.global_batch_size AS global_batch_size, o.seed AS seed
+FROM order_trims AS t
+JOIN training_orders AS o ON o.id = t.order_id
+JOIN mixtures AS m ON m.id = o.mixture_id
+JOIN base_entries AS b ON b.id = t.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
 INSERT INTO alembic_version (version_num) VALUES ('0012');

@@ -1,5 +1,6 @@
-"""Skip-lists: entries a mixture's training orders leave out (``dataidx skip``), with who asked,
-why, and what was asked (entries named, or the entries of a run's steps).
+"""What a store keeps of training orders: skip lists (``dataidx skip``), entries a mixture's orders
+leave out with who asked, why, and what was asked; and recorded orders (``dataidx order``), a
+run's seed, global batch and tail with the entries each stored epoch's tail trims.
 
 A list belongs to a mixture and holds base entries: every position of the mixture (in every
 epoch) that holds one is left out of an ``OrderSampler``'s order. Lists are added and removed by
@@ -9,6 +10,7 @@ it trained (see docs/training-orders.md).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,7 +21,7 @@ from sqlalchemy import Connection, delete, insert, select
 from ..errors import UsageError
 from .connect import reading
 from .handle import Store, StoreHandle, missing
-from .schema import BaseEntry, Mixture, SkipListRow, SkippedEntry
+from .schema import BaseEntry, Mixture, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .write import rewriting
 
 
@@ -108,3 +110,66 @@ def delete_skip_lists(connection: Connection, list_ids: list[int]) -> None:
     for list_id in list_ids:
         connection.execute(delete(SkippedEntry).where(SkippedEntry.skip_list_id == list_id))
         connection.execute(delete(SkipListRow).where(SkipListRow.id == list_id))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedOrder:
+    """A run's order as ``dataidx order`` records it (``reads``: mixture, spec or plan)."""
+
+    name: str
+    mixture: str
+    reads: str
+    target: str | None
+    seed: int | None
+    global_batch_size: int
+    tail: str
+    skips: bool
+    #: per stored epoch: steps, and the base entries its tail trims
+    steps: list[int]
+    trimmed: list[list[int]]
+
+
+def save_order(store: str | os.PathLike[str], order: RecordedOrder) -> None:
+    """Record ``order`` under its name (a name already recorded is refused: orders are not rewritten)."""
+    with rewriting(store) as connection:
+        mixture_id = connection.execute(select(Mixture.id).where(Mixture.name == order.mixture)).scalar()
+        if mixture_id is None:
+            names = list(connection.execute(select(Mixture.name).order_by(Mixture.id)).scalars())
+            raise missing("mixture", order.mixture, store=store, names=names)
+        if connection.execute(select(TrainingOrderRow.id).where(TrainingOrderRow.name == order.name)).scalar():
+            raise UsageError(f"{store}: an order '{order.name}' is recorded already; give the run another name")
+        order_id = connection.execute(insert(TrainingOrderRow).values(
+            name=order.name, mixture_id=mixture_id, reads=order.reads, target=order.target, seed=order.seed,
+            global_batch_size=order.global_batch_size, tail=order.tail, skips=order.skips, steps=order.steps,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )).inserted_primary_key[0]  # type: ignore[index]
+        rows = [{"order_id": order_id, "epoch": epoch, "entry_id": entry}
+                for epoch, entries in enumerate(order.trimmed) for entry in sorted(set(entries))]
+        if rows:
+            connection.execute(insert(OrderTrim), rows)
+
+
+def orders_said(store: Store | StoreHandle, mixture: str) -> list[str]:
+    """A line per recorded order of ``mixture``, as ``info`` says them."""
+    found = ("SELECT o.name, o.reads, o.target, o.seed, o.global_batch_size, o.tail, o.steps, "
+             "(SELECT count(*) FROM order_trims AS t WHERE t.order_id = o.id) FROM training_orders AS o "
+             "JOIN mixtures AS m ON m.id = o.mixture_id WHERE m.name = {mark} ORDER BY o.id")
+    with reading(store) as handle:
+        lines = []
+        for name, reads, target, seed, batch, tail, steps, trims in handle.all(found, mixture):
+            steps = json.loads(steps) if isinstance(steps, str) else steps
+            what = f"{reads} '{target}'" if target else "the mixture"
+            lines.append(f"order '{name}': {what}, seed {seed}, global batch {batch}, {tail}; steps per epoch "
+                         f"{', '.join(map(str, steps))}; {trims} entries trimmed (the trimmed view)")
+        return lines
+
+
+def delete_orders(connection: Connection, mixture_id: int | None = None, *, reads: str = "",
+                  target: str = "") -> None:
+    """Delete recorded orders and their trims (inside a write): a mixture's, or those that read
+    spec or plan ``target`` (``reads``), whose items are gone with it."""
+    chosen = (TrainingOrderRow.mixture_id == mixture_id if mixture_id is not None
+              else (TrainingOrderRow.reads == reads) & (TrainingOrderRow.target == target))
+    for order_id in list(connection.execute(select(TrainingOrderRow.id).where(chosen)).scalars()):
+        connection.execute(delete(OrderTrim).where(OrderTrim.order_id == order_id))
+        connection.execute(delete(TrainingOrderRow).where(TrainingOrderRow.id == order_id))
