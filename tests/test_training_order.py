@@ -537,3 +537,24 @@ def test_a_recorded_order_shows_what_each_epoch_tail_trims_in_sql(tmp_path: Path
     assert "already" in _cli("order", store, "run-7", "--mixture", "three", "--global-batch-size", 8).output
     assert _cli("remove-mixture", store, "three").exit_code == 0
     assert run_query(store, "SELECT count(*) FROM order_trims")[1] == [(0,)]
+
+
+def test_stored_steps_answer_which_entries_a_step_read_in_sql(demo_copy: Path, tiny_tokenizer: Path) -> None:
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+    from dataidx.store import run_query
+
+    render_store(demo_copy, tiny_tokenizer, cutoff=160)
+    pack_store(demo_copy, "default", capacity=200, name="p")
+    for name, reads in (("run-m", ()), ("run-s", ("--render", "default")), ("run-p", ("--plan", "p"))):
+        batch = 2 if reads and reads[0] == "--plan" else 6
+        result = _cli("order", demo_copy, name, "--global-batch-size", batch, "--seed", 1, "--store-steps", *reads)
+        assert result.exit_code == 0 and "step entries stored" in result.output, result.output
+        shown = _steps_json(demo_copy, "--global-batch-size", batch, "--seed", 1, "0-1", *reads)
+        stored = run_query(demo_copy, "SELECT step, item, dataset, row, cut FROM order_steps WHERE \"order\" = :n "
+                                      "AND epoch = 0 AND step <= 1", {"n": name})[1]
+        key = "pack" if reads and reads[0] == "--plan" else "position"
+        assert stored and [tuple(r) for r in stored] == [(e["step"], e[key], e["dataset"], e["row"], e["cut"])
+                                                         for e in shown]
+    assert _cli("remove-plan", demo_copy, "p").exit_code == 0  # its orders go with it
+    assert run_query(demo_copy, "SELECT DISTINCT \"order\" FROM order_steps ORDER BY 1")[1] == [("run-m",), ("run-s",)]

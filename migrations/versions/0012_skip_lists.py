@@ -5,7 +5,8 @@ recorded orders (a run's seed, global batch and tail, with what each epoch's tai
 and its base entries (``skipped_entries``); a run's ``OrderSampler`` reads the mixture's order
 without every position that holds one of them. The view ``skips`` names each skipped entry.
 ``dataidx order`` records a run's order (``training_orders``) and the entries the tail of each
-stored epoch leaves out (``order_trims``; the view ``trimmed``).
+stored epoch leaves out (``order_trims``; the view ``trimmed``); with ``--store-steps``, every
+entry of every step too (``order_items``; the view ``order_steps``).
 
 Revision ID: 0012
 Revises: 0011
@@ -41,6 +42,17 @@ FROM order_trims AS t
 JOIN training_orders AS o ON o.id = t.order_id
 JOIN mixtures AS m ON m.id = o.mixture_id
 JOIN base_entries AS b ON b.id = t.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id
+"""
+
+
+_STEPS = """
+CREATE VIEW order_steps AS
+SELECT o.name AS "order", i.epoch AS epoch, i.step AS step, i.item AS item, d.name AS dataset, b.row AS row,
+       b.cut AS cut
+FROM order_items AS i
+JOIN training_orders AS o ON o.id = i.order_id
+JOIN base_entries AS b ON b.id = i.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id
 """
 
@@ -99,9 +111,27 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("order_id", "epoch", "entry_id", name=op.f("pk_order_trims")),
     )
     op.execute(_TRIMMED)
+    op.create_table(
+        "order_items",
+        sa.Column("id", _INT, nullable=False),
+        sa.Column("order_id", _INT, nullable=False),
+        sa.Column("epoch", _INT, nullable=False),
+        sa.Column("step", _INT, nullable=False),
+        sa.Column("item", _INT, nullable=False),
+        sa.Column("entry_id", _INT, nullable=False),
+        sa.ForeignKeyConstraint(["order_id"], ["training_orders.id"],
+                                name=op.f("fk_order_items_order_id_training_orders")),
+        sa.ForeignKeyConstraint(["entry_id"], ["base_entries.id"], name=op.f("fk_order_items_entry_id_base_entries")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_order_items")),
+    )
+    op.create_index("ix_order_items_step", "order_items", ["order_id", "epoch", "step"])
+    op.execute(_STEPS)
 
 
 def downgrade() -> None:
+    op.execute("DROP VIEW order_steps")
+    op.drop_index("ix_order_items_step", "order_items")
+    op.drop_table("order_items")
     op.execute("DROP VIEW trimmed")
     op.drop_table("order_trims")
     op.drop_table("training_orders")

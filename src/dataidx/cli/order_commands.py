@@ -9,6 +9,7 @@ import click
 
 from ..errors import UsageError
 from .common import echo, echo_json, json_option, table
+from .run_source import RunSource
 
 
 def _step_range(text: str) -> tuple[int, int]:
@@ -64,7 +65,7 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
     first, last = _step_range(steps)
-    with _StepSource(store, mixture, spec, plan) as source:
+    with RunSource(store, mixture, spec, plan) as source:
         found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=not no_skips)
         entries = source.entries([item for _, _, item in found])
         rows = [(step, index, item, dataset, row, cut)
@@ -75,89 +76,6 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
                        "dataset": dataset, "row": row, "cut": cut})
         return
     echo(table(("step", "index", "pack" if plan else "position", "dataset", "row", "cut"), rows))
-
-
-class _StepSource:
-    """What a run's order indexes (``items``: a mixture, a spec's training entries or a plan's
-    packs), and the entries each item holds."""
-
-    def __init__(self, store: str, mixture: str, spec: str | None, plan: str | None) -> None:
-        if spec is not None and plan is not None:
-            raise UsageError("--render and --plan name two different runs; give one")
-        self.store, self.kind = store, "plan" if plan else "spec" if spec else "mixture"
-        self.items: Any
-        if plan is not None:
-            from ..pack import RenderedPacks
-
-            self.items = RenderedPacks(store, plan)
-        elif spec is not None:
-            from ..render import RenderedMixture
-
-            self.items = RenderedMixture(store, mixture, spec=spec)
-        else:
-            from ..read import StoreReader
-
-            self.items = StoreReader(store, mixture)
-
-    def __enter__(self) -> _StepSource:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.items.close()
-
-    def order(self, epoch: int, seed: int, *, skips: bool) -> Any:
-        """The order a run reads in epoch ``epoch`` (a SkippingOrder; without skips, nothing skipped)."""
-        import numpy as np  # here, not at the top: `dataidx info` and every other command would load it
-
-        from ..read import SkippingOrder, TrainingOrder
-
-        self.items.set_epoch(epoch)  # past the stored epochs, epoch % epochs, as a training run's set_epoch
-        skipped = self.items.skipped_items() if skips else np.empty(0, dtype=np.int64)
-        return SkippingOrder(TrainingOrder(len(self.items), seed=seed, epoch=epoch), skipped)
-
-    def steps(self, epoch: int, seed: int, global_batch_size: int, first: int, last: int, tail: str, *,
-              skips: bool) -> list[tuple[int, int, int]]:
-        """``(step, index, item)`` of global steps ``first .. last`` of a run's epoch ``epoch``."""
-        from ..read import step_items
-
-        try:
-            return step_items(self.order(epoch, seed, skips=skips), global_batch_size, first, last, tail)
-        except IndexError as exc:
-            raise UsageError(f"{self.store}: {exc}") from None
-
-    def stored_epochs(self) -> int:
-        """The epochs the store holds of what the run read."""
-        return len(self.items.epochs if self.kind == "plan" else self.items_reader().epochs)
-
-    def entry_ids(self, items: list[int]) -> list[int]:
-        """The base entries the items hold (a pack, its members)."""
-        if self.kind == "plan":
-            return [entry for pack in items for entry in self.items.member_entries(pack)]
-        reader = self.items if self.kind == "mixture" else self.items.reader
-        return reader.entries_at(items if self.kind == "mixture" else self.items.positions_at(items))
-
-    @property
-    def mixture(self) -> str:
-        """The mixture the run's order is over (a plan's, for a plan)."""
-        return self.items.mixture if self.kind == "plan" else self.items_reader().mixture
-
-    def items_reader(self) -> Any:
-        """The reader of the store's entries under what the run read."""
-        return self.items if self.kind == "mixture" else self.items.reader
-
-    def entries(self, items: list[int]) -> list[list[tuple[int, str, int, int | None]]]:
-        """Per item, ``(item, dataset, row, cut)`` of each entry it holds (a pack, several)."""
-        reader = self.items.reader if self.kind != "mixture" else self.items
-        names = {dataset_id: dataset.name for dataset_id, dataset in reader.datasets.items()}
-        if self.kind == "plan":
-            found = []
-            for pack in items:
-                triples = reader.entries_by_id(self.items.member_entries(pack))
-                found.append([(pack, names[d], row, cut) for d, row, cut in triples])
-            return found
-        positions = items if self.kind == "mixture" else self.items.positions_at(items)
-        triples = reader.triples(positions)
-        return [[(position, names[d], row, cut)] for position, (d, row, cut) in zip(positions, triples)]
 
 
 @click.command()
@@ -192,7 +110,7 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
     if bool(entries) == bool(step_range):
         raise UsageError("give the entries to skip with --entry, or a run's steps with --steps (one of them)")
     who = who or _user()
-    with _StepSource(store, mixture, spec, plan) as source:
+    with RunSource(store, mixture, spec, plan) as source:
         if step_range is not None:
             if global_batch_size is None:
                 raise UsageError("--steps needs the run's --global-batch-size")
@@ -231,8 +149,10 @@ def unskip(store: str, name: str, mixture: str) -> None:
 @click.argument("name")
 @_run_options
 @click.option("--no-skips", is_flag=True, help="The run reads the order whole, not without what skip lists leave out.")
+@click.option("--store-steps", is_flag=True, help="Also store every entry of every step (the order_steps view; a "
+              "row an entry, so about 30 bytes an entry an epoch).")
 def order(store: str, name: str, mixture: str, spec: str | None, plan: str | None, epoch: int,
-          global_batch_size: int | None, seed: int, tail: str, no_skips: bool) -> None:
+          global_batch_size: int | None, seed: int, tail: str, no_skips: bool, store_steps: bool) -> None:
     """Record a run's order as NAME: what it reads, its seed, global batch size and tail, the
     steps of each stored epoch, and the entries each epoch's tail trims (the trimmed view).
 
@@ -252,7 +172,7 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
 
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
-    with _StepSource(store, mixture, spec, plan) as source:
+    with RunSource(store, mixture, spec, plan) as source:
         steps, trimmed = [], []
         for stored in range(source.stored_epochs()):
             read = source.order(stored, seed, skips=not no_skips)
@@ -263,9 +183,11 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
         recorded = RecordedOrder(name=name, mixture=source.mixture, reads=source.kind, target=spec or plan,
                                  seed=seed, global_batch_size=global_batch_size, tail=tail, skips=not no_skips,
                                  steps=steps, trimmed=trimmed)
-    save_order(store, recorded)
+        chunks = source.step_chunks(seed, global_batch_size, tail, skips=not no_skips) if store_steps else ()
+        rows = save_order(store, recorded, chunks)
     echo(f"order '{name}': {len(steps)} epochs of {', '.join(map(str, steps))} steps of {global_batch_size}; "
-         f"{sum(map(len, trimmed))} entries trimmed", err=True)
+         f"{sum(map(len, trimmed))} entries trimmed" + (f"; {rows} step entries stored" if store_steps else ""),
+         err=True)
 
 
 def _user() -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, Base
@@ -61,3 +61,17 @@ class OrderTrim(Base):
     order_id: Mapped[int] = mapped_column(INT, ForeignKey("training_orders.id"), primary_key=True)
     epoch: Mapped[int] = mapped_column(INT, primary_key=True)
     entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), primary_key=True)
+
+
+class OrderItem(Base):
+    """An entry of a step of a recorded order (``dataidx order --store-steps``): the step, the item
+    the order reads (a mixture position, or a plan's pack) and the base entry it holds."""
+
+    __tablename__ = "order_items"
+    __table_args__ = (Index("ix_order_items_step", "order_id", "epoch", "step"),)
+    id: Mapped[int] = mapped_column(INT, primary_key=True)
+    order_id: Mapped[int] = mapped_column(INT, ForeignKey("training_orders.id"), nullable=False)
+    epoch: Mapped[int] = mapped_column(INT, nullable=False)
+    step: Mapped[int] = mapped_column(INT, nullable=False)
+    item: Mapped[int] = mapped_column(INT, nullable=False)
+    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -21,7 +22,7 @@ from sqlalchemy import Connection, delete, insert, select
 from ..errors import UsageError
 from .connect import reading
 from .handle import Store, StoreHandle, missing
-from .schema import BaseEntry, Mixture, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
+from .schema import BaseEntry, Mixture, OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .write import rewriting
 
 
@@ -129,8 +130,14 @@ class RecordedOrder:
     trimmed: list[list[int]]
 
 
-def save_order(store: str | os.PathLike[str], order: RecordedOrder) -> None:
-    """Record ``order`` under its name (a name already recorded is refused: orders are not rewritten)."""
+#: A chunk of a recorded order's steps: ``(epoch, steps, items, entry ids)``, arrays of one length.
+StepChunk = tuple[int, np.ndarray, np.ndarray, np.ndarray]
+
+
+def save_order(store: str | os.PathLike[str], order: RecordedOrder, steps: Iterable[StepChunk] = ()) -> int:
+    """Record ``order`` under its name (a name already recorded is refused: orders are not
+    rewritten), with the entries of its steps when ``steps`` gives them (a chunk at a time, so
+    memory stays flat whatever the order's size); the step rows written."""
     with rewriting(store) as connection:
         mixture_id = connection.execute(select(Mixture.id).where(Mixture.name == order.mixture)).scalar()
         if mixture_id is None:
@@ -147,6 +154,13 @@ def save_order(store: str | os.PathLike[str], order: RecordedOrder) -> None:
                 for epoch, entries in enumerate(order.trimmed) for entry in sorted(set(entries))]
         if rows:
             connection.execute(insert(OrderTrim), rows)
+        written = 0
+        for epoch, step, item, entry in steps:
+            connection.execute(insert(OrderItem), [
+                {"order_id": order_id, "epoch": epoch, "step": s, "item": i, "entry_id": e}
+                for s, i, e in zip(step.tolist(), item.tolist(), entry.tolist())])
+            written += len(step)
+    return written
 
 
 def orders_said(store: Store | StoreHandle, mixture: str) -> list[str]:
@@ -171,5 +185,6 @@ def delete_orders(connection: Connection, mixture_id: int | None = None, *, read
     chosen = (TrainingOrderRow.mixture_id == mixture_id if mixture_id is not None
               else (TrainingOrderRow.reads == reads) & (TrainingOrderRow.target == target))
     for order_id in list(connection.execute(select(TrainingOrderRow.id).where(chosen)).scalars()):
+        connection.execute(delete(OrderItem).where(OrderItem.order_id == order_id))
         connection.execute(delete(OrderTrim).where(OrderTrim.order_id == order_id))
         connection.execute(delete(TrainingOrderRow).where(TrainingOrderRow.id == order_id))

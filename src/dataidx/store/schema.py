@@ -16,7 +16,7 @@ from sqlalchemy import JSON, Float, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, NAMING, Base
-from .order_tables import OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
+from .order_tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .render_tables import (
     AddedTokenUse,
     EntryRender,
@@ -33,7 +33,7 @@ from .render_tables import (
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
-           "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "OrderTrim", "Pack",
+           "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "OrderItem", "OrderTrim", "Pack",
            "PackedEntry", "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SkipListRow",
            "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
 
@@ -209,4 +209,5 @@ VIEW_COLUMNS = {
                     "created_at"),
     "skips": ("mixture", "skip_list", "dataset", "row", "cut", "who", "why", "request", "created_at"),
     "trimmed": ("order", "mixture", "epoch", "dataset", "row", "cut", "global_batch_size", "seed"),
+    "order_steps": ("order", "epoch", "step", "item", "dataset", "row", "cut"),
 }

@@ -373,4 +373,23 @@ JOIN training_orders AS o ON o.id = t.order_id
 JOIN mixtures AS m ON m.id = o.mixture_id
 JOIN base_entries AS b ON b.id = t.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
+CREATE TABLE order_items (
+	id INTEGER NOT NULL, 
+	order_id INTEGER NOT NULL, 
+	epoch INTEGER NOT NULL, 
+	step INTEGER NOT NULL, 
+	item INTEGER NOT NULL, 
+	entry_id INTEGER NOT NULL, 
+	CONSTRAINT pk_order_items PRIMARY KEY (id), 
+	CONSTRAINT fk_order_items_order_id_training_orders FOREIGN KEY(order_id) REFERENCES training_orders (id), 
+	CONSTRAINT fk_order_items_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
+);
+CREATE INDEX ix_order_items_step ON order_items (order_id, epoch, step);
+CREATE VIEW order_steps AS
+SELECT o.name AS "order", i.epoch AS epoch, i.step AS step, i.item AS item, d.name AS dataset, b.row AS row,
+       b.cut AS cut
+FROM order_items AS i
+JOIN training_orders AS o ON o.id = i.order_id
+JOIN base_entries AS b ON b.id = i.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
 INSERT INTO alembic_version (version_num) VALUES ('0012');

@@ -41,6 +41,7 @@ DESCRIPTIONS = {
     "token_files": "One row per render spec whose tokens are stored: its token file, tokens, bytes per token.",
     "skips": "One row per entry a skip list leaves out of a mixture's training orders: who asked, why, and what.",
     "trimmed": "One row per entry the tail of an epoch of a recorded order (dataidx order) leaves out.",
+    "order_steps": "One row per entry of each step of a recorded order stored with dataidx order --store-steps.",
     # tables (docs/store.md)
     "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
     "base_entries": "The base index: one (dataset, row, cut) per supervised turn, in source order.",
@@ -61,6 +62,7 @@ DESCRIPTIONS = {
     "skipped_entries": "One row per base entry of a skip list (see skips).",
     "training_orders": "One row per recorded run order: what it reads, seed, global batch, tail, steps per epoch.",
     "order_trims": "One row per base entry an epoch's tail of a recorded order trims (see trimmed).",
+    "order_items": "One row per entry of a step of a recorded order (see order_steps).",
     "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",
@@ -77,7 +79,8 @@ def _slug(title: str) -> str:
 
 #: The views, in the order of docs/sql.md: what the home page links first.
 VIEWS = ("entries", "composition", "token_composition", "turns", "repeats", "rejects", "entry_lengths", "pack_plans",
-         "pack_members", "token_files", "skips", "trimmed", "mixture_positions")
+         "pack_members", "token_files", "skips", "trimmed", "order_steps",
+         "mixture_positions")
 
 
 def _home(database: str) -> str:
