@@ -99,10 +99,10 @@ class RenderedPacks(Closable):
         """The packs of the epoch served that hold an entry the mixture's skip lists leave out: an
         order over the plan leaves the whole pack out (planning again without them keeps the rest)."""
         wanted = skipped_entries(self.reader.handle, self.mixture)
-        if not wanted.size:
+        if not wanted:
             return np.empty(0, dtype=np.int64)
         packs = self.reader.fetch(_PACKS_HOLDING, self.plan_id, self.first_pack, self.first_pack + self.packs - 1,
-                                  json.dumps(wanted.tolist()))
+                                  json.dumps(wanted))
         return np.asarray(sorted(pack for pack, in packs), dtype=np.int64) - self.first_pack
 
     def member_entries(self, index: int) -> list[int]:

@@ -21,7 +21,7 @@ Fetch = Callable[..., list[Any]]
 
 
 def positions_holding(fetch: Fetch, runs: Sequence[tuple[int, int, int]], low: int, high: int,
-                      entry_ids: np.ndarray) -> np.ndarray:
+                      entry_ids: Sequence[int] | np.ndarray) -> np.ndarray:
     """The positions ``low .. high - 1`` (global) that hold any of base entries ``entry_ids``, as
     offsets from ``low``, sorted: by arithmetic inside ``runs`` (``(start, first entry, length)``),
     one query (a scan of the range's explicit positions) for the rest."""

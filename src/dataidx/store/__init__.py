@@ -42,13 +42,13 @@ if TYPE_CHECKING:
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
+    from .order_reads import orders_said as orders_said
+    from .order_reads import skip_lists_said as skip_lists_said
+    from .order_reads import skipped_entries as skipped_entries
     from .orders import RecordedOrder as RecordedOrder
     from .orders import add_skip_list as add_skip_list
-    from .orders import orders_said as orders_said
     from .orders import remove_skip_list as remove_skip_list
     from .orders import save_order as save_order
-    from .orders import skip_lists_said as skip_lists_said
-    from .orders import skipped_entries as skipped_entries
     from .outputs import check_output as check_output
     from .outputs import check_output_folder as check_output_folder
     from .packs import EpochPacks as EpochPacks
@@ -152,9 +152,9 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "remove_skip_list": ".orders",
     "RecordedOrder": ".orders",
     "save_order": ".orders",
-    "orders_said": ".orders",
-    "skip_lists_said": ".orders",
-    "skipped_entries": ".orders",
+    "orders_said": ".order_reads",
+    "skip_lists_said": ".order_reads",
+    "skipped_entries": ".order_reads",
     "EntryTokens": ".tokens",
     "StoredTokenFile": ".tokens",
     "read_token_file": ".tokens",

@@ -14,7 +14,7 @@ from typing import Any
 from .causes import render_causes
 from .connect import SCHEMA_REVISION, reading
 from .handle import Store, StoreHandle
-from .orders import read_skip_lists
+from .order_reads import read_skip_lists
 from .records import REASONING_PROBLEMS, read_epochs, stale_budget_mixtures
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``

@@ -1,6 +1,7 @@
-"""What a store keeps of training orders: skip lists (``dataidx skip``), entries a mixture's orders
-leave out with who asked, why, and what was asked; and recorded orders (``dataidx order``), a
-run's seed, global batch and tail with the entries each stored epoch's tail trims.
+"""Writing what a store keeps of training orders: skip lists (``dataidx skip``), entries a
+mixture's orders leave out with who asked, why, and what was asked; and recorded orders
+(``dataidx order``), a run's seed, global batch and tail with the entries each stored epoch's
+tail trims. Reading them is :mod:`.order_reads` (no SQLAlchemy: ``dataidx info`` stays quick).
 
 A list belongs to a mixture and holds base entries: every position of the mixture (in every
 epoch) that holds one is left out of an ``OrderSampler``'s order. Lists are added and removed by
@@ -10,7 +11,6 @@ it trained (see docs/training-orders.md).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,46 +20,10 @@ import numpy as np
 from sqlalchemy import Connection, delete, insert, select
 
 from ..errors import UsageError
-from .connect import reading
-from .handle import Store, StoreHandle, missing
+from .handle import missing
+from .order_reads import StoredSkipList
 from .schema import BaseEntry, Mixture, OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .write import rewriting
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredSkipList:
-    """One skip list as ``info`` and ``compose`` show it."""
-
-    name: str
-    who: str
-    why: str
-    request: str
-    entries: int
-    created_at: str
-
-
-_LISTS = ("SELECT l.name, l.who, l.why, l.request, l.entries, l.created_at FROM skip_lists AS l "
-          "JOIN mixtures AS m ON m.id = l.mixture_id WHERE m.name = {mark} ORDER BY l.id")
-_SKIPPED = ("SELECT DISTINCT s.entry_id FROM skipped_entries AS s JOIN skip_lists AS l ON l.id = s.skip_list_id "
-            "JOIN mixtures AS m ON m.id = l.mixture_id WHERE m.name = {mark} ORDER BY s.entry_id")
-
-
-def read_skip_lists(handle: StoreHandle, mixture: str) -> list[StoredSkipList]:
-    """The skip lists of ``mixture``, oldest first."""
-    return [StoredSkipList(name=name, who=who, why=why, request=request, entries=entries, created_at=created_at)
-            for name, who, why, request, entries, created_at in handle.all(_LISTS, mixture)]
-
-
-def skip_lists_said(store: Store | StoreHandle, mixture: str) -> list[str]:
-    """A line per skip list of ``mixture``, as ``compose`` and ``info`` say them."""
-    with reading(store) as handle:
-        return [f"skip list '{skips.name}': {skips.entries} entries left out of its orders, by {skips.who} "
-                f"{skips.created_at}: {skips.why} ({skips.request})" for skips in read_skip_lists(handle, mixture)]
-
-
-def skipped_entries(handle: StoreHandle, mixture: str) -> np.ndarray:
-    """The base entry ids every skip list of ``mixture`` names together, sorted (int64)."""
-    return np.asarray([entry_id for entry_id, in handle.all(_SKIPPED, mixture)], dtype=np.int64)
 
 
 def add_skip_list(store: str | os.PathLike[str], mixture: str, name: str, entry_ids: list[int], *, who: str,
@@ -161,21 +125,6 @@ def save_order(store: str | os.PathLike[str], order: RecordedOrder, steps: Itera
                 for s, i, e in zip(step.tolist(), item.tolist(), entry.tolist())])
             written += len(step)
     return written
-
-
-def orders_said(store: Store | StoreHandle, mixture: str) -> list[str]:
-    """A line per recorded order of ``mixture``, as ``info`` says them."""
-    found = ("SELECT o.name, o.reads, o.target, o.seed, o.global_batch_size, o.tail, o.steps, "
-             "(SELECT count(*) FROM order_trims AS t WHERE t.order_id = o.id) FROM training_orders AS o "
-             "JOIN mixtures AS m ON m.id = o.mixture_id WHERE m.name = {mark} ORDER BY o.id")
-    with reading(store) as handle:
-        lines = []
-        for name, reads, target, seed, batch, tail, steps, trims in handle.all(found, mixture):
-            steps = json.loads(steps) if isinstance(steps, str) else steps
-            what = f"{reads} '{target}'" if target else "the mixture"
-            lines.append(f"order '{name}': {what}, seed {seed}, global batch {batch}, {tail}; steps per epoch "
-                         f"{', '.join(map(str, steps))}; {trims} entries trimmed (the trimmed view)")
-        return lines
 
 
 def delete_orders(connection: Connection, mixture_id: int | None = None, *, reads: str = "",
