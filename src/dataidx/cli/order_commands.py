@@ -53,8 +53,8 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
     The run read the mixture (or a render spec's training entries, or a plan's packs) with
     dataidx.OrderSampler(..., global_batch_size, seed): its order is a function of the store,
     the seed and the epoch, so nothing needs to have been logged during training. Steps count
-    from the epoch's start at one global batch size. ITEM is what the order indexes: a mixture
-    position (also for --render), or a pack of the plan.
+    from the epoch's start at one global batch size. Each line names the mixture position the
+    order read (also for --render), or with --plan the pack, then its entry.
 
     \b
     Example:
@@ -172,6 +172,8 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
 
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
+    if epoch:
+        raise UsageError("an order is recorded for every stored epoch; leave out --epoch")
     with RunSource(store, mixture, spec, plan) as source:
         steps, trimmed = [], []
         for stored in range(source.stored_epochs()):
