@@ -80,20 +80,23 @@ class RunSource:
                     entries = np.array([e for m in members for e in m], dtype=np.int64)
                     yield stored, np.repeat(indices // global_batch_size, sizes), np.repeat(items, sizes), entries
                     continue
-                positions = items if self.kind == "mixture" else np.asarray(self.items.positions_at(items.tolist()))
+                positions = np.asarray(self._positions(items.tolist()), dtype=np.int64)
                 yield stored, indices // global_batch_size, positions, self.items_reader().entry_ids(positions)
 
     def entry_ids(self, items: list[int]) -> list[int]:
         """The base entries the items hold (a pack, its members)."""
         if self.kind == "plan":
             return [entry for pack in items for entry in self.items.member_entries(pack)]
-        reader = self.items if self.kind == "mixture" else self.items.reader
-        return reader.entries_at(items if self.kind == "mixture" else self.items.positions_at(items))
+        return self.items_reader().entries_at(self._positions(items))
 
     @property
     def mixture(self) -> str:
         """The mixture the run's order is over (a plan's, for a plan)."""
         return self.items.mixture if self.kind == "plan" else self.items_reader().mixture
+
+    def _positions(self, items: list[int]) -> list[int]:
+        """The mixture positions of items of a mixture or a spec (a spec's are its training entries)."""
+        return items if self.kind == "mixture" else self.items.positions_at(items)
 
     def items_reader(self) -> Any:
         """The reader of the store's entries under what the run read."""
@@ -101,7 +104,7 @@ class RunSource:
 
     def entries(self, items: list[int]) -> list[list[tuple[int, str, int, int | None]]]:
         """Per item, ``(item, dataset, row, cut)`` of each entry it holds (a pack, several)."""
-        reader = self.items.reader if self.kind != "mixture" else self.items
+        reader = self.items_reader()
         names = {dataset_id: dataset.name for dataset_id, dataset in reader.datasets.items()}
         if self.kind == "plan":
             found = []
@@ -109,6 +112,6 @@ class RunSource:
                 triples = reader.entries_by_id(self.items.member_entries(pack))
                 found.append([(pack, names[d], row, cut) for d, row, cut in triples])
             return found
-        positions = items if self.kind == "mixture" else self.items.positions_at(items)
+        positions = self._positions(items)
         triples = reader.triples(positions)
         return [[(position, names[d], row, cut)] for position, (d, row, cut) in zip(positions, triples)]
