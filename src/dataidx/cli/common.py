@@ -206,3 +206,16 @@ def spec_composition_notes(store: str, spec: str, rows: list[dict[str, Any]]) ->
                  + table(["dataset", *REASONING_COLUMNS],
                          [(row["dataset"], *(row[c] for c in REASONING_COLUMNS)) for row in rows]))
     return "\n".join(filter(None, [reasoning, causes_note(spec, spec_causes(store, spec))]))
+
+
+def merges_said(plan: dict[str, Any]) -> str:
+    """A plan made with ``--merge-cuts`` in one line: conversations merged, kept as cuts and why, tokens."""
+    merges = {merge["outcome"]: merge for merge in plan["merges"]}
+    merged = [f"{merges[outcome]['rows']:,} {label}" for outcome, label in
+              (("merged", "as one sequence"), ("tree", "as prefix trees")) if outcome in merges]
+    kept = [f"{merge['rows']:,} {outcome}" for outcome, merge in merges.items() if outcome not in ("merged", "tree")]
+    before = sum(merge["cut_tokens"] for merge in merges.values())
+    after = sum(merge["tokens"] for merge in merges.values())
+    return (f"plan '{plan['plan']}' merges cuts ({plan['merge_cuts']}): {', '.join(merged) or 'no conversation'}"
+            + (f"; kept as cuts: {', '.join(kept)}" if kept else "")
+            + f"; conversations' tokens forwarded {before:,} -> {after:,}")

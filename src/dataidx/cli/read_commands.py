@@ -10,7 +10,7 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import echo, echo_json, json_option, render_specs_text, spec_composition_notes, table
+from .common import echo, echo_json, json_option, merges_said, render_specs_text, spec_composition_notes, table
 
 
 @click.command()
@@ -70,6 +70,9 @@ def info(store: str, as_json: bool) -> None:
             [(p["plan"], p["spec"], p["mixture"], p["capacity"], p["seed"], ", ".join(map(str, p["epoch_packs"])),
               p["entries"], f"{p['fill']:.2%}" if p["packs"] else "empty") for p in details["pack_plans"]],
         ))
+        for plan in details["pack_plans"]:
+            if plan["merge_cuts"] != "no":
+                echo(merges_said(plan))
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -185,7 +188,15 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture default --json
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
-    from ..store import COMPOSITION_COLUMNS, TOKEN_COLUMNS, composition, mixture_epochs, serving, skip_lists_said
+    from ..store import (
+        COMPOSITION_COLUMNS,
+        TOKEN_COLUMNS,
+        composition,
+        merging_plans,
+        mixture_epochs,
+        serving,
+        skip_lists_said,
+    )
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
     epochs = mixture_epochs(store, mixture)
@@ -199,6 +210,8 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
     if spec:
         echo(spec_composition_notes(store, spec, rows))
+        for plan in merging_plans(store, mixture=mixture, spec=spec):
+            echo(merges_said(plan))
     for line in skip_lists_said(store, mixture):
         echo(line)
 

@@ -106,12 +106,21 @@ def render_into(store: str, tokenizer: str, *, template: str | None, cutoff: int
 @click.option("--name", default="default", show_default=True, help="Name of the plan (replaced if it exists).")
 @click.option("--global-batch-size", type=click.IntRange(min=1), metavar="N",
               help="Packs per optimizer step over all ranks: print the steps per epoch it gives.")
+@click.option("--merge-cuts", is_flag=True,
+              help="Train a conversation whose cuts' stored tokens are each a prefix of the next as one sequence.")
+@click.option("--trees", is_flag=True,
+              help="With --merge-cuts: train the other conversations as prefix trees (needs the batch's tree mask).")
 def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str,
-         global_batch_size: int | None) -> None:
+         global_batch_size: int | None, merge_cuts: bool, trees: bool) -> None:
     """Store a best-fit-decreasing packing plan of a mixture's training entries.
 
     Every position whose entry trains under SPEC goes into exactly one pack of at most
     CAPACITY tokens; the pack order is shuffled with SEED. Views: pack_plans, pack_members.
+
+    --merge-cuts checks, with the spec's stored tokens, each conversation whose cuts are all in
+    the epoch once: where every cut is a prefix of the next, its cuts train as one sequence
+    (every cut's supervised tokens labelled, the same loss); with --trees the others train as
+    prefix trees. The rest stay cuts; the view cut_merges says how many and why.
 
     \b
     Example:
@@ -120,7 +129,10 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     """
     from ..pack import pack_store
 
-    summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name)
+    if trees and not merge_cuts:
+        raise click.UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
+    summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name,
+                         merge_cuts=("trees" if trees else "chains") if merge_cuts else "no")
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
     fill = f"{summary.fill:.2%} full" if summary.packs else "empty: no position trains under the spec"
     echo(f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
@@ -128,8 +140,14 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
          f"in {summary.seconds:.2f} s", err=True)
     if len(summary.epoch_packs) > 1:
         echo(f"packs per epoch: {', '.join(map(str, summary.epoch_packs))}", err=True)
+    if merge_cuts:
+        for line in merge_lines(summary):
+            echo(line, err=True)
     if global_batch_size is not None:
         echo(steps_line(summary.steps(global_batch_size), global_batch_size), err=True)
+        if merge_cuts:
+            echo("without --merge-cuts: " + steps_line(summary.steps(global_batch_size, unmerged=True),
+                                                       global_batch_size), err=True)
 
 
 @click.command("remove-spec")
@@ -172,3 +190,16 @@ def tokens_line(summary: Any) -> str:
     tokens = summary.tokens
     return (f"{tokens.tokens:,} tokens of {tokens.entries:,} entries in {tokens.file} "
             f"({tokens.bytes / max(tokens.tokens, 1):.2f} bytes per token, {tokens.word_bytes * 8}-bit words)")
+
+
+def merge_lines(summary: Any) -> list[str]:
+    """What ``--merge-cuts`` did, in a few lines: conversations merged, kept as cuts and why, tokens."""
+    merges = summary.merges
+    merged = [f"{merges[o][0]:,} {label}" for o, label in (("merged", "as one sequence"), ("tree", "as prefix trees"))
+              if o in merges]
+    kept = [f"{values[0]:,} {outcome}" for outcome, values in merges.items() if outcome not in ("merged", "tree")]
+    before, after = summary.unmerged_tokens, summary.tokens
+    ratio = f" ({before / after:.2f}x fewer)" if after else ""
+    return [f"merged cuts: {', '.join(merged) or 'no conversation'}; tokens forwarded {before:,} -> {after:,}{ratio}; "
+            f"packs {sum(summary.unmerged_packs):,} -> {summary.packs:,}",
+            *([f"conversations kept as cuts: {', '.join(kept)}"] if kept else [])]

@@ -121,6 +121,13 @@ def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[
     return [pack.tolist() for pack in np.split(members, np.cumsum(sizes)[:-1])]
 
 
+def count_packs(lengths: np.ndarray | list[int], capacity: int) -> int:
+    """How many packs best-fit-decreasing fills (what a plan of ``lengths`` would hold)."""
+    lengths = _lengths(lengths)
+    _check(lengths, capacity)
+    return _assign(lengths, capacity)[2] if len(lengths) else 0
+
+
 def shuffled_positions(count: int, seed: int) -> np.ndarray:
     """Where ``random.Random(seed).shuffle`` puts each of ``count`` items, as an array: the same
     numbers from the generator, a machine integer per item instead of a Python one."""

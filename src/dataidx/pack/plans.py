@@ -19,7 +19,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import StoreError, UsageError
 from ..index import epoch_seed
-from ..render import read_spec
+from ..render import START, open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
     EpochPacks,
@@ -29,10 +29,12 @@ from ..store import (
     position_entries,
     read_mixture,
     rewriting,
+    row_starts,
     save_packing_plan,
     spec_lengths,
 )
-from .planner import plan_packs
+from .merging import MODES, TokenWords, merge_epoch
+from .planner import count_packs, plan_packs
 
 
 @dataclass(kw_only=True)
@@ -53,21 +55,34 @@ class PackSummary:
     plan_seconds: float
     #: packs of each epoch, in order (``packs`` is their sum)
     epoch_packs: list[int] = field(default_factory=list)
+    #: ``no``, ``chains`` or ``trees`` (``--merge-cuts``)
+    merge_cuts: str = "no"
+    #: with merging: tokens the same positions forward as cuts, and packs each epoch would take so
+    unmerged_tokens: int = 0
+    unmerged_packs: list[int] = field(default_factory=list)
+    #: with merging: per outcome (merged, tree or why not), ``[rows, entries, cut tokens, tokens]`` over epochs
+    merges: dict[str, list[int]] = field(default_factory=dict)
 
-    def steps(self, global_batch_size: int) -> list[tuple[int, int]]:
+    def steps(self, global_batch_size: int, *, unmerged: bool = False) -> list[tuple[int, int]]:
         """Per epoch: ``(optimizer steps, packs left over)`` at ``global_batch_size`` packs a step
-        (the DataLoader drops the last packs that do not fill a step)."""
-        return [divmod(packs, global_batch_size) for packs in self.epoch_packs]
+        (the DataLoader drops the last packs that do not fill a step); ``unmerged``: of the plan
+        without ``--merge-cuts``."""
+        return [divmod(packs, global_batch_size) for packs in (self.unmerged_packs if unmerged else self.epoch_packs)]
 
 
 def pack_store(
     store: str | os.PathLike[str], spec: str, *, capacity: int, mixture: str = "default", seed: int = DEFAULT_SEED,
-    name: str = "default",
+    name: str = "default", merge_cuts: str = "no",
 ) -> PackSummary:
     """Plan packs of ``capacity`` tokens over ``mixture`` with ``spec``'s lengths; store as ``name``.
 
     A mixture of several epochs gets a plan per epoch, each shuffled with its own seed (the
     plan's ``seed`` for epoch 0); the summary adds them up.
+
+    ``merge_cuts="chains"`` packs a conversation whose cuts' stored token ids are each a prefix
+    of the next as one sequence (its last cut's tokens, every cut's supervised tokens labelled);
+    ``"trees"`` also packs the others as prefix trees (:mod:`.merging`). Both need the spec's
+    stored tokens: the check reads the real ids.
 
     Example::
 
@@ -79,6 +94,8 @@ def pack_store(
         raise UsageError(f"capacity must be from 1 to {2**31 - 1} tokens, got {capacity}")
     if not -(2**63) <= seed < 2**63:
         raise UsageError(f"seed {seed} does not fit in 64 bits")
+    if merge_cuts not in ("no", *MODES):
+        raise UsageError(f"merge_cuts must be one of no, {', '.join(MODES)}; got {merge_cuts!r}")
     with open_store(store) as handle:
         read = identity_of(handle, mixture=mixture, spec=spec)
         stored_spec = read_spec(handle, spec)
@@ -91,17 +108,25 @@ def pack_store(
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
         lengths = spec_lengths(handle, stored_spec.id)
+        merging = None
+        if merge_cuts != "no":
+            tokens = open_tokens(handle, store, stored_spec, required=True)
+            assert tokens is not None  # required: refused above without them
+            first, starts = row_starts(handle)
+            _, words, index = tokens.mapped()
+            merging = (starts, TokenWords(words=words, starts=index & START, first_entry=tokens.first_entry,
+                                          mask=(1 << (words.dtype.itemsize * 8 - 1)) - 1))
         summary = PackSummary(name=name, spec=spec, mixture=mixture, capacity=capacity, seed=seed, packs=0, entries=0,
-                              tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0)
+                              tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0, merge_cuts=merge_cuts)
         columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
-                   "seed": seed, "dataidx_version": __version__}
+                   "seed": seed, "dataidx_version": __version__, "merge_cuts": merge_cuts}
 
         def epochs() -> Iterator[EpochPacks]:
             for epoch in range(stored_mixture.epochs):
                 entries = position_entries(handle, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
                 packs = _epoch_packs(entries, lengths, capacity=capacity, seed=epoch_seed(seed, epoch), store=store,
-                                     mixture=mixture, spec=spec)
+                                     mixture=mixture, spec=spec, merging=merging, summary=summary)
                 summary.epoch_packs.append(len(packs.sizes))
                 summary.plan_seconds += time.perf_counter() - plan_started
                 del entries
@@ -116,9 +141,11 @@ def pack_store(
 
 
 def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, seed: int, store: str | os.PathLike[str],
-                 mixture: str, spec: str) -> EpochPacks:
+                 mixture: str, spec: str, merging: tuple[np.ndarray, TokenWords] | None = None,
+                 summary: PackSummary | None = None) -> EpochPacks:
     """One epoch's plan over the base entries ``entries`` of its positions (``store``, ``mixture``
-    and ``spec`` name them in an error)."""
+    and ``spec`` name them in an error); with ``merging`` (row starts and stored words), a
+    conversation's cuts merged where their tokens allow, counted into ``summary``."""
     # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
     tokens, trains = lengths.of(entries)
     positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)
@@ -131,6 +158,9 @@ def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, se
             f"capacity {capacity} (longest {int(item_lengths.max())} tokens); render with --cutoff {capacity} or less"
         )
     del too_long
+    if merging is not None and summary is not None:
+        return _merged_epoch_packs(entries, lengths, item_lengths, capacity=capacity, seed=seed, merging=merging,
+                                   summary=summary)
     plan = plan_packs(item_lengths, capacity, seed)
     sizes, members = plan.sizes, plan.members
     pack_tokens = np.add.reduceat(item_lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
@@ -143,3 +173,34 @@ def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, se
     del entry_ids
     return EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=pack_tokens, positions=len(positions),
                       left_out=int(len(entries) - len(positions)))
+
+
+def _merged_epoch_packs(entries: np.ndarray, lengths: SpecLengths, unmerged: np.ndarray, *, capacity: int, seed: int,
+                        merging: tuple[np.ndarray, TokenWords], summary: PackSummary) -> EpochPacks:
+    """An epoch's plan whose items are merged conversations and the remaining training positions;
+    ``unmerged`` holds the training positions' lengths (what the plan without merging packs)."""
+    starts, words = merging
+    items = merge_epoch(entries, lengths.tokens, lengths.trains, starts, lengths.first, words, mode=summary.merge_cuts,
+                        capacity=capacity)
+    summary.unmerged_tokens += int(unmerged.sum(dtype=np.int64))
+    summary.unmerged_packs.append(count_packs(unmerged, capacity))
+    for outcome in items.outcomes:
+        totals = summary.merges.setdefault(outcome.outcome, [0, 0, 0, 0])
+        for at, value in enumerate((outcome.rows, outcome.entries, outcome.cut_tokens, outcome.tokens)):
+            totals[at] += value
+    plan = plan_packs(items.lengths, capacity, seed)
+    # Expand each planned item into its members: a merged conversation's cuts, in order.
+    item_starts = np.cumsum(items.sizes) - items.sizes
+    member_counts = items.sizes[plan.members]
+    member_at = np.repeat(item_starts[plan.members] - (np.cumsum(member_counts) - member_counts), member_counts)
+    member_at += np.arange(len(member_at))
+    positions = items.members[member_at]
+    joined = np.ones(len(positions), dtype=bool)
+    joined[np.cumsum(member_counts) - 1] = False  # an item's last member ends its sequence
+    pack_starts = np.cumsum(plan.sizes) - plan.sizes
+    sizes = np.add.reduceat(member_counts, pack_starts) if len(plan.sizes) else plan.sizes
+    pack_tokens = np.add.reduceat(items.lengths[plan.members], pack_starts) if len(plan.sizes) else plan.sizes
+    members_at = positions.astype(np.int64) << 32 | entries[positions].astype(np.int64)
+    return EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=pack_tokens, positions=len(positions),
+                      left_out=int(len(entries) - len(positions)), joined=joined,
+                      merges=tuple((o.outcome, o.rows, o.entries, o.cut_tokens, o.tokens) for o in items.outcomes))

@@ -18,9 +18,10 @@ from ..errors import StaleStoreError
 from ..read import EntryReader, paused_gc
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
 from ..store import Closable, check_epoch, served_epoch, skipped_entries
+from .sequences import merged_sample
 
 _MEMBERS = (
-    "SELECT {stamped}e.entry_id, r.tokens FROM packs AS k "
+    "SELECT {stamped}e.entry_id, r.tokens, e.joined FROM packs AS k "
     "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
     "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
     "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
@@ -33,7 +34,7 @@ _PACKS_HOLDING = (
     "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} AND e.entry_id IN ({ids})"
 )
 
-_PLAN = ("SELECT p.id, p.capacity, s.name, m.name FROM packing_plans AS p "
+_PLAN = ("SELECT p.id, p.capacity, s.name, m.name, p.merge_cuts FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
 
 
@@ -58,12 +59,12 @@ class RenderedPacks(Closable):
             row = handle.one(_PLAN, plan)
             if row is None:
                 raise handle.missing("packing_plans", "packing plan", plan, "; run dataidx pack")
-            self.plan_id, self.capacity, spec, self.mixture = row
+            self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = row
             self.epochs = handle.all("SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch",
                                      self.plan_id)
             self.spec = read_spec(handle, spec)
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
-                                                           required=stored_only)
+                                                           required=stored_only or self.merge_cuts != "no")
             self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
             self.server = (TokenServer(self.tokens, self.spec.id, handle, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
@@ -88,8 +89,8 @@ class RenderedPacks(Closable):
     def __len__(self) -> int:
         return self.packs
 
-    def _members(self, index: int) -> list[tuple[int, int]]:
-        """``(entry id, tokens)`` of pack ``index``'s members, in slot order."""
+    def _members(self, index: int) -> list[tuple[int, int, int]]:
+        """``(entry id, tokens, joined to the next)`` of pack ``index``'s members, in slot order."""
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
@@ -108,20 +109,22 @@ class RenderedPacks(Closable):
     def member_entries(self, index: int) -> list[int]:
         """The base entry ids of pack ``index``'s members, in slot order (what ``dataidx steps``
         names for a run that read the plan)."""
-        return [entry_id for entry_id, _ in self._members(index)]
+        return [entry_id for entry_id, _, _ in self._members(index)]
 
     def get(self, index: int) -> list[dict[str, Any]]:
         """The rendered members of pack ``index`` (negative counts from the end)."""
         members = self._members(index)
         if self.server is not None:  # stored at the lengths the plan packed: nothing to check per member
-            return self.server.get([entry_id for entry_id, _ in members], self.reader.fetch)
+            served = self.server.get([entry_id for entry_id, _, _ in members], self.reader.fetch)
+            return served if self.merge_cuts == "no" else _merged(served, [joined for _, _, joined in members],
+                                                                  trees=self.merge_cuts == "trees")
         assert self.renderer is not None  # no stored tokens: rendered on fetch
-        triples = self.reader.entries_by_id([entry_id for entry_id, _ in members])
+        triples = self.reader.entries_by_id([entry_id for entry_id, _, _ in members])
         samples = []
         with paused_gc():
             rendered_all = self.renderer.render_many(
                 [(self.reader.sample(dataset_id, row, cut), cut is not None) for dataset_id, row, cut in triples])
-        for (dataset_id, _, _), (_, tokens), rendered in zip(triples, members, rendered_all):
+        for (dataset_id, _, _), (_, tokens, _), rendered in zip(triples, members, rendered_all):
             if rendered.tokens != tokens or not rendered.trains:
                 raise StaleStoreError(
                     f"{self.reader.path}: plan '{self.plan}' expects {tokens} tokens for an entry that now renders "
@@ -129,3 +132,16 @@ class RenderedPacks(Closable):
                 )
             samples.append({"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()})
         return samples
+
+
+def _merged(served: list[dict[str, Any]], joined: list[int], *, trees: bool) -> list[dict[str, Any]]:
+    """A pack's samples: each run of members joined to the next trained as one sequence."""
+    samples, run = [], []
+    for sample, joins in zip(served, joined):
+        run.append(sample)
+        if not joins:
+            samples.append(run[0] if len(run) == 1 else merged_sample(run, trees=trees))
+            run = []
+    if run:
+        raise StaleStoreError("a pack ends inside a merged conversation; the store is damaged")
+    return samples

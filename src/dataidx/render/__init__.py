@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .templates import choose_template as choose_template
     from .token_check import TokensReport as TokensReport
     from .token_check import verify_tokens as verify_tokens
+    from .token_file import START as START
     from .token_file import TokenFile as TokenFile
     from .tokens import unrun as unrun
 
@@ -57,6 +58,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "FAST_TEMPLATES": ".fast_templates",
     "open_tokens": ".from_tokens",
     "TokenServer": ".from_tokens",
+    "START": ".token_file",
     "TokenFile": ".token_file",
     "TokensReport": ".token_check",
     "verify_tokens": ".token_check",

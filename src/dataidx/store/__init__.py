@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .identity import identity_of as identity_of
     from .info import REASONING_SAID as REASONING_SAID
     from .info import added_token_uses as added_token_uses
+    from .info import merging_plans as merging_plans
     from .info import store_info as store_info
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from .packs import save_packing_plan as save_packing_plan
     from .positions import SpecLengths as SpecLengths
     from .positions import position_entries as position_entries
+    from .positions import row_starts as row_starts
     from .positions import spec_lengths as spec_lengths
     from .query import run_query as run_query
     from .records import REASONING as REASONING
@@ -132,9 +134,11 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "identity_of": ".identity",
     "SpecLengths": ".positions",
     "position_entries": ".positions",
+    "row_starts": ".positions",
     "spec_lengths": ".positions",
     "store_info": ".info",
     "added_token_uses": ".info",
+    "merging_plans": ".info",
     "REASONING_SAID": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",

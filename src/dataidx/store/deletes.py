@@ -27,6 +27,7 @@ from .schema import (
     PackedEntry,
     PackingPlanRow,
     PlanEpoch,
+    PlanMerge,
     RenderCause,
     RenderSpecRow,
     SkipListRow,
@@ -49,6 +50,7 @@ def delete_plans(connection: Connection, plan_ids: Iterable[int]) -> None:
             connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
         connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
         connection.execute(delete(PlanEpoch).where(PlanEpoch.plan_id == plan_id))
+        connection.execute(delete(PlanMerge).where(PlanMerge.plan_id == plan_id))
         connection.execute(delete(PackingPlanRow).where(PackingPlanRow.id == plan_id))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import Connection, func, insert, select, update
 
 from .deletes import delete_plan
-from .schema import PackedEntry, PackingPlanRow, PlanEpoch
+from .schema import PackedEntry, PackingPlanRow, PlanEpoch, PlanMerge
 from .sqlite.bulk import insert_pack_members, insert_packs
 
 
@@ -34,6 +34,10 @@ class EpochPacks:
     tokens: np.ndarray
     positions: int
     left_out: int
+    #: members trained as one sequence with the next (``--merge-cuts``), or None
+    joined: np.ndarray | None = None
+    #: ``(outcome, rows, entries, cut tokens, tokens)`` of the epoch's conversations under ``--merge-cuts``
+    merges: tuple[tuple[str, int, int, int, int], ...] = ()
 
     @property
     def total_tokens(self) -> int:
@@ -56,7 +60,10 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     totals = {"packs": 0, "entries": 0, "tokens": 0, "left_out": 0, "epochs": 0}
     for number, epoch in enumerate(epochs):
         first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar_one()
-        insert_pack_members(connection, plan_id, first, epoch.members)
+        insert_pack_members(connection, plan_id, first, epoch.members, epoch.joined)
+        for outcome, rows, entries, cut_tokens, tokens in epoch.merges:
+            connection.execute(insert(PlanMerge).values(plan_id=plan_id, epoch=number, outcome=outcome, rows=rows,
+                                                        entries=entries, cut_tokens=cut_tokens, tokens=tokens))
         insert_packs(connection, plan_id, first_member=first, sizes=epoch.sizes, tokens=epoch.tokens,
                      first_pack=totals["packs"])
         packs, tokens = len(epoch.sizes), epoch.total_tokens

@@ -96,3 +96,30 @@ def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> S
         tokens[start - first : stop - first + 1] = (values >> 1) & 0xFFFFFFFF
         trains[start - first : stop - first + 1] = (values & 1).astype(bool)
     return SpecLengths(first, tokens, trains)
+
+
+def row_starts(handle: StoreHandle) -> tuple[int, np.ndarray]:
+    """``(first, starts)``: whether base entry ``first + i`` is the first entry of its row, for
+    every base entry. The cuts of a row are consecutive entries (the build writes them in order),
+    so a row is the entries from one start to the next: what merging a row's cuts needs to know.
+
+    Read a million entries at a time as one JSON array of ``id << 32 | row``, like the lengths."""
+    first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
+    if first is None or last is None:
+        return 1, np.zeros(0, dtype=bool)
+    chunk = ("SELECT " + handle.dialect.json_array.format('(CAST(id AS bigint) << 32) | "row"')
+             + " FROM base_entries WHERE id BETWEEN {mark} AND {mark}")
+    rows = np.zeros(last - first + 1, dtype=np.int64)
+    for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
+        stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
+        values = np.array(json.loads(handle.value(chunk, start, stop) or "[]"), dtype=np.int64)
+        values.sort()
+        if not np.array_equal(values >> 32, np.arange(start, stop + 1)):
+            raise StoreError("base entries are not numbered without gaps; the store is damaged")
+        rows[start - first : stop - first + 1] = values & 0xFFFFFFFF
+    starts = np.ones(len(rows), dtype=bool)
+    starts[1:] = rows[1:] != rows[:-1]
+    datasets = np.array([entry for (entry,) in handle.all("SELECT first_entry FROM datasets")], dtype=np.int64)
+    datasets = datasets[(datasets >= first) & (datasets <= last)] - first
+    starts[datasets] = True  # row 0 of a dataset after a one-row dataset
+    return first, starts

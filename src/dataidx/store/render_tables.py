@@ -3,7 +3,7 @@ added tokens found in data, packing plans and their packs (the rest is in :mod:`
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, LargeBinary, String, Text
+from sqlalchemy import Boolean, Float, ForeignKey, LargeBinary, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, Base
@@ -127,6 +127,8 @@ class PackingPlanRow(Base):
     seconds: Mapped[float] = mapped_column(Float, nullable=False)
     #: one plan per epoch of its mixture; ``plan_epochs`` says which packs are whose
     epochs: Mapped[int] = mapped_column(INT, nullable=False, server_default="1")
+    #: ``no``, or how a conversation's cuts were merged into one sequence: ``chains`` or ``trees``
+    merge_cuts: Mapped[str] = mapped_column(String, nullable=False, server_default="no")
 
 
 class PlanEpoch(Base):
@@ -164,3 +166,19 @@ class PackedEntry(Base):
     plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), nullable=False)
     position: Mapped[int] = mapped_column(INT, nullable=False)
     entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), nullable=False)
+    #: this member and the next are cuts of one conversation trained as one sequence (``--merge-cuts``)
+    joined: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
+
+
+class PlanMerge(Base):
+    """How many conversations of an epoch of a plan ended one way under ``--merge-cuts`` (merged,
+    tree, or why their cuts stayed entries), their entries, and tokens forwarded as cuts and as planned."""
+
+    __tablename__ = "plan_merges"
+    plan_id: Mapped[int] = mapped_column(INT, ForeignKey("packing_plans.id"), primary_key=True)
+    epoch: Mapped[int] = mapped_column(INT, primary_key=True)
+    outcome: Mapped[str] = mapped_column(String, primary_key=True)
+    rows: Mapped[int] = mapped_column(INT, nullable=False)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    cut_tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)

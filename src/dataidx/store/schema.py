@@ -24,6 +24,7 @@ from .render_tables import (
     PackedEntry,
     PackingPlanRow,
     PlanEpoch,
+    PlanMerge,
     RenderCause,
     RenderSpecRow,
     SpecTokens,
@@ -34,8 +35,8 @@ from .render_tables import (
 
 __all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
            "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "OrderItem", "OrderTrim", "Pack",
-           "PackedEntry", "PackingPlanRow", "PlanEpoch", "RejectedRow", "RenderCause", "RenderSpecRow", "SkipListRow",
-           "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
+           "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "RejectedRow", "RenderCause", "RenderSpecRow",
+           "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
@@ -210,4 +211,5 @@ VIEW_COLUMNS = {
     "skips": ("mixture", "skip_list", "dataset", "row", "cut", "who", "why", "request", "created_at"),
     "trimmed": ("order", "mixture", "epoch", "dataset", "row", "cut", "global_batch_size", "seed"),
     "order_steps": ("order", "epoch", "step", "item", "dataset", "row", "cut"),
+    "cut_merges": ("plan", "epoch", "outcome", "rows", "entries", "cut_tokens", "tokens"),
 }

@@ -159,7 +159,7 @@ CREATE TABLE packing_plans (
 	left_out INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, 
+	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, merge_cuts VARCHAR DEFAULT 'no' NOT NULL, 
 	CONSTRAINT pk_packing_plans PRIMARY KEY (id), 
 	CONSTRAINT fk_packing_plans_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_packing_plans_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
@@ -179,7 +179,7 @@ CREATE TABLE packed_entries (
 	id INTEGER NOT NULL, 
 	plan_id INTEGER NOT NULL, 
 	position INTEGER NOT NULL, 
-	entry_id INTEGER NOT NULL, 
+	entry_id INTEGER NOT NULL, joined BOOLEAN DEFAULT 0 NOT NULL, 
 	CONSTRAINT pk_packed_entries PRIMARY KEY (id), 
 	CONSTRAINT fk_packed_entries_plan_id_packing_plans FOREIGN KEY(plan_id) REFERENCES packing_plans (id), 
 	CONSTRAINT fk_packed_entries_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
@@ -392,4 +392,20 @@ FROM order_items AS i
 JOIN training_orders AS o ON o.id = i.order_id
 JOIN base_entries AS b ON b.id = i.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
-INSERT INTO alembic_version (version_num) VALUES ('0012');
+CREATE TABLE plan_merges (
+	plan_id INTEGER NOT NULL, 
+	epoch INTEGER NOT NULL, 
+	outcome VARCHAR NOT NULL, 
+	rows INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	cut_tokens INTEGER NOT NULL, 
+	tokens INTEGER NOT NULL, 
+	CONSTRAINT pk_plan_merges PRIMARY KEY (plan_id, epoch, outcome), 
+	CONSTRAINT fk_plan_merges_plan_id_packing_plans FOREIGN KEY(plan_id) REFERENCES packing_plans (id)
+);
+CREATE VIEW cut_merges AS
+SELECT p.name AS plan, g.epoch AS epoch, g.outcome AS outcome, g.rows AS rows, g.entries AS entries,
+       g.cut_tokens AS cut_tokens, g.tokens AS tokens
+FROM plan_merges AS g
+JOIN packing_plans AS p ON p.id = g.plan_id;
+INSERT INTO alembic_version (version_num) VALUES ('0013');

@@ -7,6 +7,12 @@ otherwise unlabel every supervised end-of-turn). A packed row concatenates its s
 (over the flattened ``[batch * width]`` layout, each row's padding a segment of its own) for
 flash-attention's varlen kernels, and ``sample_ids`` from which :func:`block_causal_mask`
 builds the mask for attention implementations that take one: no sample attends to another.
+
+A pack of a tree plan (``dataidx pack --merge-cuts --trees``) holds prefix trees, which varlen
+kernels cannot express: its batch has no ``cu_seq_lens``; ``attention_mask`` is the dense
+``[batch, 1, width, width]`` boolean mask (transformers uses a 4-D mask as given), and
+``segment_ids`` with ``segment_ancestors`` build a FlexAttention block mask
+(:func:`~dataidx.training.tree_mask.tree_block_mask`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import torch
 
 from ..errors import UsageError
 from ..render import IGNORE
+from .tree_mask import tree_attention_mask, tree_segments
 
 
 def _weights(sample: dict[str, Any]) -> list[float]:
@@ -75,8 +82,13 @@ class Collator:
         real = _real(row_lengths)
         # A row's later samples lose their first label: it would be predicted from the sample before.
         batch: dict[str, Any] = self._columns(real, samples, unlabelled=starts[(numbers > 1) & (sizes > 0)])
-        batch["position_ids"] = _filled(real, np.arange(int(sizes.sum())) - np.repeat(starts, sizes), 0)
+        batch["position_ids"] = _filled(real, _positions(samples, sizes, starts), 0)
         batch["sample_ids"] = _filled(real, np.repeat(numbers, sizes), 0)
+        if any("segments" in sample for sample in samples):  # prefix trees: a mask, not segments of a row
+            segment_ids, ancestors = tree_segments(packs)
+            batch["segment_ids"], batch["segment_ancestors"] = _filled(real, segment_ids, 0), ancestors
+            batch["attention_mask"] = tree_attention_mask(batch["segment_ids"], ancestors)
+            return batch
         batch["attention_mask"] = (batch["sample_ids"] > 0).long()
         # Segments of the flattened [batch * width] layout: each sample, then each row's padding
         # as a segment of its own, so every segment lies inside one row and one sample.
@@ -101,6 +113,16 @@ class Collator:
             labels[unlabelled], weights[unlabelled] = IGNORE, 0.0
         return {"input_ids": _filled(real, ids, self.pad_token_id), "labels": _filled(real, labels, IGNORE),
                 "loss_weights": _filled(real, weights, 0.0)}
+
+
+def _positions(samples: list[dict[str, Any]], sizes: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Every sample's position ids end to end: its own (a tree's branches continue their parent's)
+    or 0, 1, 2, ..."""
+    counting = np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
+    for number, sample in enumerate(samples):
+        if "position_ids" in sample:
+            counting[starts[number]: starts[number] + sizes[number]] = sample["position_ids"]
+    return counting
 
 
 def _length(sample: dict[str, Any], number: int) -> int:

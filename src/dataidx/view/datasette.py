@@ -42,6 +42,8 @@ DESCRIPTIONS = {
     "skips": "One row per entry a skip list leaves out of a mixture's training orders: who asked, why, and what.",
     "trimmed": "One row per entry the tail of an epoch of a recorded order (dataidx order) leaves out.",
     "order_steps": "One row per entry of each step of a recorded order stored with dataidx order --store-steps.",
+    "cut_merges": "Per epoch of a plan made with dataidx pack --merge-cuts: conversations merged, as trees, or kept "
+                  "as cuts and why, with the tokens they forward either way.",
     # tables (docs/store.md)
     "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
     "base_entries": "The base index: one (dataset, row, cut) per supervised turn, in source order.",
@@ -68,7 +70,9 @@ DESCRIPTIONS = {
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",
     "packing_plans": "One row per packing plan (see pack_plans).",
     "packs": "One row per pack of a plan: its first member and how many.",
-    "packed_entries": "One row per member of every pack, in slot order.",
+    "packed_entries": "One row per member of every pack, in slot order (joined: trained as one sequence with the "
+                      "next, --merge-cuts).",
+    "plan_merges": "Per epoch and outcome of a plan made with --merge-cuts, its conversations (see cut_merges).",
     "alembic_version": "The schema revision of the store (dataidx migrate upgrades it).",
 }
 

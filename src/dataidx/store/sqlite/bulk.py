@@ -32,6 +32,12 @@ _MEMBERS = text(
     "INSERT INTO packed_entries (id, plan_id, position, entry_id) "
     "SELECT :first + key, :plan, value >> 32, value & 4294967295 FROM json_each(:members)"
 )
+# A member joined to the next (a cut of a merged conversation) travels bit-inverted: negative.
+_JOINED_MEMBERS = text(
+    "INSERT INTO packed_entries (id, plan_id, position, entry_id, joined) "
+    "SELECT :first + key, :plan, v >> 32, v & 4294967295, value < 0 "
+    "FROM (SELECT key, value, CASE WHEN value < 0 THEN ~value ELSE value END AS v FROM json_each(:members))"
+)
 # Packs as members << 32 | tokens; each pack's first member is the running sum before it.
 _PACKS = text(
     "INSERT INTO packs (plan_id, pack, first_member, members, tokens) "
@@ -179,11 +185,17 @@ def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, ro
     return distinct_entries, distinct_rows, int(counts.max())
 
 
-def insert_pack_members(connection: Connection, plan_id: int, first_id: int, members: np.ndarray) -> None:
-    """Members ``first_id, first_id + 1, ...`` of a plan, each ``position << 32 | entry_id``."""
+def insert_pack_members(connection: Connection, plan_id: int, first_id: int, members: np.ndarray,
+                        joined: np.ndarray | None = None) -> None:
+    """Members ``first_id, first_id + 1, ...`` of a plan, each ``position << 32 | entry_id``;
+    ``joined`` marks the members trained as one sequence with the next."""
+    statement = _MEMBERS if joined is None else _JOINED_MEMBERS
     for offset in range(0, len(members), ROWS_PER_STATEMENT):
-        connection.execute(_MEMBERS, {"first": first_id + offset, "plan": plan_id,
-                                      "members": json.dumps(members[offset : offset + ROWS_PER_STATEMENT].tolist())})
+        chunk = members[offset : offset + ROWS_PER_STATEMENT]
+        if joined is not None:
+            chunk = np.where(joined[offset : offset + ROWS_PER_STATEMENT], ~chunk, chunk)
+        connection.execute(statement, {"first": first_id + offset, "plan": plan_id,
+                                       "members": json.dumps(chunk.tolist())})
 
 
 def insert_packs(connection: Connection, plan_id: int, *, first_member: int, sizes: np.ndarray,

@@ -1,0 +1,184 @@
+"""Which of an epoch's conversations train as one sequence instead of one entry per cut.
+
+v1 expands a conversation of T supervised turns into T cuts, each forwarding the whole history:
+O(T^2) tokens. Where each cut's token ids are a prefix of the next cut's, the last cut's ids hold
+every cut's context, so the conversation can be forwarded once with every cut's supervised tokens
+labelled (a *chain*). Where a template rewrites history (Qwen3 drops past reasoning), cut j shares
+only a prefix with cut j-1 and branches off it: the conversation is a *tree* whose branches attend
+only to their ancestors (:mod:`.sequences` builds both from the stored tokens).
+
+Nothing is assumed of a template: the check compares the spec's stored token ids, cut after cut.
+A row is merged only when every one of its cuts is in the epoch once and trains; every other row
+keeps its cuts as entries, and why is counted per outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import StaleStoreError
+
+#: Merge modes of ``dataidx pack --merge-cuts``: chains only, or chains and trees.
+MODES = ("chains", "trees")
+MERGED, TREE = "merged", "tree"
+NOT_A_PREFIX, NO_SHARED_PREFIX = "not a prefix", "no shared prefix"
+REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG = ("drawn more than once", "without its siblings", "a cut does not train",
+                                              "longer than a pack")
+#: Every outcome, merged first: the order info and the report list them in.
+OUTCOMES = (MERGED, TREE, NOT_A_PREFIX, NO_SHARED_PREFIX, REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG)
+#: Tokens compared at a time when finding common prefixes (each costs ~40 bytes of temporaries).
+_TOKENS_PER_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How many rows of an epoch ended one way, their cut entries, and tokens forwarded as cuts and as planned."""
+
+    outcome: str
+    rows: int
+    entries: int
+    cut_tokens: int
+    tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MergedItems:
+    """An epoch's items to pack: ``members`` holds positions, item after item (a merged row's cuts
+    in order), ``sizes`` each item's member count and ``lengths`` its tokens forwarded."""
+
+    members: np.ndarray
+    sizes: np.ndarray
+    lengths: np.ndarray
+    outcomes: list[Outcome]
+
+
+@dataclass(frozen=True)
+class TokenWords:
+    """A spec's stored words and the index of where each base entry's words start (bit 63 masked off)."""
+
+    words: np.ndarray
+    starts: np.ndarray
+    first_entry: int
+    mask: int
+
+    def span(self, entry_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at = entry_ids - self.first_entry
+        begins = self.starts[at].astype(np.int64)
+        return begins, self.starts[at + 1].astype(np.int64) - begins
+
+
+def common_prefixes(words: np.ndarray, a: np.ndarray, b: np.ndarray, limits: np.ndarray, mask: int) -> np.ndarray:
+    """For each pair ``k``, how many leading words of ``words[a[k]:]`` and ``words[b[k]:]`` have equal
+    ids (``& mask``), up to ``limits[k]``: NumPy over a few million words at a time."""
+    found = limits.astype(np.int64).copy()
+    ends = np.cumsum(limits, dtype=np.int64)
+    lo = 0
+    while lo < len(limits):
+        hi = int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + _TOKENS_PER_CHUNK, side="right"))
+        hi = max(hi, lo + 1)
+        counts = limits[lo:hi].astype(np.int64)
+        offsets = np.cumsum(counts) - counts
+        within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(offsets, counts)
+        differ = ((words[np.repeat(a[lo:hi], counts) + within] ^ words[np.repeat(b[lo:hi], counts) + within])
+                  & mask) != 0
+        hits = np.flatnonzero(differ)
+        pairs = np.searchsorted(offsets, hits, side="right") - 1
+        # Assigned from the last hit back, so each pair keeps its first mismatch.
+        found[lo + pairs[::-1]] = within[hits[::-1]]
+        lo = hi
+    return found
+
+
+def merge_epoch(entries: np.ndarray, tokens: np.ndarray, trains: np.ndarray, starts: np.ndarray, first: int,
+                words: TokenWords, *, mode: str, capacity: int) -> MergedItems:
+    """An epoch's items: positions of ``entries`` (base entry ids) whose entry trains, one item each,
+    except rows merged into one chain or tree. ``tokens``, ``trains`` and ``starts`` are indexed
+    by ``entry_id - first`` (``starts``: the entry begins its row)."""
+    count = len(starts)
+    row_first = np.flatnonzero(starts)
+    row_size = np.diff(np.append(row_first, count))
+    drawn = np.bincount(entries - first, minlength=count)
+    multi = row_size > 1
+    least, most = np.minimum.reduceat(drawn, row_first), np.maximum.reduceat(drawn, row_first)
+    all_train = np.logical_and.reduceat(trains, row_first)
+    outcome = np.full(len(row_first), -1, dtype=np.int8)  # -1: not a multi-cut row in this epoch
+    seen = multi & (most > 0)
+    outcome[seen & (most > 1)] = OUTCOMES.index(REPEATED)
+    outcome[seen & (most == 1) & (least == 0)] = OUTCOMES.index(PARTIAL)
+    outcome[seen & (least == 1) & (most == 1) & ~all_train] = OUTCOMES.index(NOT_TRAINING)
+    candidates = np.flatnonzero(seen & (least == 1) & (most == 1) & all_train)
+    forwarded = _forwarded(candidates, row_first, row_size, tokens, first, words, mode, outcome)
+    outcome[candidates[(outcome[candidates] < 2) & (forwarded > capacity)]] = OUTCOMES.index(TOO_LONG)
+    merged = candidates[outcome[candidates] < 2]
+    forwarded_of = np.zeros(len(row_first), dtype=np.int64)
+    forwarded_of[candidates] = forwarded
+
+    position_of = np.empty(count, dtype=np.int64)
+    position_of[entries - first] = np.arange(len(entries), dtype=np.int64)
+    in_merged = np.zeros(count, dtype=bool)
+    merged_entries = _ranges(row_first[merged], row_size[merged])
+    in_merged[merged_entries] = True
+    at = entries - first
+    singles = np.flatnonzero(trains[at] & ~in_merged[at])
+    members = np.concatenate([singles, position_of[merged_entries]])
+    sizes = np.concatenate([np.ones(len(singles), dtype=np.int64), row_size[merged]])
+    lengths = np.concatenate([tokens[at[singles]].astype(np.int64), forwarded_of[merged]])
+    return MergedItems(members=members, sizes=sizes, lengths=lengths,
+                       outcomes=_outcomes(outcome, row_first, tokens, trains, drawn, forwarded_of))
+
+
+def _forwarded(candidates: np.ndarray, row_first: np.ndarray, row_size: np.ndarray, tokens: np.ndarray, first: int,
+               words: TokenWords, mode: str, outcome: np.ndarray) -> np.ndarray:
+    """Tokens each candidate row forwards merged, its outcome set (merged, tree or why not)."""
+    if not len(candidates):
+        return np.zeros(0, dtype=np.int64)
+    sizes = row_size[candidates]
+    cuts = _ranges(row_first[candidates], sizes)  # every candidate cut, row after row
+    later = np.ones(len(cuts), dtype=bool)
+    later[np.cumsum(sizes) - sizes] = False  # a row's first cut has no cut before it
+    after = cuts[later]
+    begins, counts = words.span(after + first)
+    before_begins, before_counts = words.span(after - 1 + first)
+    if not (np.array_equal(counts, tokens[after]) and np.array_equal(before_counts, tokens[after - 1])):
+        raise StaleStoreError("the stored tokens of a spec do not match its lengths; run dataidx render "
+                              "--store-tokens again")
+    shared = common_prefixes(words.words, before_begins, begins, np.minimum(before_counts, counts), words.mask)
+    extends = shared == before_counts
+    # A branch restarts one token early (its first token repeats the last shared one): the token
+    # after a branch point is predicted from it, once per branch (see sequences.py).
+    own = counts - np.where(extends, shared, shared - 1)
+    row_of_pair = np.repeat(np.arange(len(candidates)), sizes - 1)
+    forwarded = tokens[cuts[~later]].astype(np.int64) + np.bincount(row_of_pair, weights=own,
+                                                                       minlength=len(candidates)).astype(np.int64)
+    chains = np.bincount(row_of_pair, weights=~extends, minlength=len(candidates)) == 0
+    unshared = np.bincount(row_of_pair, weights=shared == 0, minlength=len(candidates)) > 0
+    if mode == "chains":
+        outcome[candidates] = np.where(chains, OUTCOMES.index(MERGED), OUTCOMES.index(NOT_A_PREFIX))
+    else:
+        outcome[candidates] = np.where(chains, OUTCOMES.index(MERGED),
+                                       np.where(unshared, OUTCOMES.index(NO_SHARED_PREFIX), OUTCOMES.index(TREE)))
+    return forwarded
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``starts[k] .. starts[k] + sizes[k] - 1`` for every ``k``, concatenated."""
+    sizes = sizes.astype(np.int64)
+    return np.repeat(starts.astype(np.int64) - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+
+
+def _outcomes(outcome: np.ndarray, row_first: np.ndarray, tokens: np.ndarray, trains: np.ndarray, drawn: np.ndarray,
+              forwarded: np.ndarray) -> list[Outcome]:
+    """Rows, their drawn entries and tokens per outcome, in :data:`OUTCOMES` order (absent ones left out)."""
+    found = []
+    entry_tokens = np.where(trains, tokens.astype(np.int64) * drawn, 0)  # what the rows' cuts forward unmerged
+    row_tokens = np.add.reduceat(entry_tokens, row_first) if len(row_first) else np.zeros(0, dtype=np.int64)
+    row_drawn = np.add.reduceat(drawn, row_first) if len(row_first) else np.zeros(0, dtype=np.int64)
+    for number, name in enumerate(OUTCOMES):
+        rows = outcome == number
+        if rows.any():
+            as_cuts = int(row_tokens[rows].sum())
+            found.append(Outcome(outcome=name, rows=int(rows.sum()), entries=int(row_drawn[rows].sum()),
+                                 cut_tokens=as_cuts, tokens=int(forwarded[rows].sum()) if number < 2 else as_cuts))
+    return found
