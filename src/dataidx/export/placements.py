@@ -106,6 +106,10 @@ class PlanWords(Closable):
                 if asked is not None and asked != given:
                     raise UsageError(f"plan '{plan}' packs {option} '{given}', not '{asked}'; leave out --{option} "
                                      "or choose a plan of it")
+            if self.packs.merge_cuts != "no":
+                raise UsageError(f"plan '{plan}' merges cuts ({self.packs.merge_cuts}): its sequences are built from "
+                                 "several entries' words on fetch, which a token file of documents cannot say; export "
+                                 "a plan made without --merge-cuts")
         except BaseException:
             self.packs.close()
             raise
