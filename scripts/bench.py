@@ -612,6 +612,12 @@ def main() -> None:
     parser.add_argument("--orders-positions", type=int, default=20_000_000, help="positions of the mixture the "
                         "training-order figures resume in (its entries repeated)")
     parser.add_argument("--orders-only", action="store_true", help="only the training-order figures")
+    parser.add_argument("--merges-conversations", type=int, default=25_000, help="multi-turn sharegpt "
+                        "conversations of the cut-merge figures")
+    parser.add_argument("--merges-scale", type=Path, help="a store with stored tokens on which to time planning "
+                        "with --merge-cuts (default: the cut-merge store itself)")
+    parser.add_argument("--merges-spec", default="qwen2_5", help="the spec of --merges-scale to plan with")
+    parser.add_argument("--merges-only", action="store_true", help="only the cut-merge figures")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check and (args.config or (args.alpaca, args.sharegpt) != (100_000, 25_000)):
@@ -630,6 +636,9 @@ def main() -> None:
         return
     if args.orders_only:
         print_orders(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
+        return
+    if args.merges_only:
+        print_merges(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
         return
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx.config import load_config
@@ -675,6 +684,7 @@ def main() -> None:
     print(packed)
     print_tokens(work, args)
     print_orders(work, args)
+    print_merges(work, args)
     print_families(work, args)
 
 
@@ -696,6 +706,21 @@ def print_orders(work: Path, args: argparse.Namespace) -> None:
     print(f"\ntraining orders: a mixture of {positions:,} positions, {WORLD} ranks, global batch {GLOBAL_BATCH:,} "
           f"(rank {RANK} timed); medians")
     print_table(("figure", "dataidx", "DistributedSampler", "ratio", "target", ""), lines)
+
+
+def print_merges(work: Path, args: argparse.Namespace) -> None:
+    from bench_merges import CAPACITY, GLOBAL_BATCH, merges_table, planning_table
+
+    entries, lines = merges_table(work, args.merges_conversations)
+    print(f"\ncut merges (pack --merge-cuts): {entries:,} cut entries of {args.merges_conversations:,} multi-turn "
+          f"conversations, capacity {CAPACITY:,}, steps per epoch at {GLOBAL_BATCH} packs a step; tokenizers built "
+          "like each family's (tests/conformance)")
+    print_table(("template", "mode", "conversations merged", "kept as cuts (why)", "tokens as cuts", "tokens merged",
+                 "fewer", "steps as cuts", "steps merged"), lines, left=(0, 1, 2, 3))
+    store = args.merges_scale or work / "merges" / "merges.db"
+    spec = args.merges_spec if args.merges_scale else "qwen2_5"
+    print(f"\nplanning with --merge-cuts on {store} (spec {spec}); fresh processes, best of 2")
+    print_table(("command", "seconds", "vs pack", "what it said"), planning_table(store, spec), left=(0, 3))
 
 
 def print_families(work: Path, args: argparse.Namespace) -> None:

@@ -114,7 +114,7 @@ def test_prefix_stable_conversations_train_as_one_sequence(store: Path, plans: d
     merged_rows, _, cut_tokens, tokens = merges["merged"]
     assert merged_rows >= 272 and cut_tokens / tokens >= 2.0
     assert merges["a cut does not train"][0] == 1
-    assert merges["drawn more than once"][0] >= 1 and merges["without its siblings"][0] >= 1
+    assert merges["cuts drawn unequally often"][0] >= 1 and merges["without its siblings"][0] >= 1
     said = plans["chains"]
     assert "merged cuts: " in said and "as one sequence" in said and "without --merge-cuts: " in said
     plain = run_query(store, "SELECT packs, tokens, entries FROM pack_plans WHERE plan IN ('plain', 'chains') "
@@ -300,6 +300,23 @@ def test_info_and_compose_say_what_was_merged(store: Path, plans: dict[str, str]
     assert "plan 'chains' merges cuts (chains): " in compose and "plan 'trees'" not in compose
 
 
+def test_the_report_shows_what_was_merged_in_a_browser(store: Path, plans: dict[str, str], tmp_path: Path,
+                                                       browser) -> None:
+    from dataidx.view import write_report
+
+    write_report(store, tmp_path / "trees.html", spec="qwen3", plan="trees", samples=1)
+    page = browser.new_page(viewport={"width": 1000, "height": 1400})
+    page.goto((tmp_path / "trees.html").as_uri())
+    said = page.inner_text("#cut-merges")
+    merges = _merges(store, "trees")
+    before = sum(m[2] for m in merges.values())
+    after = sum(m[3] for m in merges.values())
+    assert f"forward {after:,} tokens instead of {before:,}" in said
+    rows = page.locator("#packing table").last.locator("tr").all_inner_texts()
+    assert any(row.startswith("tree") and f"{merges['tree'][0]}" in row for row in rows)
+    assert page.locator("#cut-merges").is_visible()
+
+
 # The planner alone, against a plain Python reference, on made-up token words.
 
 @st.composite
@@ -332,14 +349,17 @@ def test_merge_epoch_matches_a_plain_reference(epoch: tuple[list[list[list[int]]
     entries = np.array(drawn, dtype=np.int64) + 5
     items = merge_epoch(entries, tokens, trains, starts, 5, TokenWords(words, index, 5, 0x7FFF), mode=mode,
                         capacity=capacity)
-    # the reference: a row merges when all its cuts are drawn once, train, and chain (or tree) within capacity
+    # the reference: a row merges when all its cuts are drawn equally often, train, and chain (or
+    # tree) within capacity; copy i is the i-th position of each cut
     counts = Counter(drawn)
     first = 0
     merged_rows = []
     for conversation in conversations:
         span = range(first, first + len(conversation))
         first += len(conversation)
-        if len(conversation) < 2 or any(counts[e] != 1 for e in span) or not all(trains[e] for e in span):
+        copies = counts[span[0]]
+        if (len(conversation) < 2 or not copies or any(counts[e] != copies for e in span)
+                or not all(trains[e] for e in span)):
             continue
         shared = [_common(a, b) for a, b in zip(conversation, conversation[1:])]
         chain = all(s == len(a) for s, a in zip(shared, conversation))
@@ -348,15 +368,17 @@ def test_merge_epoch_matches_a_plain_reference(epoch: tuple[list[list[list[int]]
         length = len(conversation[0]) + sum(len(b) - (s if s == len(a) else s - 1)
                                             for s, a, b in zip(shared, conversation, conversation[1:]))
         if length <= capacity:
-            merged_rows.append(([drawn.index(e) for e in span], length))
+            at = {e: [p for p, d in enumerate(drawn) if d == e] for e in span}
+            merged_rows += [([at[e][copy] for e in span], length) for copy in range(copies)]
     found = [(items.members[a:a + n].tolist(), int(length)) for a, n, length in
              zip(np.cumsum(items.sizes) - items.sizes, items.sizes, items.lengths) if n > 1]
     assert sorted(found) == sorted(merged_rows)
     singles = sorted(items.members[np.cumsum(items.sizes)[items.sizes == 1] - 1].tolist())
     in_merged = {p for members, _ in merged_rows for p in members}
+    assert len(in_merged) == sum(len(members) for members, _ in merged_rows)
     assert singles == [p for p, e in enumerate(drawn) if trains[e] and p not in in_merged]
     # and the samples built from the cuts forward exactly the planned tokens
-    for members, length in merged_rows:
+    for members, length in merged_rows[:5]:
         sample = merged_sample([{"input_ids": cuts[drawn[p]], "labels": cuts[drawn[p]],
                                  "loss_weights": [1.0] * len(cuts[drawn[p]])} for p in members], trees=mode == "trees")
         assert len(sample["input_ids"]) == length

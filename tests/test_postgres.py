@@ -482,3 +482,26 @@ def test_orders_skip_lists_and_steps_on_the_server_match_a_file(url: str, tmp_pa
     assert read[0] == read[1] and len(read[0]) > 0 and steps[0] == steps[1] and skips[0] == skips[1]
     assert "bo" in skips[1] and run("unskip", url, "rows").exit_code == 0
     assert "skip list 'rows'" not in run("info", url).stdout and "skip list 'spike'" in run("info", url).stdout
+
+
+def test_merged_cut_plans_on_the_server_match_a_file(url: str, tmp_path: Path) -> None:
+    tokenizer = str(REPO / "data" / "demo_tokenizer")
+    config = write_yaml(tmp_path / "chats.yaml", f"chats:\n  path: {REPO / 'data' / 'demo_sharegpt.json'}\n"
+                                                  "  source: local\n  converter: sharegpt\n")
+    file = tmp_path / "demo.db"
+    build(config, file)
+    build(config, url)
+    said, merges, packs = [], [], []
+    for store in (str(file), url):
+        result = run("render", store, "--tokenizer", tokenizer, "--cutoff", "512", "--store-tokens", "-q",
+                     "--tokens-dir", str(tmp_path / "tokens"))
+        assert result.exit_code == 0, result.output
+        result = run("pack", store, "--spec", "default", "--capacity", "1024", "--merge-cuts", "--trees")
+        assert result.exit_code == 0, result.output
+        said.append(result.stderr.splitlines()[1])
+        merges.append(run("query", store, "SELECT * FROM cut_merges ORDER BY outcome", "--json").stdout)
+        with PackedDataset(store) as packed:
+            packs.append([packed[i] for i in range(len(packed))])
+        assert "merges cuts (trees)" in run("info", store).stdout
+    assert said[0] == said[1] and "merged cuts: " in said[0] and merges[0] == merges[1] and "merged" in merges[0]
+    assert packs[0] == packs[1]

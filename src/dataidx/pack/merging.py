@@ -8,8 +8,9 @@ only a prefix with cut j-1 and branches off it: the conversation is a *tree* who
 only to their ancestors (:mod:`.sequences` builds both from the stored tokens).
 
 Nothing is assumed of a template: the check compares the spec's stored token ids, cut after cut.
-A row is merged only when every one of its cuts is in the epoch once and trains; every other row
-keeps its cuts as entries, and why is counted per outcome.
+A row is merged only when every one of its cuts is in the epoch as many times as the others (a
+``weight: 2.0`` draws each twice: the row then trains as two merged sequences) and trains;
+every other row keeps its cuts as entries, and why is counted per outcome.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from ..errors import StaleStoreError
 MODES = ("chains", "trees")
 MERGED, TREE = "merged", "tree"
 NOT_A_PREFIX, NO_SHARED_PREFIX = "not a prefix", "no shared prefix"
-REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG = ("drawn more than once", "without its siblings", "a cut does not train",
-                                              "longer than a pack")
+REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG = ("cuts drawn unequally often", "without its siblings",
+                                              "a cut does not train", "longer than a pack")
 #: Every outcome, merged first: the order info and the report list them in.
 OUTCOMES = (MERGED, TREE, NOT_A_PREFIX, NO_SHARED_PREFIX, REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG)
 #: Tokens compared at a time when finding common prefixes (each costs ~40 bytes of temporaries).
@@ -105,28 +106,43 @@ def merge_epoch(entries: np.ndarray, tokens: np.ndarray, trains: np.ndarray, sta
     all_train = np.logical_and.reduceat(trains, row_first)
     outcome = np.full(len(row_first), -1, dtype=np.int8)  # -1: not a multi-cut row in this epoch
     seen = multi & (most > 0)
-    outcome[seen & (most > 1)] = OUTCOMES.index(REPEATED)
-    outcome[seen & (most == 1) & (least == 0)] = OUTCOMES.index(PARTIAL)
-    outcome[seen & (least == 1) & (most == 1) & ~all_train] = OUTCOMES.index(NOT_TRAINING)
-    candidates = np.flatnonzero(seen & (least == 1) & (most == 1) & all_train)
+    even = seen & (least == most)  # every cut drawn as often: that many merged copies of the row
+    outcome[seen & (least == 0)] = OUTCOMES.index(PARTIAL)
+    outcome[seen & (least > 0) & ~even] = OUTCOMES.index(REPEATED)
+    outcome[even & ~all_train] = OUTCOMES.index(NOT_TRAINING)
+    candidates = np.flatnonzero(even & all_train)
     forwarded = _forwarded(candidates, row_first, row_size, tokens, first, words, mode, outcome)
     outcome[candidates[(outcome[candidates] < 2) & (forwarded > capacity)]] = OUTCOMES.index(TOO_LONG)
     merged = candidates[outcome[candidates] < 2]
     forwarded_of = np.zeros(len(row_first), dtype=np.int64)
-    forwarded_of[candidates] = forwarded
+    forwarded_of[candidates] = forwarded * most[candidates]  # every copy
 
-    position_of = np.empty(count, dtype=np.int64)
-    position_of[entries - first] = np.arange(len(entries), dtype=np.int64)
-    in_merged = np.zeros(count, dtype=bool)
-    merged_entries = _ranges(row_first[merged], row_size[merged])
-    in_merged[merged_entries] = True
     at = entries - first
+    in_merged = np.zeros(count, dtype=bool)
+    in_merged[_ranges(row_first[merged], row_size[merged])] = True
     singles = np.flatnonzero(trains[at] & ~in_merged[at])
-    members = np.concatenate([singles, position_of[merged_entries]])
-    sizes = np.concatenate([np.ones(len(singles), dtype=np.int64), row_size[merged]])
-    lengths = np.concatenate([tokens[at[singles]].astype(np.int64), forwarded_of[merged]])
+    cuts, copies = row_size[merged], most[merged]
+    members = np.concatenate([singles, _copies(at, in_merged, cuts, copies)])
+    sizes = np.concatenate([np.ones(len(singles), dtype=np.int64), np.repeat(cuts, copies)])
+    lengths = np.concatenate([tokens[at[singles]].astype(np.int64), np.repeat(forwarded_of[merged] // copies, copies)])
     return MergedItems(members=members, sizes=sizes, lengths=lengths,
                        outcomes=_outcomes(outcome, row_first, tokens, trains, drawn, forwarded_of))
+
+
+def _copies(at: np.ndarray, in_merged: np.ndarray, cuts: np.ndarray, copies: np.ndarray) -> np.ndarray:
+    """The positions of merged rows' members, item after item: copy ``i`` of a row is the ``i``-th
+    position (in position order) of each of its cuts, in cut order. ``at`` holds each position's
+    entry index, ``in_merged`` marks the merged rows' entries (rows in entry order, ``cuts`` and
+    ``copies`` per row)."""
+    positions = np.flatnonzero(in_merged[at])
+    positions = positions[np.argsort(at[positions], kind="stable")]  # by entry, each entry's in position order
+    block = cuts.astype(np.int64) * copies
+    block_start = np.repeat(np.cumsum(block) - block, block)
+    within = np.arange(len(positions), dtype=np.int64) - block_start  # cut * copies + copy
+    per_row_copies, per_row_cuts = np.repeat(copies, block), np.repeat(cuts, block)
+    found = np.empty_like(positions)
+    found[block_start + (within % per_row_copies) * per_row_cuts + within // per_row_copies] = positions
+    return found
 
 
 def _forwarded(candidates: np.ndarray, row_first: np.ndarray, row_size: np.ndarray, tokens: np.ndarray, first: int,

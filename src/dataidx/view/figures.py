@@ -38,6 +38,9 @@ class PlanFigures:
     left_out: int
     fill_histogram: list[tuple[int, int]]
     epochs: list[tuple[int, int, int, int, int, float, int]]
+    #: ``no``, ``chains`` or ``trees``; with merging, rows ``(outcome, conversations, entries, cut tokens, tokens)``
+    merge_cuts: str = "no"
+    merges: list[tuple[str, int, int, int, int]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -114,7 +117,7 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
 
 
 def _plan_row(handle: StoreHandle, name: str, mixture: str) -> tuple:
-    found = handle.all("SELECT p.id, p.name, p.capacity, m.name FROM packing_plans AS p "
+    found = handle.all("SELECT p.id, p.name, p.capacity, m.name, p.merge_cuts FROM packing_plans AS p "
                        "JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}", name)
     if not found:
         raise handle.missing("packing_plans", "packing plan", name, "; run dataidx pack")
@@ -129,7 +132,7 @@ def _plan_row(handle: StoreHandle, name: str, mixture: str) -> tuple:
 
 
 def _plan_figures(handle: StoreHandle, row: tuple, selection: Selection) -> PlanFigures:
-    plan_id, name, capacity, _ = row
+    plan_id, name, capacity, _, merge_cuts = row
     epochs = handle.all("SELECT epoch, seed, packs, entries, tokens, fill, left_out FROM plan_epochs "
                         "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} ORDER BY epoch",
                         plan_id, selection.first, selection.last)
@@ -143,6 +146,11 @@ def _plan_figures(handle: StoreHandle, row: tuple, selection: Selection) -> Plan
                            "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin",
                            FILL_BINS, capacity, FILL_BINS - 1, plan_id, first_pack, first_pack + packs - 1)
     tokens = sum(e[4] for e in epochs)
+    merges = handle.all("SELECT outcome, sum(rows), sum(entries), sum(cut_tokens), sum(tokens) FROM plan_merges "
+                        "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} GROUP BY outcome "
+                        "ORDER BY min(CASE outcome WHEN 'merged' THEN 0 WHEN 'tree' THEN 1 ELSE 2 END), outcome",
+                        plan_id, selection.first, selection.last)
     return PlanFigures(name=name, capacity=capacity, packs=packs, entries=sum(e[3] for e in epochs), tokens=tokens,
                        fill=tokens / (packs * capacity) if packs else 0.0, left_out=sum(e[6] for e in epochs),
-                       fill_histogram=histogram, epochs=epochs)
+                       fill_histogram=histogram, epochs=epochs, merge_cuts=str(merge_cuts),
+                       merges=[(str(o), int(r), int(e), int(c), int(t)) for o, r, e, c, t in merges])

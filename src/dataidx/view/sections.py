@@ -150,7 +150,21 @@ def packing(figures: Figures, plan: PlanFigures) -> str:
          in plan.epochs])
     return (f"<section id='packing'><h2>Packing plan '{html.escape(plan.name)}' ({plan.capacity:,} tokens a pack), "
             f"{_over(figures)}</h2>" + _chart("fill", charts.fill_chart(plan), marks=len(plan.fill_histogram))
-            + table(["", ""], facts) + epochs + "</section>")
+            + table(["", ""], facts) + epochs + _merges(plan) + "</section>")
+
+
+def _merges(plan: PlanFigures) -> str:
+    """What ``--merge-cuts`` did with the plan's conversations: merged, as trees, or kept as cuts and why."""
+    if plan.merge_cuts == "no":
+        return ""
+    before = sum(row[3] for row in plan.merges)
+    after = sum(row[4] for row in plan.merges)
+    said = (f"<p id='cut-merges'>Cuts merged ({html.escape(plan.merge_cuts)}): the conversations below forward "
+            f"{after:,} tokens instead of {before:,} as cut entries"
+            + (f" ({before / after:.2f}x fewer)" if after else "") + ", with every cut's supervised tokens trained "
+            "in its own context.</p>")
+    return said + table(["conversations", "how many", "cut entries", "tokens as cuts", "tokens forwarded"],
+                        plan.merges)
 
 
 def rejects(figures: Figures) -> str:
