@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from dataidx.store import run_query
 from dataidx.training.collate import block_causal_mask
 
 from .conformance import build_tokenizer
-from .helpers import SHARED_DATA, chat_rows, write_jsonl, write_yaml
+from .helpers import REPO, SHARED_DATA, chat_rows, write_jsonl, write_yaml
 
 pytestmark = pytest.mark.slow  # real templates rendered over the glaive demo, and a model's forward passes
 
@@ -168,6 +169,44 @@ def _trained(sample: dict[str, Any]) -> Counter:
 @pytest.mark.parametrize("plan, spec", [("chains", "qwen2_5"), ("trees", "qwen3")])
 def test_every_supervised_token_trains_as_in_its_cut_entry(store: Path, plans: dict[str, str], plan: str,
                                                           spec: str) -> None:
+    _check_every_token(store, plan, spec)
+
+
+@pytest.fixture(scope="module")
+def bench_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """scripts/bench.py's multi-turn conversations (1 to 6 exchanges), rendered and packed as the
+    benchmark does: plain, chains under Qwen2.5, trees under Qwen3."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench import generate
+
+    folder = tmp_path_factory.mktemp("bench_merges")
+    generate(folder, 0, 400)
+    config = write_yaml(folder / "chats.yaml", f"chats:\n  path: {folder / 'sharegpt.jsonl'}\n  source: local\n"
+                                               "  converter: sharegpt\n")
+    path = folder / "chats.db"
+    assert _run("build", config, "-o", path).exit_code == 0
+    for slug, flags in (("qwen2_5", ["--merge-cuts"]), ("qwen3", ["--merge-cuts", "--trees"])):
+        result = _run("render", path, "--tokenizer", build_tokenizer(slug, folder / slug), "--cutoff", 4096, "--name",
+                      slug, "--store-tokens")
+        assert result.exit_code == 0, result.output
+        for name, extra in ((f"{slug}_plain", []), (f"{slug}_merged", flags)):
+            assert _run("pack", path, "--spec", slug, "--capacity", 8192, "--name", name, *extra).exit_code == 0
+    return path
+
+
+@pytest.mark.parametrize("spec, least", [("qwen2_5", 2.0), ("qwen3", 1.3)])
+def test_the_bench_conversations_forward_far_fewer_tokens_with_every_label_kept(bench_store: Path, spec: str,
+                                                                                least: float) -> None:
+    (plain, merged), = run_query(bench_store, "SELECT p.tokens, m.tokens FROM pack_plans AS p, pack_plans AS m "
+                                              "WHERE p.plan = :plain AND m.plan = :merged",
+                                 {"plain": f"{spec}_plain", "merged": f"{spec}_merged"})[1]
+    assert plain / merged >= least
+    _check_every_token(bench_store, f"{spec}_merged", spec)
+
+
+def _check_every_token(store: Path, plan: str, spec: str) -> None:
+    """Every (context, target) each training entry of the mixture trains, with its weight, is what
+    the plan's samples train: nothing lost, nothing added, nothing in another context."""
     expected: Counter = Counter()
     with RenderedMixture(store, spec=spec) as entries:
         for sample in entries.get_many(list(range(len(entries)))):
@@ -260,7 +299,7 @@ def test_a_merged_pack_has_its_cuts_loss_and_gradients(store: Path, plans: dict[
 
 
 def test_flex_attention_reads_the_tree_block_mask(store: Path, plans: dict[str, str]) -> None:
-    from dataidx.training.tree_mask import tree_block_mask
+    from dataidx import tree_block_mask
 
     with PackedDataset(store, "trees") as packs:
         pack = next(packs[i] for i in range(len(packs)) if any("segments" in s for s in packs[i]))

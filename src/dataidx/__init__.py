@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .training import PackedDataset as PackedDataset
     from .training import block_causal_mask as block_causal_mask
     from .training import loader_state_for_workers as loader_state_for_workers
+    from .training import tree_block_mask as tree_block_mask
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "__version__": "._version",
@@ -61,6 +62,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "PackedDataset": ".training",
     "block_causal_mask": ".training",
     "loader_state_for_workers": ".training",
+    "tree_block_mask": ".training",
     # writing a store
     "build": ".index",
     "add_mixture": ".index",

@@ -81,13 +81,18 @@ def common_prefixes(words: np.ndarray, a: np.ndarray, b: np.ndarray, limits: np.
         hi = max(hi, lo + 1)
         counts = limits[lo:hi].astype(np.int64)
         offsets = np.cumsum(counts) - counts
-        within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(offsets, counts)
-        differ = ((words[np.repeat(a[lo:hi], counts) + within] ^ words[np.repeat(b[lo:hi], counts) + within])
-                  & mask) != 0
-        hits = np.flatnonzero(differ)
+        steps = np.arange(int(counts.sum()), dtype=np.int64)
+        at = np.repeat(a[lo:hi] - offsets, counts)
+        at += steps  # each pair's words, one after another
+        left = words[at]
+        at += np.repeat(b[lo:hi] - a[lo:hi], counts)
+        left ^= words[at]
+        left &= mask
+        hits = np.flatnonzero(left)
+        del at, left
         pairs = np.searchsorted(offsets, hits, side="right") - 1
         # Assigned from the last hit back, so each pair keeps its first mismatch.
-        found[lo + pairs[::-1]] = within[hits[::-1]]
+        found[lo + pairs[::-1]] = (hits - offsets[pairs])[::-1]
         lo = hi
     return found
 

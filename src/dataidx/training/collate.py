@@ -12,7 +12,7 @@ A pack of a tree plan (``dataidx pack --merge-cuts --trees``) holds prefix trees
 kernels cannot express: its batch has no ``cu_seq_lens``; ``attention_mask`` is the dense
 ``[batch, 1, width, width]`` boolean mask (transformers uses a 4-D mask as given), and
 ``segment_ids`` with ``segment_ancestors`` build a FlexAttention block mask
-(:func:`~dataidx.training.tree_mask.tree_block_mask`).
+(:func:`dataidx.tree_block_mask`).
 """
 
 from __future__ import annotations
