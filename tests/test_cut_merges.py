@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from dataidx import Collator, PackedDataset
 from dataidx.cli import cli
+from dataidx.errors import StaleStoreError, StoreError
 from dataidx.pack.merging import OUTCOMES, TokenWords, common_prefixes, merge_epoch
 from dataidx.pack.sequences import merged_sample
 from dataidx.render import IGNORE
@@ -326,6 +327,25 @@ def test_merging_is_refused_in_one_line_where_it_cannot_check(store: Path, plans
     assert len(result.output.strip().splitlines()) == 1
     result = _run("export", store, "--plan", "chains", "--format", "megatron", "-o", tmp_path / "out")
     assert result.exit_code != 0 and "merges cuts (chains)" in result.output
+
+
+def test_a_store_crafted_to_end_a_pack_inside_a_conversation_is_refused(store: Path, plans: dict[str, str],
+                                                                         tmp_path: Path) -> None:
+    import sqlite3
+
+    crafted = tmp_path / "crafted.db"
+    crafted.write_bytes(store.read_bytes())
+    (crafted.parent / "crafted.db.tokens").symlink_to(store.parent / "merges.db.tokens")
+    with sqlite3.connect(crafted) as connection:
+        connection.execute("UPDATE packed_entries SET joined = 1 WHERE id = (SELECT k.first_member + k.members - 1 "
+                           "FROM packs AS k JOIN packing_plans AS p ON p.id = k.plan_id "
+                           "WHERE p.name = 'chains' AND k.pack = 0)")
+        connection.execute("UPDATE packing_plans SET merge_cuts = 'spirals' WHERE name = 'trees'")
+    with PackedDataset(crafted, "chains", verify=False) as packs, pytest.raises(
+            StaleStoreError, match="a pack ends inside a merged conversation"):
+        packs[0]
+    with pytest.raises(StoreError, match="merges cuts as 'spirals', which this dataidx does not know"):
+        PackedDataset(crafted, "trees", verify=False)
 
 
 def test_info_and_compose_say_what_was_merged(store: Path, plans: dict[str, str]) -> None:

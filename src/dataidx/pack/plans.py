@@ -4,7 +4,8 @@ The plan packs every position of the mixture whose entry trains under the spec (
 truncated; the others are counted as ``left_out`` and their status rows say why), shuffles the
 pack order with the recorded seed, and stores packs and members so training and SQL read the
 same plan. An entry longer than the capacity is refused, not dropped: render with a cutoff that
-fits.
+fits. With ``--merge-cuts`` a conversation's cuts may be one item of the plan (:mod:`.merging`):
+its members stay one row each, in cut order, each ``joined`` to the next.
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StaleStoreError
+from ..errors import StaleStoreError, StoreError
 from ..read import EntryReader, paused_gc
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
 from ..store import Closable, check_epoch, served_epoch, skipped_entries
+from .merging import MODES
 from .sequences import merged_sample
 
 _MEMBERS = (
@@ -60,6 +61,9 @@ class RenderedPacks(Closable):
             if row is None:
                 raise handle.missing("packing_plans", "packing plan", plan, "; run dataidx pack")
             self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = row
+            if self.merge_cuts not in ("no", *MODES):  # a store's value, read as data
+                raise StoreError(f"{self.reader.path}: plan '{plan}' merges cuts as {self.merge_cuts!r}, which this "
+                                 "dataidx does not know; the store is damaged or was made by a newer dataidx")
             self.epochs = handle.all("SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch",
                                      self.plan_id)
             self.spec = read_spec(handle, spec)
