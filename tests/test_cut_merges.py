@@ -314,6 +314,50 @@ def test_flex_attention_reads_the_tree_block_mask(store: Path, plans: dict[str, 
     assert abs(float(dense) - float(flex)) <= 1e-4 * abs(float(dense))
 
 
+def test_a_transformers_trainer_trains_a_tree_plan_with_v1s_loss(store: Path, plans: dict[str, str],
+                                                                tmp_path: Path) -> None:
+    """The recipe of docs/cut-merges.md: PackedDataset, Collator, and a compute_loss that drops
+    what the model does not take and normalises as v1 does. Its first logged loss is the one
+    computed by hand from the same batch."""
+    from transformers import Trainer, TrainingArguments
+
+    from dataidx import block_causal_mask
+
+    class V1Loss(Trainer):
+        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                         num_items_in_batch: Any = None) -> Any:
+            labels, weights = inputs.pop("labels")[:, 1:], inputs.pop("loss_weights")[:, 1:]
+            if "segment_ids" not in inputs:  # chains: no sample attends to another
+                inputs["attention_mask"] = block_causal_mask(inputs["sample_ids"])
+            for key in ("sample_ids", "segment_ids", "segment_ancestors", "cu_seq_lens", "max_length"):
+                inputs.pop(key, None)
+            logits = model(**inputs).logits[:, :-1]
+            losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                                                       ignore_index=IGNORE, reduction="none")
+            return (losses * weights.flatten()).sum() / (weights.sum() + 1e-6)
+
+    collate = Collator(pad_token_id=0)
+    with PackedDataset(store, "trees") as packs:
+        model = _model(1 + max(i for k in (0, 1) for s in packs[k] for i in s["input_ids"])).float()
+        batch = collate([packs[0]])
+        with torch.no_grad():
+            weights = batch["loss_weights"][:, 1:]
+            by_hand = float(_loss(model, batch, batch["attention_mask"]) / (weights.sum() + 1e-6))
+        arguments = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=1,
+                                      report_to=[], use_cpu=True, save_strategy="no", logging_steps=1,
+                                      dataloader_num_workers=0, disable_tqdm=True, remove_unused_columns=False,
+                                      learning_rate=1e-3)
+
+        class InOrder(V1Loss):
+            def _get_train_sampler(self, *args: Any, **kwargs: Any) -> Any:
+                return torch.utils.data.SequentialSampler(packs)
+
+        trainer = InOrder(model=model, args=arguments, train_dataset=packs, data_collator=collate)
+        trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert len(losses) == 2 and abs(losses[0] - by_hand) <= 1e-3 * by_hand
+
+
 def test_merging_is_refused_in_one_line_where_it_cannot_check(store: Path, plans: dict[str, str],
                                                              tmp_path: Path) -> None:
     result = _run("pack", store, "--spec", "qwen3", "--capacity", 4096, "--trees")
