@@ -109,13 +109,13 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(handle, mixture_id, spec["id"])
                                            for spec in specs}
-        plans = handle.dicts("SELECT v.plan, v.spec, v.mixture, v.capacity, v.seed, v.packs, v.entries, v.fill, "
-                             "v.tokens, v.left_out, p.merge_cuts FROM pack_plans AS v "
-                             "JOIN packing_plans AS p ON p.name = v.plan ORDER BY v.plan")
+        plans = handle.dicts("SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
+                             "FROM pack_plans ORDER BY plan")
         for plan in plans:  # steps per epoch follow the packs of each epoch, not their sum
             plan["epoch_packs"] = [packs for (packs,) in handle.all(
                 "SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON p.id = e.plan_id "
                 "WHERE p.name = {mark} ORDER BY e.epoch", plan["plan"])]
+            plan["merge_cuts"] = handle.value("SELECT merge_cuts FROM packing_plans WHERE name = {mark}", plan["plan"])
             plan["merges"] = cut_merges(handle, plan["plan"])
         shown = handle.name
     build = builds[0] if builds else None
