@@ -487,6 +487,41 @@ def test_merge_epoch_matches_a_plain_reference(epoch: tuple[list[list[list[int]]
         assert len(sample["input_ids"]) == length
 
 
+@st.composite
+def _conversations(draw: Any) -> list[dict[str, Any]]:
+    """2 to 6 cuts, each sharing a prefix of the one before (from one token up, or all of it)
+    and adding its own tokens; some tokens supervised, with weights."""
+    cuts: list[dict[str, Any]] = []
+    ids = draw(st.lists(st.integers(1, 6), min_size=1, max_size=6))
+    for number in range(draw(st.integers(2, 6))):
+        if number:
+            before = cuts[-1]["input_ids"]
+            ids = before[:draw(st.integers(1, len(before)))] + draw(st.lists(st.integers(1, 6), max_size=5))
+        trained = [draw(st.booleans()) and k > 0 for k in range(len(ids))]
+        weights = [draw(st.sampled_from([1.0, 0.5, 0.25])) if t else 0.0 for t in trained]
+        cuts.append({"input_ids": ids, "labels": [i if t else IGNORE for i, t in zip(ids, trained)],
+                     "loss_weights": weights})
+    return cuts
+
+
+@settings(max_examples=300, deadline=None)
+@given(_conversations())
+def test_a_tree_trains_every_cut_token_in_its_own_context(cuts: list[dict[str, Any]]) -> None:
+    """Branches at any point (after one shared token too), strict prefixes, repeats: the (context,
+    target) -> weight each cut trains is what the merged sample trains."""
+    expected: Counter = Counter()
+    for cut in cuts:
+        expected.update(_trained(cut))
+    sample = merged_sample(cuts, trees=True)
+    found = _trained(sample)
+    assert found.keys() == expected.keys()
+    assert all(abs(found[key] - expected[key]) < 1e-9 for key in expected)
+    depth: list[int] = []
+    for before in _path_predecessors(sample):
+        depth.append(0 if before < 0 else depth[before] + 1)
+    assert sample["position_ids"] == depth
+
+
 def _common(a: list[int], b: list[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:

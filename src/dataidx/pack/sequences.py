@@ -65,7 +65,8 @@ def merged_sample(cuts: list[dict[str, Any]], *, trees: bool) -> dict[str, Any]:
             segments[tail][1] += len(own)  # the cut before ends the tokens so far: continue its segment
         else:
             new_holder[attach] = holder[attach]  # the copy's own label would be predicted from the wrong token
-            segments.append([start, len(own), _split_after(segments, int(path[attach - 1]))])
+            # A branch that shares only the first token restarts from it: a root of its own.
+            segments.append([start, len(own), _split_after(segments, int(path[attach - 1])) if attach else -1])
             tail = len(segments) - 1
         path, holder, before = np.concatenate([path[:attach], own]), new_holder, cut_ids
         labels = np.asarray(cut["labels"], dtype=np.int64)
