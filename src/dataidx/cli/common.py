@@ -208,14 +208,19 @@ def spec_composition_notes(store: str, spec: str, rows: list[dict[str, Any]]) ->
     return "\n".join(filter(None, [reasoning, causes_note(spec, spec_causes(store, spec))]))
 
 
+def merged_and_kept(rows: dict[str, int]) -> tuple[str, str]:
+    """Conversations per ``--merge-cuts`` outcome, said as ``(merged, kept as cuts and why)``."""
+    merged = [f"{rows[outcome]:,} {label}" for outcome, label in
+              (("merged", "as one sequence"), ("tree", "as prefix trees")) if outcome in rows]
+    kept = [f"{count:,} {outcome}" for outcome, count in rows.items() if outcome not in ("merged", "tree")]
+    return ", ".join(merged) or "no conversation", ", ".join(kept)
+
+
 def merges_said(plan: dict[str, Any]) -> str:
     """A plan made with ``--merge-cuts`` in one line: conversations merged, kept as cuts and why, tokens."""
-    merges = {merge["outcome"]: merge for merge in plan["merges"]}
-    merged = [f"{merges[outcome]['rows']:,} {label}" for outcome, label in
-              (("merged", "as one sequence"), ("tree", "as prefix trees")) if outcome in merges]
-    kept = [f"{merge['rows']:,} {outcome}" for outcome, merge in merges.items() if outcome not in ("merged", "tree")]
-    before = sum(merge["cut_tokens"] for merge in merges.values())
-    after = sum(merge["tokens"] for merge in merges.values())
-    return (f"plan '{plan['plan']}' merges cuts ({plan['merge_cuts']}): {', '.join(merged) or 'no conversation'}"
-            + (f"; kept as cuts: {', '.join(kept)}" if kept else "")
+    merged, kept = merged_and_kept({merge["outcome"]: merge["rows"] for merge in plan["merges"]})
+    before = sum(merge["cut_tokens"] for merge in plan["merges"])
+    after = sum(merge["tokens"] for merge in plan["merges"])
+    return (f"plan '{plan['plan']}' merges cuts ({plan['merge_cuts']}): {merged}"
+            + (f"; kept as cuts: {kept}" if kept else "")
             + f"; conversations' tokens forwarded {before:,} -> {after:,}")

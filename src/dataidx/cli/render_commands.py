@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, added_tokens_note, echo, render_text, shown, steps_line
+from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, render_text, shown, steps_line
 
 
 @click.command()
@@ -194,12 +194,9 @@ def tokens_line(summary: Any) -> str:
 
 def merge_lines(summary: Any) -> list[str]:
     """What ``--merge-cuts`` did, in a few lines: conversations merged, kept as cuts and why, tokens."""
-    merges = summary.merges
-    merged = [f"{merges[o][0]:,} {label}" for o, label in (("merged", "as one sequence"), ("tree", "as prefix trees"))
-              if o in merges]
-    kept = [f"{values[0]:,} {outcome}" for outcome, values in merges.items() if outcome not in ("merged", "tree")]
+    merged, kept = merged_and_kept({outcome: values[0] for outcome, values in summary.merges.items()})
     before, after = summary.unmerged_tokens, summary.tokens
     ratio = f" ({before / after:.2f}x fewer)" if after else ""
-    return [f"merged cuts: {', '.join(merged) or 'no conversation'}; tokens forwarded {before:,} -> {after:,}{ratio}; "
+    return [f"merged cuts: {merged}; tokens forwarded {before:,} -> {after:,}{ratio}; "
             f"packs {sum(summary.unmerged_packs):,} -> {summary.packs:,}",
-            *([f"conversations kept as cuts: {', '.join(kept)}"] if kept else [])]
+            *([f"conversations kept as cuts: {kept}"] if kept else [])]
