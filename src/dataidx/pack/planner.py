@@ -56,7 +56,11 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
     """Best-fit-decreasing: ``(order, bin_of, bins)``, items in the order they are placed and the
     bin each of them goes to (bins numbered as they open). 4-byte integers below 2**31 items."""
     index = _index_type(len(lengths))
-    order = np.argsort(-lengths, kind="stable").astype(index)  # longest first, equal lengths in index order
+    # Longest first, equal lengths in index order: a stable sort of the room each leaves, which
+    # fits 16 bits at any usual capacity, where NumPy sorts by radix (5x faster at 20M).
+    room = capacity - lengths
+    order = np.argsort(room.astype(np.uint16) if capacity < 2**16 else room, kind="stable").astype(index)
+    del room
     sorted_lengths = lengths[order]
     bin_of = np.empty(len(order), dtype=index)
     bins = 0
@@ -74,16 +78,18 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
         while placed < end:
             least = max(length, base)  # the least room that fits it
             fitting = occupied >> (least - base)
-            if fitting:
-                room = least + (fitting & -fitting).bit_length() - 1
-                stack = by_room[room]
-                number = stack.pop()
-                if not stack:
-                    del by_room[room]
-                    occupied &= ~(1 << (room - base))
-            else:
-                room, number = capacity, bins
-                bins += 1
+            if not fitting:
+                # No open bin fits this length, and none will while it lasts: a bin it opens keeps
+                # less room than the length. So the rest of the group fills new bins, as many a bin
+                # as fit, in one step (what placing them one bin at a time does, bin for bin).
+                bins, occupied = _open_bins(bin_of, placed, end, length, capacity, bins, base, by_room, occupied)
+                break
+            room = least + (fitting & -fitting).bit_length() - 1
+            stack = by_room[room]
+            number = stack.pop()
+            if not stack:
+                del by_room[room]
+                occupied &= ~(1 << (room - base))
             take = min(end - placed, room // length)
             bin_of[placed : placed + take] = number
             placed += take
@@ -92,6 +98,22 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
                 by_room.setdefault(left, array("q")).append(number)
                 occupied |= 1 << (left - base)
     return order, bin_of, bins
+
+
+def _open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity: int, bins: int, base: int,
+               by_room: dict[int, array], occupied: int) -> tuple[int, int]:
+    """Items ``placed .. end`` (of one length) into new bins from number ``bins`` on, ``capacity //
+    length`` a bin; each bin that keeps room is pushed to ``by_room`` in number order. Returns the
+    bins opened so far and the new bitmask of rooms."""
+    per_bin = capacity // length
+    full, rest = divmod(end - placed, per_bin)
+    bin_of[placed:end] = bins + np.arange(end - placed) // per_bin
+    for count, first, room in ((full, bins, capacity - per_bin * length), (1 if rest else 0, bins + full,
+                                                                           capacity - rest * length)):
+        if count and room:
+            by_room.setdefault(room, array("q")).extend(range(first, first + count))
+            occupied |= 1 << (room - base)
+    return bins + full + (1 if rest else 0), occupied
 
 
 def _grouped(order: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
