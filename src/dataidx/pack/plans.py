@@ -20,11 +20,12 @@ import numpy as np
 from .._version import __version__
 from ..errors import StoreError, UsageError
 from ..index import epoch_seed
-from ..render import START, open_tokens, read_spec
+from ..render import START, TokenFile, open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
     EpochPacks,
     SpecLengths,
+    StoreHandle,
     identity_of,
     open_store,
     position_entries,
@@ -108,12 +109,12 @@ def pack_store(
         if pairs:
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
-        lengths = spec_lengths(handle, stored_spec.id)
+        tokens = open_tokens(handle, store, stored_spec, required=merge_cuts != "no")
+        lengths = _spec_lengths(handle, stored_spec.id, tokens)
         merging = None
         if merge_cuts != "no":
-            tokens = open_tokens(handle, store, stored_spec, required=True)
             assert tokens is not None  # required: refused above without them
-            first, starts = row_starts(handle)
+            _, starts = row_starts(handle)
             _, words, index = tokens.mapped()
             merging = (starts, TokenWords(words=words, starts=index & START, first_entry=tokens.first_entry,
                                           mask=(1 << (words.dtype.itemsize * 8 - 1)) - 1))
@@ -139,6 +140,16 @@ def pack_store(
     summary.packs, summary.entries, summary.tokens = totals["packs"], totals["entries"], totals["tokens"]
     summary.fill, summary.left_out, summary.seconds = totals["fill"], totals["left_out"], totals["seconds"]
     return summary
+
+
+def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -> SpecLengths:
+    """The spec's lengths: from its token file's index when its tokens are stored and it indexes
+    every base entry (0.05 s at 2M entries), else from the store (about 0.5 s a million)."""
+    if tokens is not None:
+        first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
+        if first == tokens.first_entry and last is not None and last - first + 1 == tokens.entries:
+            return tokens.lengths()
+    return spec_lengths(handle, spec_id)
 
 
 def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, seed: int, store: str | os.PathLike[str],

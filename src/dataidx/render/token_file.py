@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaleStoreError, StoreError
+from ..store import SpecLengths
 
 MAGIC = b"DIDXTOK2"
 #: magic, word bytes, reserved, words, entries indexed, first entry id, the spec's fingerprint (raw)
@@ -204,6 +205,13 @@ class TokenFile:
     def index_array(self) -> np.ndarray:
         """Where each base entry's words start (``entries + 1`` of them, bit 63 the extras flag)."""
         return self.mapped()[2]
+
+    def lengths(self) -> SpecLengths:
+        """Every indexed entry's tokens and whether it trains (it has words), from the index alone:
+        what ``spec_lengths`` reads from the store with an O(entries) query, at memory speed."""
+        _, _, index = self.mapped()
+        counts = np.diff((index & START).astype(np.int64))
+        return SpecLengths(self.first_entry, counts.astype(np.int32), counts > 0)
 
     def trains(self, entry_ids: np.ndarray) -> np.ndarray:
         """Whether each of base entries ``entry_ids`` trains under the spec (it has words), from the
