@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from dataidx import Collator, PackedDataset
 from dataidx.cli import cli
-from dataidx.errors import StaleStoreError, StoreError
+from dataidx.errors import StaleStoreError, StoreError, UsageError
 from dataidx.pack.merging import OUTCOMES, TokenWords, common_prefixes, merge_epoch
 from dataidx.pack.sequences import merged_sample
 from dataidx.render import IGNORE
@@ -356,6 +356,26 @@ def test_a_transformers_trainer_trains_a_tree_plan_with_v1s_loss(store: Path, pl
         trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert len(losses) == 2 and abs(losses[0] - by_hand) <= 1e-3 * by_hand
+
+
+def test_eager_attention_reads_the_additive_tree_mask(store: Path, plans: dict[str, str]) -> None:
+    """Eager attention adds a 4-D mask to its scores: the boolean one would mask nothing there."""
+    with PackedDataset(store, "trees") as packs:
+        pack = next(packs[i] for i in range(len(packs)) if any("segments" in s for s in packs[i]))
+    tree = next(s for s in pack if "segments" in s and len(s["input_ids"]) < 1500)
+    model = _model(1 + max(tree["input_ids"]))
+    boolean = Collator(pad_token_id=0)([[tree]])
+    additive = Collator(pad_token_id=0, tree_mask_dtype=torch.float64)([[tree]])
+    assert additive["attention_mask"].dtype == torch.float64
+    assert torch.equal(additive["attention_mask"] == 0, boolean["attention_mask"])
+    with torch.no_grad():
+        sdpa = _loss(model, boolean, boolean["attention_mask"])
+        model.config._attn_implementation = "eager"
+        eager = _loss(model, additive, additive["attention_mask"])
+        wrong = _loss(model, boolean, boolean["attention_mask"])
+    assert abs(float(eager) - float(sdpa)) <= 1e-9 * abs(float(sdpa)) and abs(float(wrong) - float(sdpa)) > 1e-6
+    with pytest.raises(UsageError, match="tree_mask_dtype must be a floating dtype"):
+        Collator(pad_token_id=0, tree_mask_dtype=torch.int64)
 
 
 def test_merging_is_refused_in_one_line_where_it_cannot_check(store: Path, plans: dict[str, str],

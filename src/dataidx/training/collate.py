@@ -46,13 +46,21 @@ class Collator:
     Preference entries become one padded batch of every chosen side followed by every rejected
     side (``2 * batch`` rows), as pairwise trainers expect.
 
+    A batch holding prefix trees carries a 4-D ``attention_mask``: booleans by default (SDPA,
+    and the reference for FlexAttention's block mask); with ``tree_mask_dtype`` a floating dtype,
+    the additive mask eager attention needs (0 where a token may attend, the dtype's minimum
+    elsewhere), since eager attention adds the mask to its scores.
+
     Example::
 
         loader = DataLoader(PackedDataset("demo.db"), batch_size=2, collate_fn=Collator(pad_token_id=0))
     """
 
-    def __init__(self, pad_token_id: int) -> None:
+    def __init__(self, pad_token_id: int, *, tree_mask_dtype: torch.dtype | None = None) -> None:
+        if tree_mask_dtype is not None and not tree_mask_dtype.is_floating_point:
+            raise UsageError(f"tree_mask_dtype must be a floating dtype (the model's), got {tree_mask_dtype}")
         self.pad_token_id = pad_token_id
+        self.tree_mask_dtype = tree_mask_dtype
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         if batch and isinstance(batch[0], list):
@@ -87,7 +95,11 @@ class Collator:
         if any("segments" in sample for sample in samples):  # prefix trees: a mask, not segments of a row
             segment_ids, ancestors = tree_segments(packs)
             batch["segment_ids"], batch["segment_ancestors"] = _filled(real, segment_ids, 0), ancestors
-            batch["attention_mask"] = tree_attention_mask(batch["segment_ids"], ancestors)
+            mask = tree_attention_mask(batch["segment_ids"], ancestors)
+            if self.tree_mask_dtype is not None:
+                blocked = torch.finfo(self.tree_mask_dtype).min
+                mask = torch.zeros(mask.shape, dtype=self.tree_mask_dtype).masked_fill_(~mask, blocked)
+            batch["attention_mask"] = mask
             return batch
         batch["attention_mask"] = (batch["sample_ids"] > 0).long()
         # Segments of the flattened [batch * width] layout: each sample, then each row's padding
