@@ -376,6 +376,15 @@ def test_eager_attention_reads_the_additive_tree_mask(store: Path, plans: dict[s
     assert abs(float(eager) - float(sdpa)) <= 1e-9 * abs(float(sdpa)) and abs(float(wrong) - float(sdpa)) > 1e-6
     with pytest.raises(UsageError, match="tree_mask_dtype must be a floating dtype"):
         Collator(pad_token_id=0, tree_mask_dtype=torch.int64)
+    # the same for a chain plan's packs, through block_causal_mask
+    with PackedDataset(store, "chains") as packs:
+        batch = Collator(pad_token_id=0)([packs[0]])
+    model = _model(1 + int(batch["input_ids"].max()))
+    with torch.no_grad():
+        sdpa = _loss(model, batch, block_causal_mask(batch["sample_ids"]))
+        model.config._attn_implementation = "eager"
+        eager = _loss(model, batch, block_causal_mask(batch["sample_ids"], torch.float64))
+    assert abs(float(eager) - float(sdpa)) <= 1e-9 * abs(float(sdpa))
 
 
 def test_merging_is_refused_in_one_line_where_it_cannot_check(store: Path, plans: dict[str, str],

@@ -96,10 +96,7 @@ class Collator:
             segment_ids, ancestors = tree_segments(packs)
             batch["segment_ids"], batch["segment_ancestors"] = _filled(real, segment_ids, 0), ancestors
             mask = tree_attention_mask(batch["segment_ids"], ancestors)
-            if self.tree_mask_dtype is not None:
-                blocked = torch.finfo(self.tree_mask_dtype).min
-                mask = torch.zeros(mask.shape, dtype=self.tree_mask_dtype).masked_fill_(~mask, blocked)
-            batch["attention_mask"] = mask
+            batch["attention_mask"] = mask if self.tree_mask_dtype is None else additive(mask, self.tree_mask_dtype)
             return batch
         batch["attention_mask"] = (batch["sample_ids"] > 0).long()
         # Segments of the flattened [batch * width] layout: each sample, then each row's padding
@@ -161,10 +158,20 @@ def _filled(real: np.ndarray, values: np.ndarray, fill: float) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def block_causal_mask(sample_ids: torch.Tensor) -> torch.Tensor:
+def block_causal_mask(sample_ids: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
     """``[batch, 1, length, length]`` booleans: token ``q`` may attend to ``k`` only when both
-    belong to the same sample (ids above 0) and ``k <= q``. Padding attends to nothing."""
+    belong to the same sample (ids above 0) and ``k <= q``. Padding attends to nothing. With
+    ``dtype`` (the model's), the additive mask eager attention needs instead (see :func:`additive`)."""
     same = sample_ids[:, :, None] == sample_ids[:, None, :]
     real = (sample_ids > 0)[:, :, None]
     causal = torch.ones(sample_ids.shape[1], sample_ids.shape[1], dtype=torch.bool).tril()
-    return (same & real & causal)[:, None]
+    mask = (same & real & causal)[:, None]
+    return mask if dtype is None else additive(mask, dtype)
+
+
+def additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean attention mask as eager attention takes one, added to its scores: 0 where a token
+    may attend, ``dtype``'s minimum elsewhere (a boolean mask added there would mask nothing)."""
+    if not dtype.is_floating_point:
+        raise UsageError(f"an additive attention mask needs a floating dtype (the model's), got {dtype}")
+    return torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
