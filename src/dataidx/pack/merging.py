@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import StaleStoreError
+from ..render import START
 
 #: Merge modes of ``dataidx pack --merge-cuts``: chains only, or chains and trees.
 MODES = ("chains", "trees")
@@ -29,6 +30,8 @@ REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG = ("cuts drawn unequally often", "with
                                               "a cut does not train", "longer than a pack")
 #: Every outcome, merged first: the order info and the report list them in.
 OUTCOMES = (MERGED, TREE, NOT_A_PREFIX, NO_SHARED_PREFIX, REPEATED, PARTIAL, NOT_TRAINING, TOO_LONG)
+#: Outcomes below this number merged (MERGED, TREE); the others kept their cuts.
+_MERGING = 2
 #: Tokens compared at a time when finding common prefixes (each costs ~40 bytes of temporaries).
 _TOKENS_PER_CHUNK = 1 << 22
 
@@ -57,7 +60,8 @@ class MergedItems:
 
 @dataclass(frozen=True)
 class TokenWords:
-    """A spec's stored words and the index of where each base entry's words start (bit 63 masked off)."""
+    """A spec's stored words and the index of where each base entry's words start (its bit 63, a
+    flag, is masked off where read: the mapped index is never copied)."""
 
     words: np.ndarray
     starts: np.ndarray
@@ -66,8 +70,8 @@ class TokenWords:
 
     def span(self, entry_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         at = entry_ids - self.first_entry
-        begins = self.starts[at].astype(np.int64)
-        return begins, self.starts[at + 1].astype(np.int64) - begins
+        begins = (self.starts[at] & START).astype(np.int64)
+        return begins, (self.starts[at + 1] & START).astype(np.int64) - begins
 
 
 def common_prefixes(words: np.ndarray, a: np.ndarray, b: np.ndarray, limits: np.ndarray, mask: int) -> np.ndarray:
@@ -117,10 +121,10 @@ def merge_epoch(entries: np.ndarray, tokens: np.ndarray, trains: np.ndarray, sta
     outcome[even & ~all_train] = OUTCOMES.index(NOT_TRAINING)
     candidates = np.flatnonzero(even & all_train)
     forwarded = _forwarded(candidates, row_first, row_size, tokens, first, words, mode, outcome)
-    outcome[candidates[(outcome[candidates] < 2) & (forwarded > capacity)]] = OUTCOMES.index(TOO_LONG)
-    merged = candidates[outcome[candidates] < 2]
-    forwarded_of = np.zeros(len(row_first), dtype=np.int64)
-    forwarded_of[candidates] = forwarded * most[candidates]  # every copy
+    outcome[candidates[(outcome[candidates] < _MERGING) & (forwarded > capacity)]] = OUTCOMES.index(TOO_LONG)
+    merged = candidates[outcome[candidates] < _MERGING]
+    per_copy = np.zeros(len(row_first), dtype=np.int64)  # tokens one merged copy of a row forwards
+    per_copy[candidates] = forwarded
 
     at = entries - first
     in_merged = np.zeros(count, dtype=bool)
@@ -129,9 +133,9 @@ def merge_epoch(entries: np.ndarray, tokens: np.ndarray, trains: np.ndarray, sta
     cuts, copies = row_size[merged], most[merged]
     members = np.concatenate([singles, _copies(at, in_merged, cuts, copies)])
     sizes = np.concatenate([np.ones(len(singles), dtype=np.int64), np.repeat(cuts, copies)])
-    lengths = np.concatenate([tokens[at[singles]].astype(np.int64), np.repeat(forwarded_of[merged] // copies, copies)])
+    lengths = np.concatenate([tokens[at[singles]].astype(np.int64), np.repeat(per_copy[merged], copies)])
     return MergedItems(members=members, sizes=sizes, lengths=lengths,
-                       outcomes=_outcomes(outcome, row_first, tokens, trains, drawn, forwarded_of))
+                       outcomes=_outcomes(outcome, row_first, tokens, trains, drawn, per_copy * most))
 
 
 def _copies(at: np.ndarray, in_merged: np.ndarray, cuts: np.ndarray, copies: np.ndarray) -> np.ndarray:
@@ -200,6 +204,7 @@ def _outcomes(outcome: np.ndarray, row_first: np.ndarray, tokens: np.ndarray, tr
         rows = outcome == number
         if rows.any():
             as_cuts = int(row_tokens[rows].sum())
+            planned = int(forwarded[rows].sum()) if number < _MERGING else as_cuts
             found.append(Outcome(outcome=name, rows=int(rows.sum()), entries=int(row_drawn[rows].sum()),
-                                 cut_tokens=as_cuts, tokens=int(forwarded[rows].sum()) if number < 2 else as_cuts))
+                                 cut_tokens=as_cuts, tokens=planned))
     return found

@@ -20,7 +20,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import StoreError, UsageError
 from ..index import epoch_seed
-from ..render import START, TokenFile, open_tokens, read_spec
+from ..render import TokenFile, open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
     EpochPacks,
@@ -116,7 +116,7 @@ def pack_store(
             assert tokens is not None  # required: refused above without them
             _, starts = row_starts(handle)
             _, words, index = tokens.mapped()
-            merging = (starts, TokenWords(words=words, starts=index & START, first_entry=tokens.first_entry,
+            merging = (starts, TokenWords(words=words, starts=index, first_entry=tokens.first_entry,
                                           mask=(1 << (words.dtype.itemsize * 8 - 1)) - 1))
         summary = PackSummary(name=name, spec=spec, mixture=mixture, capacity=capacity, seed=seed, packs=0, entries=0,
                               tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0, merge_cuts=merge_cuts)
@@ -154,7 +154,7 @@ def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -
 
 def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, seed: int, store: str | os.PathLike[str],
                  mixture: str, spec: str, merging: tuple[np.ndarray, TokenWords] | None = None,
-                 summary: PackSummary | None = None) -> EpochPacks:
+                 summary: PackSummary) -> EpochPacks:
     """One epoch's plan over the base entries ``entries`` of its positions (``store``, ``mixture``
     and ``spec`` name them in an error); with ``merging`` (row starts and stored words), a
     conversation's cuts merged where their tokens allow, counted into ``summary``."""
@@ -170,7 +170,7 @@ def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, se
             f"capacity {capacity} (longest {int(item_lengths.max())} tokens); render with --cutoff {capacity} or less"
         )
     del too_long
-    if merging is not None and summary is not None:
+    if merging is not None:
         return _merged_epoch_packs(entries, lengths, item_lengths, capacity=capacity, seed=seed, merging=merging,
                                    summary=summary)
     plan = plan_packs(item_lengths, capacity, seed)
