@@ -599,7 +599,8 @@ def test_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Pat
 
 
 class _Recording:
-    """A tokenizer backend that records the longest text it was asked to encode."""
+    """A tokenizer backend that records the longest text it was asked to encode (in batches with
+    and without offsets, or alone)."""
 
     def __init__(self, backend) -> None:
         self.backend, self.longest = backend, 0
@@ -607,6 +608,14 @@ class _Recording:
     def encode_batch(self, texts, **kwargs):
         self.longest = max([self.longest, *map(len, texts)])
         return self.backend.encode_batch(texts, **kwargs)
+
+    def encode_batch_fast(self, texts, **kwargs):
+        self.longest = max([self.longest, *map(len, texts)])
+        return self.backend.encode_batch_fast(texts, **kwargs)
+
+    def encode(self, text, **kwargs):
+        self.longest = max(self.longest, len(text))
+        return self.backend.encode(text, **kwargs)
 
 
 @pytest.mark.parametrize("truncation", ["drop", "right", "left"])

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from .rendered import TRAINING_STATUSES as TRAINING_STATUSES
     from .rendered import Rendered as Rendered
     from .renderer import STATUSES as STATUSES
-    from .renderer import TRUNCATIONS as TRUNCATIONS
     from .renderer import Renderer as Renderer
     from .served import RenderedMixture as RenderedMixture
     from .served import open_spec as open_spec
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
     from .token_file import START as START
     from .token_file import TokenFile as TokenFile
     from .tokens import unrun as unrun
+    from .truncation import TRUNCATIONS as TRUNCATIONS
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -68,7 +68,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "IGNORE": ".rendered",
     "STATUSES": ".renderer",
     "TRAINING_STATUSES": ".rendered",
-    "TRUNCATIONS": ".renderer",
+    "TRUNCATIONS": ".truncation",
     "Rendered": ".rendered",
     "Renderer": ".renderer",
     "template_problems": ".provenance",

@@ -9,12 +9,13 @@ of the whole's ids; where they are not (v1 raises there), or when the last messa
 assistant turn, the supervised messages are located by characters instead (:meth:`ChatText.spans`)
 and a token with any character in a span is supervised. The template writes every special token:
 no BOS or EOS is added behind its back, as in ``apply_chat_template`` and v1. Data text is
-escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer in one batch.
+escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer in one batch, each
+shared prefix once (a prompt takes its ids from its whole's encoding: :mod:`.shared_prefix`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -26,11 +27,9 @@ from .chat_text import ChatText, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens, kept_detail
 from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
+from .shared_prefix import Encoded, SharedPrefixes
+from .truncation import TRUNCATED_FACTOR, TRUNCATIONS, truncated
 
-TRUNCATIONS = ("drop", "right", "left")
-#: Under right or left truncation an entry is rendered up to this many times the text that must
-#: be over the cutoff (the part kept is decided on its tokens); past it, it is ``too_long``.
-TRUNCATED_FACTOR = 4
 NO_PROMPT = ("the trained turn is the conversation's first message, so it has no prompt to render: v1 renders the "
              "prompt with apply_chat_template, which refuses an empty conversation")
 
@@ -47,6 +46,9 @@ class _Side:
     prompt: str | None
     has_cut: bool
     added: tuple[str, ...] = ()  # plain added tokens its data text holds (see Rendered.added)
+    #: a side whose text this one's likely extends or shares a prefix with (a later cut of its
+    #: conversation, a pair's chosen side): its ids are derived from that one's (:mod:`.shared_prefix`)
+    reference: _Side | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -85,6 +87,7 @@ class Renderer:
         # (a shipped tokenizer.json, or a call with truncation=True), which would bypass the cutoff.
         self.backend = private_backend(tokenizer)
         self.controls = ControlTokens(tokenizer, self.backend, escapes)
+        self.shared = SharedPrefixes(self.backend)
         self.escapes = escapes
         self.cutoff = cutoff
         self.truncation = truncation
@@ -113,10 +116,23 @@ class Renderer:
         return self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
 
     def finish_many(self, drafts: list[Draft]) -> list[Rendered]:
-        """Tokenize the texts of drafts (:meth:`draft_cuts`) in one batch, and label them."""
-        texts = [text for draft in drafts if isinstance(draft, dict) for side in draft.values() for text in side.texts]
-        encodings = iter(self.backend.encode_batch(texts, add_special_tokens=False) if texts else ())
-        return [draft if isinstance(draft, Rendered) else self._finish(draft, encodings) for draft in drafts]
+        """Tokenize the texts of drafts (:meth:`draft_cuts`) in one batch, and label them.
+
+        A prompt's ids are derived from its whole's encoding, and a side's from its reference's
+        where it has one in the batch (:mod:`.shared_prefix`): one tokenizer pass per prefix."""
+        sides = [side for draft in drafts if isinstance(draft, dict) for side in draft.values()]
+        number = {id(side): k for k, side in enumerate(sides)}
+        # Texts: every side's whole first (text k is side k's), then the prompts.
+        roots = [number.get(id(side.reference)) if side.reference is not None and side.reference.reference is None
+                 else None for side in sides]
+        texts = [side.full for side in sides] + [side.prompt for side in sides if side.prompt is not None]
+        references = roots + [k if roots[k] is None else roots[k] for k, side in enumerate(sides)
+                              if side.prompt is not None]
+        encoded = iter(self.shared.encode(self.backend, texts, references))
+        wholes = [next(encoded) for _ in sides]
+        tokens = {id(side): (whole, next(encoded) if side.prompt is not None else None)
+                  for side, whole in zip(sides, wholes)}
+        return [draft if isinstance(draft, Rendered) else self._finish(draft, tokens) for draft in drafts]
 
     def draft_cuts(self, whole: Mapping[str, Any], cuts: list[int], bounds: CutLeast) -> list[Draft]:
         """Drafts of the entries ``truncate(whole, cut)`` of one converted row, those :meth:`render_many`
@@ -143,6 +159,9 @@ class Renderer:
             with self.chat.entry():
                 drafts.append(_holding(self.over(bounds[cut]) or self._guarded(lambda cut=cut: self._checked(
                     {None: self._side_of(chat[:cut], weights[:cut], tools, True)})), held[cut]))
+        longest = [draft[None] for draft in drafts if isinstance(draft, dict)]
+        for side in longest[:-1]:  # an earlier cut's text is most often the longest one's beginning
+            side.reference = longest[-1]
         return drafts
 
     def draft(self, sample: Mapping[str, Any], has_cut: bool) -> Draft:
@@ -155,8 +174,10 @@ class Renderer:
     def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, _Side]:
         tools = sample_tools(sample, self.controls)
         if "chosen_messages" in sample or "rejected_messages" in sample:
-            return {side: self._side(sample.get(f"{side}_messages") or [], tools, False)
-                    for side in ("chosen", "rejected")}
+            chosen, rejected = (self._side(sample.get(f"{side}_messages") or [], tools, False)
+                                for side in ("chosen", "rejected"))
+            rejected.reference = chosen  # the two answers follow one conversation
+            return {"chosen": chosen, "rejected": rejected}
         return {None: self._side(sample.get("messages") or [], tools, has_cut)}
 
     def _checked(self, sides: dict[str | None, _Side]) -> Draft:
@@ -211,11 +232,10 @@ class Renderer:
         return _Side(chat=chat, weights=weights, tools=tools, options=options,
                      full=self.chat.text(chat, tools, False, **options), prompt=prompt, has_cut=has_cut)
 
-    def _finish(self, draft: dict[str | None, _Side], encodings: Iterator[Any]) -> Rendered:
-        # Take this entry's encodings before anything can fail, so later entries get theirs.
-        encoded = {name: [next(encodings) for _ in side.texts] for name, side in draft.items()}
+    def _finish(self, draft: dict[str | None, _Side], tokens: dict[int, tuple[Encoded, Encoded | None]]
+                ) -> Rendered:
         try:
-            sides = {name: self._labelled(side, *encoded[name]) for name, side in draft.items()}
+            sides = {name: self._labelled(side, *tokens[id(side)]) for name, side in draft.items()}
         except DataidxError as exc:
             return Rendered(status="render_error", detail=bounded(str(exc)),
                             cause=getattr(exc, "cause", None) or "format")
@@ -229,8 +249,8 @@ class Renderer:
                                  sides=pair, cause=next(s.cause for s in pair.values() if s.status == worst),
                                  reasoning=worst_reasoning(s.reasoning for s in pair.values())), added)
 
-    def _labelled(self, side: _Side, full: Any, prompt: Any = None) -> Rendered:
-        ids = full.ids  # a new list on every access: read once
+    def _labelled(self, side: _Side, full: Encoded, prompt: Encoded | None) -> Rendered:
+        ids = full.ids
         prompt_ids = prompt.ids if prompt is not None else None
         if prompt_ids is not None and ids[: len(prompt_ids)] == prompt_ids:  # v1's token diff
             start, weight = len(prompt_ids), side.weights[-1]
@@ -243,30 +263,14 @@ class Renderer:
             wanted = list(range(len(side.chat)))
         with self.chat.entry():  # locating messages renders prefixes: a time budget of their own
             spans = self.chat.spans(side.chat, side.weights, side.tools, full=side.full, wanted=wanted, **side.options)
-        labels, weights = label_tokens(ids, full.offsets, spans)
+        encoding = full.encoding  # a derived whole has no offsets: tokenized whole here (v1's diff failed)
+        if encoding is None:
+            encoding = self.backend.encode(side.full, add_special_tokens=False)
+        labels, weights = label_tokens(ids, encoding.offsets, spans)
         return marked(self._truncate(ids, labels, weights), side, [(span.start, span.end) for span in spans])
 
     def _truncate(self, ids: list[int], labels: list[int], weights: list[float]) -> Rendered:
-        full = len(ids)
-        status = "ok"
-        if full > self.cutoff:
-            if self.truncation == "drop":
-                return Rendered(input_ids=ids, labels=labels, loss_weights=weights, status="too_long", full_tokens=full,
-                                detail=f"{full} tokens > cutoff {self.cutoff}", cause="too_long")
-            status = "truncated"
-            if self.truncation == "right":
-                ids, labels, weights = ids[: self.cutoff], labels[: self.cutoff], weights[: self.cutoff]
-            else:  # left: keep the end, which holds the supervised turn, and the BOS if any
-                keep = 1 if self.bos_id is not None and ids[0] == self.bos_id and self.cutoff > 1 else 0
-                start = full - (self.cutoff - keep)
-                ids, labels, weights = (ids[:keep] + ids[start:], labels[:keep] + labels[start:],
-                                        weights[:keep] + weights[start:])
-        rendered = Rendered(input_ids=ids, labels=labels, loss_weights=weights, status=status, full_tokens=full)
-        if rendered.supervised_tokens == 0:
-            rendered.status, rendered.cause = "no_supervision", "no_supervision"
-            rendered.detail = ("no supervised token left after truncation" if status == "truncated"
-                               else "no supervised message")
-        return rendered
+        return truncated(ids, labels, weights, cutoff=self.cutoff, truncation=self.truncation, bos_id=self.bos_id)
 
 
 #: A draft or a finished rendering: :func:`_holding` gives back what it is given.
