@@ -600,6 +600,10 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=10_000, help="alpaca rows (plus a quarter as many "
                         "sharegpt conversations) for the figures of real families' templates")
     parser.add_argument("--families-only", action="store_true", help="only the figures of real families' templates")
+    parser.add_argument("--render-rows", type=int, default=10_000, help="alpaca rows (plus a quarter as many "
+                        "sharegpt conversations) for rendering against its ceiling")
+    parser.add_argument("--render-only", action="store_true", help="only rendering against its ceiling (one "
+                        "encode_batch pass over the same texts), exact and fast engines")
     parser.add_argument("--llamafactory", type=Path, help="LLaMA-Factory's src (ff6d4d12): time v1's own Renderer")
     parser.add_argument("--tokens-rows", type=int, default=56_000, help="alpaca rows (plus a quarter as many "
                         "sharegpt conversations) for the stored-tokens figures: the default gives ~105k entries, "
@@ -630,6 +634,9 @@ def main() -> None:
 
     if args.families_only:
         print_families(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
+        return
+    if args.render_only:
+        print_render_ratio(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
         return
     if args.tokens_only:
         print_tokens(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
@@ -686,6 +693,17 @@ def main() -> None:
     print_orders(work, args)
     print_merges(work, args)
     print_families(work, args)
+    print_render_ratio(work, args)
+
+
+def print_render_ratio(work: Path, args: argparse.Namespace) -> None:
+    from bench_render import RATIO_HEADER, render_ratio_table
+
+    entries, lines = render_ratio_table(work, args.render_rows)
+    print(f"\nrendering against its ceiling: {entries:,} base entries (alpaca + multi-turn sharegpt), cutoff 4096, "
+          f"{os.cpu_count()} processes; ceiling: the tokenizer's encode_batch over each entry's whole text, once "
+          "(all threads); fast engines: --template-engine minijinja --tokenizer-engine gigatoken (best of 2, in turns)")
+    print_table(RATIO_HEADER, lines)
 
 
 def print_tokens(work: Path, args: argparse.Namespace) -> None:

@@ -26,8 +26,9 @@ pytestmark = pytest.mark.slow  # each takes 10-60 s
 SMOKES = {
     "bench": (["bench.py", "--alpaca", "200", "--sharegpt", "50", "--fetches", "100", "--loader", "200", "--pack",
                "1000", "--render", "100", "--families", "100", "--tokens-rows", "200", "--tokens-fetches", "50",
-               "--tokens-loader", "200", "--orders-positions", "5000", "--merges-conversations", "60"],
-              "real families' templates: 2,000 of"),
+               "--tokens-loader", "200", "--orders-positions", "5000", "--merges-conversations", "60",
+               "--render-rows", "400"],
+              "1 process: two passes -> one per prefix"),
     "bench_tokens_scale": (["bench_tokens_scale.py", "--entries", "2000", "--work", "{tmp}/tokens"],
                            "export --format parquet"),
     "bench_budgets": (["bench_budgets.py", "--entries", "2000"], "budgets against what each epoch drew"),
