@@ -187,9 +187,6 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
                          f"({tokens['bytes_per_token']:.2f} bytes per token): served without a tokenizer")
         if spec["clock"] is not None:
             parts.append(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
-        if (spec["template_engine"], spec["tokenizer_engine"]) != ("jinja2", "hf"):
-            parts.append(f"spec '{spec['name']}': chat text by {spec['template_engine']}, tokens by "
-                         f"{spec['tokenizer_engine']} (proven on a sample when rendered; verify --tokens checks all)")
         parts.append(causes_note(spec["name"], [tuple(cause.values()) for cause in spec["causes"]]))
         for found in spec["reasoning_problems"]:
             what, why = said[found["status"]]

@@ -32,16 +32,10 @@ from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, rend
               "already rendered the same way: add them, keeping its lengths).")
 @click.option("--tokens-dir", type=click.Path(file_okay=False), help="Folder of the token file [default: "
               "STORE.tokens beside a store file; for PostgreSQL, the dataidx cache folder].")
-@click.option("--template-engine", type=click.Choice(["jinja2", "minijinja"]), default="jinja2", show_default=True,
-              help="What writes the chat text: jinja2 (Hugging Face's) or minijinja (Rust, several times faster), "
-              "used only if it writes the same texts as jinja2 on a seeded sample of the store's entries.")
-@click.option("--tokenizer-engine", type=click.Choice(["hf", "gigatoken"]), default="hf", show_default=True,
-              help="What tokenizes: hf (the model's tokenizer) or gigatoken (Rust, several times faster), used only "
-              "if it gives the same ids as hf on that sample. Both need pip install 'dataidx[fast]'.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
            jobs: int | None, clock: str | None, escapes: str, store_tokens: bool, tokens_dir: str | None,
-           template_engine: str, tokenizer_engine: str, quiet: bool) -> None:
+           quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
     Statuses: ok, truncated, too_long, no_supervision, render_error; only ok and truncated train,
@@ -57,30 +51,23 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
         dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024 --store-tokens
-        dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --template-engine minijinja \
-            --tokenizer-engine gigatoken --name fast
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
-    from ..render import Engines
-
     render_into(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs,
-                quiet=quiet, clock=clock, escapes=escapes, store_tokens=store_tokens, tokens_dir=tokens_dir,
-                engines=Engines(template_engine, tokenizer_engine))
+            quiet=quiet, clock=clock, escapes=escapes, store_tokens=store_tokens, tokens_dir=tokens_dir)
 
 
 def render_into(store: str, tokenizer: str, *, template: str | None, cutoff: int, truncation: str, quiet: bool,
                 name: str = "default", jobs: int | None = None, clock: str | None = None, escapes: str = "special",
-                store_tokens: bool = False, tokens_dir: str | None = None, engines: Any = None) -> None:
+                store_tokens: bool = False, tokens_dir: str | None = None) -> None:
     """``dataidx render`` (and ``build --tokenizer``): render, then say what was stored."""
-    from ..render import EXACT, render_store
+    from ..render import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
                            jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes,
-                           store_tokens=store_tokens, tokens_dir=tokens_dir, engines=engines or EXACT)
+                           store_tokens=store_tokens, tokens_dir=tokens_dir)
     if quiet:
         return
-    if summary.proof.entries:
-        echo(engines_line(name, summary.proof), err=True)
     if summary.tokens_added:
         echo(f"stored the tokens of spec '{name}' in {shown(store)}, its lengths unchanged: "
              f"{tokens_line(summary)}", err=True)
@@ -213,11 +200,3 @@ def merge_lines(summary: Any) -> list[str]:
     return [f"merged cuts: {merged}; tokens forwarded {before:,} -> {after:,}{ratio}; "
             f"packs {sum(summary.unmerged_packs):,} -> {summary.packs:,}",
             *([f"conversations kept as cuts: {kept}"] if kept else [])]
-
-
-def engines_line(name: str, proof: Any) -> str:
-    """Which engines spec ``name`` renders with (a ``Proof``), and why any asked for is not one of them."""
-    engines = proof.engines
-    line = (f"spec '{name}': chat text by {engines.template}, tokens by {engines.tokenizer}, proven on "
-            f"{proof.entries:,} entries against jinja2 and the model's tokenizer")
-    return "; ".join([line, *proof.notes])

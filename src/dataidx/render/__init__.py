@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from .chat_text import chat_messages as chat_messages
     from .chat_text import compile_template as compile_template
     from .chat_text import reads_clock as reads_clock
-    from .engines import EXACT as EXACT
-    from .engines import Engines as Engines
     from .escape import ESCAPES as ESCAPES
     from .fast_templates import FAST_TEMPLATES as FAST_TEMPLATES
     from .from_tokens import TokenServer as TokenServer
@@ -73,8 +71,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "TRUNCATIONS": ".truncation",
     "Rendered": ".rendered",
     "Renderer": ".renderer",
-    "EXACT": ".engines",
-    "Engines": ".engines",
     "template_problems": ".provenance",
     "RenderedMixture": ".served",
     "open_spec": ".served",

@@ -28,7 +28,6 @@ from . import sandbox
 from .causes import describe_cause, prefix_cause, template_cause
 from .escape import ControlTokens
 from .fast_templates import FAST_TEMPLATES
-from .minijinja_engine import MiniTemplate
 from .sandbox import TEMPLATE_CHARACTERS, budgeted_environment, start, written
 from .templates import tojson
 
@@ -205,7 +204,7 @@ class ChatText:
     """
 
     def __init__(self, template_text: str, special_tokens: dict[str, str], clock: str | None = None, *,
-                 seconds: float | None = None, characters: int = TEMPLATE_CHARACTERS, engine: str = "jinja2") -> None:
+                 seconds: float | None = None, characters: int = TEMPLATE_CHARACTERS) -> None:
         import jinja2  # here, not at import: only rendering needs Jinja
 
         self.template_text = template_text
@@ -223,17 +222,13 @@ class ChatText:
         self._errors = jinja2.TemplateError
         self._fast = FAST_TEMPLATES.get(template_text)
         self._bos = self.special_tokens.get("bos_token")
-        self.engine = engine  # minijinja writes the text where it can (.minijinja_engine), else jinja2
-        self._mini = (MiniTemplate(_GENERATION_TAG.sub(_plain_block, template_text), self.clock, characters)
-                      if engine == "minijinja" and self._fast is None else None)
-        self._mini_variables = {**self.special_tokens, "documents": None}
 
     def __getstate__(self) -> tuple[Any, ...]:  # a compiled template does not pickle (spawned workers)
-        return self.template_text, self.special_tokens, self.clock, self.seconds, self.characters, self.engine
+        return self.template_text, self.special_tokens, self.clock, self.seconds, self.characters
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        text, special, clock, seconds, characters, engine = state
-        self.__init__(text, special, clock, seconds=seconds, characters=characters, engine=engine)
+        text, special, clock, seconds, characters = state
+        self.__init__(text, special, clock, seconds=seconds, characters=characters)
 
     @contextmanager
     def entry(self) -> Iterator[None]:
@@ -252,10 +247,6 @@ class ChatText:
         try:
             if self._fast is not None:  # a built-in's Python renderer: the same text (tests/test_render_fast.py)
                 return self._fast(chat, tools, generation_prompt, self._bos)
-            if self._mini is not None and (text := self._mini.render(
-                    {**self._mini_variables, "messages": chat, "tools": tools,
-                     "add_generation_prompt": generation_prompt, **options})) is not None:
-                return text
             variables = {**self._variables, "messages": chat, "tools": tools,
                          "add_generation_prompt": generation_prompt, **options}
             start(self.seconds, self.characters, self._deadline)

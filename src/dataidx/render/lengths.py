@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -43,7 +43,6 @@ from ..store import (
 )
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .engines import EXACT, Engines, Proof, proof_sample, proven
 from .renderer import Renderer
 from .spec import RenderSpec, load_tokenizer, make_spec
 from .spool import AddedUses, RenderedRows
@@ -78,8 +77,6 @@ class RenderSummary:
     tokens: StoredTokenFile | None = None
     #: the tokens were added to a spec whose lengths were already stored
     tokens_added: bool = False
-    #: the engines the spec renders with, proven on a sample of its entries (see .engines)
-    proof: Proof = field(default_factory=lambda: Proof(EXACT, 0))
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
@@ -136,7 +133,7 @@ def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
     truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: CountProgress | None = None,
     tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special", store_tokens: bool = False,
-    tokens_dir: str | os.PathLike[str] | None = None, engines: Engines = EXACT,
+    tokens_dir: str | os.PathLike[str] | None = None,
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
 
@@ -149,9 +146,6 @@ def render_store(
     ``tokens_dir``, default ``<store>.tokens``), from which readers then serve without rendering;
     for a spec already rendered the same way it adds them, checking the stored lengths.
 
-    ``engines`` asks for fast engines (:mod:`.engines`): each is used only where it gives the exact
-    engines' output on a seeded sample of the store's entries; ``RenderSummary.proof`` says which.
-
     Example::
 
         render_store("demo.db", "models/tiny", cutoff=4096, template="chatml", truncation="right")
@@ -161,17 +155,11 @@ def render_store(
     tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
     with EntryReader(store) as reader:
         stored = _stored(reader.handle, name)
-        first, last = stored.first, stored.last
-
-        def proof(renderer_of: Callable[[Engines], Renderer]) -> Proof:
-            chosen = proof_sample(range(first, last + 1)) if not engines.exact else []
-            found = [entry for entry_id in chosen for entry in reader.entries_between(entry_id, entry_id)]
-            return proven(engines, renderer_of, [(reader.sample(*entry[1:]), entry[3] is not None) for entry in found])
-
         # A clock-reading template renders at the time the spec first did, unless the user sets one.
-        spec, renderer, proved = make_spec(name, tokenizer_object, tokenizer_path=tokenizer, template=template,
-                                           cutoff=cutoff, truncation=truncation, escapes=escapes, proof=proof,
-                                           clock=clock if clock is not None else stored.clock)
+        spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=tokenizer, template=template, cutoff=cutoff,
+                                   truncation=truncation, clock=clock if clock is not None else stored.clock,
+                                   escapes=escapes)
+        first, last = stored.first, stored.last
         reused = stored.fingerprint == spec.fingerprint
         if reused:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
@@ -180,7 +168,7 @@ def render_store(
             if not store_tokens or stored.tokens is not None:
                 return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
                                      counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
-                                     causes=stored.causes, tokens=stored.tokens, proof=proved)
+                                     causes=stored.causes, tokens=stored.tokens)
         jobs = max(1, jobs or os.cpu_count() or 1)
         size = ENTRIES_PER_RENDER_CHUNK
         chunks = [(start, min(start + size - 1, last)) for start in range(first, last + 1, size)]
@@ -193,13 +181,10 @@ def render_store(
                     rendered.added_uses.update(uses)
                 if reused:
                     assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
-                    summary = _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
-                                            sink=sink, started=started)
-                    summary.proof = proved
-                    return summary
+                    return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
+                                         sink=sink, started=started)
                 summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started,
                                  sink=sink)
-                summary.proof = proved
             summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                     sorted(rendered.added_uses.items(),
                                            key=lambda use: (use[0][0], -use[1], use[0][1]))]
@@ -268,8 +253,7 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
-               "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes,
-               "template_engine": spec.engines.template, "tokenizer_engine": spec.engines.tokenizer}
+               "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         spec_id, plans_removed, counts, causes, seconds = save_render_spec(
             connection, columns, rendered.chunks(), entries=rendered.entries,

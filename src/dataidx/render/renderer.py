@@ -24,7 +24,6 @@ from ..errors import DataidxError, RenderError, bounded
 from ..store import STATUSES
 from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
 from .chat_text import ChatText, chat_messages, message_weight, sample_tools
-from .engines import EXACT, Engines, FastIds, private_backend
 from .escape import ControlTokens, kept_detail
 from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
@@ -76,7 +75,7 @@ class Renderer:
     """
 
     def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop", *,
-                 clock: str | None = None, escapes: str = "special", engines: Engines = EXACT) -> None:
+                 clock: str | None = None, escapes: str = "special") -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
         if not 0 < cutoff < 2**31:
@@ -89,8 +88,6 @@ class Renderer:
         self.backend = private_backend(tokenizer)
         self.controls = ControlTokens(tokenizer, self.backend, escapes)
         self.shared = SharedPrefixes(self.backend)
-        self.engines = engines  # see .engines: ``dataidx render`` proves them on the store first
-        self.fast_ids = FastIds(self.backend) if engines.tokenizer == "gigatoken" else None
         self.escapes = escapes
         self.cutoff = cutoff
         self.truncation = truncation
@@ -105,7 +102,7 @@ class Renderer:
         self.token_bound = self.hard_bound // self.longest
         # A template may write or build, for one entry, a few times what the cutoff could ever keep.
         self.chat = ChatText(template_text, tokenizer.special_tokens_map, clock,  # clock: see ChatText
-                             characters=4 * self.hard_bound + 2**20, engine=engines.template)
+                             characters=4 * self.hard_bound + 2**20)
         added = set(tokenizer.added_tokens_decoder)  # split out before the model: one token each
         with self.chat.entry():  # the probes share one entry's time budget
             self.floors = TurnFloors.probe(self.chat, self.backend, (i for i in self.controls.ids if i in added))
@@ -131,8 +128,7 @@ class Renderer:
         texts = [side.full for side in sides] + [side.prompt for side in sides if side.prompt is not None]
         references = roots + [k if roots[k] is None else roots[k] for k, side in enumerate(sides)
                               if side.prompt is not None]
-        encoded = iter(self.shared.encode(self.backend, texts, references) if self.fast_ids is None
-                       else [Encoded(ids) for ids in self.fast_ids.ids(texts)])
+        encoded = iter(self.shared.encode(self.backend, texts, references))
         wholes = [next(encoded) for _ in sides]
         tokens = {id(side): (whole, next(encoded) if side.prompt is not None else None)
                   for side, whole in zip(sides, wholes)}
@@ -292,3 +288,13 @@ def _holding(draft: _Held, added: tuple[str, ...]) -> _Held:
         else:
             next(iter(draft.values())).added = added
     return draft
+
+
+def private_backend(tokenizer: Any) -> Any:
+    """A copy of the tokenizer's Rust backend with truncation and padding off."""
+    from tokenizers import Tokenizer  # here, not at import: a Rust library only rendering needs
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    backend.no_truncation()
+    backend.no_padding()
+    return backend

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from .._version import __version__
 from ..errors import RenderError, StaleStoreError
 from ..store import StoreHandle
 from .chat_text import reads_clock
-from .engines import EXACT, Engines, Proof
 from .renderer import Renderer
 from .templates import choose_template
 
@@ -32,17 +30,14 @@ LABEL_RULE = "llamafactory-v1/chat-inputs"
 
 
 def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str,
-                     clock: str | None = None, escapes: str = "special", engines: Engines = EXACT) -> str:
-    """What identifies a spec's lengths. The clock (only templates that read it have one), a
-    non-default escape and fast engines are hashed only when set, so every spec made before them
-    keeps its fingerprint."""
+                     clock: str | None = None, escapes: str = "special") -> str:
+    """What identifies a spec's lengths. The clock (only templates that read it have one) and a
+    non-default escape are hashed only when set, so every spec made before them keeps its fingerprint."""
     fields: list[object] = [tokenizer_sha256, template_text, cutoff, truncation, version, LABEL_RULE]
     if clock is not None:
         fields.append({"clock": clock})
     if escapes != "special":
         fields.append({"escapes": escapes})
-    if not engines.exact:
-        fields.append({"engines": [engines.template, engines.tokenizer]})
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
@@ -113,40 +108,28 @@ class RenderSpec:
     version: str
     clock: str | None = None
     escapes: str = "special"
-    engines: Engines = EXACT
 
     @property
     def fingerprint(self) -> str:
         return spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
-                                self.clock, self.escapes, self.engines)
+                                self.clock, self.escapes)
 
 
 def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
-              truncation: str, clock: str | None = None, escapes: str = "special",
-              proof: Callable[[Callable[[Engines], Renderer]], Proof] | None = None
-              ) -> tuple[RenderSpec, Renderer, Proof]:
+              truncation: str, clock: str | None = None, escapes: str = "special") -> tuple[RenderSpec, Renderer]:
     """A spec and its renderer; checks everything before any entry is rendered.
 
     ``clock`` is the time a template that reads it (``strftime_now``) renders at: the spec's
     recorded one when it is rendered again, or one the user chose; now when None. Templates that
     do not read the clock have none, so their fingerprint does not change with the day.
-    ``proof(renderer_of)`` says which fast engines the spec renders with (:func:`.engines.proven`).
     """
     template_name, text = choose_template(tokenizer, template)
     renderer = Renderer(tokenizer, text, cutoff, truncation, clock=clock, escapes=escapes)
-
-    def renderer_of(engines: Engines) -> Renderer:
-        if engines.exact:
-            return renderer
-        return Renderer(tokenizer, text, cutoff, truncation, clock=renderer.chat.clock, escapes=escapes,
-                        engines=engines)
-
-    proven = proof(renderer_of) if proof is not None else Proof(EXACT, 0)
     spec = RenderSpec(name=name, tokenizer_path=str(Path(tokenizer_path).resolve()),
                       tokenizer_sha256=tokenizer_fingerprint(tokenizer), template=template_name, template_text=text,
                       cutoff=cutoff, truncation=truncation, version=__version__, clock=renderer.chat.clock,
-                      escapes=escapes, engines=proven.engines)
-    return spec, renderer_of(proven.engines), proven
+                      escapes=escapes)
+    return spec, renderer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,7 +150,6 @@ class StoredSpec:
     version: str
     clock: str | None = None
     escapes: str = "special"
-    engines: Engines = EXACT
 
     def check(self) -> None:
         """Refuse a spec an older dataidx stored under other labels, or without its clock."""
@@ -178,7 +160,7 @@ class StoredSpec:
                 "render again"
             )
         recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation,
-                                    self.version, self.clock, self.escapes, self.engines)
+                                    self.version, self.clock, self.escapes)
         if recorded != self.fingerprint:
             raise StaleStoreError(
                 f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "
@@ -193,19 +175,18 @@ class StoredSpec:
                 f"computed; run dataidx render again"
             )
 
-    def renderer(self, tokenizer: Any | None = None, engines: Engines | None = None) -> Renderer:
-        """A renderer for this spec, with its engines unless ``engines`` are given (``verify``
-        checks with the exact ones); the tokenizer (loaded from the recorded path unless given)
+    def renderer(self, tokenizer: Any | None = None) -> Renderer:
+        """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
         must be the one the lengths were computed with."""
         self.check()
         tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
         self.check_tokenizer(tokenizer)
         return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock,
-                        escapes=self.escapes, engines=self.engines if engines is None else engines)
+                        escapes=self.escapes)
 
 
 _SPEC = ("SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept, "
-         "dataidx_version, clock, escapes, template_engine, tokenizer_engine FROM render_specs WHERE name = {mark}")
+         "dataidx_version, clock, escapes FROM render_specs WHERE name = {mark}")
 
 
 def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
@@ -214,8 +195,8 @@ def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
     if row is None:
         raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
     (id_, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept,
-     dataidx_version, clock, escapes, template_engine, tokenizer_engine) = row
+     dataidx_version, clock, escapes) = row
     return StoredSpec(id=id_, name=name, fingerprint=fingerprint, tokenizer_path=tokenizer,
                       tokenizer_sha256=tokenizer_sha256, template_text=template_text, cutoff=cutoff,
                       truncation=truncation, entries=entries, training_entries=kept, version=dataidx_version,
-                      clock=clock, escapes=escapes, engines=Engines(template_engine, tokenizer_engine))
+                      clock=clock, escapes=escapes)

@@ -18,7 +18,6 @@ from ..errors import DataidxError
 from ..progress import CountProgress
 from ..read import EntryReader, paused_gc
 from ..store import read_token_file
-from .engines import EXACT
 from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
@@ -100,7 +99,7 @@ def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: T
     report.entries = len(entry_ids)
     if sample is not None and sample < len(entry_ids):
         entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))
-    renderer = spec.renderer(tokenizer, engines=EXACT)  # fast engines are checked against the exact ones
+    renderer = spec.renderer(tokenizer)
     server = TokenServer(tokens, spec.id, reader.handle, reader.datasets, reader.path)
     for start in range(0, len(entry_ids), VERIFY_BATCH):
         batch = entry_ids[start: start + VERIFY_BATCH]

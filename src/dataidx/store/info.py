@@ -97,8 +97,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 },
             })
         specs = handle.dicts("SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
-                             "dataidx_version, created_at, seconds, clock, escapes, template_engine, tokenizer_engine "
-                             "FROM render_specs ORDER BY id")
+                             "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
         for spec in specs:
             spec["added_tokens"] = added_token_uses(handle, spec["id"])
             spec["causes"] = [cause._asdict() for cause in render_causes(handle, spec["name"])]

@@ -36,10 +36,6 @@ class RenderSpecRow(Base):
     clock: Mapped[str | None] = mapped_column(String, nullable=True)
     #: which tokens data text may not produce as ids: ``special`` (v1's) or ``added`` (every added token)
     escapes: Mapped[str] = mapped_column(String, nullable=False, server_default="special")
-    #: the engines that wrote the chat text and tokenized it: ``jinja2``/``hf``, or fast ones proven
-    #: on a sample of the store's entries when it was rendered (``minijinja``, ``gigatoken``)
-    template_engine: Mapped[str] = mapped_column(String, nullable=False, server_default="jinja2")
-    tokenizer_engine: Mapped[str] = mapped_column(String, nullable=False, server_default="hf")
 
 
 class AddedTokenUse(Base):

@@ -128,7 +128,7 @@ CREATE TABLE render_specs (
 	kept INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, template_engine VARCHAR DEFAULT 'jinja2' NOT NULL, tokenizer_engine VARCHAR DEFAULT 'hf' NOT NULL, 
+	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, 
 	CONSTRAINT pk_render_specs PRIMARY KEY (id), 
 	CONSTRAINT uq_render_specs_name UNIQUE (name)
 );
@@ -408,4 +408,4 @@ SELECT p.name AS plan, g.epoch AS epoch, g.outcome AS outcome, g.rows AS rows, g
        g.cut_tokens AS cut_tokens, g.tokens AS tokens
 FROM plan_merges AS g
 JOIN packing_plans AS p ON p.id = g.plan_id;
-INSERT INTO alembic_version (version_num) VALUES ('0014');
+INSERT INTO alembic_version (version_num) VALUES ('0013');
