@@ -603,7 +603,7 @@ def main() -> None:
     parser.add_argument("--render-rows", type=int, default=10_000, help="alpaca rows (plus a quarter as many "
                         "sharegpt conversations) for rendering against its ceiling")
     parser.add_argument("--render-only", action="store_true", help="only rendering against its ceiling (one "
-                        "encode_batch pass over the same texts), exact and fast engines")
+                        "encode_batch pass over the same texts)")
     parser.add_argument("--llamafactory", type=Path, help="LLaMA-Factory's src (ff6d4d12): time v1's own Renderer")
     parser.add_argument("--tokens-rows", type=int, default=56_000, help="alpaca rows (plus a quarter as many "
                         "sharegpt conversations) for the stored-tokens figures: the default gives ~105k entries, "
@@ -702,7 +702,7 @@ def print_render_ratio(work: Path, args: argparse.Namespace) -> None:
     entries, lines = render_ratio_table(work, args.render_rows)
     print(f"\nrendering against its ceiling: {entries:,} base entries (alpaca + multi-turn sharegpt), cutoff 4096, "
           f"{os.cpu_count()} processes; ceiling: the tokenizer's encode_batch over each entry's whole text, once "
-          "(all threads); fast engines: --template-engine minijinja --tokenizer-engine gigatoken (best of 2, in turns)")
+          "(all threads); best of 2, in turns")
     print_table(RATIO_HEADER, lines)
 
 

@@ -5,8 +5,7 @@ ChatML and real families' own Jinja templates (tests/conformance: tokenizers bui
     python scripts/bench.py --render-only              # this table alone
 
 Per template, in turns (a shared machine moves single runs): ``dataidx render`` at default jobs
-with the exact engines, the ceiling, and ``dataidx render --template-engine minijinja
---tokenizer-engine gigatoken``; best of two each. Then, in one process, ``Renderer.render_many``
+and the ceiling; best of two each. Then, in one process, ``Renderer.render_many``
 tokenizing every text whole (v1's two passes, the way dataidx rendered before issue 30) against
 one pass per shared prefix, on the same entries.
 """
@@ -25,7 +24,7 @@ TEMPLATES = ("chatml", "qwen3", "llama3_1", "gemma3")
 
 
 def render_ratio_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]]]:
-    """``(entries, lines)``: per template, render entries/s exact and fast beside the ceiling."""
+    """``(entries, lines)``: per template, render entries/s beside the ceiling."""
     from bench import generate
 
     from dataidx.index import build
@@ -44,7 +43,7 @@ def render_ratio_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]
 def _template_line(slug: str, store: Path, folder: Path, samples: list[tuple[dict, bool]]) -> tuple[str, ...]:
     from tests.conformance import build_tokenizer, template_text
 
-    from dataidx.render import CHATML, EXACT, Engines, Renderer, load_tokenizer, render_store
+    from dataidx.render import CHATML, Renderer, load_tokenizer, render_store
 
     tokenizer_path = build_tokenizer("qwen2_5" if slug == "chatml" else slug, folder / slug)
     tokenizer = load_tokenizer(tokenizer_path)
@@ -59,19 +58,17 @@ def _template_line(slug: str, store: Path, folder: Path, samples: list[tuple[dic
             exact.backend.encode_batch(wholes[start:start + 4000], add_special_tokens=False)
         return len(samples) / (time.perf_counter() - started)
 
-    def rendered(engines: Engines, attempt: int) -> float:
+    def rendered(attempt: int) -> float:
         summary = render_store(store, tokenizer_path, cutoff=4096, template="chatml" if slug == "chatml" else None,
-                               engines=engines, name=f"{slug}-{engines.template}-{attempt}")
+                               name=f"{slug}-{attempt}")
         return summary.entries / summary.seconds
 
-    runs = [(rendered(EXACT, attempt), ceiling(), rendered(Engines("minijinja", "gigatoken"), attempt))
-            for attempt in range(2)]
-    ours, top, fast = (max(run[k] for run in runs) for k in range(3))
+    runs = [(rendered(attempt), ceiling()) for attempt in range(2)]
+    ours, top = (max(run[k] for run in runs) for k in range(2))
     twice = Renderer(tokenizer, text, cutoff=4096)
     twice.shared.usable = False  # every text tokenized whole: v1's two passes
     one, two = (_in_process(renderer, samples[:6000]) for renderer in (exact, twice))
-    return (slug, f"{ours:,.0f}", f"{top:,.0f}", f"{ours / top:.2f}", f"{fast:,.0f}", f"{fast / top:.2f}",
-            f"{two:,.0f} -> {one:,.0f} ({one / two:.2f}x)")
+    return slug, f"{ours:,.0f}", f"{top:,.0f}", f"{ours / top:.2f}", f"{two:,.0f} -> {one:,.0f} ({one / two:.2f}x)"
 
 
 def _in_process(renderer: object, samples: list[tuple[dict, bool]]) -> float:
@@ -86,4 +83,4 @@ def _in_process(renderer: object, samples: list[tuple[dict, bool]]) -> float:
 
 
 RATIO_HEADER = ("template", "render entries/s", "ceiling entries/s", "ratio (target >= 0.8)",
-                "fast engines entries/s", "fast / ceiling", "1 process: two passes -> one per prefix")
+                "1 process: two passes -> one per prefix")
