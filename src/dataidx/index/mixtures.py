@@ -27,6 +27,7 @@ from ..store import (
     MixtureEpoch,
     PositionWriter,
     draw_counts,
+    insert_draw_summary,
     rewriting,
 )
 from .budgets import budget_draw
@@ -131,6 +132,7 @@ class MixtureWriter:
         if summary.epochs == 1:
             self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, distinct_entries=distinct_entries,
                                  distinct_rows=distinct_rows, max_repeats=max_repeats, seed=dataset_seed)
+            insert_draw_summary(self.connection, self.mixture_id, dataset_id, first_entry, counts)
             return
         total = self.totals.setdefault(dataset_id, _Total(name=name, first_entry=first_entry, rows=rows,
                                                                 counts=np.zeros(entries, dtype=np.int64)))
@@ -193,6 +195,7 @@ class MixtureWriter:
             self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
                                  distinct_entries=distinct_entries, distinct_rows=distinct_rows,
                                  max_repeats=max_repeats, seed=derive_seed(self.summary.seed, total.name))
+            insert_draw_summary(self.connection, self.mixture_id, dataset_id, total.first_entry, total.counts)
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)

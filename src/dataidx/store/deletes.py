@@ -23,6 +23,7 @@ from .schema import (
     MixtureEntry,
     MixtureEpoch,
     MixtureRun,
+    MixtureSpan,
     Pack,
     PackedEntry,
     PackingPlanRow,
@@ -30,6 +31,8 @@ from .schema import (
     PlanMerge,
     RenderCause,
     RenderSpecRow,
+    RepeatCount,
+    RepeatRow,
     SkipListRow,
     SpecTokens,
 )
@@ -101,6 +104,8 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
         )
         connection.execute(delete(MixtureRun).where(MixtureRun.mixture_id == found.id))
+        for summary in (MixtureSpan, RepeatCount, RepeatRow):
+            connection.execute(delete(summary).where(summary.mixture_id == found.id))
         connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
         connection.execute(delete(EpochDataset).where(EpochDataset.mixture_id == found.id))
         connection.execute(delete(MixtureEpoch).where(MixtureEpoch.mixture_id == found.id))

@@ -53,6 +53,14 @@ DESCRIPTIONS = {
     "mixture_runs": "Whole-dataset stretches of a mixture: positions start.. hold entries first_entry..",
     "mixture_entries": "Positions of a mixture that are not in a run, one row each.",
     "mixture_epochs": "One row per epoch of a mixture: its seed and stretch of positions.",
+    "mixture_spans": "Ranges of base entries a mixture uses in some epoch (first_entry.., within one dataset); "
+                     "the entries between them it never uses.",
+    "repeat_counts": "Per mixture and dataset, how many rows the mixture shows each number of times (all cuts "
+                     "and epochs together).",
+    "repeat_rows": "Per mixture, dataset and times, the first 100 rows shown that many times: the rows that repeat "
+                   "most, without expanding positions.",
+    "dataset_turns": "Per dataset, how many rows have each number of entries (supervised turns), counted at "
+                     "build time.",
     "epoch_datasets": "One row per dataset and epoch of a mixture: its seed, counts and, under the mixture's "
                       "spec, training entries and tokens.",
     "plan_epochs": "One row per epoch of a packing plan: its seed, packs and fill.",

@@ -1,0 +1,141 @@
+"""The draw summaries (dataset_turns, mixture_spans, repeat_counts, repeat_rows) hold what
+counting the base entries and every position gives, written or migrated."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dataidx.index import add_mixture
+from dataidx.store import migrate_store, remove_mixture, run_query
+from dataidx.store.connect import store_revision
+from dataidx.store.schema import REPEAT_ROWS
+
+from .helpers import alpaca_rows, chat_rows, downgrade_store, write_jsonl, write_yaml
+
+SUMMARIES = ("dataset_turns", "mixture_spans", "repeat_counts", "repeat_rows")
+MIXTURES = ("default", "grown", "drawn", "epochs", "few")
+
+
+def mixture_yaml(folder: Path, *, chat: str = "", alpaca: str = "") -> str:
+    """Chat rows of 1 to 6 exchanges (one entry each), alpaca rows (one entry), and one alpaca
+    row the converter rejects, so that row numbers skip one."""
+    chats = write_jsonl(folder / "chat.jsonl", chat_rows([1 + (i * 7) % 6 for i in range(40)]))
+    rows = alpaca_rows(260)
+    rows[5] = {"instruction": 7}
+    answers = write_jsonl(folder / "alpaca.jsonl", rows)
+    return (f"chat:\n  path: {chats}\n  source: local\n  converter: sharegpt\n{chat}"
+            f"alpaca:\n  path: {answers}\n  source: local\n  converter: alpaca\n  on_error: skip\n{alpaca}")
+
+
+@pytest.fixture(scope="module")
+def mixed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose mixtures repeat entries (weights above 1), draw with replacement, keep
+    scattered positions (a shrunk dataset), have three epochs, and leave a dataset out."""
+    from dataidx.index import build
+
+    folder = tmp_path_factory.mktemp("summaries")
+    store = folder / "mixed.db"
+    build(write_yaml(folder / "default.yaml", mixture_yaml(folder)), store)
+    for name, keywords, chat, alpaca in [
+        ("grown", {}, "  weight: 2.5\n", "  size: 90\n"),
+        ("drawn", {"sampling": "replacement", "seed": 3}, "  weight: 1.7\n", "  weight: 0.8\n"),
+        ("epochs", {"epochs": 3, "seed": 5}, "  weight: 1.5\n", "  size: 80\n"),
+        ("few", {}, "  size: 0\n", "  size: 3\n"),
+    ]:
+        add_mixture(store, write_yaml(folder / f"{name}.yaml", mixture_yaml(folder, chat=chat, alpaca=alpaca)), name,
+                    **keywords)
+    return store
+
+
+def positions(store: Path, mixture: str) -> list[tuple[str, int, int | None]]:
+    """(dataset, row, cut) of every position of every epoch, expanded."""
+    _, rows = run_query(store, "SELECT dataset, row, cut FROM entries WHERE mixture = :m", {"m": mixture})
+    return [tuple(row) for row in rows]
+
+
+def row_times(store: Path, mixture: str) -> Counter[tuple[str, int]]:
+    """How often the mixture shows each (dataset, row), counted over its expanded positions."""
+    return Counter((dataset, row) for dataset, row, _ in positions(store, mixture))
+
+
+def levels(store: Path, table: str, column: str, mixture: str) -> list[tuple]:
+    """``(dataset, times, column)`` of a mixture's repeat_counts or repeat_rows, in key order."""
+    _, found = run_query(store, f"SELECT d.name, r.times, r.{column} FROM {table} AS r JOIN mixtures AS m "
+                                "ON m.id = r.mixture_id JOIN datasets AS d ON d.id = r.dataset_id "
+                                f"WHERE m.name = :m ORDER BY d.name, r.times, r.{column}", {"m": mixture})
+    return [tuple(row) for row in found]
+
+
+@pytest.mark.parametrize("mixture", MIXTURES)
+def test_repeat_counts_are_the_rows_by_times_over_every_epoch(mixed_store: Path, mixture: str) -> None:
+    counted = Counter((dataset, n) for (dataset, _), n in row_times(mixed_store, mixture).items())
+    assert levels(mixed_store, "repeat_counts", "rows", mixture) == sorted(
+        (dataset, n, rows) for (dataset, n), rows in counted.items())
+
+
+@pytest.mark.parametrize("mixture", MIXTURES)
+def test_repeat_rows_are_the_first_rows_of_each_level(mixed_store: Path, mixture: str) -> None:
+    times = row_times(mixed_store, mixture)
+    by_level: dict[tuple[str, int], list[int]] = {}
+    for (dataset, row), n in sorted(times.items()):
+        by_level.setdefault((dataset, n), []).append(row)
+    expected = [(dataset, n, row) for (dataset, n), rows in sorted(by_level.items()) for row in rows[:REPEAT_ROWS]]
+    assert levels(mixed_store, "repeat_rows", "row", mixture) == expected
+    assert len(expected) < len(times) or mixture != "default"  # its 259 alpaca rows, shown once: 100 kept
+
+
+def test_dataset_turns_are_the_rows_by_their_entries(mixed_store: Path) -> None:
+    _, found = run_query(mixed_store, "SELECT d.name, t.turns, t.rows FROM dataset_turns AS t "
+                                      "JOIN datasets AS d ON d.id = t.dataset_id ORDER BY d.name, t.turns")
+    _, entries = run_query(mixed_store, "SELECT d.name, b.row FROM base_entries AS b "
+                                        "JOIN datasets AS d ON d.id = b.dataset_id")
+    counted = sorted(Counter((dataset, n) for (dataset, _), n in Counter(map(tuple, entries)).items()).items())
+    assert [tuple(row) for row in found] == [(dataset, n, rows) for (dataset, n), rows in counted]
+    assert {n for _, n, _ in found} == {1, 2, 3, 4, 5, 6}
+
+
+@pytest.mark.parametrize("mixture", MIXTURES)
+def test_mixture_spans_are_the_entries_it_uses(mixed_store: Path, mixture: str) -> None:
+    _, spans = run_query(mixed_store, "SELECT s.first_entry, s.entries FROM mixture_spans AS s JOIN mixtures AS m "
+                                      "ON m.id = s.mixture_id WHERE m.name = :m", {"m": mixture})
+    _, used = run_query(mixed_store, "SELECT DISTINCT p.entry_id FROM mixture_positions AS p JOIN mixtures AS m "
+                                     "ON m.id = p.mixture_id WHERE m.name = :m", {"m": mixture})
+    covered = [entry for first, count in spans for entry in range(first, first + count)]
+    assert sorted(covered) == sorted(entry for (entry,) in used) and len(set(covered)) == len(covered)
+
+
+def summaries(store: Path) -> dict[str, list[tuple]]:
+    with sqlite3.connect(store) as connection:
+        found = {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
+                 for table in SUMMARIES}
+    connection.close()
+    return found
+
+
+def test_a_store_of_revision_0013_migrates_to_the_summaries_its_mixtures_write(mixed_store: Path,
+                                                                               tmp_path: Path) -> None:
+    store = tmp_path / "old.db"
+    store.write_bytes(mixed_store.read_bytes())
+    written = summaries(store)
+    downgrade_store(store, "0013")
+    assert store_revision(store) == "0013"
+    migrate_store(store)
+    assert summaries(store) == written and all(written.values())
+
+
+def test_removing_a_mixture_removes_its_summaries(mixed_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "removed.db"
+    store.write_bytes(mixed_store.read_bytes())
+    before = summaries(store)
+    remove_mixture(store, "grown")
+    after = summaries(store)
+    with sqlite3.connect(store) as connection:
+        kept = {row[0] for row in connection.execute("SELECT id FROM mixtures")}
+    connection.close()
+    assert after["dataset_turns"] == before["dataset_turns"]
+    for table in SUMMARIES[1:]:
+        assert after[table] == [row for row in before[table] if row[0] in kept] != before[table]
