@@ -1,5 +1,7 @@
 """The draw summaries (dataset_turns, mixture_spans, repeat_counts, repeat_rows) hold what
-counting the base entries and every position gives, written or migrated."""
+counting the base entries and every position gives, written or migrated, and the cookbook
+queries that read them answer exactly as expanding every position does: the views they read
+before, and a plain count in Python over the positions."""
 
 from __future__ import annotations
 
@@ -13,11 +15,27 @@ from dataidx.index import add_mixture
 from dataidx.store import migrate_store, remove_mixture, run_query
 from dataidx.store.connect import store_revision
 from dataidx.store.schema import REPEAT_ROWS
+from dataidx.view import COOKBOOK
 
 from .helpers import alpaca_rows, chat_rows, downgrade_store, write_jsonl, write_yaml
 
+#: The cookbook's questions as they were asked of the views, position by position.
+BY_VIEWS = {
+    "Which rows repeat most": "SELECT dataset, row, sum(repeats) AS times FROM repeats\n"
+                              "WHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row "
+                              "LIMIT 10;",
+    "Entries in one mixture that the other never uses": "SELECT dataset, row, cut FROM repeats WHERE mixture = "
+                                                        "'seed7'\nEXCEPT SELECT dataset, row, cut FROM repeats "
+                                                        "WHERE mixture = 'default';",
+    "How many turns conversations have": "SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\n"
+                                         "GROUP BY dataset, entries ORDER BY dataset, turns;",
+}
 SUMMARIES = ("dataset_turns", "mixture_spans", "repeat_counts", "repeat_rows")
 MIXTURES = ("default", "grown", "drawn", "epochs", "few")
+
+
+def cookbook(title: str) -> str:
+    return next(sql for found, sql in COOKBOOK if found.startswith(title))
 
 
 def mixture_yaml(folder: Path, *, chat: str = "", alpaca: str = "") -> str:
@@ -88,16 +106,6 @@ def test_repeat_rows_are_the_first_rows_of_each_level(mixed_store: Path, mixture
     assert len(expected) < len(times) or mixture != "default"  # its 259 alpaca rows, shown once: 100 kept
 
 
-def test_dataset_turns_are_the_rows_by_their_entries(mixed_store: Path) -> None:
-    _, found = run_query(mixed_store, "SELECT d.name, t.turns, t.rows FROM dataset_turns AS t "
-                                      "JOIN datasets AS d ON d.id = t.dataset_id ORDER BY d.name, t.turns")
-    _, entries = run_query(mixed_store, "SELECT d.name, b.row FROM base_entries AS b "
-                                        "JOIN datasets AS d ON d.id = b.dataset_id")
-    counted = sorted(Counter((dataset, n) for (dataset, _), n in Counter(map(tuple, entries)).items()).items())
-    assert [tuple(row) for row in found] == [(dataset, n, rows) for (dataset, n), rows in counted]
-    assert {n for _, n, _ in found} == {1, 2, 3, 4, 5, 6}
-
-
 @pytest.mark.parametrize("mixture", MIXTURES)
 def test_mixture_spans_are_the_entries_it_uses(mixed_store: Path, mixture: str) -> None:
     _, spans = run_query(mixed_store, "SELECT s.first_entry, s.entries FROM mixture_spans AS s JOIN mixtures AS m "
@@ -106,6 +114,55 @@ def test_mixture_spans_are_the_entries_it_uses(mixed_store: Path, mixture: str) 
                                      "ON m.id = p.mixture_id WHERE m.name = :m", {"m": mixture})
     covered = [entry for first, count in spans for entry in range(first, first + count)]
     assert sorted(covered) == sorted(entry for (entry,) in used) and len(set(covered)) == len(covered)
+
+
+@pytest.mark.parametrize("mixture", MIXTURES)
+@pytest.mark.parametrize("limit", [10, REPEAT_ROWS])
+def test_rows_that_repeat_most_equal_the_positions(mixed_store: Path, mixture: str, limit: int) -> None:
+    def asked(sql: str) -> list[tuple]:
+        sql = sql.replace("'default'", f"'{mixture}'").replace("LIMIT 10", f"LIMIT {limit}")
+        return [tuple(row) for row in run_query(mixed_store, sql)[1]]
+
+    found = asked(cookbook("Which rows repeat most"))
+    times = row_times(mixed_store, mixture)
+    counted = sorted(((dataset, row, n) for (dataset, row), n in times.items()),
+                     key=lambda item: (-item[2], item[0], item[1]))[:limit]
+    assert found == asked(BY_VIEWS["Which rows repeat most"]) == counted
+    assert len(found) == min(limit, len(times)) and found
+
+
+@pytest.mark.parametrize("first", MIXTURES)
+@pytest.mark.parametrize("second", MIXTURES)
+def test_entries_one_mixture_never_uses_equal_the_positions(mixed_store: Path, first: str, second: str) -> None:
+    def asked(sql: str) -> list[tuple]:
+        sql = sql.replace("'seed7'", "'first'").replace("'default'", f"'{second}'").replace("'first'", f"'{first}'")
+        return [tuple(row) for row in run_query(mixed_store, sql)[1]]
+
+    found = asked(cookbook("Entries in one mixture that the other never uses"))
+    unused = set(positions(mixed_store, first)) - set(positions(mixed_store, second))
+    counted = sorted(unused, key=lambda entry: (entry[0], entry[1], -1 if entry[2] is None else entry[2]))
+    assert found == asked(BY_VIEWS["Entries in one mixture that the other never uses"]) == counted
+    assert found or first == second or second != "few"  # 'few' holds 3 entries: every other mixture has more
+
+
+def test_entries_a_missing_mixture_never_uses_are_none_and_of_no_mixture_are_all(mixed_store: Path) -> None:
+    sql = cookbook("Entries in one mixture that the other never uses")
+    assert run_query(mixed_store, sql.replace("'seed7'", "'nothing'"))[1] == []
+    everything = sorted(set(positions(mixed_store, "few")),
+                        key=lambda entry: (entry[0], entry[1], -1 if entry[2] is None else entry[2]))
+    found = run_query(mixed_store, sql.replace("'seed7'", "'few'").replace("'default'", "'nothing'"))[1]
+    assert [tuple(row) for row in found] == everything and len(everything) == 3
+
+
+def test_turns_per_conversation_equal_the_base_entries(mixed_store: Path) -> None:
+    """The cookbook reads dataset_turns, which the build wrote."""
+    _, found = run_query(mixed_store, cookbook("How many turns conversations have"))
+    _, by_views = run_query(mixed_store, BY_VIEWS["How many turns conversations have"])
+    _, entries = run_query(mixed_store, "SELECT d.name, b.row FROM base_entries AS b "
+                                        "JOIN datasets AS d ON d.id = b.dataset_id")
+    counted = sorted(Counter((dataset, n) for (dataset, _), n in Counter(map(tuple, entries)).items()).items())
+    assert found == by_views == [(dataset, n, rows) for (dataset, n), rows in counted]
+    assert {n for _, n, _ in found} == {1, 2, 3, 4, 5, 6}
 
 
 def summaries(store: Path) -> dict[str, list[tuple]]:

@@ -11,18 +11,33 @@ COOKBOOK: list[tuple[str, str]] = [
     ('Share of each dataset in a mixture',
      "SELECT dataset, entries, share FROM composition WHERE mixture = 'default';"),
     ('Which rows repeat most (weights above 1, or `--sampling replacement`)',
-     "SELECT dataset, row, sum(repeats) AS times FROM repeats\n"
-     "WHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row LIMIT 10;"),
+     "SELECT d.name AS dataset, r.row, r.times FROM repeat_rows AS r\n"
+     "JOIN mixtures AS m ON m.id = r.mixture_id JOIN datasets AS d ON d.id = r.dataset_id\n"
+     "WHERE m.name = 'default' ORDER BY r.times DESC, dataset, r.row LIMIT 10;"),
     ('How two mixtures differ, dataset by dataset',
      "SELECT a.dataset, a.entries AS in_a, b.entries AS in_b, b.entries - a.entries AS change\n"
      "FROM composition AS a JOIN composition AS b ON a.dataset = b.dataset\n"
      "WHERE a.mixture = 'default' AND b.mixture = 'seed7';"),
     ('Entries in one mixture that the other never uses',
-     "SELECT dataset, row, cut FROM repeats WHERE mixture = 'seed7'\n"
-     "EXCEPT SELECT dataset, row, cut FROM repeats WHERE mixture = 'default';"),
+     "WITH a AS (SELECT id FROM mixtures WHERE name = 'seed7'), "
+     "b AS (SELECT id FROM mixtures WHERE name = 'default'),\n"
+     "used AS (SELECT s.first_entry AS lo, s.first_entry + s.entries - 1 AS hi FROM mixture_spans AS s "
+     "JOIN b ON s.mixture_id = b.id\n"
+     "         UNION ALL SELECT 0, 0 UNION ALL SELECT max(id) + 1, max(id) + 1 FROM base_entries),\n"
+     "gaps AS (SELECT lo, hi FROM (SELECT u.hi + 1 AS lo, lead(u.lo) OVER (ORDER BY u.lo) - 1 AS hi FROM used AS u) "
+     "AS g\n"
+     "         WHERE lo <= hi),\n"
+     "kept AS (SELECT CASE WHEN s.first_entry > g.lo THEN s.first_entry ELSE g.lo END AS lo,\n"
+     "                CASE WHEN s.first_entry + s.entries - 1 < g.hi THEN s.first_entry + s.entries - 1 ELSE g.hi END "
+     "AS hi\n"
+     "         FROM gaps AS g CROSS JOIN a JOIN mixture_spans AS s ON s.mixture_id = a.id AND s.first_entry BETWEEN\n"
+     "           coalesce((SELECT max(first_entry) FROM mixture_spans WHERE mixture_id = a.id AND first_entry < g.lo), "
+     "g.lo) AND g.hi)\n"
+     "SELECT d.name AS dataset, e.row, e.cut FROM kept AS k JOIN base_entries AS e ON e.id BETWEEN k.lo AND k.hi\n"
+     "JOIN datasets AS d ON d.id = e.dataset_id ORDER BY dataset, e.row, e.cut;"),
     ('How many turns conversations have, per dataset',
-     'SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\n'
-     'GROUP BY dataset, entries ORDER BY dataset, turns;'),
+     'SELECT d.name AS dataset, t.turns, t.rows AS conversations FROM dataset_turns AS t\n'
+     'JOIN datasets AS d ON d.id = t.dataset_id ORDER BY dataset, t.turns;'),
     ('What one position of a mixture is, and its seeds',
      "WITH m AS (SELECT id, name, start, seed FROM mixtures WHERE name = 'default'),\n"
      "p AS (SELECT r.first_entry + (m.start + 0 - r.start) AS entry_id FROM mixture_runs AS r "
