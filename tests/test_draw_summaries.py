@@ -5,6 +5,7 @@ before, and a plain count in Python over the positions."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -12,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from dataidx.index import add_mixture
-from dataidx.store import migrate_store, remove_mixture, run_query
+from dataidx.store import migrate_store, remove_mixture, remove_render_spec, run_query
 from dataidx.store.connect import store_revision
 from dataidx.store.schema import REPEAT_ROWS
 from dataidx.view import COOKBOOK
 
-from .helpers import alpaca_rows, chat_rows, downgrade_store, write_jsonl, write_yaml
+from .helpers import alpaca_rows, chat_rows, downgrade_store, train_tokenizer, write_jsonl, write_yaml
 
 #: The cookbook's questions as they were asked of the views, position by position.
 BY_VIEWS = {
@@ -29,8 +30,18 @@ BY_VIEWS = {
                                                         "WHERE mixture = 'default';",
     "How many turns conversations have": "SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\n"
                                          "GROUP BY dataset, entries ORDER BY dataset, turns;",
+    "Why entries do not train": "SELECT spec, dataset, status, count(*) AS entries, max(full_tokens) AS longest\n"
+                                "FROM entry_lengths WHERE status NOT IN ('ok') GROUP BY spec, dataset, status;",
+    "Tokens and supervised tokens": "SELECT e.dataset, count(*), sum(l.tokens), sum(l.supervised_tokens) "
+                                    "FROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset "
+                                    "AND l.row = e.row AND coalesce(l.cut, -1) = coalesce(e.cut, -1) "
+                                    "WHERE e.mixture = 'default' AND l.spec = 'default' "
+                                    "AND l.status IN ('ok', 'truncated') GROUP BY e.dataset ORDER BY min(e.position);",
 }
-SUMMARIES = ("dataset_turns", "mixture_spans", "repeat_counts", "repeat_rows")
+#: Per mixture (keyed by mixture_id first) and per render spec (spec_id first).
+MIXTURE_SUMMARIES = ("mixture_spans", "repeat_counts", "repeat_rows")
+SPEC_SUMMARIES = ("render_statuses", "render_blocks")
+SUMMARIES = ("dataset_turns", *MIXTURE_SUMMARIES, *SPEC_SUMMARIES)
 MIXTURES = ("default", "grown", "drawn", "epochs", "few")
 
 
@@ -40,22 +51,22 @@ def cookbook(title: str) -> str:
 
 def mixture_yaml(folder: Path, *, chat: str = "", alpaca: str = "") -> str:
     """Chat rows of 1 to 6 exchanges (one entry each), alpaca rows (one entry), and one alpaca
-    row the converter rejects, so that row numbers skip one."""
-    chats = write_jsonl(folder / "chat.jsonl", chat_rows([1 + (i * 7) % 6 for i in range(40)]))
-    rows = alpaca_rows(260)
-    rows[5] = {"instruction": 7}
-    answers = write_jsonl(folder / "alpaca.jsonl", rows)
+    row the converter rejects, so that row numbers skip one; the files are written once."""
+    chats, answers = folder / "chat.jsonl", folder / "alpaca.jsonl"
+    if not chats.exists():
+        write_jsonl(chats, chat_rows([1 + (i * 7) % 6 for i in range(700)]))
+        rows = alpaca_rows(260)
+        rows[5] = {"instruction": 7}
+        write_jsonl(answers, rows)
     return (f"chat:\n  path: {chats}\n  source: local\n  converter: sharegpt\n{chat}"
             f"alpaca:\n  path: {answers}\n  source: local\n  converter: alpaca\n  on_error: skip\n{alpaca}")
 
 
-@pytest.fixture(scope="module")
-def mixed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def mixed(folder: Path) -> Path:
     """A store whose mixtures repeat entries (weights above 1), draw with replacement, keep
     scattered positions (a shrunk dataset), have three epochs, and leave a dataset out."""
     from dataidx.index import build
 
-    folder = tmp_path_factory.mktemp("summaries")
     store = folder / "mixed.db"
     build(write_yaml(folder / "default.yaml", mixture_yaml(folder)), store)
     for name, keywords, chat, alpaca in [
@@ -66,6 +77,23 @@ def mixed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]:
         add_mixture(store, write_yaml(folder / f"{name}.yaml", mixture_yaml(folder, chat=chat, alpaca=alpaca)), name,
                     **keywords)
+    return store
+
+
+@pytest.fixture(scope="module")
+def mixed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return mixed(tmp_path_factory.mktemp("summaries"))
+
+
+@pytest.fixture(scope="module")
+def rendered_store(mixed_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mixed store under a spec whose cutoff drops the longest entries."""
+    from dataidx.render import render_store
+
+    folder = tmp_path_factory.mktemp("rendered")
+    store = Path(shutil.copyfile(mixed_store, folder / "rendered.db"))
+    train_tokenizer(folder / "tokenizer")
+    render_store(store, folder / "tokenizer", template="chatml", cutoff=40, truncation="drop")
     return store
 
 
@@ -165,6 +193,32 @@ def test_turns_per_conversation_equal_the_base_entries(mixed_store: Path) -> Non
     assert {n for _, n, _ in found} == {1, 2, 3, 4, 5, 6}
 
 
+def test_why_entries_do_not_train_equals_the_entry_lengths(rendered_store: Path) -> None:
+    _, found = run_query(rendered_store, cookbook("Why entries do not train"))
+    _, by_views = run_query(rendered_store, BY_VIEWS["Why entries do not train"])
+    _, lengths = run_query(rendered_store, "SELECT spec, dataset, status, full_tokens FROM entry_lengths")
+    counted: dict[tuple, list[int]] = {}
+    for spec, dataset, status, full in lengths:
+        counted.setdefault((spec, dataset, status), []).append(full)
+    expected = [(*key, len(fulls), max(fulls)) for key, fulls in sorted(counted.items()) if key[2] != "ok"]
+    assert found == by_views == expected and found
+
+
+@pytest.mark.parametrize("mixture", MIXTURES)
+def test_tokens_of_a_mixture_under_a_spec_equal_the_positions(rendered_store: Path, mixture: str) -> None:
+    """Whole blocks of 256 entries read from render_blocks, the ends of runs and scattered
+    positions from entry_renders."""
+    def asked(sql: str) -> list[tuple]:
+        sql = sql.replace("name = 'default')", f"name = '{mixture}')").replace("e.mixture = 'default'",
+                                                                               f"e.mixture = '{mixture}'")
+        return [tuple(row) for row in run_query(rendered_store, sql)[1]]
+
+    found = asked(cookbook("Tokens and supervised tokens"))
+    assert found == asked(BY_VIEWS["Tokens and supervised tokens"]) and found
+    _, blocks = run_query(rendered_store, "SELECT count(*) FROM render_blocks")
+    assert blocks[0][0] > 5 and (mixture != "default" or sum(row[1] for row in found) > 3 * 256)
+
+
 def summaries(store: Path) -> dict[str, list[tuple]]:
     with sqlite3.connect(store) as connection:
         found = {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
@@ -173,10 +227,17 @@ def summaries(store: Path) -> dict[str, list[tuple]]:
     return found
 
 
-def test_a_store_of_revision_0013_migrates_to_the_summaries_its_mixtures_write(mixed_store: Path,
-                                                                               tmp_path: Path) -> None:
+def test_rows_read_a_few_entries_at_a_time_give_the_same_summaries(mixed_store: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows spanning chunks, and equal draws stopping once each level has its first rows."""
+    monkeypatch.setattr("dataidx.store.sqlite.bulk.ROWS_PER_STATEMENT", 5)
+    assert summaries(mixed(tmp_path)) == summaries(mixed_store)
+
+
+def test_a_store_of_revision_0013_migrates_to_the_summaries_its_writers_write(rendered_store: Path,
+                                                                              tmp_path: Path) -> None:
     store = tmp_path / "old.db"
-    store.write_bytes(mixed_store.read_bytes())
+    store.write_bytes(rendered_store.read_bytes())
     written = summaries(store)
     downgrade_store(store, "0013")
     assert store_revision(store) == "0013"
@@ -184,15 +245,17 @@ def test_a_store_of_revision_0013_migrates_to_the_summaries_its_mixtures_write(m
     assert summaries(store) == written and all(written.values())
 
 
-def test_removing_a_mixture_removes_its_summaries(mixed_store: Path, tmp_path: Path) -> None:
+def test_removing_a_mixture_or_a_spec_removes_its_summaries(rendered_store: Path, tmp_path: Path) -> None:
     store = tmp_path / "removed.db"
-    store.write_bytes(mixed_store.read_bytes())
+    store.write_bytes(rendered_store.read_bytes())
     before = summaries(store)
     remove_mixture(store, "grown")
+    remove_render_spec(store, "default")
     after = summaries(store)
     with sqlite3.connect(store) as connection:
         kept = {row[0] for row in connection.execute("SELECT id FROM mixtures")}
     connection.close()
     assert after["dataset_turns"] == before["dataset_turns"]
-    for table in SUMMARIES[1:]:
+    for table in MIXTURE_SUMMARIES:
         assert after[table] == [row for row in before[table] if row[0] in kept] != before[table]
+    assert all(before[table] and not after[table] for table in SPEC_SUMMARIES)

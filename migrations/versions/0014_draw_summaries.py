@@ -1,10 +1,13 @@
-"""Draw summaries: ``dataset_turns`` (a dataset's rows by their number of entries), and per
-mixture ``mixture_spans`` (the base entries it uses, as ranges), ``repeat_counts`` (its rows by
-the times it shows them) and ``repeat_rows`` (the first rows of each such level), written with
-the base index and each mixture so that the cookbook reads them instead of every position.
+"""Draw summaries: ``dataset_turns`` (a dataset's rows by their number of entries), per mixture
+``mixture_spans`` (the base entries it uses, as ranges), ``repeat_counts`` (its rows by the times
+it shows them) and ``repeat_rows`` (the first rows of each such level), and per render spec
+``render_statuses`` (entries by dataset and status) and ``render_blocks`` (the training entries
+and tokens of each block of 256 entries), written with the base index, each mixture and each
+spec so that the cookbook reads them instead of every position or entry.
 
-Existing stores get them counted once from their positions: a pass over every position of every
-mixture (minutes at 20M positions), which is what each cookbook query cost before.
+Existing stores get them counted once from what they hold: a pass over every position of every
+mixture and every entry of every spec (minutes at 20M positions), what each of those cookbook
+queries cost before.
 
 Revision ID: 0014
 Revises: 0013
@@ -21,6 +24,8 @@ depends_on = None
 _INT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
 #: Rows kept per level in repeat_rows (``dataidx.store.schema.REPEAT_ROWS``).
 _REPEAT_ROWS = 100
+#: Entries per render_blocks block (``dataidx.store.schema.BLOCK_ENTRIES``).
+_BLOCK_ENTRIES = 256
 
 _TURNS = """
 INSERT INTO dataset_turns (dataset_id, turns, rows)
@@ -58,40 +63,55 @@ SELECT mixture_id, dataset_id, times, row FROM (
 ) AS r WHERE k <= {_REPEAT_ROWS}
 """
 
+_STATUSES = """
+INSERT INTO render_statuses (spec_id, dataset_id, status, entries, longest)
+SELECT l.spec_id, d.id, l.status, count(*), max(l.full_tokens)
+FROM entry_renders AS l CROSS JOIN datasets AS d
+WHERE l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
+GROUP BY l.spec_id, d.id, l.status
+"""
+_BLOCKS = f"""
+INSERT INTO render_blocks (spec_id, block, dataset_id, entries, tokens, supervised_tokens)
+SELECT l.spec_id, l.entry_id / {_BLOCK_ENTRIES}, d.id, count(*), sum(l.tokens), sum(l.supervised_tokens)
+FROM entry_renders AS l CROSS JOIN datasets AS d
+WHERE l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ('ok', 'truncated')
+GROUP BY l.spec_id, l.entry_id / {_BLOCK_ENTRIES}, d.id
+"""
 
-def _key_table(name: str, *columns: tuple[str, str], value: str) -> None:
-    """A WITHOUT ROWID table keyed by ``columns`` (name, referred table or '') with one value."""
+
+def _table(name: str, keys: tuple[tuple[str, str], ...], values: tuple[str, ...], text: tuple[str, ...] = ()) -> None:
+    """A WITHOUT ROWID table keyed by ``keys`` (column, referred table or '') with integer
+    ``values``; the columns named in ``text`` are strings."""
     op.create_table(
         name,
-        *(sa.Column(column, _INT, nullable=False) for column, _ in columns),
-        sa.Column(value, _INT, nullable=False),
+        *(sa.Column(column, sa.String() if column in text else _INT, nullable=False)
+          for column in (*(key for key, _ in keys), *values)),
         *(sa.ForeignKeyConstraint([column], [f"{table}.id"], name=op.f(f"fk_{name}_{column}_{table}"))
-          for column, table in columns if table),
-        sa.PrimaryKeyConstraint(*(column for column, _ in columns), name=op.f(f"pk_{name}")),
+          for column, table in keys if table),
+        sa.PrimaryKeyConstraint(*(column for column, _ in keys), name=op.f(f"pk_{name}")),
         sqlite_with_rowid=False,
     )
 
 
 def upgrade() -> None:
-    _key_table("dataset_turns", ("dataset_id", "datasets"), ("turns", ""), value="rows")
-    _key_table("mixture_spans", ("mixture_id", "mixtures"), ("first_entry", ""), value="entries")
-    _key_table("repeat_counts", ("mixture_id", "mixtures"), ("dataset_id", "datasets"), ("times", ""), value="rows")
-    op.create_table(
-        "repeat_rows",
-        *(sa.Column(column, _INT, nullable=False) for column in ("mixture_id", "dataset_id", "times", "row")),
-        sa.ForeignKeyConstraint(["mixture_id"], ["mixtures.id"], name=op.f("fk_repeat_rows_mixture_id_mixtures")),
-        sa.ForeignKeyConstraint(["dataset_id"], ["datasets.id"], name=op.f("fk_repeat_rows_dataset_id_datasets")),
-        sa.PrimaryKeyConstraint("mixture_id", "dataset_id", "times", "row", name=op.f("pk_repeat_rows")),
-        sqlite_with_rowid=False,
-    )
+    _table("dataset_turns", (("dataset_id", "datasets"), ("turns", "")), ("rows",))
+    _table("mixture_spans", (("mixture_id", "mixtures"), ("first_entry", "")), ("entries",))
+    _table("repeat_counts", (("mixture_id", "mixtures"), ("dataset_id", "datasets"), ("times", "")), ("rows",))
+    _table("render_statuses", (("spec_id", "render_specs"), ("dataset_id", "datasets"), ("status", "")),
+           ("entries", "longest"), text=("status",))
+    _table("render_blocks", (("spec_id", "render_specs"), ("block", ""), ("dataset_id", "datasets")),
+           ("entries", "tokens", "supervised_tokens"))
+    _table("repeat_rows", (("mixture_id", "mixtures"), ("dataset_id", "datasets"), ("times", ""), ("row", "")), ())
     op.execute(_TURNS)
     op.execute(_SPANS)
     op.execute(_ROW_TIMES)
     op.execute(_REPEAT_COUNTS)
     op.execute(_REPEATS)
     op.execute("DROP TABLE row_times")
+    op.execute(_STATUSES)
+    op.execute(_BLOCKS)
 
 
 def downgrade() -> None:
-    for table in ("repeat_rows", "repeat_counts", "mixture_spans", "dataset_turns"):
+    for table in ("render_blocks", "render_statuses", "repeat_rows", "repeat_counts", "mixture_spans", "dataset_turns"):
         op.drop_table(table)

@@ -29,8 +29,10 @@ from .schema import (
     PackingPlanRow,
     PlanEpoch,
     PlanMerge,
+    RenderBlock,
     RenderCause,
     RenderSpecRow,
+    RenderStatus,
     RepeatCount,
     RepeatRow,
     SkipListRow,
@@ -76,6 +78,8 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
+    for summary in (RenderStatus, RenderBlock):
+        connection.execute(delete(summary).where(summary.spec_id == spec_id))
     connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)

@@ -434,6 +434,29 @@ CREATE TABLE repeat_counts (
 	CONSTRAINT fk_repeat_counts_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
 )
  WITHOUT ROWID;
+CREATE TABLE render_statuses (
+	spec_id INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	status VARCHAR NOT NULL, 
+	entries INTEGER NOT NULL, 
+	longest INTEGER NOT NULL, 
+	CONSTRAINT pk_render_statuses PRIMARY KEY (spec_id, dataset_id, status), 
+	CONSTRAINT fk_render_statuses_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
+	CONSTRAINT fk_render_statuses_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE render_blocks (
+	spec_id INTEGER NOT NULL, 
+	block INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	tokens INTEGER NOT NULL, 
+	supervised_tokens INTEGER NOT NULL, 
+	CONSTRAINT pk_render_blocks PRIMARY KEY (spec_id, block, dataset_id), 
+	CONSTRAINT fk_render_blocks_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
+	CONSTRAINT fk_render_blocks_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
 CREATE TABLE repeat_rows (
 	mixture_id INTEGER NOT NULL, 
 	dataset_id INTEGER NOT NULL, 

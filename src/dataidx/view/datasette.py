@@ -73,6 +73,10 @@ DESCRIPTIONS = {
     "training_orders": "One row per recorded run order: what it reads, seed, global batch, tail, steps per epoch.",
     "order_trims": "One row per base entry an epoch's tail of a recorded order trims (see trimmed).",
     "order_items": "One row per entry of a step of a recorded order (see order_steps).",
+    "render_statuses": "Per render spec, dataset and status, the entries and the longest (full_tokens): "
+                       "entry_lengths grouped once, when the spec is written.",
+    "render_blocks": "Per render spec and block of 256 base entries (and dataset), the entries that train and "
+                     "their tokens: a mixture's runs sum whole blocks.",
     "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",

@@ -155,15 +155,16 @@ def _send(connection: Connection, mixture_id: int, first_id: int, ids: np.ndarra
 
 def entry_rows(connection: Connection, first_entry: int, count: int) -> np.ndarray:
     """The row of each base entry ``first_entry .. first_entry + count - 1``, read a chunk at a
-    time as one JSON array of ``id << 32 | row`` (a row object per entry costs 10x more)."""
+    time as one comma-separated text of ``id << 32 | row`` (NumPy parses it in C: 0.31 s a
+    million entries, where a JSON array took 0.53 s and a row object per entry 10x more)."""
     rows = np.zeros(count, dtype=np.int64)
     for offset in range(0, count, ROWS_PER_STATEMENT):
         last = min(offset + ROWS_PER_STATEMENT, count) - 1
         found = connection.execute(text(
-            "SELECT json_group_array((id << 32) | row) FROM base_entries WHERE id BETWEEN :first AND :last"
+            "SELECT group_concat((id << 32) | row) FROM base_entries WHERE id BETWEEN :first AND :last"
         ), {"first": first_entry + offset, "last": first_entry + last}).scalar_one()
-        # sorted here: json_group_array promises no order
-        rows[offset : last + 1] = np.sort(np.asarray(json.loads(found), dtype=np.int64)) & 0xFFFFFFFF
+        # sorted here: group_concat promises no order
+        rows[offset : last + 1] = np.sort(np.fromstring(found or "", dtype=np.int64, sep=",")) & 0xFFFFFFFF
     return rows
 
 
