@@ -122,12 +122,12 @@ class MixtureWriter:
         drawn = len(chosen)
         self.position += drawn
         counts = chosen.counts()
-        if summary.epochs == 1:  # the epoch's counts are the mixture's: one pass counts both
-            counted = summarise_draw(self.connection, dataset_id, first_entry, counts, rows)
-            distinct_entries, distinct_rows, max_repeats = (counted.distinct_entries, counted.distinct_rows,
-                                                            counted.max_repeats)
-        else:
-            distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, counts, rows)
+        # One epoch: its counts are the mixture's, and one pass counts the epoch's row and the summary.
+        counted = summarise_draw(self.connection, dataset_id, first_entry, counts, rows) if summary.epochs == 1 \
+            else None
+        distinct_entries, distinct_rows, max_repeats = (
+            draw_counts(self.connection, first_entry, counts, rows) if counted is None
+            else (counted.distinct_entries, counted.distinct_rows, counted.max_repeats))
         spent = {} if self.lengths is None else self.lengths.spent(first_entry, counts)
         self.connection.execute(insert(EpochDataset).values(
             mixture_id=self.mixture_id, epoch=self.epoch, dataset_id=dataset_id, seed=dataset_seed, entries=drawn,
@@ -136,7 +136,7 @@ class MixtureWriter:
         if spent:
             summary.tokens[self.epoch][name] = spent["tokens"]
         summary.datasets[name] = summary.datasets.get(name, 0) + drawn
-        if summary.epochs == 1:
+        if counted is not None:
             self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, counted=counted,
                                  seed=dataset_seed)
             insert_draw_summary(self.connection, self.mixture_id, dataset_id, first_entry, counts, counted)
