@@ -2,6 +2,7 @@
 
     python scripts/bench_scale.py                          # 2M, 10M, 20M entries (about 20 minutes, 15 GB of disk)
     python scripts/bench_scale.py --entries 2000000 --work /tmp/scale   # keep the data for another run
+    python scripts/bench_scale.py --entries 2000000 --work /tmp/scale --cookbook-only   # its store's cookbook again
 
 For each size the data is generated (scripts/scale_data.py), the HF cache warmed in a child
 process, and every command then runs as a user meets it, in a fresh process, measured by a
@@ -104,11 +105,14 @@ print(json.dumps([view, time.perf_counter() - t]))
 
 def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
     """Spec 'bench' over every base entry: lognormal lengths (median ~400) written by SQL, a
-    million at a time, with the spec row of a real render of a small store."""
+    million at a time, with the spec row of a real render of a small store, and the summaries
+    ``dataidx render`` counts."""
     small = store.parent / "spec-source"
     shutil.rmtree(small, ignore_errors=True)
     from dataidx.index import build
     from dataidx.render import render_store
+    from dataidx.store.render_summaries import insert_spec_summary
+    from dataidx.store.sqlite.files import file_engine
 
     build(generate(small, 50), small / "small.db")
     render_store(small / "small.db", REPO / "data" / "demo_tokenizer", cutoff=cutoff, name="bench", jobs=1)
@@ -130,6 +134,10 @@ def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
                            (spec_id, start, json.dumps(lengths.tolist())))
     connection.commit()
     connection.close()
+    engine = file_engine(store)  # the summaries dataidx render counts when it writes a spec
+    with engine.begin() as written:
+        insert_spec_summary(written, spec_id)
+    engine.dispose()
 
 
 def scale_row(work: Path, entries: int, env: dict[str, str]) -> dict[str, str]:
@@ -196,6 +204,11 @@ def cookbook_seconds(store: Path, env: dict[str, str]) -> dict[str, str]:
     return found
 
 
+def cookbook_row(work: Path, entries: int, env: dict[str, str]) -> dict[str, str]:
+    """The cookbook's seconds on the store a full run left for this size."""
+    return cookbook_seconds(work / f"{entries}" / "bench.db", env)
+
+
 def prepared_work(work: Path | None, prefix: str) -> tuple[Path, dict[str, str]]:
     """The working folder (a temporary one when None) and the environment whose HF cache lives in it."""
     work = work or Path(tempfile.mkdtemp(prefix=prefix))
@@ -222,10 +235,16 @@ def main() -> None:
                         "conversations) of the rendering sample; 0 skips it")
     parser.add_argument("--work", type=Path, help="keep generated data and HF caches here "
                         "(default: a temporary folder)")
+    parser.add_argument("--cookbook-only", action="store_true", help="only time the cookbook queries on the "
+                        "stores an earlier run left in --work (migrated or not), rebuilding nothing")
     args = parser.parse_args()
+    if args.cookbook_only and not args.work:
+        parser.error("--cookbook-only reads the stores of an earlier run: give its --work")
     work, env = prepared_work(args.work, "dataidx-scale-")
     random.seed(0)
-    rows = rows_by_size(args.entries, work, env, scale_row)
+    if args.cookbook_only:
+        args.render = 0
+    rows = rows_by_size(args.entries, work, env, cookbook_row if args.cookbook_only else scale_row)
     if rows:
         labels = list(next(iter(rows.values())))
         table = [(label, *(row[label] for row in rows.values())) for label in labels]

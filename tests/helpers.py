@@ -202,6 +202,19 @@ def insert_mixture_entries(connection: Any, mixture_id: int, first_id: int, entr
     positions.close()
 
 
+def downgrade_store(store: str | os.PathLike[str], revision: str) -> None:
+    """Take a store file back to schema ``revision`` with the migrations' own downgrades."""
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    from dataidx.store.sqlite.migrations import alembic_config
+
+    engine = create_engine(f"sqlite:///{store}")
+    with engine.begin() as connection:
+        command.downgrade(alembic_config(connection), revision)
+    engine.dispose()
+
+
 def migrated_schema(path: str | os.PathLike[str]) -> str:
     """The schema script of a new store made by running every migration (``schema.sql``)."""
     from dataidx.store.sqlite.files import file_engine

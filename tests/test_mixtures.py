@@ -11,11 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from alembic import command
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine
 
 from dataidx import DataEngine, __version__
 from dataidx.cli import cli
@@ -24,9 +22,17 @@ from dataidx.index import add_mixture, derive_seed
 from dataidx.read import verify_store
 from dataidx.store import SCHEMA_REVISION, composition, migrate_store, remove_mixture, run_query, store_info
 from dataidx.store.connect import store_revision
-from dataidx.store.sqlite.migrations import alembic_config
 
-from .helpers import alpaca_rows, chat_rows, engine_length, examples, insert_mixture_entries, write_jsonl, write_yaml
+from .helpers import (
+    alpaca_rows,
+    chat_rows,
+    downgrade_store,
+    engine_length,
+    examples,
+    insert_mixture_entries,
+    write_jsonl,
+    write_yaml,
+)
 
 ENTRIES = "SELECT position, dataset, row, cut FROM entries WHERE mixture = :m ORDER BY position"
 
@@ -189,10 +195,7 @@ def test_a_store_of_the_first_schema_revision_migrates(tmp_path, sources, make_s
     store = make_store(yaml_for(sources, alpaca="  size: 7\n"))
     before = entries(store)
     counted = composition(store)
-    engine = create_engine(f"sqlite:///{store}")
-    with engine.begin() as connection:
-        command.downgrade(alembic_config(connection), "0001")
-    engine.dispose()
+    downgrade_store(store, "0001")
     assert store_revision(store) == "0001"
     with pytest.raises(StoreError, match=f"older than '{SCHEMA_REVISION}'; upgrade it with: dataidx migrate {store}"):
         DataEngine(store)

@@ -44,7 +44,7 @@ from ..sources import (
     sources,
 )
 from ..spec import DatasetSpec
-from ..store import Dataset, RejectedRow, insert_base_entries
+from ..store import Dataset, RejectedRow, insert_base_entries, insert_dataset_turns, row_lengths
 from .empty import refuse_empty
 from .mixtures import MixtureWriter
 
@@ -115,8 +115,12 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
         "first_entry": first_entry, "drops": 0, "arrow_files": arrow_files, "rejected": 0, "on_error": dataset.on_error,
         "empty_rows": 0,
     }
+    turns = np.zeros(1, dtype=np.int64)  # rows by their number of entries; a chunk holds whole rows
     for found in _converted(rows, converter, dataset):
         writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found)
+        counted = np.bincount(row_lengths(found.rows))
+        turns = np.pad(turns, (0, max(0, len(counted) - len(turns))))
+        turns[: len(counted)] += counted
         record["entries"] += len(found.rows)
         record["drops"] += found.drops
         record["rejected"] += len(found.rejects)
@@ -125,7 +129,7 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
         refuse_empty(dataset, converter=converter.name, rows=record["rows"] - record["rejected"],
                      empty=record["empty_rows"], columns=rows.column_names)
     return record, writes.submit(_write_record, connection, record, fingerprints=fingerprints, before=before,
-                                 mixture=mixture, started=started)
+                                 mixture=mixture, started=started, turns=turns)
 
 
 def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec) -> Iterator[TableCuts]:
@@ -149,7 +153,8 @@ def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: 
 
 
 def _write_record(connection: Connection, record: dict[str, Any], *, fingerprints: Future[list[dict[str, Any]]],
-                  before: dict[str, tuple[int, int]], mixture: MixtureWriter, started: float) -> DatasetSummary:
+                  before: dict[str, tuple[int, int]], mixture: MixtureWriter, started: float,
+                  turns: np.ndarray) -> DatasetSummary:
     """After a dataset's last chunk: its record, then its draw into the mixture; refused if a
     source file changed between the stat before loading, the fingerprint and now."""
     files = fingerprints.result()
@@ -158,6 +163,7 @@ def _write_record(connection: Connection, record: dict[str, Any], *, fingerprint
         raise SourceError(f"dataset '{record['name']}': {', '.join(moved)} changed while the build read it; "
                           "build again once it is written")
     connection.execute(insert(Dataset), {**record, "files": files})
+    insert_dataset_turns(connection, record["id"], turns)
     mixture.add(record["id"], record["name"], first_entry=record["first_entry"], entries=record["entries"],
                 rows=record["rows"] - record["rejected"])
     return DatasetSummary(name=record["name"], rows=record["rows"], entries=record["entries"], drops=record["drops"],

@@ -21,13 +21,16 @@ from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
 from ..store import (
     Dataset,
+    DrawSummary,
     EpochDataset,
     Mixture,
     MixtureDataset,
     MixtureEpoch,
     PositionWriter,
     draw_counts,
+    insert_draw_summary,
     rewriting,
+    summarise_draw,
 )
 from .budgets import budget_draw
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
@@ -119,7 +122,12 @@ class MixtureWriter:
         drawn = len(chosen)
         self.position += drawn
         counts = chosen.counts()
-        distinct_entries, distinct_rows, max_repeats = draw_counts(self.connection, first_entry, counts, rows)
+        # One epoch: its counts are the mixture's, and one pass counts the epoch's row and the summary.
+        counted = summarise_draw(self.connection, dataset_id, first_entry, counts, rows) if summary.epochs == 1 \
+            else None
+        distinct_entries, distinct_rows, max_repeats = (
+            draw_counts(self.connection, first_entry, counts, rows) if counted is None
+            else (counted.distinct_entries, counted.distinct_rows, counted.max_repeats))
         spent = {} if self.lengths is None else self.lengths.spent(first_entry, counts)
         self.connection.execute(insert(EpochDataset).values(
             mixture_id=self.mixture_id, epoch=self.epoch, dataset_id=dataset_id, seed=dataset_seed, entries=drawn,
@@ -128,9 +136,10 @@ class MixtureWriter:
         if spent:
             summary.tokens[self.epoch][name] = spent["tokens"]
         summary.datasets[name] = summary.datasets.get(name, 0) + drawn
-        if summary.epochs == 1:
-            self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, distinct_entries=distinct_entries,
-                                 distinct_rows=distinct_rows, max_repeats=max_repeats, seed=dataset_seed)
+        if counted is not None:
+            self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, counted=counted,
+                                 seed=dataset_seed)
+            insert_draw_summary(self.connection, self.mixture_id, dataset_id, first_entry, counts, counted)
             return
         total = self.totals.setdefault(dataset_id, _Total(name=name, first_entry=first_entry, rows=rows,
                                                                 counts=np.zeros(entries, dtype=np.int64)))
@@ -168,8 +177,8 @@ class MixtureWriter:
         self.epoch_start = self.position
         self.summary.tokens.append({})
 
-    def _insert_dataset(self, dataset_id: int, name: str, *, base_entries: int, drawn: int, distinct_entries: int,
-                        distinct_rows: int, max_repeats: int, seed: int) -> None:
+    def _insert_dataset(self, dataset_id: int, name: str, *, base_entries: int, drawn: int, counted: DrawSummary,
+                        seed: int) -> None:
         dataset = self.datasets[name]
         budget = dict.fromkeys(("token_budget", "supervised_token_budget"))
         if dataset.budget is not None:
@@ -177,8 +186,8 @@ class MixtureWriter:
         requested = None if dataset.budget is not None else requested_count(base_entries, dataset.size, dataset.weight)
         self.connection.execute(insert(MixtureDataset).values(
             mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=dataset.size, weight=dataset.weight,
-            base_entries=base_entries, requested=requested, entries=drawn, distinct_entries=distinct_entries,
-            distinct_rows=distinct_rows, max_repeats=max_repeats, **budget,
+            base_entries=base_entries, requested=requested, entries=drawn, distinct_entries=counted.distinct_entries,
+            distinct_rows=counted.distinct_rows, max_repeats=counted.max_repeats, **budget,
         ))
 
     def finish(self) -> MixtureSummary:
@@ -188,11 +197,10 @@ class MixtureWriter:
             raise UsageError(f"mixture '{self.summary.name}' was to have {self.summary.epochs} epochs, "
                              f"{self.epoch + 1} were drawn")
         for dataset_id, total in self.totals.items():
-            distinct_entries, distinct_rows, max_repeats = draw_counts(
-                self.connection, total.first_entry, total.counts, total.rows)
+            counted = summarise_draw(self.connection, dataset_id, total.first_entry, total.counts, total.rows)
             self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
-                                 distinct_entries=distinct_entries, distinct_rows=distinct_rows,
-                                 max_repeats=max_repeats, seed=derive_seed(self.summary.seed, total.name))
+                                 counted=counted, seed=derive_seed(self.summary.seed, total.name))
+            insert_draw_summary(self.connection, self.mixture_id, dataset_id, total.first_entry, total.counts, counted)
         self.summary.entries = self.position - self.start
         self.connection.execute(
             update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)

@@ -85,6 +85,11 @@ if TYPE_CHECKING:
     from .sqlite.bulk import PositionWriter as PositionWriter
     from .sqlite.bulk import draw_counts as draw_counts
     from .sqlite.bulk import insert_base_entries as insert_base_entries
+    from .sqlite.draws import DrawSummary as DrawSummary
+    from .sqlite.draws import insert_dataset_turns as insert_dataset_turns
+    from .sqlite.draws import insert_draw_summary as insert_draw_summary
+    from .sqlite.draws import row_lengths as row_lengths
+    from .sqlite.draws import summarise_draw as summarise_draw
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
     from .tokens import EntryTokens as EntryTokens
@@ -172,6 +177,11 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "insert_base_entries": ".sqlite.bulk",
     "PositionWriter": ".sqlite.bulk",
     "draw_counts": ".sqlite.bulk",
+    "DrawSummary": ".sqlite.draws",
+    "insert_dataset_turns": ".sqlite.draws",
+    "insert_draw_summary": ".sqlite.draws",
+    "row_lengths": ".sqlite.draws",
+    "summarise_draw": ".sqlite.draws",
     "save_render_spec": ".renders",
     "budget_mixtures_drawn_before": ".renders",
     "LengthRow": ".renders",

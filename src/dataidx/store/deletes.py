@@ -23,13 +23,18 @@ from .schema import (
     MixtureEntry,
     MixtureEpoch,
     MixtureRun,
+    MixtureSpan,
     Pack,
     PackedEntry,
     PackingPlanRow,
     PlanEpoch,
     PlanMerge,
+    RenderBlock,
     RenderCause,
     RenderSpecRow,
+    RenderStatus,
+    RepeatCount,
+    RepeatRow,
     SkipListRow,
     SpecTokens,
 )
@@ -73,6 +78,8 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
+    for summary in (RenderStatus, RenderBlock):
+        connection.execute(delete(summary).where(summary.spec_id == spec_id))
     connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
     return len(plans)
@@ -101,6 +108,8 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
         )
         connection.execute(delete(MixtureRun).where(MixtureRun.mixture_id == found.id))
+        for summary in (MixtureSpan, RepeatCount, RepeatRow):
+            connection.execute(delete(summary).where(summary.mixture_id == found.id))
         connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
         connection.execute(delete(EpochDataset).where(EpochDataset.mixture_id == found.id))
         connection.execute(delete(MixtureEpoch).where(MixtureEpoch.mixture_id == found.id))

@@ -16,6 +16,7 @@ from .causes import CauseRow, render_causes
 from .deletes import delete_spec
 from .dialect import Reads
 from .records import stale_budget_mixtures
+from .render_summaries import insert_spec_summary
 from .schema import AddedTokenUse, RenderCause, RenderSpecRow
 from .sqlite.files import CopyReads
 
@@ -67,6 +68,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(spec_id, *row) for row in chunk],
             )
+    insert_spec_summary(connection, spec_id)
     if added_uses:
         connection.execute(insert(AddedTokenUse), [
             {"spec_id": spec_id, "dataset_id": dataset_id, "token": token, "entries": n}

@@ -16,6 +16,16 @@ from sqlalchemy import JSON, Float, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, NAMING, Base
+from .draw_tables import (
+    BLOCK_ENTRIES,
+    REPEAT_ROWS,
+    DatasetTurns,
+    MixtureSpan,
+    RenderBlock,
+    RenderStatus,
+    RepeatCount,
+    RepeatRow,
+)
 from .order_tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .render_tables import (
     AddedTokenUse,
@@ -30,13 +40,15 @@ from .render_tables import (
     SpecTokens,
 )
 
-# The render and pack tables are declared apart, and imported above so that every table is in
+# The render, pack and draw summary tables are declared apart, and imported above so that every table is in
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
-__all__ = ["INT", "NAMING", "AddedTokenUse", "Base", "BaseEntry", "Build", "Dataset", "EntryRender", "EpochDataset",
-           "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "OrderItem", "OrderTrim", "Pack",
-           "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "RejectedRow", "RenderCause", "RenderSpecRow",
-           "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
+__all__ = ["AddedTokenUse", "BLOCK_ENTRIES", "Base", "BaseEntry", "Build", "Dataset", "DatasetTurns", "EntryRender",
+           "EpochDataset", "INT", "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun",
+           "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack", "PackedEntry", "PackingPlanRow", "PlanEpoch",
+           "PlanMerge", "REPEAT_ROWS", "RejectedRow", "RenderBlock", "RenderCause", "RenderSpecRow", "RenderStatus",
+           "RepeatCount", "RepeatRow", "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS",
+           "schema_script"]
 
 
 def schema_script() -> str:

@@ -408,4 +408,63 @@ SELECT p.name AS plan, g.epoch AS epoch, g.outcome AS outcome, g.rows AS rows, g
        g.cut_tokens AS cut_tokens, g.tokens AS tokens
 FROM plan_merges AS g
 JOIN packing_plans AS p ON p.id = g.plan_id;
-INSERT INTO alembic_version (version_num) VALUES ('0013');
+CREATE TABLE dataset_turns (
+	dataset_id INTEGER NOT NULL, 
+	turns INTEGER NOT NULL, 
+	rows INTEGER NOT NULL, 
+	CONSTRAINT pk_dataset_turns PRIMARY KEY (dataset_id, turns), 
+	CONSTRAINT fk_dataset_turns_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE mixture_spans (
+	mixture_id INTEGER NOT NULL, 
+	first_entry INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	CONSTRAINT pk_mixture_spans PRIMARY KEY (mixture_id, first_entry), 
+	CONSTRAINT fk_mixture_spans_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE repeat_counts (
+	mixture_id INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	times INTEGER NOT NULL, 
+	rows INTEGER NOT NULL, 
+	CONSTRAINT pk_repeat_counts PRIMARY KEY (mixture_id, dataset_id, times), 
+	CONSTRAINT fk_repeat_counts_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
+	CONSTRAINT fk_repeat_counts_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE render_statuses (
+	spec_id INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	status VARCHAR NOT NULL, 
+	entries INTEGER NOT NULL, 
+	longest INTEGER NOT NULL, 
+	CONSTRAINT pk_render_statuses PRIMARY KEY (spec_id, dataset_id, status), 
+	CONSTRAINT fk_render_statuses_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
+	CONSTRAINT fk_render_statuses_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE render_blocks (
+	spec_id INTEGER NOT NULL, 
+	block INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	tokens INTEGER NOT NULL, 
+	supervised_tokens INTEGER NOT NULL, 
+	CONSTRAINT pk_render_blocks PRIMARY KEY (spec_id, block, dataset_id), 
+	CONSTRAINT fk_render_blocks_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
+	CONSTRAINT fk_render_blocks_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE repeat_rows (
+	mixture_id INTEGER NOT NULL, 
+	dataset_id INTEGER NOT NULL, 
+	times INTEGER NOT NULL, 
+	"row" INTEGER NOT NULL, 
+	CONSTRAINT pk_repeat_rows PRIMARY KEY (mixture_id, dataset_id, times, "row"), 
+	CONSTRAINT fk_repeat_rows_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
+	CONSTRAINT fk_repeat_rows_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
+)
+ WITHOUT ROWID;
+INSERT INTO alembic_version (version_num) VALUES ('0014');

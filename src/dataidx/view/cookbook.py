@@ -11,18 +11,33 @@ COOKBOOK: list[tuple[str, str]] = [
     ('Share of each dataset in a mixture',
      "SELECT dataset, entries, share FROM composition WHERE mixture = 'default';"),
     ('Which rows repeat most (weights above 1, or `--sampling replacement`)',
-     "SELECT dataset, row, sum(repeats) AS times FROM repeats\n"
-     "WHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row LIMIT 10;"),
+     "SELECT d.name AS dataset, r.row, r.times FROM repeat_rows AS r\n"
+     "JOIN mixtures AS m ON m.id = r.mixture_id JOIN datasets AS d ON d.id = r.dataset_id\n"
+     "WHERE m.name = 'default' ORDER BY r.times DESC, dataset, r.row LIMIT 10;"),
     ('How two mixtures differ, dataset by dataset',
      "SELECT a.dataset, a.entries AS in_a, b.entries AS in_b, b.entries - a.entries AS change\n"
      "FROM composition AS a JOIN composition AS b ON a.dataset = b.dataset\n"
      "WHERE a.mixture = 'default' AND b.mixture = 'seed7';"),
     ('Entries in one mixture that the other never uses',
-     "SELECT dataset, row, cut FROM repeats WHERE mixture = 'seed7'\n"
-     "EXCEPT SELECT dataset, row, cut FROM repeats WHERE mixture = 'default';"),
+     "WITH a AS (SELECT id FROM mixtures WHERE name = 'seed7'), "
+     "b AS (SELECT id FROM mixtures WHERE name = 'default'),\n"
+     "used AS (SELECT s.first_entry AS lo, s.first_entry + s.entries - 1 AS hi FROM mixture_spans AS s "
+     "JOIN b ON s.mixture_id = b.id\n"
+     "         UNION ALL SELECT 0, 0 UNION ALL SELECT max(id) + 1, max(id) + 1 FROM base_entries),\n"
+     "gaps AS (SELECT lo, hi FROM (SELECT u.hi + 1 AS lo, lead(u.lo) OVER (ORDER BY u.lo) - 1 AS hi FROM used AS u) "
+     "AS g\n"
+     "         WHERE lo <= hi),\n"
+     "kept AS (SELECT CASE WHEN s.first_entry > g.lo THEN s.first_entry ELSE g.lo END AS lo,\n"
+     "                CASE WHEN s.first_entry + s.entries - 1 < g.hi THEN s.first_entry + s.entries - 1 ELSE g.hi END "
+     "AS hi\n"
+     "         FROM gaps AS g CROSS JOIN a JOIN mixture_spans AS s ON s.mixture_id = a.id AND s.first_entry BETWEEN\n"
+     "           coalesce((SELECT max(first_entry) FROM mixture_spans WHERE mixture_id = a.id AND first_entry < g.lo), "
+     "g.lo) AND g.hi)\n"
+     "SELECT d.name AS dataset, e.row, e.cut FROM kept AS k JOIN base_entries AS e ON e.id BETWEEN k.lo AND k.hi\n"
+     "JOIN datasets AS d ON d.id = e.dataset_id ORDER BY dataset, e.row, e.cut;"),
     ('How many turns conversations have, per dataset',
-     'SELECT dataset, entries AS turns, count(*) AS conversations FROM turns\n'
-     'GROUP BY dataset, entries ORDER BY dataset, turns;'),
+     'SELECT d.name AS dataset, t.turns, t.rows AS conversations FROM dataset_turns AS t\n'
+     'JOIN datasets AS d ON d.id = t.dataset_id ORDER BY dataset, t.turns;'),
     ('What one position of a mixture is, and its seeds',
      "WITH m AS (SELECT id, name, start, seed FROM mixtures WHERE name = 'default'),\n"
      "p AS (SELECT r.first_entry + (m.start + 0 - r.start) AS entry_id FROM mixture_runs AS r "
@@ -42,21 +57,34 @@ COOKBOOK: list[tuple[str, str]] = [
      'FROM mixtures AS m JOIN mixture_datasets AS md ON md.mixture_id = m.id '
      'JOIN datasets AS d ON d.id = md.dataset_id;'),
     ('Why entries do not train, per dataset and reason (nothing is dropped without a row here)',
-     "SELECT spec, dataset, status, count(*) AS entries, max(full_tokens) AS longest\n"
-     "FROM entry_lengths WHERE status NOT IN ('ok') GROUP BY spec, dataset, status;"),
+     "SELECT s.name AS spec, d.name AS dataset, t.status, t.entries, t.longest FROM render_statuses AS t\n"
+     "JOIN render_specs AS s ON s.id = t.spec_id JOIN datasets AS d ON d.id = t.dataset_id\n"
+     "WHERE t.status NOT IN ('ok') ORDER BY spec, dataset, t.status;"),
     ('Tokens and supervised tokens of a mixture, per dataset, under a spec',
      "WITH m AS (SELECT id, start, entries FROM mixtures WHERE name = 'default'),\n"
      "spans AS (SELECT r.first_entry AS lo, r.first_entry + r.length - 1 AS hi FROM mixture_runs AS r "
      "JOIN m ON r.mixture_id = m.id\n"
      "          UNION ALL\n"
      "          SELECT e.entry_id, e.entry_id FROM mixture_entries AS e "
-     "JOIN m ON e.id BETWEEN m.start AND m.start + m.entries - 1)\n"
-     "SELECT d.name AS dataset, count(*) AS entries, sum(l.tokens) AS tokens, "
+     "JOIN m ON e.id BETWEEN m.start AND m.start + m.entries - 1),\n"
+     "whole AS (SELECT lo, hi, (lo + 255) / 256 AS first, (hi + 1) / 256 - 1 AS last FROM spans),\n"
+     "ends AS (SELECT lo, CASE WHEN first <= last THEN first * 256 - 1 ELSE hi END AS hi FROM whole\n"
+     "         UNION ALL SELECT (last + 1) * 256, hi FROM whole WHERE first <= last),\n"
+     "counted AS (SELECT d.id AS dataset_id, count(*) AS entries, sum(l.tokens) AS tokens, "
      "sum(l.supervised_tokens) AS supervised\n"
-     "FROM spans CROSS JOIN render_specs AS s CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d\n"
-     "WHERE s.name = 'default' AND l.spec_id = s.id AND l.entry_id BETWEEN spans.lo AND spans.hi\n"
-     "  AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND l.status IN ('ok', 'truncated')\n"
-     "GROUP BY d.id ORDER BY d.position;"),
+     "            FROM ends CROSS JOIN render_specs AS s CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d\n"
+     "            WHERE s.name = 'default' AND l.spec_id = s.id AND l.entry_id BETWEEN ends.lo AND ends.hi\n"
+     "              AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 "
+     "AND l.status IN ('ok', 'truncated')\n"
+     "            GROUP BY d.id\n"
+     "            UNION ALL\n"
+     "            SELECT b.dataset_id, sum(b.entries), sum(b.tokens), sum(b.supervised_tokens)\n"
+     "            FROM whole CROSS JOIN render_specs AS s CROSS JOIN render_blocks AS b\n"
+     "            WHERE s.name = 'default' AND b.spec_id = s.id AND b.block BETWEEN whole.first AND whole.last\n"
+     "            GROUP BY b.dataset_id)\n"
+     "SELECT d.name AS dataset, sum(c.entries) AS entries, sum(c.tokens) AS tokens, sum(c.supervised) AS supervised\n"
+     "FROM counted AS c JOIN datasets AS d ON d.id = c.dataset_id GROUP BY d.id, d.name, d.position\n"
+     "HAVING sum(c.entries) > 0 ORDER BY d.position;"),
     ('How full each plan is',
      'SELECT plan, packs, entries, round(fill, 4) AS fill, left_out FROM pack_plans;'),
     ('The emptiest packs of a plan',

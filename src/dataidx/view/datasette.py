@@ -53,6 +53,14 @@ DESCRIPTIONS = {
     "mixture_runs": "Whole-dataset stretches of a mixture: positions start.. hold entries first_entry..",
     "mixture_entries": "Positions of a mixture that are not in a run, one row each.",
     "mixture_epochs": "One row per epoch of a mixture: its seed and stretch of positions.",
+    "mixture_spans": "Ranges of base entries a mixture uses in some epoch (first_entry.., within one dataset); "
+                     "the entries between them it never uses.",
+    "repeat_counts": "Per mixture and dataset, how many rows the mixture shows each number of times (all cuts "
+                     "and epochs together).",
+    "repeat_rows": "Per mixture, dataset and times, the first 100 rows shown that many times: the rows that repeat "
+                   "most, without expanding positions.",
+    "dataset_turns": "Per dataset, how many rows have each number of entries (supervised turns), counted at "
+                     "build time.",
     "epoch_datasets": "One row per dataset and epoch of a mixture: its seed, counts and, under the mixture's "
                       "spec, training entries and tokens.",
     "plan_epochs": "One row per epoch of a packing plan: its seed, packs and fill.",
@@ -65,6 +73,10 @@ DESCRIPTIONS = {
     "training_orders": "One row per recorded run order: what it reads, seed, global batch, tail, steps per epoch.",
     "order_trims": "One row per base entry an epoch's tail of a recorded order trims (see trimmed).",
     "order_items": "One row per entry of a step of a recorded order (see order_steps).",
+    "render_statuses": "Per render spec, dataset and status, the entries and the longest (full_tokens): "
+                       "entry_lengths grouped once, when the spec is written.",
+    "render_blocks": "Per render spec and block of 256 base entries (and dataset), the entries that train and "
+                     "their tokens: a mixture's runs sum whole blocks.",
     "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",

@@ -1,0 +1,93 @@
+"""Summaries of the base index, of each mixture's draw and of each render spec, written when
+they are, so that the cookbook's questions about turns, repeats, entries a mixture never uses,
+statuses and a mixture's tokens read a few rows instead of every position or entry (the rest of
+the schema is in :mod:`.schema`)."""
+
+from __future__ import annotations
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .declarative import INT, Base
+
+
+class DatasetTurns(Base):
+    """How many rows of a dataset have ``turns`` entries (supervised turns): the ``turns`` view
+    counted once, at build time."""
+
+    __tablename__ = "dataset_turns"
+    __table_args__ = {"sqlite_with_rowid": False}
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    turns: Mapped[int] = mapped_column(INT, primary_key=True)
+    rows: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+class MixtureSpan(Base):
+    """Base entries ``first_entry ..`` (``entries`` of them, within one dataset) are used by the
+    mixture, in some epoch; the entries between its spans never are."""
+
+    __tablename__ = "mixture_spans"
+    __table_args__ = {"sqlite_with_rowid": False}
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
+    first_entry: Mapped[int] = mapped_column(INT, primary_key=True)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+class RepeatCount(Base):
+    """How many rows of a dataset the mixture shows ``times`` times (positions over every epoch,
+    all the row's cuts together)."""
+
+    __tablename__ = "repeat_counts"
+    __table_args__ = {"sqlite_with_rowid": False}
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    times: Mapped[int] = mapped_column(INT, primary_key=True)
+    rows: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+class RepeatRow(Base):
+    """One of the first :data:`REPEAT_ROWS` rows (lowest row numbers) of a ``repeat_counts``
+    level: enough to name the rows that repeat most for any ``LIMIT`` up to that many."""
+
+    __tablename__ = "repeat_rows"
+    __table_args__ = {"sqlite_with_rowid": False}
+    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    times: Mapped[int] = mapped_column(INT, primary_key=True)
+    row: Mapped[int] = mapped_column(INT, primary_key=True)
+
+
+#: Rows kept per (mixture, dataset, times) in ``repeat_rows``.
+REPEAT_ROWS = 100
+
+
+class RenderStatus(Base):
+    """How many base entries of a dataset have ``status`` under a render spec, and the longest
+    (``full_tokens``): the ``entry_lengths`` view grouped once, when the spec is written."""
+
+    __tablename__ = "render_statuses"
+    __table_args__ = {"sqlite_with_rowid": False}
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    status: Mapped[str] = mapped_column(String, primary_key=True)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    longest: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+class RenderBlock(Base):
+    """The entries that train (``ok``, ``truncated``) among base entries ``block * BLOCK_ENTRIES ..``
+    of one dataset under a render spec, and their tokens: a run of a mixture sums its whole
+    blocks here and reads only its two ends entry by entry."""
+
+    __tablename__ = "render_blocks"
+    __table_args__ = {"sqlite_with_rowid": False}
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    block: Mapped[int] = mapped_column(INT, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
+    entries: Mapped[int] = mapped_column(INT, nullable=False)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    supervised_tokens: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+#: Base entries per ``render_blocks`` block (the cookbook's SQL spells it out).
+BLOCK_ENTRIES = 256

@@ -1,0 +1,34 @@
+"""A render spec's summary rows (``render_statuses``, ``render_blocks``), counted from its
+``entry_renders`` once, when the spec is written, so that the cookbook's "why entries do not
+train" and "tokens of a mixture under a spec" read a row per dataset and status, or per block
+of entries, instead of every entry (1 s and 17 s at 20M entries)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+from .draw_tables import BLOCK_ENTRIES
+
+# The datasets join by range: an entry's dataset from the handful of datasets rows, not a
+# base_entries lookup per entry.
+_STATUSES = text("""
+INSERT INTO render_statuses (spec_id, dataset_id, status, entries, longest)
+SELECT l.spec_id, d.id, l.status, count(*), max(l.full_tokens)
+FROM entry_renders AS l CROSS JOIN datasets AS d
+WHERE l.spec_id = :spec AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
+GROUP BY l.spec_id, d.id, l.status
+""")
+_BLOCKS = text(f"""
+INSERT INTO render_blocks (spec_id, block, dataset_id, entries, tokens, supervised_tokens)
+SELECT l.spec_id, l.entry_id / {BLOCK_ENTRIES}, d.id, count(*), sum(l.tokens), sum(l.supervised_tokens)
+FROM entry_renders AS l CROSS JOIN datasets AS d
+WHERE l.spec_id = :spec AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
+  AND l.status IN ('ok', 'truncated')
+GROUP BY l.spec_id, l.entry_id / {BLOCK_ENTRIES}, d.id
+""")
+
+
+def insert_spec_summary(connection: Connection, spec_id: int) -> None:
+    """Count spec ``spec_id``'s written ``entry_renders`` into its summary rows."""
+    connection.execute(_STATUSES, {"spec": spec_id})
+    connection.execute(_BLOCKS, {"spec": spec_id})
