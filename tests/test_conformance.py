@@ -22,7 +22,7 @@ from dataidx.store import run_query
 
 from .conformance import GOLDEN, build_tokenizer, digest, families
 from .conformance.conversations import conversations
-from .conformance.v1 import entries, outcome, v1_render, v1_renderer_class
+from .conformance.v1 import CLOCK, entries, frozen_clock, outcome, v1_render, v1_renderer_class
 from .helpers import GOLDEN as SHARED_GOLDEN
 from .helpers import golden_config, write_jsonl
 
@@ -69,7 +69,8 @@ def golden_outcomes(slug: str, tokenizer: Path) -> dict[tuple[str, int, int | No
 
         renderer, refusals = v1_renderer_class(Path(source))(AutoTokenizer.from_pretrained(tokenizer)), []
         made = entries(SHARED_GOLDEN if SHARED else None)
-        outcomes = [outcome(v1_render(renderer, sample), refusals) for *_, sample in made]
+        with frozen_clock():
+            outcomes = [outcome(v1_render(renderer, sample), refusals) for *_, sample in made]
         keys, refusals_of = [key[:3] for key in made], refusals
     else:
         keys, outcomes, refusals_of = V1["keys"], V1["families"][slug], V1["refusals"]
@@ -80,7 +81,7 @@ def golden_outcomes(slug: str, tokenizer: Path) -> dict[tuple[str, int, int | No
 def test_a_family_renders_as_v1_renders_it(store: Path, tmp_path: Path, slug: str) -> None:
     tokenizer = build_tokenizer(slug, tmp_path / slug)
     result = CliRunner().invoke(cli, ["render", str(store), "--tokenizer", str(tokenizer), "--name", slug,
-                                      "--cutoff", "100000", "-q"])
+                                      "--cutoff", "100000", "--clock", CLOCK, "-q"])
     assert result.exit_code == 0, result.output
     _, positions = run_query(store, "SELECT position FROM entries WHERE mixture = 'default' ORDER BY position")
     _, rendered = render_positions(store, "default", slug, [position for (position,) in positions])

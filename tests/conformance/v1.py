@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,28 @@ def v1_renderer_class(source: Path) -> Any:
     from llamafactory.v1.core.rendering.rendering import Renderer  # type: ignore[import-not-found]
 
     return Renderer
+
+
+#: The date the goldens were rendered at, for the templates that write it (Llama 3.2's "Today Date",
+#: gpt-oss's "Current date"): dataidx renders with ``--clock`` at it and v1 under :func:`frozen_clock`.
+CLOCK = "2026-12-02"
+
+
+@contextmanager
+def frozen_clock(clock: str = CLOCK) -> Iterator[None]:
+    """Hugging Face's ``strftime_now`` (what v1's templates read) at ``clock`` instead of now."""
+    from transformers.utils import chat_template_utils
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Frozen:
+            return cls.fromisoformat(clock)
+
+    saved, chat_template_utils.datetime = chat_template_utils.datetime, Frozen  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        chat_template_utils.datetime = saved  # type: ignore[misc]
 
 
 def v1_render(renderer: Any, sample: dict[str, Any]) -> dict[str, Any] | BaseException:
