@@ -102,11 +102,21 @@ def one_pass(engine: Any, indices: list, batch: int) -> float:
     return len(indices) / (time.perf_counter() - started)
 
 
+#: ``--rounds``: how many times every best-of or median-of figure is taken (1: a smoke run); the
+#: sections in other scripts read it from the environment, through :func:`repeats`.
+ROUNDS_VARIABLE = "DATAIDX_BENCH_ROUNDS"
+
+
+def repeats(default: int) -> int:
+    """How many times to take a figure whose best (or median) is printed: ``default``, or ``--rounds``."""
+    return int(os.environ.get(ROUNDS_VARIABLE) or default)
+
+
 def rates(engines: list[tuple[Any, list]], batch: int, rounds: int = 3) -> list[float]:
     """The best of ``rounds`` passes per engine, the engines taking turns within each round, so
     a busy moment of a shared machine does not fall on one engine only."""
     best = [0.0] * len(engines)
-    for _ in range(rounds):
+    for _ in range(repeats(rounds)):
         for number, (engine, indices) in enumerate(engines):
             best[number] = max(best[number], one_pass(engine, indices, batch))
     return best
@@ -318,8 +328,8 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
 
     # Render and ceiling taken in turns, three pairs: a shared VM moves single runs by 20-30%,
     # and a pair measured side by side shares the same slow or fast minute.
-    pairs = [(render_rate(None, f"all-{attempt}"), ceiling_rate()) for attempt in range(3)]
-    single = max(render_rate(1, f"one-{attempt}") for attempt in range(2))
+    pairs = [(render_rate(None, f"all-{attempt}"), ceiling_rate()) for attempt in range(repeats(3))]
+    single = max(render_rate(1, f"one-{attempt}") for attempt in range(repeats(2)))
     entries = len(texts) // 2
     best, ceiling = max(r for r, _ in pairs), max(c for _, c in pairs)
     ratios = sorted(r / c for r, c in pairs)
@@ -329,7 +339,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
         ("ceiling: the tokenizer alone on the same texts (whole and prompt), batches of 4000 (best of 3)",
          f"{ceiling:,.0f}", f"{entries / ceiling:.2f}"),
         (f"  dataidx render, {os.cpu_count()} processes / ceiling, pair by pair", " ".join(f"{r:.2f}" for r in ratios),
-         f"median {ratios[1]:.2f}"),
+         f"median {ratios[len(ratios) // 2]:.2f}"),
     ]
     step = max(1, entries // 2000)  # every step-th entry: both datasets, short and long
     sample = [t for t in reader.entries_between(1, entries) if t[0] % step == 0][:2000]
@@ -523,7 +533,8 @@ def main_table(args: argparse.Namespace, config: str, work: Path) -> tuple[list[
     work.mkdir(parents=True)
     store = work / "bench.db"
     # Start-up as a user meets it: a fresh process, imports included, caches warm.
-    build_s = wall(str(Path(sys.executable).with_name("dataidx")), "build", config, "-o", str(store), "-q", runs=3)
+    dataidx = str(Path(sys.executable).with_name("dataidx"))
+    build_s = wall(dataidx, "build", config, "-o", str(store), "-q", runs=repeats(3))
     v1_s = wall(sys.executable, __file__, "--startup", "v1", config, runs=3 if args.check else 1)
     has_lf = importlib.util.find_spec("llamafactory") is not None
     lf_s = wall(sys.executable, __file__, "--startup", "lf", config) if has_lf else None
@@ -574,7 +585,7 @@ def main_table(args: argparse.Namespace, config: str, work: Path) -> tuple[list[
     row("  ceiling: same loader over prefetched samples", ceiling, v1_rate, None, ",.0f", True)
     row("private memory growth per worker (MiB)", ours_growth, v1_growth, lf_growth, ".1f", False, "worker_mib", True)
     row("store size (bytes/entry)", store.stat().st_size / len(engine), None, None, ".1f", False, "store_bytes", True)
-    row("`dataidx info` wall (s)", wall(str(Path(sys.executable).with_name("dataidx")), "info", str(store), runs=3),
+    row("`dataidx info` wall (s)", wall(dataidx, "info", str(store), runs=repeats(3)),
         None, None, ".2f", False, "info_s", True)
     weighted = work / "weighted.yaml"
     weighted.write_text(Path(config).read_text().replace("converter: alpaca", "converter: alpaca\n  weight: 0.5"))
@@ -622,11 +633,17 @@ def main() -> None:
                         "with --merge-cuts (default: the cut-merge store itself)")
     parser.add_argument("--merges-spec", default="qwen2_5", help="the spec of --merges-scale to plan with")
     parser.add_argument("--merges-only", action="store_true", help="only the cut-merge figures")
+    parser.add_argument("--rounds", type=int, help="take every best-of/median-of figure this many times "
+                        "instead (1: a quick run that checks the script, not figures to compare)")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check and (args.config or (args.alpaca, args.sharegpt) != (100_000, 25_000)):
         parser.error("--check runs the default size (its ranges were measured there): leave out --config, "
                      "--alpaca and --sharegpt")
+    if args.rounds is not None:
+        if args.check or args.rounds < 1:
+            parser.error("--rounds must be 1 or more, and --check takes its figures its own way")
+        os.environ[ROUNDS_VARIABLE] = str(args.rounds)
     if args.startup:  # a child process timed by the parent: build one engine and exit
         engine_name, startup_config = args.startup
         V1StyleEngine(startup_config) if engine_name == "v1" else llamafactory_engine(startup_config)

@@ -79,12 +79,13 @@ def merges_table(work: Path, conversations: int) -> tuple[int, list[tuple[str, .
 
 def planning_table(store: Path, spec: str) -> list[tuple[str, ...]]:
     """``dataidx pack`` against ``--merge-cuts --trees`` on ``store``, fresh processes, best of 2."""
+    from bench import repeats  # here: bench imports this module
     lines = []
     seconds: dict[str, float] = {}
     for label, flags in (("dataidx pack", []), ("dataidx pack --merge-cuts", ["--merge-cuts"]),
                          ("dataidx pack --merge-cuts --trees", ["--merge-cuts", "--trees"])):
         best = float("inf")
-        for _ in range(2):
+        for _ in range(repeats(2)):
             started = time.perf_counter()
             said = _dataidx("pack", store, "--spec", spec, "--capacity", CAPACITY, "--name", "bench_merges", *flags)
             best = min(best, time.perf_counter() - started)

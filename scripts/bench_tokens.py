@@ -110,10 +110,11 @@ def added_tokens_size(store: Path, tokenizer: Path, spec: str) -> dict[str, floa
 def render_turns(store: Path, tokenizer: Path, rounds: int = 3) -> list[tuple[float, float]]:
     """``(render --store-tokens, render)`` seconds, pair by pair, each a new spec on a copy of the
     store; the two take turns, so a busy minute of a shared machine falls on both."""
+    from bench import repeats  # here: bench imports this module
     copy = store.with_name("turns.db")
     shutil.copyfile(store, copy)
     pairs = []
-    for attempt in range(rounds):
+    for attempt in range(repeats(rounds)):
         with_tokens = render_seconds(copy, tokenizer, f"tokens-{attempt}", store_tokens=True)
         alone = render_seconds(copy, tokenizer, f"alone-{attempt}", store_tokens=False)
         pairs.append((with_tokens, alone))
@@ -163,7 +164,7 @@ def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int,
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import random
 
-    from bench import PrefetchedDataset, generate, loader_run, rates
+    from bench import PrefetchedDataset, generate, loader_run, rates, repeats
     from tests.helpers import train_tokenizer
 
     from dataidx import Collator, DataEngine
@@ -241,7 +242,7 @@ def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int,
     lines.append(("render --store-tokens / render alone (s, best of 3)", f"{best_tokens:.2f}", f"{best_alone:.2f}",
                   f"{slower:.2f}x", "<= 1.2x", "met" if slower <= 1.2 else "MISSED"))
     lines.append(("  pair by pair", " ".join(f"{t / a:.2f}" for t, a in pairs), "", "", "", ""))
-    open_tokens, loaded = first_sample(store, TOKENS, runs=3)
+    open_tokens, loaded = first_sample(store, TOKENS, runs=repeats(3))
     open_rendered, loaded_rendered = first_sample(store, RERENDER, runs=1)
     lines.append(ratio_line("open -> first rendered sample, fresh process (ms)", 1000 * open_tokens,
                             1000 * open_rendered, ".1f", "<= 20 ms", open_tokens <= 0.020, higher_is_better=False))

@@ -27,7 +27,7 @@ SMOKES = {
     "bench": (["bench.py", "--alpaca", "200", "--sharegpt", "50", "--fetches", "100", "--loader", "200", "--pack",
                "1000", "--render", "100", "--families", "100", "--tokens-rows", "200", "--tokens-fetches", "50",
                "--tokens-loader", "200", "--orders-positions", "5000", "--merges-conversations", "60",
-               "--render-rows", "400"],
+               "--render-rows", "400", "--rounds", "1"],
               "1 process: two passes -> one per prefix"),
     "bench_tokens_scale": (["bench_tokens_scale.py", "--entries", "2000", "--work", "{tmp}/tokens"],
                            "export --format parquet"),
