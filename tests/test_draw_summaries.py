@@ -259,3 +259,38 @@ def test_removing_a_mixture_or_a_spec_removes_its_summaries(rendered_store: Path
     for table in MIXTURE_SUMMARIES:
         assert after[table] == [row for row in before[table] if row[0] in kept] != before[table]
     assert all(before[table] and not after[table] for table in SPEC_SUMMARIES)
+
+
+#: A change to one summary table, and the start of the line verify says about it.
+DAMAGES = {
+    "dataset_turns": ("UPDATE dataset_turns SET rows = rows + 1 WHERE turns = (SELECT max(turns) FROM dataset_turns)",
+                      "dataset_turns: "),
+    "repeat_counts": ("UPDATE repeat_counts SET times = times + 100 WHERE mixture_id = "
+                      "(SELECT id FROM mixtures WHERE name = 'grown')", "mixture 'grown': repeat_counts: "),
+    "repeat_rows": ('DELETE FROM repeat_rows WHERE mixture_id = (SELECT id FROM mixtures WHERE name = \'drawn\') '
+                    'AND "row" = (SELECT max("row") FROM repeat_rows)', "mixture 'drawn': repeat_rows: "),
+    "mixture_spans": ("UPDATE mixture_spans SET entries = entries - 1 WHERE mixture_id = "
+                      "(SELECT id FROM mixtures WHERE name = 'epochs') AND entries > 1",
+                      "mixture 'epochs': mixture_spans cover "),
+    "a span too many": ("INSERT INTO mixture_spans SELECT id, 1, 1 FROM mixtures WHERE name = 'few' AND NOT EXISTS "
+                        "(SELECT 1 FROM mixture_spans WHERE first_entry = 1 AND mixture_id = mixtures.id)",
+                        "mixture 'few': mixture_spans cover "),
+    "render_statuses": ("UPDATE render_statuses SET longest = longest + 1 WHERE status = 'ok'",
+                        "render spec 'default': render_statuses: "),
+    "render_blocks": ("DELETE FROM render_blocks WHERE block = 1", "render spec 'default': render_blocks: "),
+}
+
+
+def test_verify_recounts_the_summaries_and_names_the_one_that_differs(rendered_store: Path, tmp_path: Path) -> None:
+    """The cookbook answers from the summaries: verify recounts each from what it summarises."""
+    from dataidx.read import verify_store
+
+    assert verify_store(rendered_store)["ok"]
+    for name, (change, said) in DAMAGES.items():
+        store = Path(shutil.copyfile(rendered_store, tmp_path / f"{name}.db"))
+        with sqlite3.connect(store) as connection:
+            assert connection.execute(change).rowcount > 0, name
+        connection.close()
+        report = verify_store(store)
+        assert not report["ok"] and [line[: len(said)] for line in report["integrity"]] == [said], \
+            (name, report["integrity"])

@@ -14,7 +14,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, source_files, sources
 from ..spec import DatasetSpec
-from ..store import StoredDataset, composition_problems, open_store, read_datasets
+from ..store import StoredDataset, composition_problems, open_store, read_datasets, summary_problems
 
 
 def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]:
@@ -50,6 +50,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         datasets = read_datasets(handle)
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += composition_problems(handle)
+        damage += summary_problems(handle)
     report = {d.name: dataset_problems(d, deep=True) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}

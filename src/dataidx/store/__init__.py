@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from .sqlite.draws import summarise_draw as summarise_draw
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
+    from .summary_checks import summary_problems as summary_problems
     from .tokens import EntryTokens as EntryTokens
     from .tokens import StoredTokenFile as StoredTokenFile
     from .tokens import default_token_folder as default_token_folder
@@ -150,6 +151,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "REASONING_COLUMNS": ".compose",
     "composition": ".compose",
     "composition_problems": ".compose",
+    "summary_problems": ".summary_checks",
     # writing
     "NewStore": ".write",
     "creating": ".write",

@@ -1,0 +1,76 @@
+"""``dataidx verify`` of the summary rows (:mod:`.draw_tables`): each recounted from what it
+summarises, the base entries, a mixture's positions or a spec's lengths, and compared row for
+row. The cookbook answers from these rows, so a damaged or crafted one would answer wrong
+without a sound; the recount reads every position, as verify's other checks do.
+
+The SQL reads the same in SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from .draw_tables import REPEAT_ROWS
+from .handle import StoreHandle
+from .render_summaries import BLOCK_SUMS, STATUS_COUNTS
+
+# Rows per row count: what build counted into dataset_turns.
+_TURNS = (
+    'SELECT dataset_id, n, count(*) FROM (SELECT dataset_id, "row", count(*) AS n FROM base_entries '
+    'GROUP BY dataset_id, "row") AS counted GROUP BY dataset_id, n',
+    "SELECT dataset_id, turns, rows FROM dataset_turns",
+)
+# How many times each row of a dataset shows in a mixture, over its epochs.
+_ROW_TIMES = ('SELECT b.dataset_id AS dataset_id, b."row" AS shown_row, count(*) AS times '
+              "FROM mixture_positions AS p JOIN base_entries AS b ON b.id = p.entry_id "
+              'WHERE p.mixture_id = {mark} GROUP BY b.dataset_id, b."row"')
+_REPEAT_COUNTS = (
+    f"SELECT dataset_id, times, count(*) FROM ({_ROW_TIMES}) AS shown GROUP BY dataset_id, times",
+    "SELECT dataset_id, times, rows FROM repeat_counts WHERE mixture_id = {mark}",
+)
+_REPEAT_ROWS = (
+    "SELECT dataset_id, times, shown_row FROM (SELECT dataset_id, times, shown_row, row_number() OVER "
+    f"(PARTITION BY dataset_id, times ORDER BY shown_row) AS k FROM ({_ROW_TIMES}) AS shown) AS ranked "
+    f"WHERE k <= {REPEAT_ROWS}",
+    'SELECT dataset_id, times, "row" FROM repeat_rows WHERE mixture_id = {mark}',
+)
+# Spans cover exactly the entries used when every used entry is in one and their lengths add up
+# to the entries used (overlapping or extra spans would add more).
+_USED = "SELECT DISTINCT entry_id FROM mixture_positions WHERE mixture_id = {mark}"
+_SPANS = (
+    f"SELECT (SELECT count(*) FROM ({_USED}) AS used), "
+    "(SELECT coalesce(sum(entries), 0) FROM mixture_spans WHERE mixture_id = {mark}), "
+    f"(SELECT count(*) FROM ({_USED}) AS used WHERE NOT EXISTS (SELECT 1 FROM mixture_spans AS s "
+    "WHERE s.mixture_id = {mark} AND used.entry_id BETWEEN s.first_entry AND s.first_entry + s.entries - 1))"
+)
+_STATUSES = (STATUS_COUNTS.replace(":spec", "{mark}"),
+             "SELECT spec_id, dataset_id, status, entries, longest FROM render_statuses WHERE spec_id = {mark}")
+_BLOCKS = (BLOCK_SUMS.replace(":spec", "{mark}"),
+           "SELECT spec_id, block, dataset_id, entries, tokens, supervised_tokens FROM render_blocks "
+           "WHERE spec_id = {mark}")
+
+
+def _differences(handle: StoreHandle, pair: tuple[str, str], *key: int) -> int:
+    """Rows in one of ``pair`` (recounted, stored) and not in the other; ``key`` fills each's marks."""
+    recounted, stored = pair
+    marks = recounted.count("{mark}"), stored.count("{mark}")
+    one, other = key[:1] * marks[0], key[:1] * marks[1]
+    return handle.value(f"SELECT count(*) FROM ({recounted} EXCEPT {stored}) AS missing", *one, *other) + \
+        handle.value(f"SELECT count(*) FROM ({stored} EXCEPT {recounted}) AS extra", *other, *one)
+
+
+def summary_problems(handle: StoreHandle) -> list[str]:
+    """One line per summary table of a mixture, spec or the base index that differs from its recount."""
+    problems = []
+    if found := _differences(handle, _TURNS):
+        problems.append(f"dataset_turns: {found} rows differ from a recount of base_entries")
+    for mixture_id, name in handle.all("SELECT id, name FROM mixtures ORDER BY id"):
+        for table, pair in (("repeat_counts", _REPEAT_COUNTS), ("repeat_rows", _REPEAT_ROWS)):
+            if found := _differences(handle, pair, mixture_id):
+                problems.append(f"mixture '{name}': {table}: {found} rows differ from a recount of its positions")
+        used, spanned, outside = handle.one(_SPANS, *[mixture_id] * _SPANS.count("{mark}")) or (0, 0, 0)
+        if used != spanned or outside:
+            problems.append(f"mixture '{name}': mixture_spans cover {spanned} entries ({outside} of the {used} "
+                            "entries its positions use outside them)")
+    for spec_id, name in handle.all("SELECT id, name FROM render_specs ORDER BY id"):
+        for table, pair in (("render_statuses", _STATUSES), ("render_blocks", _BLOCKS)):
+            if found := _differences(handle, pair, spec_id):
+                problems.append(f"render spec '{name}': {table}: {found} rows differ from a recount of its lengths")
+    return problems
