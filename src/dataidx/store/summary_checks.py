@@ -48,12 +48,10 @@ _BLOCKS = (BLOCK_SUMS.replace(":spec", "{mark}"),
 
 
 def _differences(handle: StoreHandle, pair: tuple[str, str], *key: int) -> int:
-    """Rows in one of ``pair`` (recounted, stored) and not in the other; ``key`` fills each's marks."""
-    recounted, stored = pair
-    marks = recounted.count("{mark}"), stored.count("{mark}")
-    one, other = key[:1] * marks[0], key[:1] * marks[1]
-    return handle.value(f"SELECT count(*) FROM ({recounted} EXCEPT {stored}) AS missing", *one, *other) + \
-        handle.value(f"SELECT count(*) FROM ({stored} EXCEPT {recounted}) AS extra", *other, *one)
+    """Rows in one of ``pair`` (recounted, stored) and not in the other; ``key`` fills each's marks.
+    Each side is read once (a few rows per level, span or block) and compared here."""
+    recounted, stored = (set(handle.all(sql, *key[:1] * sql.count("{mark}"))) for sql in pair)
+    return len(recounted ^ stored)
 
 
 def summary_problems(handle: StoreHandle) -> list[str]:
