@@ -32,13 +32,15 @@ _REPEAT_ROWS = (
     'SELECT dataset_id, times, "row" FROM repeat_rows WHERE mixture_id = {mark}',
 )
 # Spans cover exactly the entries used when every used entry is in one and their lengths add up
-# to the entries used (overlapping or extra spans would add more).
+# to the entries used (overlapping or extra spans would add more). A used entry's span is the
+# last that starts at or before it: a key lookup each, whatever the number of spans.
 _USED = "SELECT DISTINCT entry_id FROM mixture_positions WHERE mixture_id = {mark}"
 _SPANS = (
     f"SELECT (SELECT count(*) FROM ({_USED}) AS used), "
     "(SELECT coalesce(sum(entries), 0) FROM mixture_spans WHERE mixture_id = {mark}), "
     f"(SELECT count(*) FROM ({_USED}) AS used WHERE NOT EXISTS (SELECT 1 FROM mixture_spans AS s "
-    "WHERE s.mixture_id = {mark} AND used.entry_id BETWEEN s.first_entry AND s.first_entry + s.entries - 1))"
+    "WHERE s.mixture_id = {mark} AND s.first_entry = (SELECT max(first_entry) FROM mixture_spans "
+    "WHERE mixture_id = {mark} AND first_entry <= used.entry_id) AND used.entry_id < s.first_entry + s.entries))"
 )
 _STATUSES = (STATUS_COUNTS.replace(":spec", "{mark}"),
              "SELECT spec_id, dataset_id, status, entries, longest FROM render_statuses WHERE spec_id = {mark}")
