@@ -22,7 +22,7 @@ from dataidx.store import run_query
 
 from .conformance import GOLDEN, build_tokenizer, digest, families
 from .conformance.conversations import conversations
-from .conformance.v1 import CLOCK, entries, frozen_clock, outcome, v1_render, v1_renderer_class
+from .conformance.v1 import CLOCK, entries, outcome, v1_render, v1_renderer_class
 from .helpers import GOLDEN as SHARED_GOLDEN
 from .helpers import golden_config, write_jsonl
 
@@ -69,8 +69,7 @@ def golden_outcomes(slug: str, tokenizer: Path) -> dict[tuple[str, int, int | No
 
         renderer, refusals = v1_renderer_class(Path(source))(AutoTokenizer.from_pretrained(tokenizer)), []
         made = entries(SHARED_GOLDEN if SHARED else None)
-        with frozen_clock():
-            outcomes = [outcome(v1_render(renderer, sample), refusals) for *_, sample in made]
+        outcomes = [outcome(v1_render(renderer, sample), refusals) for *_, sample in made]
         keys, refusals_of = [key[:3] for key in made], refusals
     else:
         keys, outcomes, refusals_of = V1["keys"], V1["families"][slug], V1["refusals"]

@@ -92,7 +92,9 @@ def frozen_clock(clock: str = CLOCK) -> Iterator[None]:
 
 
 def v1_render(renderer: Any, sample: dict[str, Any]) -> dict[str, Any] | BaseException:
+    """v1's render of ``sample`` at the goldens' date (:data:`CLOCK`), or the error it refused it with."""
     try:
-        return renderer.process_samples([sample])[0]
+        with frozen_clock():
+            return renderer.process_samples([sample])[0]
     except Exception as exc:  # v1's refusal of this entry is the golden
         return exc
