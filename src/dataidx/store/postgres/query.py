@@ -18,6 +18,7 @@ def query_postgres(connection: PostgresReadConnection, sql: str, parameters: dic
     Sent as a prepared statement (extended protocol), so a second statement is refused. A
     read-only transaction stops writes to the database; what a privileged role may do outside
     it (server functions) is bounded by the role, hence the read-only role in docs/postgres.md.
+    JIT compilation is off (below).
     """
     import psycopg  # here, not at import: an optional extra
     from sqlalchemy import text
@@ -36,6 +37,10 @@ def query_postgres(connection: PostgresReadConnection, sql: str, parameters: dic
     try:
         with raw.transaction():  # rolled back by the Rollback at its end: nothing it did stays
             raw.execute("SET TRANSACTION READ ONLY")
+            # JIT compiles any plan whose estimated cost is high, and a store's estimates run high
+            # (a mixture's spans are estimated from the average mixture): 0.5-2.4 s of compiling
+            # for a cookbook query that runs in milliseconds.
+            raw.execute("SET LOCAL jit = off")
             if timeout:
                 raw.execute(f"SET LOCAL statement_timeout = {int(timeout * 1000)}")
             cursor = raw.execute(statement, values, prepare=True)
