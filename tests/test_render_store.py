@@ -410,3 +410,30 @@ def test_remove_spec_and_plan(store: Path, tiny_tokenizer: Path) -> None:
                                    ("remove-spec", "default", "no render spec 'default' (specs: other)")]:
         result = runner.invoke(cli, [command, str(store), name])
         assert result.exit_code == 1 and message in result.output
+
+
+def test_a_generic_tokenizer_loads_as_autotokenizer_loads_it_without_importing_torch(tmp_path: Path) -> None:
+    """The generic fast tokenizer is built directly (AutoTokenizer's model config imports torch,
+    3 s of every fresh render); a folder with a model config.json is left to AutoTokenizer."""
+    import shutil
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from dataidx.render import load_tokenizer
+
+    demo = REPO / "data" / "demo_tokenizer"
+    text = "<s>Hello, wörld!\n  tabs\tand 12345 </s>"
+    ours, theirs = load_tokenizer(demo), AutoTokenizer.from_pretrained(str(demo), local_files_only=True)
+    assert type(ours) is type(theirs) and ours(text).input_ids == theirs(text).input_ids
+    assert ours.special_tokens_map == theirs.special_tokens_map
+    probe = ("import sys; from dataidx.render import load_tokenizer; load_tokenizer(sys.argv[1]); "
+             "print('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", probe, str(demo)], check=True, capture_output=True,
+                          text=True).stdout.strip() == "False"
+    # A model config may choose another class: AutoTokenizer decides, as it always did.
+    modelled = tmp_path / "modelled"
+    shutil.copytree(demo, modelled)
+    (modelled / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert type(load_tokenizer(modelled)) is type(AutoTokenizer.from_pretrained(str(modelled), local_files_only=True))

@@ -61,12 +61,37 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Any:
         raise RenderError(f"{location}: not a tokenizer folder: it holds none of {', '.join(_TOKENIZER_FILES)}; "
                           "give a local model folder")
     try:
+        generic = _generic_fast_class(location, transformers)
+        if generic is not None:
+            return generic.from_pretrained(str(location), local_files_only=True)
         return transformers.AutoTokenizer.from_pretrained(str(location), local_files_only=True)
     except Exception as exc:  # transformers raises many kinds for unreadable folders
         if not (location / "tokenizer.json").is_file():
             raise RenderError(f"{location}: cannot load a fast tokenizer: the folder has no tokenizer.json (save "
                               "one there with AutoTokenizer.from_pretrained(...).save_pretrained)") from None
         raise RenderError(f"{location}: cannot load a fast tokenizer from it: {_first_line(exc)}") from None
+
+
+#: ``tokenizer_class`` values for which AutoTokenizer builds the generic fast tokenizer itself.
+_GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+def _generic_fast_class(location: Path, transformers: Any) -> Any:
+    """The class AutoTokenizer would pick, where it is the generic fast tokenizer: a folder with a
+    ``tokenizer.json``, a config naming a generic class, no remote code and no model
+    ``config.json`` (whose model type could pick another class). AutoTokenizer itself reads a
+    model config through transformers' configuration module, which imports torch: 3 s of every
+    fresh ``dataidx render`` or report. None where AutoTokenizer must decide."""
+    backend = getattr(transformers, "TokenizersBackend", None)  # transformers 5
+    if backend is None or (location / "config.json").exists() or not (location / "tokenizer.json").is_file():
+        return None
+    try:
+        config = json.loads((location / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict) or "auto_map" in config or config.get("tokenizer_class") not in _GENERIC_CLASSES:
+        return None
+    return backend
 
 
 #: Files one of which a tokenizer folder holds (fast, slow and tiktoken vocabularies).
