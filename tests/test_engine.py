@@ -155,6 +155,7 @@ def test_threads_reading_one_engine_get_the_right_rows(alpaca3k_store: Path) -> 
 
     with DataEngine(alpaca3k_store) as engine:
         positions = list(range(0, 3000, 7))
-        expected = [engine_samples(alpaca3k_store)[p] for p in positions]
+        every = engine_samples(alpaca3k_store)
+        expected = [every[p] for p in positions]
         with ThreadPoolExecutor(4) as pool:
             assert list(pool.map(engine.reader.get, positions)) == expected
