@@ -435,6 +435,8 @@ def test_query_on_the_server_stops_at_its_timeout_and_limits_rows(url: str) -> N
     limited = run("query", url, "SELECT position FROM entries ORDER BY position", "--limit", "3", "--csv")
     assert limited.exit_code == 0 and limited.stdout.split() == ["position", "0", "1", "2"]
     assert "stopped at --limit 3 rows" in limited.stderr
+    # JIT stays off for a query: a store's estimates run high, and compiling cost seconds.
+    assert run("query", url, "SELECT current_setting('jit') AS jit", "--csv").stdout.split() == ["jit", "off"]
 
 
 def test_a_reader_holding_the_writers_lock_is_named_and_writers_do_not_wait_forever(

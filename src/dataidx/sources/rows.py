@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
+from .arrow_cells import Cell, cell_reader
 from .arrow_files import batch_layout
 from .arrow_json import Decoder, decode_json, decoded_json, json_decoders
 
@@ -91,8 +92,8 @@ class ArrowRows:
                 total += rows
         self._length = total
         self._schemas: dict[int, pa.Schema] = {}
-        # Per batch, not per row: a scalar per column is faster than slicing a one-row batch.
-        self._columns: dict[int, list[tuple[str, pa.Array]]] = {}
+        # Per batch, not per row: a reader per column is faster than slicing a one-row batch.
+        self._columns: dict[int, list[tuple[str, Cell]]] = {}
         self._json = json_decoders(self._schema(0)) if self._buffers else {}
 
     def __len__(self) -> int:
@@ -118,9 +119,10 @@ class ArrowRows:
         columns = self._columns.get(number)
         if columns is None:
             batch = self._batch(number)
-            columns = self._columns[number] = list(zip(batch.schema.names, batch.columns))
+            columns = self._columns[number] = [(name, cell_reader(column))
+                                               for name, column in zip(batch.schema.names, batch.columns)]
         local = index - self._starts[number]
-        row = {name: column[local].as_py() for name, column in columns}
+        row = {name: cell(local) for name, cell in columns}
         return decode_json(row, self._json) if self._json else row
 
     def release(self) -> None:
