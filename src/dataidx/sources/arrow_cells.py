@@ -54,4 +54,4 @@ def _words(buffer: pa.Buffer, code: str, first: int, count: int) -> memoryview:
     """``count`` words of ``buffer`` from word ``first``, as a memoryview of format ``code``:
     indexing it gives Python numbers (30 ns, where a NumPy scalar and ``.item()`` take 150)."""
     size = struct.calcsize(code)
-    return memoryview(buffer)[first * size:(first + count) * size].cast(code)
+    return memoryview(buffer)[first * size:(first + count) * size].cast(code)  # type: ignore[call-overload]
