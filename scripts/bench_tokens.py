@@ -52,14 +52,12 @@ print(json.dumps([seconds, [m for m in sys.argv[3:] if m in sys.modules]]))
 
 
 def wide_tokenizer(source: Path, target: Path, vocabulary: int = 40_000) -> int:
-    """``source``'s tokenizer with added tokens up to ``vocabulary`` ids (so its words are 32-bit),
-    saved in ``target``; its size. Data text never spells the added tokens: ids do not change."""
-    from transformers import AutoTokenizer
+    """``source``'s tokenizer widened to ``vocabulary`` ids (so its words are 32-bit), saved in
+    ``target``; its size. No text produces the new ids (tests.helpers.widen_vocabulary): ids do not change."""
+    from tests.helpers import widen_vocabulary
 
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    tokenizer.add_tokens([f"<bench_extra_{k}>" for k in range(vocabulary - len(tokenizer))])
-    tokenizer.save_pretrained(target)
-    return len(tokenizer)
+    shutil.copytree(source, target)
+    return widen_vocabulary(target, vocabulary)
 
 
 def store_bytes(store: Path) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import HYPOTHESIS_PROFILE, REPO, alpaca_rows, train_tokenizer, write_jsonl, write_yaml
+from .helpers import HYPOTHESIS_PROFILE, REPO, alpaca_rows, train_tokenizer, widen_vocabulary, write_jsonl, write_yaml
 
 # Set before anything imports `datasets`, which reads these once at import time.
 _CACHE = tempfile.mkdtemp(prefix="dataidx-hf-cache-")
@@ -86,14 +86,13 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def wide_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny tokenizer with 33,000 added tokens: a vocabulary past 2^15 ids, so stored tokens
-    take 32-bit words (the added tokens never occur in the data: ids are the tiny one's)."""
+    """The tiny tokenizer widened to 33,400 ids: a vocabulary past 2^15 ids, so stored tokens
+    take 32-bit words (no text produces the new ids: ids are the tiny one's)."""
     from dataidx.render import CHATML
 
     folder = tmp_path_factory.mktemp("wide-tokenizer")
-    tokenizer = train_tokenizer(None, chat_template=CHATML)
-    tokenizer.add_tokens([f"<w{i}>" for i in range(33_000)])
-    tokenizer.save_pretrained(folder)
+    train_tokenizer(folder, chat_template=CHATML)
+    widen_vocabulary(folder, 33_400)
     return folder
 
 

@@ -127,6 +127,21 @@ def train_tokenizer(folder: Path | None = None, *, add_bos: bool = False, vocab_
     return tokenizer
 
 
+def widen_vocabulary(folder: Path, size: int) -> int:
+    """Give the tokenizer saved in ``folder`` ``size`` ids by adding BPE vocabulary entries no
+    text can produce (a character outside the byte-level alphabet, no merge builds them): ids of
+    any text stay the same, and a vocabulary past 2^15 ids makes stored tokens 32-bit words.
+    Added tokens would do the same, but transformers copies each one when it loads a tokenizer
+    (6 s for 40,000); vocabulary entries load with the rest of tokenizer.json. Returns the size."""
+    path = folder / "tokenizer.json"
+    tokenizer = json.loads(path.read_text(encoding="utf-8"))
+    vocabulary = tokenizer["model"]["vocab"]
+    used = max([*vocabulary.values(), *(token["id"] for token in tokenizer["added_tokens"])]) + 1
+    vocabulary.update({f"\u2603{number}": number for number in range(used, size)})
+    path.write_text(json.dumps(tokenizer, ensure_ascii=False), encoding="utf-8")
+    return max(size, used)
+
+
 def assert_matches_golden(found: list[str], golden: Path, *, shown: int = 60) -> None:
     """``found`` is the golden file's lines (``#`` lines are comments); else the test fails with
     the lines that differ as a unified diff, each hunk under the last section line above it (a
