@@ -182,13 +182,11 @@ def template(args: argparse.Namespace) -> None:
 
 
 def _crafted(tokenizer: str, name: str, budget: str = "") -> dict:
-    from transformers import AutoTokenizer
-
-    from dataidx.render import Renderer, sandbox
+    from dataidx.render import Renderer, load_tokenizer, sandbox
 
     if budget:
         sandbox.TEMPLATE_SECONDS = float(budget)  # read by each Renderer made after this
-    renderer = Renderer(AutoTokenizer.from_pretrained(tokenizer), CRAFTED[name], cutoff=4096)
+    renderer = Renderer(load_tokenizer(tokenizer), CRAFTED[name], cutoff=4096)
     sample = {"messages": [{"role": role, "content": [{"type": "text", "value": text}]}
                            for role, text in (("user", "hi"), ("assistant", "ok"))]}
     started = time.perf_counter()
