@@ -6,9 +6,13 @@ import json
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataidx.convert import MediaMismatch, collecting_drops, converters, cuts, register_converter, truncate
 from dataidx.errors import PluginError
+
+from .helpers import examples
 
 
 def text(value: str) -> list[dict]:
@@ -172,3 +176,56 @@ def test_unknown_converter_lists_the_known_ones() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "alpaca" in converters
+
+
+_TEXTS = st.sampled_from(["hi", "", "a <image> b", "<image><image>", "plain words", "{}", "x < y"])
+_CALLS = st.sampled_from(['{"name": "f", "arguments": {"x": 1}}', '[{"name": "f"}, {"name": "g"}]',
+                          '{"name":  "f" }', "{not json", "3", '"text"'])
+
+
+@st.composite
+def _conversation_rows(draw: st.DrawFn) -> dict:
+    """sharegpt rows with every kind of turn: known tags, unknown ones (dropped), function calls
+    valid and not (dropped), media placeholders paired with files, tools valid and not."""
+    turns = []
+    for _ in range(draw(st.integers(0, 9))):
+        tag = draw(st.sampled_from(["system", "human", "gpt", "observation", "function_call", "narrator"]))
+        turns.append({"from": tag, "value": draw(_CALLS if tag == "function_call" else _TEXTS)})
+    row: dict = {"conversations": turns}
+    images = sum(turn["value"].count("<image>") for turn in turns if turn["from"] not in ("function_call", "narrator"))
+    if images:
+        row["images"] = [f"{n}.png" for n in range(images)]
+    row["tools"] = draw(st.sampled_from([None, "", "[]", '[{"name":  "f"}]', "{broken"]))
+    return row
+
+
+@st.composite
+def _openai_rows(draw: st.DrawFn) -> dict:
+    turns = []
+    for _ in range(draw(st.integers(0, 9))):
+        turn: dict = {"role": draw(st.sampled_from(["system", "user", "assistant", "tool"])),
+                      "content": draw(st.one_of(st.none(), _TEXTS))}
+        if turn["role"] == "assistant" and draw(st.booleans()):
+            turn["tool_calls"] = [{"function": {"name": "f", "arguments": draw(st.sampled_from(['{"x":  1}', "{}"]))}}]
+        turns.append(turn)
+    row: dict = {"messages": turns}
+    images = sum((turn["content"] or "").count("<image>") for turn in turns)
+    if images:
+        row["images"] = [f"{n}.png" for n in range(images)]
+    if draw(st.booleans()):
+        row["tools"] = draw(st.sampled_from(['[{"name": "f"}]', [{"name": "f"}]]))
+    return row
+
+
+@given(st.one_of(st.tuples(st.just("sharegpt"), _conversation_rows()), st.tuples(st.just("openai"), _openai_rows())))
+@settings(max_examples=examples(300), deadline=None)
+def test_a_converters_prefix_is_its_sample_cut(case: tuple[str, dict]) -> None:
+    # A fetch of a cut entry converts only the messages it keeps: for every cut, the same sample
+    # as converting the whole row and cutting it (what v1 does), tools and other keys included.
+    name, row = case
+    plugin = converters.get(name)
+    assert plugin.prefix is not None
+    with collecting_drops():
+        whole = plugin.func(row)
+        for cut in range(1, len(whole["messages"]) + 2):
+            assert plugin.prefix(row, cut) == {**whole, "messages": whole["messages"][:cut]}, cut

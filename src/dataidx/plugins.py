@@ -27,13 +27,16 @@ class Plugin(Generic[F]):
     """A registered function with the name and version the store records.
 
     ``fast`` is an optional vectorised variant whose meaning the family defines (converters:
-    the cuts of a whole Arrow table). Re-registering a name drops it with the old function.
+    the cuts of a whole Arrow table), and so is ``prefix`` (converters: ``prefix(row, cut)`` is
+    ``func(row)`` with only its first ``cut`` messages, converting no further, for a fetch of a
+    cut entry). Re-registering a name drops both with the old function.
     """
 
     name: str
     version: str
     func: F
     fast: Callable[..., Any] | None = None
+    prefix: Callable[..., Any] | None = None
 
 
 class Registry(Generic[F]):
@@ -53,13 +56,14 @@ class Registry(Generic[F]):
         self.family = family
         self._plugins: dict[str, Plugin[F]] = {}
 
-    def register(self, name: str, *, version: str = "1", fast: Callable[..., Any] | None = None) -> Callable[[F], F]:
+    def register(self, name: str, *, version: str = "1", fast: Callable[..., Any] | None = None,
+                 prefix: Callable[..., Any] | None = None) -> Callable[[F], F]:
         """Register the decorated function under ``name``; a taken name warns and is replaced."""
 
         def decorator(func: F) -> F:
             if name in self._plugins:
                 warnings.warn(f"{self.family} plugin '{name}' is registered again; replacing it", stacklevel=2)
-            self._plugins[name] = Plugin(name=name, version=str(version), func=func, fast=fast)
+            self._plugins[name] = Plugin(name=name, version=str(version), func=func, fast=fast, prefix=prefix)
             return func
 
         return decorator

@@ -67,13 +67,13 @@ _SHAREGPT_ROLES = {
 }
 
 
-@converters.register("sharegpt", version="1", fast=sharegpt_cuts)
-def sharegpt(raw: dict[str, Any]) -> SFTSample:
-    """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
+def _sharegpt(raw: dict[str, Any], cut: int | None) -> SFTSample:
     row = present(raw)
     media = MediaSplitter.for_row(row)
-    messages = []
+    messages: list[Message] = []
     for turn in row.get("conversations") or []:
+        if len(messages) == cut:
+            break  # a cut entry's prefix: the build converted the whole row, so the rest is known good
         tag = turn["from"]
         if tag == "function_call":
             blocks = _tool_call_blocks(turn["value"], "a function_call value")
@@ -89,7 +89,7 @@ def sharegpt(raw: dict[str, Any]) -> SFTSample:
             })
         else:
             drop(f"unsupported role tag {shown(tag)}")
-    if media is not None:
+    if media is not None and cut is None:
         media.finish()
     sample: SFTSample = {"messages": messages}
     tools = row.get("tools")
@@ -100,6 +100,17 @@ def sharegpt(raw: dict[str, Any]) -> SFTSample:
         except _NOT_JSON:
             drop("tools is not valid JSON")
     return sample
+
+
+def _sharegpt_prefix(raw: dict[str, Any], cut: int) -> SFTSample:
+    """:func:`sharegpt` up to its first ``cut`` messages (a fetch of a cut entry converts no further)."""
+    return _sharegpt(raw, cut)
+
+
+@converters.register("sharegpt", version="1", fast=sharegpt_cuts, prefix=_sharegpt_prefix)
+def sharegpt(raw: dict[str, Any]) -> SFTSample:
+    """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
+    return _sharegpt(raw, None)
 
 
 def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -> list[Message]:
@@ -145,15 +156,13 @@ def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
     return f"{names} must be a list of {{role, content}} messages, got {'/'.join(sorted(kinds))} ({example})"
 
 
-@converters.register("openai", version="1")
-def openai(raw: dict[str, Any]) -> SFTSample:
-    """OpenAI-style ``messages`` of ``{role, content: str, tool_calls?}`` (LLaMA-Factory's
-    ``mllm_demo.json`` shape, media placeholders and ``images`` included) -> standard messages;
-    assistant messages are supervised, others not."""
+def _openai(raw: dict[str, Any], cut: int | None) -> SFTSample:
     row = present(raw)
     media = MediaSplitter.for_row(row)
     messages = []
     for number, turn in enumerate(row.get("messages") or []):
+        if number == cut:
+            break  # a cut entry's prefix (every turn is one message): the build checked the rest
         if not isinstance(turn, dict) or not isinstance(turn.get("role"), str) or turn["role"] not in ROLES:
             raise InvalidRow(f"message {number}: role must be one of {', '.join(ROLES)}")
         content = turn.get("content")
@@ -176,13 +185,26 @@ def openai(raw: dict[str, Any]) -> SFTSample:
             blocks = [{"type": "text", "value": ""}]
         role = turn["role"]
         messages.append({"role": role, "content": blocks, "loss_weight": 1.0 if role == "assistant" else 0.0})
-    if media is not None:
+    if media is not None and cut is None:
         media.finish()
     sample: SFTSample = {"messages": messages}
     if row.get("tools"):
         tools = row["tools"]
         sample["tools"] = tools if isinstance(tools, str) else json.dumps(tools)
     return sample
+
+
+def _openai_prefix(raw: dict[str, Any], cut: int) -> SFTSample:
+    """:func:`openai` up to its first ``cut`` messages (a fetch of a cut entry converts no further)."""
+    return _openai(raw, cut)
+
+
+@converters.register("openai", version="1", prefix=_openai_prefix)
+def openai(raw: dict[str, Any]) -> SFTSample:
+    """OpenAI-style ``messages`` of ``{role, content: str, tool_calls?}`` (LLaMA-Factory's
+    ``mllm_demo.json`` shape, media placeholders and ``images`` included) -> standard messages;
+    assistant messages are supervised, others not."""
+    return _openai(raw, None)
 
 
 @converters.register("none", version="1", fast=none_cuts)

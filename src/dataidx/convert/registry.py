@@ -73,10 +73,16 @@ def present(row: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in row.items() if value is not None}
 
 
-def convert_row(func: Converter, raw: dict[str, Any], dataset: str, row: int, converter: str) -> Sample:
-    """Run a converter on one row; any failure becomes a ConversionError naming all three."""
+#: A converter's ``prefix``: the row converted only as far as its first ``cut`` messages.
+PrefixConverter = Callable[[dict[str, Any], int], Mapping[str, Any]]
+
+
+def convert_row(func: Converter | PrefixConverter, raw: dict[str, Any], dataset: str, row: int, converter: str,
+                cut: int | None = None) -> Sample:
+    """Run a converter on one row (its ``prefix`` with ``cut``); any failure becomes a
+    ConversionError naming all three."""
     try:
-        sample = func(raw)
+        sample = cast(Converter, func)(raw) if cut is None else cast(PrefixConverter, func)(raw, cut)
     except InvalidRow as exc:
         raise ConversionError(dataset, row, converter, str(exc)) from exc
     except DataidxError:

@@ -106,12 +106,16 @@ class Fetcher:
         self.rows = open_rows(dataset)
         plugin = converters.get(dataset.converter)
         self.convert, self.converter = plugin.func, plugin.name
+        #: converts a cut entry's messages only (the build converted whole rows); None: whole, then cut
+        self.prefix = plugin.prefix
         self.recorded_drops = dataset.drops
         self.store = store
         self.count = dataset.rows
 
     def sample(self, row: int, cut: int | None) -> Sample:
         self._check(row, cut)
+        if cut is not None and self.prefix is not None:
+            return self._converted(row, cut)
         sample = self._converted(row)
         if cut is not None:  # truncate() on the copy made by _converted: one dict copy per sample, not two
             conversation = cast(SFTSample, sample)  # only a conversation's entries have cuts
@@ -133,9 +137,13 @@ class Fetcher:
                              f"row {row}" + ("" if cut is None or cut >= 1 else f" cut {cut}")
                              + "; the store is damaged or was altered: rebuild it")
 
-    def _converted(self, row: int) -> Sample:
+    def _converted(self, row: int, cut: int | None = None) -> Sample:
+        prefix = self.prefix if cut is not None else None
         with collecting_drops() as dropped:
-            converted = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
+            if prefix is None:
+                converted = convert_row(self.convert, self.rows.row(row), self.name, row, self.converter)
+            else:
+                converted = convert_row(prefix, self.rows.row(row), self.name, row, self.converter, cut)
         if dropped:
             self._dropped(row, dropped[0])
         return cast(Sample, {"_dataset_name": self.name, **converted})
