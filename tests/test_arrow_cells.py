@@ -33,8 +33,9 @@ def assert_same_cells(array: pa.Array) -> None:
 
 
 @settings(max_examples=examples(60), deadline=None)
-@given(st.lists(st.text(), max_size=30), st.integers(0, 10), st.integers(0, 30), st.booleans())
-def test_text_cells_equal_as_py_in_every_slice(values: list[str], start: int, length: int, large: bool) -> None:
+@given(st.lists(st.one_of(st.text(), st.none()), max_size=30), st.integers(0, 10), st.integers(0, 30), st.booleans())
+def test_text_cells_equal_as_py_in_every_slice(values: list[str | None], start: int, length: int,
+                                               large: bool) -> None:
     array = pa.array(values, type=pa.large_string() if large else pa.string())
     assert_same_cells(array.slice(min(start, len(values)), length))
 
@@ -50,10 +51,13 @@ def test_number_cells_equal_as_py_at_their_extremes(kind: pa.DataType) -> None:
     array = pa.array(values, type=kind)
     assert_same_cells(array)
     assert_same_cells(array.slice(2, 2))
+    with_nulls = pa.array([None, *values, None, values[0]] * 3, type=kind)  # nulls on both sides of a byte
+    assert_same_cells(with_nulls)
+    assert_same_cells(with_nulls.slice(5, 11))
 
 
 @pytest.mark.parametrize("array", [
-    pa.array(["a", None, "c"]),                                        # nulls: as_py
+    pa.array(["a", None, "c"]),                                        # nulls: the validity bitmap
     pa.array([[{"from": "human", "value": "hi"}], []]),                 # nested: as_py
     pa.array([True, False]),                                           # bits: as_py
     pa.array([], type=pa.string()),                                    # empty
