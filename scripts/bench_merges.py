@@ -31,14 +31,27 @@ MERGED = ("merged", "tree")
 
 
 def _dataidx(*args: object) -> str:
+    """A command in a fresh process (what :func:`planning_table` times): its stderr and stdout."""
     done = subprocess.run([*DATAIDX, *map(str, args)], capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"dataidx {' '.join(map(str, args))} failed:\n{done.stderr}")
     return done.stderr + done.stdout
 
 
+def _in_process(*args: object) -> str:
+    """A command run in this process, as a user types it (not timed: no interpreter start per command)."""
+    from click.testing import CliRunner
+
+    from dataidx.cli import cli
+
+    done = CliRunner().invoke(cli, list(map(str, args)), prog_name="dataidx")
+    if done.exit_code:
+        raise SystemExit(f"dataidx {' '.join(map(str, args))} failed:\n{done.output}") from done.exception
+    return done.output
+
+
 def _plan(store: Path, name: str) -> dict:
-    info = json.loads(_dataidx("info", store, "--json"))
+    info = json.loads(_in_process("info", store, "--json"))
     return next(plan for plan in info["pack_plans"] if plan["plan"] == name)
 
 
@@ -55,17 +68,17 @@ def merges_table(work: Path, conversations: int) -> tuple[int, list[tuple[str, .
     generate(folder, 0, conversations)
     config = folder / "sharegpt.yaml"  # the conversations alone: a multi-turn mixture
     config.write_text(f"sharegpt:\n  path: {folder / 'sharegpt.jsonl'}\n  source: local\n  converter: sharegpt\n")
-    _dataidx("build", config, "-o", store, "-q")
+    _in_process("build", config, "-o", store, "-q")
     lines = []
     for slug in ("qwen2_5", "qwen3"):
-        _dataidx("render", store, "--tokenizer", build_tokenizer(slug, folder / slug), "--cutoff", 4096, "--name", slug,
-                 "--store-tokens")
+        _in_process("render", store, "--tokenizer", build_tokenizer(slug, folder / slug), "--cutoff", 4096,
+                    "--name", slug, "--store-tokens")
         plain = f"{slug}_plain"
-        _dataidx("pack", store, "--spec", slug, "--capacity", CAPACITY, "--name", plain)
+        _in_process("pack", store, "--spec", slug, "--capacity", CAPACITY, "--name", plain)
         before = _plan(store, plain)
         for mode, flags in (("chains", ["--merge-cuts"]), ("trees", ["--merge-cuts", "--trees"])):
             name = f"{slug}_{mode}"
-            _dataidx("pack", store, "--spec", slug, "--capacity", CAPACITY, "--name", name, *flags)
+            _in_process("pack", store, "--spec", slug, "--capacity", CAPACITY, "--name", name, *flags)
             plan = _plan(store, name)
             merges = {merge["outcome"]: merge for merge in plan["merges"]}
             merged = " + ".join(f"{merges[o]['rows']:,} {o}" for o in MERGED if o in merges) or "0"
@@ -73,7 +86,7 @@ def merges_table(work: Path, conversations: int) -> tuple[int, list[tuple[str, .
             lines.append((slug, mode, merged, kept, f"{before['tokens']:,}", f"{plan['tokens']:,}",
                           f"{before['tokens'] / plan['tokens']:.2f}x", f"{before['packs'] // GLOBAL_BATCH:,}",
                           f"{plan['packs'] // GLOBAL_BATCH:,}"))
-    entries = json.loads(_dataidx("info", store, "--json"))["mixtures"][0]["entries"]
+    entries = json.loads(_in_process("info", store, "--json"))["mixtures"][0]["entries"]
     return entries, lines
 
 
