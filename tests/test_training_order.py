@@ -253,7 +253,9 @@ def test_real_torch_distributed_ranks_resume_on_another_world_size(demo_store: P
     script = tmp_path / "ranks.py"
     script.write_text(RANK_SCRIPT)
     state, read = "-", []
-    segments = [(2, 8, 5), (3, 12, 4), (4, 8, 6)]  # (world, global batch, steps): three resumes, past an epoch
+    # (world, global batch, steps): 2 ranks, then resumed on 3 with another global batch, past an
+    # epoch (each rank a process importing torch: the property test above covers longer chains)
+    segments = [(2, 8, 5), (3, 12, 9)]
     for number, (world, batch, steps) in enumerate(segments):
         out = tmp_path / f"segment{number}.json"
         subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
