@@ -68,6 +68,8 @@ _SHAREGPT_ROLES = {
 
 
 def _sharegpt(raw: dict[str, Any], cut: int | None) -> SFTSample:
+    """:func:`sharegpt`, or with ``cut`` its first ``cut`` messages (its prefix: a fetch of a cut
+    entry converts no further)."""
     row = present(raw)
     media = MediaSplitter.for_row(row)
     messages: list[Message] = []
@@ -102,12 +104,7 @@ def _sharegpt(raw: dict[str, Any], cut: int | None) -> SFTSample:
     return sample
 
 
-def _sharegpt_prefix(raw: dict[str, Any], cut: int) -> SFTSample:
-    """:func:`sharegpt` up to its first ``cut`` messages (a fetch of a cut entry converts no further)."""
-    return _sharegpt(raw, cut)
-
-
-@converters.register("sharegpt", version="1", fast=sharegpt_cuts, prefix=_sharegpt_prefix)
+@converters.register("sharegpt", version="1", fast=sharegpt_cuts, prefix=_sharegpt)
 def sharegpt(raw: dict[str, Any]) -> SFTSample:
     """``conversations`` of from/value turns -> messages; only gpt and function_call are supervised."""
     return _sharegpt(raw, None)
@@ -157,6 +154,7 @@ def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
 
 
 def _openai(raw: dict[str, Any], cut: int | None) -> SFTSample:
+    """:func:`openai`, or with ``cut`` its first ``cut`` messages (its prefix)."""
     row = present(raw)
     media = MediaSplitter.for_row(row)
     messages = []
@@ -194,12 +192,7 @@ def _openai(raw: dict[str, Any], cut: int | None) -> SFTSample:
     return sample
 
 
-def _openai_prefix(raw: dict[str, Any], cut: int) -> SFTSample:
-    """:func:`openai` up to its first ``cut`` messages (a fetch of a cut entry converts no further)."""
-    return _openai(raw, cut)
-
-
-@converters.register("openai", version="1", prefix=_openai_prefix)
+@converters.register("openai", version="1", prefix=_openai)
 def openai(raw: dict[str, Any]) -> SFTSample:
     """OpenAI-style ``messages`` of ``{role, content: str, tool_calls?}`` (LLaMA-Factory's
     ``mllm_demo.json`` shape, media placeholders and ``images`` included) -> standard messages;

@@ -1,12 +1,12 @@
 """One cell of an Arrow column as a Python value, read from the column's buffers.
 
 A fetch reads one row of a record batch: ``column[i].as_py()`` builds a pyarrow scalar first,
-about 1.1 us of a string cell's 1.7. For flat columns, text and fixed-width numbers (nulls told by
-the validity bitmap), the value is read from the buffers instead: offsets and numbers as memoryview words, text decoded
-from the mapped bytes, nothing copied or converted per batch, so a batch touched once costs no
-more than before. Nested cells keep ``as_py``: pyarrow converts a list of structs faster than
-Python can walk its buffers. So do other types; the values are the same either way
-(tests compare them on generated tables).
+about 1.1 us of a string cell's 1.7. For flat columns, text and fixed-width numbers (a null told
+by the validity bitmap), the value is read from the buffers instead: offsets and numbers as
+memoryview words, text decoded from the mapped bytes, nothing copied or converted per batch, so a
+batch touched once costs no more than before. Nested cells keep ``as_py``: pyarrow converts a
+list of structs faster than Python can walk its buffers. So do other types; the values are the
+same either way (tests compare them on generated tables).
 """
 
 from __future__ import annotations
