@@ -1,22 +1,43 @@
 """What a newcomer hits in the first hour (issue 23): each test is one mistake, made through the
-real CLI in a subprocess, and holds dataidx to the exact one line and exit code it answers with."""
+real CLI, and holds dataidx to the exact one line and exit code it answers with.
+
+The CLI runs in this process (click's runner over the console script's command, in the test's
+folder): a process of its own would cost two seconds of imports a command, a minute over this
+module. The README's walkthrough still runs each command as a process, as a user types it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from dataidx.cli import cli
 
 from .helpers import REPO, SHARED_DATA, alpaca_rows, chat_rows, requires_shared, write_jsonl, write_yaml
 
-pytestmark = pytest.mark.slow  # the CLI in a process of its own, many times a test
+pytestmark = pytest.mark.slow  # builds, renders and packs, many times a test
 
 
 def dataidx(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    """``dataidx ARGS`` run in ``cwd``, in this process: its exit code, stdout and stderr (with the
+    traceback of an exception the command let out, as Python would print it)."""
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(cli, list(map(str, args)), prog_name="dataidx")
+    stderr = result.stderr
+    if result.exc_info is not None and result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(["dataidx", *map(str, args)], result.exit_code, result.stdout, stderr)
+
+
+def dataidx_process(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    """``dataidx ARGS`` as a process of its own, as a user types it."""
     return subprocess.run([sys.executable, "-m", "dataidx", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, timeout=300)
 
@@ -261,7 +282,7 @@ def test_the_readme_walkthrough_ends_with_steps_to_train(tmp_path: Path) -> None
     said = {}
     for command in WALKTHROUGH:
         assert command in readme, command
-        result = dataidx(*command.split()[1:], cwd=tmp_path)
+        result = dataidx_process(*command.split()[1:], cwd=tmp_path)
         assert result.returncode == 0, (command, result.stderr)
         said[command.split()[1]] = result.stderr
     assert "3 steps per epoch at a global batch size of 2 packs" in said["pack"]
