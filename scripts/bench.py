@@ -668,6 +668,9 @@ def main() -> None:
     parser.add_argument("--tool-calls", action="store_true", help="generate multi-turn-heavy sharegpt instead: "
                         "function calls (a tenth invalid, dropped), observations, tools on half the rows")
     parser.add_argument("--main-only", action="store_true", help="only the main table (start-up, fetch, loader)")
+    parser.add_argument("--without-sections", action="store_true", help="the main table and the figures over its "
+                        "store (packing, dropped messages, rendering), none of the sections a --NAME-only flag "
+                        "names (the *-only flags combine: each section named, in turn)")
     parser.add_argument("--fetches", type=int, default=20_000, help="random fetches per access pattern")
     parser.add_argument("--loader", type=int, default=100_000, help="samples through the DataLoader")
     parser.add_argument("--pack", type=int, default=1_000_000, help="lengths for the packing comparison")
@@ -727,20 +730,11 @@ def main() -> None:
         V1StyleEngine(startup_config) if engine_name == "v1" else llamafactory_engine(startup_config)
         return
 
-    if args.families_only:
-        print_families(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
-        return
-    if args.render_only:
-        print_render_ratio(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
-        return
-    if args.tokens_only:
-        print_tokens(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
-        return
-    if args.orders_only:
-        print_orders(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
-        return
-    if args.merges_only:
-        print_merges(Path(tempfile.mkdtemp(prefix="dataidx-bench-")), args)
+    # --tokens-only, --merges-only, ...: those sections alone (several flags: each of them, in turn).
+    if only := [section for name, section in SECTIONS.items() if getattr(args, f"{name}_only")]:
+        work = Path(tempfile.mkdtemp(prefix="dataidx-bench-"))
+        for section in only:
+            section(work, args)
         return
     # Imported before any timing: each engine's figures exclude its libraries' import time.
     from dataidx.config import load_config
@@ -787,11 +781,10 @@ def main() -> None:
           "chatml, cutoff 4096")
     print_table(("renderer", "entries/s", "seconds"), lines)
     print(packed)
-    print_tokens(work, args)
-    print_orders(work, args)
-    print_merges(work, args)
-    print_families(work, args)
-    print_render_ratio(work, args)
+    if args.without_sections:
+        return
+    for section in SECTIONS.values():
+        section(work, args)
 
 
 def print_render_ratio(work: Path, args: argparse.Namespace) -> None:
@@ -847,6 +840,13 @@ def print_families(work: Path, args: argparse.Namespace) -> None:
           "built like each family's (tests/conformance); chatml is the built-in on qwen2_5's tokenizer")
     print_table(("template", "dataidx entries/s", "v1 entries/s", "ratio", "render entries/s", "vs chatml", "train"),
                 lines)
+
+
+#: The sections a full run prints after the main store's, in order; ``--NAME-only`` prints one alone.
+SECTIONS: dict[str, Callable[[Path, argparse.Namespace], None]] = {
+    "tokens": print_tokens, "orders": print_orders, "merges": print_merges, "families": print_families,
+    "render": print_render_ratio,
+}
 
 
 def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int, ...] = (0,)) -> None:

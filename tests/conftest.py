@@ -37,6 +37,13 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.load_profile(HYPOTHESIS_PROFILE)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked slow first, each tier in its collected order: pytest-xdist hands tests out
+    in this order, so a worker's last tests are short ones and the two finish together, instead of
+    one running a minute-long benchmark it took last while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def make_store(tmp_path: Path) -> Callable[..., Path]:
     """Build a store from YAML text (or a path) into tmp_path; returns the store path."""

@@ -383,11 +383,13 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
     pack_store(store, "default", capacity=128)
     collate = Collator(pad_token_id=0)
     with DataEngine(store, render="default") as engine:
-        loader = torch.utils.data.DataLoader(engine, batch_size=16, num_workers=2, collate_fn=collate,
+        # One worker each: a spawned worker imports torch and dataidx afresh (seconds), and one shows
+        # what spawning needs (the dataset pickled and reopened); tests/test_engine.py runs two.
+        loader = torch.utils.data.DataLoader(engine, batch_size=16, num_workers=1, collate_fn=collate,
                                              multiprocessing_context="spawn")
         assert sum(int(b["input_ids"].shape[0]) for b in loader) == len(engine)
         with PackedDataset(store) as packs:
-            loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=2, collate_fn=collate,
+            loader = torch.utils.data.DataLoader(packs, batch_size=4, num_workers=1, collate_fn=collate,
                                                  multiprocessing_context="spawn")
             assert (sum(int(b["attention_mask"].sum()) for b in loader)
                     == query(store, "SELECT sum(tokens) FROM pack_members")[0][0])

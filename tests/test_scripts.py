@@ -24,11 +24,16 @@ pytestmark = pytest.mark.slow  # each takes 10-60 s
 
 #: Arguments of each run, and a line its report must hold.
 SMOKES = {
+    # bench.py in two halves that run side by side: the main store's figures, then every section.
     "bench": (["bench.py", "--alpaca", "200", "--sharegpt", "50", "--fetches", "100", "--loader", "200", "--pack",
-               "1000", "--render", "100", "--families", "100", "--tokens-rows", "200", "--tokens-fetches", "50",
-               "--tokens-loader", "200", "--orders-positions", "5000", "--merges-conversations", "60",
-               "--render-rows", "400", "--rounds", "1"],
-              "1 process: two passes -> one per prefix"),
+               "1000", "--render", "100", "--without-sections", "--rounds", "1"],
+              "dataidx pack on those lengths"),
+    "bench sections": (["bench.py", "--families", "100", "--tokens-rows", "200", "--tokens-fetches", "50",
+                        "--tokens-loader", "200", "--orders-positions", "5000", "--merges-conversations", "60",
+                        "--render-rows", "400", "--rounds", "1", *(f"--{name}-only" for name in
+                                                                  ("tokens", "orders", "merges", "families",
+                                                                   "render"))],
+                       "1 process: two passes -> one per prefix"),
     "bench_tokens_scale": (["bench_tokens_scale.py", "--entries", "2000", "--work", "{tmp}/tokens"],
                            "export --format parquet"),
     "bench_budgets": (["bench_budgets.py", "--entries", "2000"], "budgets against what each epoch drew"),
