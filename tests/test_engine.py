@@ -105,16 +105,17 @@ def test_unknown_mixture_lists_the_mixtures(chat_store: Path) -> None:
 
 @pytest.mark.slow
 def test_open_and_fetch_never_import_datasets(chat_store: Path) -> None:
-    """Opening maps the recorded Arrow files; it must not call load_dataset (or import datasets)."""
+    """Opening maps the recorded Arrow files; it must not call load_dataset (or import datasets),
+    nor pandas, which pyarrow's first ``pa.array`` imports (0.4 s of every reading command)."""
     script = (
         "import sys, time, json; t = time.perf_counter()\n"
         "from dataidx.read import StoreReader\n"
         f"r = StoreReader({str(chat_store)!r}); s = r.get(0); r.get_many([1, 2])\n"
-        "print(json.dumps({'datasets': 'datasets' in sys.modules, 'torch': 'torch' in sys.modules}))\n"
+        "print(json.dumps({m: m in sys.modules for m in ('datasets', 'torch', 'pandas')}))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                             env={**os.environ})
-    assert json.loads(result.stdout) == {"datasets": False, "torch": False}
+    assert json.loads(result.stdout) == {"datasets": False, "torch": False, "pandas": False}
 
 
 def test_reader_matches_engine(chat_store: Path) -> None:

@@ -12,8 +12,6 @@ import pyarrow as pa
 from .arrow_compute import pc
 from .expansion import ROLES
 
-_ROLES = pa.array(ROLES)
-
 
 def not_json(values: list) -> np.ndarray | None:
     """A mask of the values that are not JSON text; None when one nests too deep to read (the
@@ -31,5 +29,6 @@ def not_json(values: list) -> np.ndarray | None:
 
 def standard_roles(roles: pa.ChunkedArray | pa.Array) -> bool:
     """Whether every role is one of :data:`.expansion.ROLES`, none null."""
-    found = pc.is_in(roles, value_set=_ROLES.cast(roles.type))
+    # Made here, not at import: pyarrow's first pa.array imports pandas (as in .vectorised).
+    found = pc.is_in(roles, value_set=pa.array(ROLES, type=roles.type))
     return bool(pc.fill_null(found, False).to_numpy(zero_copy_only=False).all())
