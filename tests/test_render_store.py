@@ -439,3 +439,34 @@ def test_a_generic_tokenizer_loads_as_autotokenizer_loads_it_without_importing_t
     shutil.copytree(demo, modelled)
     (modelled / "config.json").write_text(json.dumps({"model_type": "llama"}))
     assert type(load_tokenizer(modelled)) is type(AutoTokenizer.from_pretrained(str(modelled), local_files_only=True))
+
+
+def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
+        store: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataidx.store import open_store, positions, row_starts, spec_lengths
+
+    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")  # some entries too long: trains differs
+    stored = query(store, "SELECT r.entry_id, r.tokens, r.status IN ('ok', 'truncated'), b.row FROM entry_renders "
+                          "AS r JOIN base_entries AS b ON b.id = r.entry_id ORDER BY r.entry_id")
+    monkeypatch.setattr(positions, "_ENTRIES_PER_LENGTHS_QUERY", 7)  # chunks of 7 entries, the last one short
+    with open_store(store) as handle:
+        spec_id = handle.value("SELECT id FROM render_specs WHERE name = 'default'")
+        lengths = spec_lengths(handle, spec_id)
+        first, starts = row_starts(handle)
+    assert lengths.first == first == stored[0][0] and len(stored) % 7
+    assert lengths.tokens.tolist() == [tokens for _, tokens, _, _ in stored]
+    assert lengths.trains.tolist() == [bool(trains) for _, _, trains, _ in stored]
+    assert not lengths.trains.all() and lengths.trains.any()
+    assert starts.tolist() == [at == 0 or row != stored[at - 1][3] for at, (*_, row) in enumerate(stored)]
+
+
+def test_an_integer_list_numpy_cannot_read_is_a_damaged_store() -> None:
+    from dataidx.store import positions
+
+    class Answers:
+        def value(self, template: str, *parameters: object) -> str:
+            return "12,x,3"
+
+    with pytest.raises(StoreError, match="not an integer where one is; the store is damaged"):
+        positions._integers(Answers(), "SELECT ...")  # type: ignore[arg-type]
+    assert positions._integers(type("Empty", (), {"value": lambda self, *a: None})(), "").tolist() == []  # type: ignore[arg-type]

@@ -34,8 +34,9 @@ class Dialect:
     mark: str
     ids: str
     stamped: str
-    #: ``json_array.format(expression)``: one JSON text of the expression over all rows
-    json_array: str
+    #: ``int_list.format(expression)``: an integer expression over all rows as one text, the
+    #: values separated by commas (one text to parse, not a row or a Python int per value)
+    int_list: str
     fragments: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

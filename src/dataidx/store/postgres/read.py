@@ -19,7 +19,7 @@ from ..location import PostgresStore
 STAMP_TABLE = "dataidx_store"
 POSTGRES = Dialect(mark="%s",
                    ids="SELECT CAST(value AS bigint) FROM json_array_elements_text(%s::json)",
-                   stamped=f"(SELECT stamp FROM {STAMP_TABLE}), ", json_array="CAST(json_agg({}) AS text)")
+                   stamped=f"(SELECT stamp FROM {STAMP_TABLE}), ", int_list="string_agg(CAST({} AS text), ',')")
 
 
 def require_psycopg(store: PostgresStore) -> Any:

@@ -17,7 +17,7 @@ from ..dialect import Dialect
 from .objects import schema_problems
 
 SQLITE = Dialect(mark="?", ids="SELECT value FROM json_each(?)", stamped="",
-                 json_array="json_group_array({})")
+                 int_list="group_concat({})")
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: Pages come through a shared memory map; a small private cache keeps DataLoader workers lean.
 MMAP_BYTES = 1 << 40
