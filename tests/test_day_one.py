@@ -7,8 +7,8 @@ module. The README's walkthrough still runs each command as a process, as a user
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,11 +28,15 @@ pytestmark = pytest.mark.slow  # builds, renders and packs, many times a test
 def dataidx(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     """``dataidx ARGS`` run in ``cwd``, in this process: its exit code, stdout and stderr (with the
     traceback of an exception the command let out, as Python would print it)."""
-    with contextlib.chdir(cwd):
+    before = os.getcwd()  # contextlib.chdir is Python 3.11+; dataidx supports 3.10
+    os.chdir(cwd)
+    try:
         result = CliRunner().invoke(cli, list(map(str, args)), prog_name="dataidx")
+    finally:
+        os.chdir(before)
     stderr = result.stderr
-    if result.exc_info is not None and result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
     return subprocess.CompletedProcess(["dataidx", *map(str, args)], result.exit_code, result.stdout, stderr)
 
 

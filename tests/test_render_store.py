@@ -463,10 +463,13 @@ def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
 def test_an_integer_list_numpy_cannot_read_is_a_damaged_store() -> None:
     from dataidx.store import positions
 
-    class Answers:
-        def value(self, template: str, *parameters: object) -> str:
-            return "12,x,3"
+    class Answers:  # a handle whose one read answers ``text``
+        def __init__(self, text: str | None) -> None:
+            self.text = text
+
+        def value(self, template: str, *parameters: object) -> str | None:
+            return self.text
 
     with pytest.raises(StoreError, match="not an integer where one is; the store is damaged"):
-        positions._integers(Answers(), "SELECT ...")  # type: ignore[arg-type]
-    assert positions._integers(type("Empty", (), {"value": lambda self, *a: None})(), "").tolist() == []  # type: ignore[arg-type]
+        positions._integers(Answers("12,x,3"), "SELECT ...")  # type: ignore[arg-type]
+    assert positions._integers(Answers(None), "SELECT ...").tolist() == []  # type: ignore[arg-type]
