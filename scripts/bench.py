@@ -26,7 +26,6 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any, NamedTuple, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_data import write_config
+from scratch import scratch_folder
 
 
 def _alpaca_rows(folder: Path, rows: int, rng: random.Random) -> Callable[[int], str]:
@@ -732,7 +732,7 @@ def main() -> None:
 
     # --tokens-only, --merges-only, ...: those sections alone (several flags: each of them, in turn).
     if only := [section for name, section in SECTIONS.items() if getattr(args, f"{name}_only")]:
-        work = Path(tempfile.mkdtemp(prefix="dataidx-bench-"))
+        work = scratch_folder("dataidx-bench-")
         for section in only:
             section(work, args)
         return
@@ -741,9 +741,9 @@ def main() -> None:
     from dataidx.sources import load
     from dataidx.store.sqlite.files import create_store
 
-    create_store(Path(tempfile.mkdtemp()) / "warm.db").dispose()  # warms the schema script and SQLAlchemy
+    create_store(scratch_folder("dataidx-warm-") / "warm.db").dispose()  # warms the schema script and SQLAlchemy
 
-    work = Path(tempfile.mkdtemp(prefix="dataidx-bench-"))
+    work = scratch_folder("dataidx-bench-")
     config = args.config or str((generate_tool_calls if args.tool_calls else generate)(work, args.alpaca,
                                                                                       args.sharegpt))
     for spec in load_config(config).datasets:  # warm the HF cache: every engine then loads warm

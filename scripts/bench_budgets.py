@@ -18,7 +18,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -26,6 +25,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import measured, print_table, snippet, synthetic_spec
 from scale_data import generate
+from scratch import scratch_folder
 
 SET_EPOCH = """
 import json, sys, time
@@ -60,9 +60,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=1_900_000)
     args = parser.parse_args()
-    env = {**os.environ, "HF_DATASETS_CACHE": tempfile.mkdtemp(prefix="dataidx-hf-")}
+    env = {**os.environ, "HF_DATASETS_CACHE": str(scratch_folder("dataidx-hf-"))}
     dataidx = str(Path(sys.executable).with_name("dataidx"))
-    work = Path(tempfile.mkdtemp(prefix="dataidx-budgets-"))
+    work = scratch_folder("dataidx-budgets-")
     config = generate(work, args.entries)
     store = work / "bench.db"
     build_s, build_mib = measured(dataidx, "build", str(config), "-o", str(store), "-q", env=env)

@@ -14,7 +14,6 @@ import argparse
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -24,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "scripts"), str(REPO)]
 
 from bench import generate, print_table  # noqa: E402
+from scratch import scratch_folder  # noqa: E402
 
 
 def seconds(action: Callable[[], object], runs: int = 1) -> float:
@@ -77,7 +77,7 @@ def main() -> None:
     from dataidx.index import add_mixture, build
     from dataidx.store import composition, remove_mixture, store_info
 
-    work = Path(tempfile.mkdtemp(prefix="dataidx-pgbench-"))
+    work = scratch_folder("dataidx-pgbench-")
     config = generate(work, args.alpaca, args.sharegpt)
     server = nullcontext(None)
     if args.url is None:

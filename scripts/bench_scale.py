@@ -30,7 +30,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +40,7 @@ sys.path[:0] = [str(REPO / "scripts")]
 
 from bench import render_table  # noqa: E402
 from scale_data import generate  # noqa: E402
+from scratch import scratch_folder  # noqa: E402
 
 DATAIDX = [sys.executable, "-m", "dataidx"]
 # A wrapper process whose only child is the command: its peak RSS is the command's alone.
@@ -211,7 +211,7 @@ def cookbook_row(work: Path, entries: int, env: dict[str, str]) -> dict[str, str
 
 def prepared_work(work: Path | None, prefix: str) -> tuple[Path, dict[str, str]]:
     """The working folder (a temporary one when None) and the environment whose HF cache lives in it."""
-    work = work or Path(tempfile.mkdtemp(prefix=prefix))
+    work = work or scratch_folder(prefix)
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_DATASETS_CACHE": str(work / "hf"), "HF_DATASETS_OFFLINE": "1"}
     os.environ.update(env)

@@ -20,10 +20,11 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from scratch import scratch_folder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,7 +50,7 @@ def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
 
 def _work() -> tuple[Path, Path]:
     """A fresh folder (offline Hugging Face caches in it) and the tests' tiny tokenizer there."""
-    work = Path(tempfile.mkdtemp(prefix="dataidx-bounds-"))
+    work = scratch_folder("dataidx-bounds-")
     os.environ.update(HF_HOME=str(work / "hf"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")  # before datasets loads
     measured("_tokenizer", str(work / "tokenizer"))
     return work, work / "tokenizer"

@@ -62,13 +62,16 @@ def test_a_benchmark_runs_to_its_end_at_a_tiny_size(name: str, tmp_path: Path) -
     if name == "bench_postgres":
         temporary = Path(tempfile.mkdtemp(prefix="dataidx-smoke-"))
         temporary.chmod(0o755)
+    arguments = [a.format(tmp=tmp_path) for a in rest]
     try:
-        result = subprocess.run([sys.executable, str(REPO / "scripts" / script),
-                                 *(a.format(tmp=tmp_path) for a in rest)], cwd=REPO,
+        result = subprocess.run([sys.executable, str(REPO / "scripts" / script), *arguments], cwd=REPO,
                                 env={**os.environ, "TMPDIR": str(temporary)}, capture_output=True, text=True,
                                 timeout=600)
+        left = sorted(path.name for path in temporary.iterdir() if str(path) not in arguments)
     finally:
         if temporary != tmp_path:
             shutil.rmtree(temporary, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert said in result.stdout, result.stdout[-3000:]
+    # Its scratch folders are gone (scripts/scratch.py); a folder named with --work is kept.
+    assert not left, f"{script} left {left} in the temporary directory"
