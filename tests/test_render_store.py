@@ -470,6 +470,30 @@ def test_an_integer_list_numpy_cannot_read_is_a_damaged_store() -> None:
         def value(self, template: str, *parameters: object) -> str | None:
             return self.text
 
-    with pytest.raises(StoreError, match="not an integer where one is; the store is damaged"):
-        positions._integers(Answers("12,x,3"), "SELECT ...")  # type: ignore[arg-type]
+    for text in ("12,x,3", "1,2,", "1,,2"):  # NumPy stops short at each (or refuses): never a short array
+        with pytest.raises(StoreError, match="not an integer where one is; the store is damaged"):
+            positions._integers(Answers(text), "SELECT ...")  # type: ignore[arg-type]
     assert positions._integers(Answers(None), "SELECT ...").tolist() == []  # type: ignore[arg-type]
+    assert positions._integers(Answers("0,-3,9"), "SELECT ...").tolist() == [0, -3, 9]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("change", ["UPDATE entry_renders SET tokens = 4294967303 WHERE entry_id = {second}",
+                                    "UPDATE entry_renders SET tokens = -1 WHERE entry_id = {second}",
+                                    "UPDATE entry_renders SET tokens = '12x' WHERE entry_id = {second}",
+                                    "UPDATE base_entries SET row = 4294967296 WHERE id = {second}",
+                                    "UPDATE base_entries SET row = -2 WHERE id = {second}"])
+def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
+        store: Path, tiny_tokenizer: Path, change: str) -> None:
+    """A length past 31 bits would spill into the entry's bits of the packed integer, and text
+    would be read as the number it starts with: each is refused in one line."""
+    from dataidx.store import open_store, row_starts, spec_lengths
+
+    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    with sqlite3.connect(store) as connection:
+        second = connection.execute("SELECT min(id) + 1 FROM base_entries").fetchone()[0]
+        connection.execute(change.format(second=second))
+    with open_store(store) as handle, pytest.raises(StoreError, match="the store is damaged") as raised:
+        spec_lengths(handle, handle.value("SELECT id FROM render_specs WHERE name = 'default'"))
+        row_starts(handle)
+    said = "tokens that no render writes" if "entry_renders" in change else "a row no build writes"
+    assert said in str(raised.value)

@@ -7,7 +7,6 @@ that entry's token count and status. Runs expand by arithmetic and only explicit
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,10 +58,12 @@ class SpecLengths:
 
 
 #: What :func:`spec_lengths` can read as an entry's length, and the expression it reads, one
-#: integer per entry: ``(entry_id - chunk's first) << 33 | length << 1 | trains``.
+#: integer per entry: ``(entry_id - chunk's first) << 33 | length << 1 | trains``, or -1 for a
+#: length no render writes (negative, past 2**31 - 1, or text in a crafted SQLite file), which
+#: would otherwise spill into the entry's bits or be read as a number it is not.
 _PACKED_LENGTHS = {
-    column: ("(CAST(entry_id - {mark} AS bigint) << 33) | "
-             f"(CAST({column} AS bigint) << 1) | CAST(status IN ({{trains}}) AS integer)")
+    column: (f"CASE WHEN {column} BETWEEN 0 AND 2147483647 THEN (CAST(entry_id - {{mark}} AS bigint) << 33) | "
+             f"(CAST({column} AS bigint) << 1) | CAST(status IN ({{trains}}) AS integer) ELSE -1 END")
     for column in ("tokens", "supervised_tokens")
 }
 LENGTH_COLUMNS = tuple(_PACKED_LENGTHS)
@@ -74,13 +75,15 @@ def _integers(handle: StoreHandle, template: str, *parameters: object) -> np.nda
     text = handle.value(template, *parameters)
     if not text:
         return np.zeros(0, dtype=np.int64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # text NumPy cannot read to its end: an error, not a short array
-        try:
-            return np.fromstring(text, dtype=np.int64, sep=",")
-        except (ValueError, DeprecationWarning):
-            raise StoreError("the store holds a value that is not an integer where one is; the store is damaged"
-                             ) from None
+    try:
+        values = np.fromstring(text, dtype=np.int64, sep=",")
+    except ValueError:
+        values = None
+    # A text NumPy cannot read to its end gives a short array (an older NumPy warns and stops):
+    # counted, not caught as a warning, whose filters are the whole process's, not this thread's.
+    if values is None or len(values) != text.count(",") + 1:
+        raise StoreError("the store holds a value that is not an integer where one is; the store is damaged")
+    return values
 
 
 def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> SpecLengths:
@@ -106,6 +109,9 @@ def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> S
         stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
         values = _integers(handle, chunk, start, spec_id, start, stop)
         values.sort()  # by entry id
+        if len(values) and values[0] < 0:
+            raise StoreError(f"a render spec holds {column} that no render writes (negative, past 2**31 - 1 or not a "
+                             "number); the store is damaged")
         if not np.array_equal(values >> 33, np.arange(stop - start + 1)):
             raise StoreError("a render spec does not cover every base entry; the store is damaged")
         tokens[start - first : stop - first + 1] = (values >> 1) & 0xFFFFFFFF
@@ -122,13 +128,17 @@ def row_starts(handle: StoreHandle) -> tuple[int, np.ndarray]:
     first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
     if first is None or last is None:
         return 1, np.zeros(0, dtype=bool)
-    chunk = ("SELECT " + handle.dialect.int_list.format('(CAST(id - {mark} AS bigint) << 32) | "row"')
+    chunk = ("SELECT " + handle.dialect.int_list.format(
+        'CASE WHEN "row" BETWEEN 0 AND 4294967295 THEN (CAST(id - {mark} AS bigint) << 32) | "row" ELSE -1 END')
              + " FROM base_entries WHERE id BETWEEN {mark} AND {mark}")
     rows = np.zeros(last - first + 1, dtype=np.int64)
     for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
         stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
         values = _integers(handle, chunk, start, start, stop)
         values.sort()
+        if len(values) and values[0] < 0:
+            raise StoreError("a base entry names a row no build writes (negative, past 2**32 - 1 or not a number); "
+                             "the store is damaged")
         if not np.array_equal(values >> 32, np.arange(stop - start + 1)):
             raise StoreError("base entries are not numbered without gaps; the store is damaged")
         rows[start - first : stop - first + 1] = values & 0xFFFFFFFF
