@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from . import json_text
 from .arrow_compute import pc
 from .expansion import ROLES
 
@@ -19,7 +20,7 @@ def not_json(values: list) -> np.ndarray | None:
     bad = np.zeros(len(values), dtype=bool)
     for position, value in enumerate(values):
         try:
-            json.loads(value)
+            json_text.loads(value)
         except (json.JSONDecodeError, TypeError):
             bad[position] = True
         except RecursionError:

@@ -10,6 +10,7 @@ import json
 from typing import Any, cast
 
 from ..errors import InvalidRow, shown
+from . import json_text
 from .expansion import ROLES
 from .media import MediaSplitter, text_blocks
 from .registry import converters, drop, present
@@ -23,7 +24,7 @@ def loads(value: Any, what: str) -> Any:
     """JSON text from data; InvalidRow (the row's reject) when it nests past the interpreter's
     recursion limit, which would otherwise abort the whole build."""
     try:
-        return json.loads(value)
+        return json_text.loads(value)
     except RecursionError:
         raise InvalidRow(f"{what} is JSON nested too deep to read") from None
 
@@ -36,7 +37,7 @@ def _tool_call_blocks(value: str, what: str) -> list[Content] | None:
         return None
     if not isinstance(calls, list):
         calls = [calls]
-    return [{"type": "tool_call", "value": json.dumps(call)} for call in calls]
+    return [{"type": "tool_call", "value": json_text.dumps(call)} for call in calls]
 
 
 @converters.register("alpaca", version="1", fast=alpaca_cuts)
@@ -98,7 +99,7 @@ def _sharegpt(raw: dict[str, Any], cut: int | None) -> SFTSample:
     if tools:
         # v1 keeps any valid JSON, "[]" included, re-serialised; an invalid string is left out.
         try:
-            sample["tools"] = json.dumps(loads(tools, "tools"))
+            sample["tools"] = json_text.dumps(loads(tools, "tools"))
         except _NOT_JSON:
             drop("tools is not valid JSON")
     return sample
@@ -178,7 +179,7 @@ def _openai(raw: dict[str, Any], cut: int | None) -> SFTSample:
                 except json.JSONDecodeError:
                     raise ValueError(f"message {number}: tool call arguments are not valid JSON") from None
             blocks.append({"type": "tool_call",
-                           "value": json.dumps({"name": function["name"], "arguments": arguments})})
+                           "value": json_text.dumps({"name": function["name"], "arguments": arguments})})
         if not blocks:
             blocks = [{"type": "text", "value": ""}]
         role = turn["role"]
@@ -188,7 +189,7 @@ def _openai(raw: dict[str, Any], cut: int | None) -> SFTSample:
     sample: SFTSample = {"messages": messages}
     if row.get("tools"):
         tools = row["tools"]
-        sample["tools"] = tools if isinstance(tools, str) else json.dumps(tools)
+        sample["tools"] = tools if isinstance(tools, str) else json_text.dumps(tools)
     return sample
 
 
