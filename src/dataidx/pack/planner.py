@@ -59,7 +59,9 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
     # Longest first, equal lengths in index order: a stable sort of the room each leaves, which
     # fits 16 bits at any usual capacity, where NumPy sorts by radix (5x faster at 20M).
     room = capacity - lengths
-    order = np.argsort(room.astype(np.uint16) if capacity < 2**16 else room, kind="stable").astype(index)
+    if capacity < 2**16:
+        room = room.astype(np.uint16)  # the wide rooms go before the sort runs (20M: 76 MB less meanwhile)
+    order = np.argsort(room, kind="stable").astype(index)
     del room
     sorted_lengths = lengths[order]
     bin_of = np.empty(len(order), dtype=index)
