@@ -110,7 +110,7 @@ def pack_store(
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
         tokens = open_tokens(handle, store, stored_spec, required=merge_cuts != "no")
-        lengths = _spec_lengths(handle, stored_spec.id, tokens)
+        lengths: SpecLengths | None = _spec_lengths(handle, stored_spec.id, tokens)
         merging = None
         if merge_cuts != "no":
             assert tokens is not None  # required: refused above without them
@@ -124,11 +124,22 @@ def pack_store(
                    "seed": seed, "dataidx_version": __version__, "merge_cuts": merge_cuts}
 
         def epochs() -> Iterator[EpochPacks]:
+            nonlocal lengths
             for epoch in range(stored_mixture.epochs):
                 entries = position_entries(handle, stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
-                packs = _epoch_packs(entries, lengths, capacity=capacity, seed=epoch_seed(seed, epoch), store=store,
-                                     mixture=mixture, spec=spec, merging=merging, summary=summary)
+                assert lengths is not None  # let go of only after the last epoch's read
+                positions, item_lengths = _training_positions(entries, lengths, capacity=capacity, store=store,
+                                                              mixture=mixture, spec=spec)
+                if merging is not None:
+                    packs = _merged_epoch_packs(entries, lengths, item_lengths, capacity=capacity,
+                                                seed=epoch_seed(seed, epoch), merging=merging, summary=summary)
+                else:
+                    if epoch == stored_mixture.epochs - 1:
+                        lengths = None  # read for the last time: not held while planning (5 bytes an entry)
+                    packs = _epoch_packs(entries, positions, item_lengths, capacity=capacity,
+                                         seed=epoch_seed(seed, epoch))
+                del positions, item_lengths
                 summary.epoch_packs.append(len(packs.sizes))
                 summary.plan_seconds += time.perf_counter() - plan_started
                 del entries
@@ -152,12 +163,11 @@ def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -
     return spec_lengths(handle, spec_id)
 
 
-def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, seed: int, store: str | os.PathLike[str],
-                 mixture: str, spec: str, merging: tuple[np.ndarray, TokenWords] | None = None,
-                 summary: PackSummary) -> EpochPacks:
-    """One epoch's plan over the base entries ``entries`` of its positions (``store``, ``mixture``
-    and ``spec`` name them in an error); with ``merging`` (row starts and stored words), a
-    conversation's cuts merged where their tokens allow, counted into ``summary``."""
+def _training_positions(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, store: str | os.PathLike[str],
+                        mixture: str, spec: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, lengths)``: which of an epoch's positions (their base entries ``entries``)
+    train under the spec, and their lengths; an entry longer than ``capacity`` is refused
+    (``store``, ``mixture`` and ``spec`` name it)."""
     # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
     tokens, trains = lengths.of(entries)
     positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)
@@ -169,10 +179,13 @@ def _epoch_packs(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, se
             f"{store}: {int(too_long.sum())} entries of mixture '{mixture}' under spec '{spec}' are longer than "
             f"capacity {capacity} (longest {int(item_lengths.max())} tokens); render with --cutoff {capacity} or less"
         )
-    del too_long
-    if merging is not None:
-        return _merged_epoch_packs(entries, lengths, item_lengths, capacity=capacity, seed=seed, merging=merging,
-                                   summary=summary)
+    return positions, item_lengths
+
+
+def _epoch_packs(entries: np.ndarray, positions: np.ndarray, item_lengths: np.ndarray, *, capacity: int,
+                 seed: int) -> EpochPacks:
+    """One epoch's plan over its training ``positions`` of lengths ``item_lengths`` (the base
+    entries of all its positions: ``entries``)."""
     plan = plan_packs(item_lengths, capacity, seed)
     sizes, members = plan.sizes, plan.members
     pack_tokens = np.add.reduceat(item_lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
