@@ -13,22 +13,24 @@ or raises as it always does. Where this Python has no C accelerator, both are th
 from __future__ import annotations
 
 import json
-import json.decoder
 import json.encoder
 import json.scanner
 from collections.abc import Callable
 from typing import Any
 
-_WHITESPACE = json.decoder.WHITESPACE.match
+#: What json.loads skips around a document (json.decoder's ``WHITESPACE``).
+_SPACE = " \t\n\r"
 
 
 def _scanner() -> Callable[[str, int], tuple[Any, int]] | None:
-    make = json.scanner.c_make_scanner
+    # The C parts by name, None where this Python lacks them (typeshed does not list them).
+    make = getattr(json.scanner, "c_make_scanner", None)
     return None if make is None else make(json.JSONDecoder())
 
 
 def _encoder() -> Callable[[Any, int], Any] | None:
-    make, escape = json.encoder.c_make_encoder, json.encoder.c_encode_basestring_ascii
+    make = getattr(json.encoder, "c_make_encoder", None)
+    escape = getattr(json.encoder, "c_encode_basestring_ascii", None)
     if make is None or escape is None:
         return None
     try:
@@ -47,8 +49,8 @@ def loads(text: Any) -> Any:
     """``json.loads(text)``: the same value, or the same exception."""
     if _SCAN is not None and text.__class__ is str:
         try:
-            value, end = _SCAN(text, _WHITESPACE(text, 0).end())
-            if _WHITESPACE(text, end).end() == len(text):
+            value, end = _SCAN(text, len(text) - len(text.lstrip(_SPACE)))
+            if end == len(text) or not text[end:].strip(_SPACE):
                 return value
         except (StopIteration, ValueError):
             pass  # json.loads says why, as it always has
