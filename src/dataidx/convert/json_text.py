@@ -20,6 +20,8 @@ from typing import Any
 
 #: What json.loads skips around a document (json.decoder's ``WHITESPACE``).
 _SPACE = " \t\n\r"
+#: A value whose text shows every setting of json.dumps the encoder is made with.
+_PROBE = {"key": [1, 2.5, float("nan"), None, True, "\u00e9\n"], "empty": {}}
 
 
 def _scanner() -> Callable[[str, int], tuple[Any, int]] | None:
@@ -36,7 +38,9 @@ def _encoder() -> Callable[[Any, int], Any] | None:
     try:
         # JSONEncoder.iterencode's own call, json.dumps's defaults: ensure_ascii, ", " and ": ",
         # NaN allowed, keys unsorted. No cycle markers: a value read from JSON or Arrow has none.
-        return make(None, json.JSONEncoder().default, escape, None, ": ", ", ", False, False, True)
+        encode = make(None, json.JSONEncoder().default, escape, None, ": ", ", ", False, False, True)
+        # Another Python may order the arguments otherwise: used only where it writes json.dumps's text.
+        return encode if "".join(encode(_PROBE, 0)) == json.dumps(_PROBE) else None
     except TypeError:  # another Python's signature: the plain function, never a guess
         return None
 
