@@ -772,9 +772,10 @@ def main() -> None:
     print(f"dataidx pack, stored plan over all {entries_in_store:,} positions of the store above (read lengths, plan, "
           f"write members): {seconds:.2f} s, {packs / seconds:,.0f} packs/s, {fill:.2%} full")
 
-    print(f"\nfetching rows whose messages the build dropped: {args.fetches:,} random engine[i] on 50,000 "
+    dropping = 2 * args.sharegpt  # 50,000 at the default size
+    print(f"\nfetching rows whose messages the build dropped: {args.fetches:,} random engine[i] on {dropping:,} "
           "sharegpt rows")
-    print_table(("rows", "samples/s", "log lines"), drops_table(work, 50_000, args.fetches))
+    print_table(("rows", "samples/s", "log lines"), drops_table(work, dropping, args.fetches))
 
     entries, lines, packed = render_table(work, args.render)
     print(f"\nrendering: {entries:,} base entries (alpaca + multi-turn sharegpt), byte-level BPE of 8k trained here, "
