@@ -118,11 +118,28 @@ def _open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity:
     return bins + full + (1 if rest else 0), occupied
 
 
-def _grouped(order: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Items grouped by their bin's rank, each group in placement order, and the group sizes."""
-    sizes = np.bincount(ranks, minlength=int(ranks.max(initial=-1)) + 1)
-    grouped = np.argsort(ranks, kind="stable").astype(order.dtype)
-    return order[grouped], sizes
+#: Items whose sort keys are written at a time (what a chunk's temporary arrays hold: 8 MB).
+_KEYS_PER_CHUNK = 1 << 20
+
+
+def _grouped(order: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``order``'s items grouped by rank, each group in placement order. ``keys`` holds each
+    item's rank as an 8-byte unsigned integer and is overwritten: ``rank << 32 | placement index``,
+    sorted in place, where keys are unique, so the sort is stable whatever its kind. That is 8
+    bytes an item and a third of the time at 20M, where a stable argsort of the ranks held 12
+    bytes an item more (its int64 result and merge buffer)."""
+    if len(keys) >= 2**32:  # no room for the index beside the rank
+        return order[np.argsort(keys, kind="stable")]
+    for start in range(0, len(keys), _KEYS_PER_CHUNK):
+        chunk = keys[start : start + _KEYS_PER_CHUNK]
+        chunk <<= np.uint64(32)
+        chunk |= np.arange(start, start + len(chunk), dtype=np.uint64)
+    keys.sort()
+    members = np.empty_like(order)
+    for start in range(0, len(keys), _KEYS_PER_CHUNK):
+        placed = keys[start : start + _KEYS_PER_CHUNK] & np.uint64(0xFFFFFFFF)
+        members[start : start + len(placed)] = order[placed.astype(np.intp)]
+    return members
 
 
 def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[list[int]]:
@@ -140,8 +157,9 @@ def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[
     _check(lengths, capacity)
     if not len(lengths):
         return []
-    order, bin_of, _ = _assign(lengths, capacity)
-    members, sizes = _grouped(order, bin_of)
+    order, bin_of, bins = _assign(lengths, capacity)
+    sizes = np.bincount(bin_of, minlength=bins)
+    members = _grouped(order, bin_of.astype(np.uint64))
     return [pack.tolist() for pack in np.split(members, np.cumsum(sizes)[:-1])]
 
 
@@ -186,7 +204,10 @@ def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> Pla
     order, bin_of, bins = _assign(lengths, capacity)
     ranks = shuffled_positions(bins, seed).astype(bin_of.dtype)[bin_of]
     del bin_of
-    members, sizes = _grouped(order, ranks)
+    sizes = np.bincount(ranks, minlength=bins)
+    keys = ranks.astype(np.uint64)
+    del ranks
+    members = _grouped(order, keys)
     return PlannedPacks(members=members, sizes=sizes, capacity=capacity, seed=seed, tokens=tokens)
 
 
