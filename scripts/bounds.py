@@ -4,7 +4,7 @@
     python scripts/bounds.py turns --sizes 500 4000
     python scripts/bounds.py report                # the report of one 1 MB row, and of 50/100/200 datasets
     python scripts/bounds.py template              # crafted chat templates stopped, and what the checks cost
-    python scripts/bounds.py turns report template --sizes 10 --datasets 3 --budget 0.5   # a smoke run (tests)
+    python scripts/bounds.py turns report template --sizes 10 --datasets 3 --budget 0.5 --crafted 2  # the tests' smoke
 
 Every figure is taken in a fresh child process (``os.wait4`` gives that child's own peak RSS), so
 one measurement's imports and leftovers never count in the next. Nothing is downloaded: the
@@ -15,6 +15,7 @@ tokenizer is the tests' tiny byte-level BPE, trained here. Add a bound by writin
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -48,8 +49,10 @@ def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
 
 # --- turns: one row of many one-character turns, rendered ---------------------------------------
 
+@functools.cache
 def _work() -> tuple[Path, Path]:
-    """A fresh folder (offline Hugging Face caches in it) and the tests' tiny tokenizer there."""
+    """A fresh folder (offline Hugging Face caches in it) and the tests' tiny tokenizer there: one
+    for all the bounds of a run."""
     work = scratch_folder("dataidx-bounds-")
     os.environ.update(HF_HOME=str(work / "hf"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")  # before datasets loads
     measured("_tokenizer", str(work / "tokenizer"))
@@ -170,7 +173,7 @@ def template(args: argparse.Namespace) -> None:
     cost on real templates."""
     work, tokenizer = _work()
     lines = []
-    for name in CRAFTED:
+    for name in list(CRAFTED)[: args.crafted]:
         result, peak = measured("_crafted", str(tokenizer), name, str(args.budget or ""))
         lines.append((name, f"{result['seconds']:.2f}", f"{peak:,.0f}", result["status"], result["detail"][:60]))
     print("one entry rendered with a crafted template, cutoff 4096 (fresh process each)")
@@ -247,6 +250,8 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, nargs="+", default=[50, 100, 200],
                         help="report: the stores' numbers of datasets (after the two one-row stores)")
     parser.add_argument("--budget", type=float, help="template: the sandbox's seconds per entry (default: dataidx's)")
+    parser.add_argument("--crafted", type=int, help=f"template: render only the first N of the {len(CRAFTED)} crafted "
+                        "templates (default: all)")
     args = parser.parse_args()
     for number, name in enumerate(args.bounds):
         if number:
