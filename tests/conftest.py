@@ -38,10 +38,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked slow first, each tier in its collected order: pytest-xdist hands tests out
-    in this order, so a worker's last tests are short ones and the two finish together, instead of
-    one running a minute-long benchmark it took last while the other waits."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The tests marked slow first, the scripts' smokes (10-35 s each) ahead of them, each group in
+    its collected order: pytest-xdist hands tests out in this order, so a worker's last tests are
+    short ones and the two finish together, instead of one running a benchmark it took last while
+    the other waits."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, item.path.name != "test_scripts.py"))
 
 
 @pytest.fixture
