@@ -477,6 +477,40 @@ def test_an_integer_list_numpy_cannot_read_is_a_damaged_store() -> None:
     assert positions._integers(Answers("0,-3,9"), "SELECT ...").tolist() == [0, -3, 9]  # type: ignore[arg-type]
 
 
+def test_a_chunk_read_in_any_order_is_put_in_entry_order_and_a_missing_entry_is_refused() -> None:
+    """A chunk's integers carry each entry's offset in their low bits: the values land at their
+    offsets whatever order the database returned them in (SQL promises none for an aggregate), and
+    an entry missing, twice or out of the chunk is a damaged store."""
+    from dataidx.store import positions
+
+    def read(*pairs: tuple[int, int]) -> np.ndarray:
+        return np.array([value << positions._OFFSET_BITS | offset for value, offset in pairs], dtype=np.int64)
+
+    def ordered(values: np.ndarray, count: int) -> list[int]:
+        return positions._in_entry_order(values, count, refused="refused", gaps="gaps").tolist()
+
+    assert ordered(read((30, 2), (10, 0), (20, 1)), 3) == [10, 20, 30]
+    assert ordered(read(), 0) == []
+    for values, count in ((read((10, 0), (20, 0), (30, 2)), 3), (read((10, 0), (20, 1)), 3),
+                          (read((10, 0), (20, 3), (30, 1)), 3), (read((10, 0), (20, 1), (30, 2)), 2)):
+        with pytest.raises(StoreError, match="gaps"):
+            ordered(values, count)
+    with pytest.raises(StoreError, match="refused"):
+        ordered(np.array([10 << positions._OFFSET_BITS, -1]), 2)
+
+
+@pytest.mark.parametrize("which", ["min(id)", "max(id)", "min(id) + 3"])
+def test_a_spec_missing_an_entry_is_a_damaged_store(store: Path, tiny_tokenizer: Path, which: str) -> None:
+    """The first, the last or a middle entry's row gone: never another entry's length in its place."""
+    from dataidx.store import open_store, spec_lengths
+
+    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    with sqlite3.connect(store) as connection:
+        connection.execute(f"DELETE FROM entry_renders WHERE entry_id = (SELECT {which} FROM base_entries)")
+    with open_store(store) as handle, pytest.raises(StoreError, match="does not cover every base entry"):
+        spec_lengths(handle, handle.value("SELECT id FROM render_specs WHERE name = 'default'"))
+
+
 @pytest.mark.parametrize("change", ["UPDATE entry_renders SET tokens = 4294967303 WHERE entry_id = {second}",
                                     "UPDATE entry_renders SET tokens = -1 WHERE entry_id = {second}",
                                     "UPDATE entry_renders SET tokens = '12x' WHERE entry_id = {second}",

@@ -26,6 +26,7 @@ from ..store import (
     EpochPacks,
     SpecLengths,
     StoreHandle,
+    base_entry_range,
     identity_of,
     open_store,
     position_entries,
@@ -157,8 +158,8 @@ def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -
     """The spec's lengths: from its token file's index when its tokens are stored and it indexes
     every base entry (0.05 s at 2M entries), else from the store (about 0.5 s a million)."""
     if tokens is not None:
-        first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
-        if first == tokens.first_entry and last is not None and last - first + 1 == tokens.entries:
+        found = base_entry_range(handle)
+        if found is not None and found[0] == tokens.first_entry and found[1] - found[0] + 1 == tokens.entries:
             return tokens.lengths()
     return spec_lengths(handle, spec_id)
 

@@ -31,6 +31,7 @@ from ..store import (
     ReadIdentity,
     StoredTokenFile,
     StoreHandle,
+    base_entry_range,
     budget_mixtures_drawn_before,
     move_spec_tokenizer,
     own_token_files,
@@ -236,9 +237,8 @@ class _Stored:
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
-    first, last = handle.one("SELECT min(id), max(id) FROM base_entries") or (None, None)
-    stored = (_Stored(first=1, last=0) if first is None or last is None  # both, or neither
-              else _Stored(first=first, last=last))
+    found = base_entry_range(handle)
+    stored = _Stored(first=1, last=0) if found is None else _Stored(first=found[0], last=found[1])
     found = handle.one("SELECT id, fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
         spec_id, stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found

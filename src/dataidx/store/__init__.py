@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .packs import EpochPacks as EpochPacks
     from .packs import save_packing_plan as save_packing_plan
     from .positions import SpecLengths as SpecLengths
+    from .positions import base_entry_range as base_entry_range
     from .positions import position_entries as position_entries
     from .positions import row_starts as row_starts
     from .positions import spec_lengths as spec_lengths
@@ -139,6 +140,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "ReadIdentity": ".identity",
     "identity_of": ".identity",
     "SpecLengths": ".positions",
+    "base_entry_range": ".positions",
     "position_entries": ".positions",
     "row_starts": ".positions",
     "spec_lengths": ".positions",
