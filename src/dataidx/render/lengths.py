@@ -237,8 +237,8 @@ class _Stored:
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
-    found = base_entry_range(handle)
-    stored = _Stored(first=1, last=0) if found is None else _Stored(first=found[0], last=found[1])
+    span = base_entry_range(handle)
+    stored = _Stored(first=1, last=0) if span is None else _Stored(first=span[0], last=span[1])
     found = handle.one("SELECT id, fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:
         spec_id, stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
