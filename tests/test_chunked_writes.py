@@ -131,3 +131,74 @@ def test_a_chunk_that_fails_to_write_fails_the_build_and_leaves_no_store(tmp_pat
         build(config, tmp_path / "s.db")
     assert not (tmp_path / "s.db").exists()
     assert [p.name for p in tmp_path.iterdir() if p.suffix in (".db", ".tmp") or ".tmp" in p.name] == []
+
+
+@settings(max_examples=examples(60))
+@given(sizes=st.lists(st.one_of(st.integers(1, 300), st.integers(2**16 - 2, 2**16 + 1)), max_size=12),
+       tokens=st.data(), chunk=st.integers(1, 4), first=st.integers(1, 2**40), first_pack=st.integers(0, 100))
+def test_packs_chunked_anywhere_store_their_members_counts_and_tokens(sizes: list[int], tokens: st.DataObject,
+                                                                      chunk: int, first: int, first_pack: int) -> None:
+    """Chunks whose packs fit 16 bits travel as one short integer each, the others with their
+    first member summed by SQLite: any mix of the two, the rows the plan holds."""
+    import tempfile
+    from unittest import mock
+
+    from sqlalchemy import text
+
+    from dataidx.store.sqlite.bulk import insert_packs
+    from dataidx.store.sqlite.files import create_store
+
+    count = st.one_of(st.integers(1, 2**16 - 1), st.integers(2**16 - 2, 2**16), st.integers(1, 2**31 - 1))
+    counts = tokens.draw(st.lists(count, min_size=len(sizes), max_size=len(sizes)))
+    engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
+    with mock.patch("dataidx.store.sqlite.bulk.ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
+        insert_packs(connection, 7, first_member=first, sizes=np.asarray(sizes, dtype=np.int64),
+                     tokens=np.asarray(counts, dtype=np.int32), first_pack=first_pack)
+        stored = connection.execute(text("SELECT plan_id, pack, first_member, members, tokens FROM packs "
+                                         "ORDER BY pack")).all()
+    engine.dispose()
+    starts = np.cumsum([0, *sizes])[:-1].tolist()
+    assert [tuple(row) for row in stored] == [(7, first_pack + i, first + starts[i], sizes[i], counts[i])
+                                              for i in range(len(sizes))]
+
+
+@settings(max_examples=examples(40))
+@given(members=st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**32 - 1), st.booleans()), max_size=12),
+       chunk=st.integers(1, 4), before=st.integers(0, 2**40), merged=st.booleans())
+def test_members_chunked_anywhere_are_numbered_after_the_last(members: list[tuple[int, int, bool]], chunk: int,
+                                                                before: int, merged: bool) -> None:
+    import tempfile
+    from unittest import mock
+
+    from sqlalchemy import text
+
+    from dataidx.store.sqlite.bulk import insert_pack_members
+    from dataidx.store.sqlite.files import create_store
+
+    engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
+    with mock.patch("dataidx.store.sqlite.bulk.ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
+        if before:  # another plan's last member
+            connection.execute(text("INSERT INTO packed_entries (id, plan_id, position, entry_id) "
+                                    "VALUES (:id, 1, 0, 1)"), {"id": before})
+        packed = np.asarray([position << 32 | entry for position, entry, _ in members], dtype=np.int64)
+        joined = np.asarray([join for *_, join in members], dtype=bool) if merged else None
+        insert_pack_members(connection, 2, before + 1, packed, joined)
+        stored = connection.execute(text("SELECT id, plan_id, position, entry_id, joined FROM packed_entries "
+                                         "WHERE plan_id = 2 ORDER BY id")).all()
+    engine.dispose()
+    assert [tuple(row) for row in stored] == [(before + 1 + i, 2, position, entry, int(merged and join))
+                                              for i, (position, entry, join) in enumerate(members)]
+
+
+def test_members_numbered_other_than_asked_are_refused(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from dataidx.errors import StoreError
+    from dataidx.store.sqlite.bulk import insert_pack_members
+    from dataidx.store.sqlite.files import create_store
+
+    engine = create_store(tmp_path / "s.db")
+    with engine.begin() as connection, pytest.raises(StoreError, match=r"numbered up to 3, not 4 \.\. 5"):
+        connection.execute(text("INSERT INTO packed_entries (id, plan_id, position, entry_id) VALUES (1, 1, 0, 1)"))
+        insert_pack_members(connection, 2, 4, np.asarray([1 << 32 | 5, 2 << 32 | 6], dtype=np.int64))
+    engine.dispose()

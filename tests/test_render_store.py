@@ -155,6 +155,17 @@ def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: 
     assert query(store, "SELECT count(*) FROM packing_plans")[0][0] == 0
 
 
+def test_pack_refuses_a_store_whose_members_end_at_the_largest_id(store: Path, tiny_tokenizer: Path) -> None:
+    render_store(store, tiny_tokenizer, cutoff=64)
+    with sqlite3.connect(store) as connection:
+        connection.execute("INSERT INTO packed_entries (id, plan_id, position, entry_id) VALUES (?, 9, 0, 1)",
+                           (2**63 - 1,))
+    before = store.read_bytes()
+    with pytest.raises(StoreError, match=f"no room for [0-9]+ more members after id {2**63 - 1}$"):
+        pack_store(store, "default", capacity=128)
+    assert store.read_bytes() == before and not list(store.parent.glob(f".{store.name}*"))
+
+
 @pytest.mark.slow
 def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="left")

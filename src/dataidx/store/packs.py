@@ -59,7 +59,8 @@ def save_packing_plan(connection: Connection, plan: dict[str, Any], epochs: Iter
     plan_id = inserted[0]
     totals = {"packs": 0, "entries": 0, "tokens": 0, "left_out": 0, "epochs": 0}
     for number, epoch in enumerate(epochs):
-        first = connection.execute(select(func.coalesce(func.max(PackedEntry.id), 0) + 1)).scalar_one()
+        last = connection.execute(select(func.max(PackedEntry.id))).scalar_one()
+        first = (last or 0) + 1  # added in Python: SQLite's + turns 2**63 - 1 + 1 into a float
         insert_pack_members(connection, plan_id, first, epoch.members, epoch.joined)
         for outcome, rows, entries, cut_tokens, tokens in epoch.merges:
             connection.execute(insert(PlanMerge).values(plan_id=plan_id, epoch=number, outcome=outcome, rows=rows,
