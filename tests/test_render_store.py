@@ -166,6 +166,47 @@ def test_pack_refuses_a_store_whose_members_end_at_the_largest_id(store: Path, t
     assert store.read_bytes() == before and not list(store.parent.glob(f".{store.name}*"))
 
 
+def test_pack_plans_while_the_store_is_copied_and_a_failure_of_either_loses_nothing(
+        store: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    import threading
+
+    from dataidx.pack import plans
+
+    render_store(store, tiny_tokenizer, cutoff=64)
+    planning, copy = threading.Event(), shutil.copyfile
+
+    def copy_once_planning(source, target):  # a copy made before planning began waits in vain
+        assert planning.wait(30), "the store was copied before planning began"
+        return copy(source, target)
+
+    def plan(*args, **kwargs):
+        planning.set()
+        return plan_packs(*args, **kwargs)
+
+    plan_packs = plans.plan_packs
+    monkeypatch.setattr("dataidx.store.sqlite.files.shutil.copyfile", copy_once_planning)
+    monkeypatch.setattr("dataidx.pack.plans.plan_packs", plan)
+    assert pack_store(store, "default", capacity=128).packs > 0
+    before = store.read_bytes()
+
+    def failing(*args, **kwargs):
+        raise StoreError("planning failed (injected)")
+
+    monkeypatch.setattr("dataidx.pack.plans.plan_packs", failing)
+    with pytest.raises(StoreError, match="planning failed"):
+        pack_store(store, "default", capacity=128, name="second")
+    monkeypatch.setattr("dataidx.pack.plans.plan_packs", plan)
+
+    def full_disk(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("dataidx.store.sqlite.files.shutil.copyfile", full_disk)
+    with pytest.raises(StoreError, match="cannot write: No space left on device"):
+        pack_store(store, "default", capacity=128, name="second")
+    assert store.read_bytes() == before and not list(store.parent.glob(f".{store.name}*"))
+
+
 @pytest.mark.slow
 def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64, truncation="left")

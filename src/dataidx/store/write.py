@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,7 +116,7 @@ def _filling(file: Path, location: Path | PostgresStore) -> Iterator[NewStore]:
 
 @contextmanager
 def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None = None, task: str = "",
-              command: str = "") -> Iterator[Connection]:
+              command: str = "", meanwhile: Callable[[], object] | None = None) -> Iterator[Connection]:
     """A transaction on a copy of a current store, put in its place only if the block succeeds;
     one writer at a time.
 
@@ -124,20 +124,23 @@ def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None =
     one; an error or a kill mid-way leaves the store as it was. With ``unchanged`` (what the
     work read, taken before it) the write is refused if another writer changed that meanwhile,
     saying what changed and which ``task`` to do again with which ``command``; writes of other
-    mixtures, specs or plans meanwhile are kept.
+    mixtures, specs or plans meanwhile are kept. ``meanwhile`` is work done while the copy is
+    made (under the writer's lock, before the block), such as planning what the block writes.
     """
     check_store(store)  # the store's own errors first: missing, other revision
     location = store_location(store)
     if isinstance(location, PostgresStore):
         with postgres_writer(location) as server, working_folder() as folder:
             working_copy = folder / "store.db"
-            pull_from_postgres(location, server, working_copy)
+            pull_from_postgres(location, server, working_copy)  # row by row in Python: nothing to overlap
+            if meanwhile is not None:
+                meanwhile()
             with stamped_transaction(working_copy) as connection:
                 _check_unchanged(connection, store, read=unchanged, task=task, command=command)
                 yield connection
             publish_to_postgres(working_copy, location, server)
         return
-    with rewritten_copy(location) as connection:
+    with rewritten_copy(location, meanwhile) as connection:
         _check_unchanged(connection, store, read=unchanged, task=task, command=command)
         yield connection
 
