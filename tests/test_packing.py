@@ -95,3 +95,15 @@ def test_a_plan_grouped_a_few_items_at_a_time_is_the_same_plan(capacity: int, se
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("dataidx.pack.planner._KEYS_PER_CHUNK", chunk)
         assert plan_packs(lengths, capacity, seed).packs == bins
+
+
+@settings(max_examples=examples(100))
+@given(keys=st.lists(st.one_of(st.integers(0, 3), st.integers(0, 2**16 - 1)), max_size=80), chunk=st.integers(1, 9))
+def test_the_longest_first_order_counted_a_chunk_at_a_time_is_the_stable_argsort(keys: list[int], chunk: int) -> None:
+    from dataidx.pack.planner import _stable_order
+
+    rooms = np.asarray(keys, dtype=np.uint16)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("dataidx.pack.planner._KEYS_PER_CHUNK", chunk)
+        order = _stable_order(rooms, np.int32)
+    assert order.dtype == np.int32 and order.tolist() == np.argsort(rooms, kind="stable").tolist()

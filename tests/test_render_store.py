@@ -155,6 +155,21 @@ def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: 
     assert query(store, "SELECT count(*) FROM packing_plans")[0][0] == 0
 
 
+def test_pack_looking_up_a_few_positions_at_a_time_plans_the_same(store: Path, tiny_tokenizer: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    render_store(store, tiny_tokenizer, cutoff=64, truncation="drop")  # some entries do not train
+    pack_store(store, "default", capacity=128, seed=5)
+    monkeypatch.setattr("dataidx.pack.plans._POSITIONS_PER_CHUNK", 3)
+    pack_store(store, "default", capacity=128, seed=5, name="chunked")
+    plans = [query(store, "SELECT pack, slot, position, tokens FROM pack_members WHERE plan = ? "
+                          "ORDER BY pack, slot", name) for name in ("default", "chunked")]
+    members = [query(store, "SELECT position, entry_id FROM packed_entries WHERE plan_id = "
+                            "(SELECT id FROM packing_plans WHERE name = ?) ORDER BY id", name)
+               for name in ("default", "chunked")]
+    assert plans[0] == plans[1] and plans[0] and members[0] == members[1]
+    assert query(store, "SELECT count(*) FROM entry_lengths WHERE status NOT IN ('ok', 'truncated')")[0][0] > 0
+
+
 def test_pack_refuses_a_store_whose_members_end_at_the_largest_id(store: Path, tiny_tokenizer: Path) -> None:
     render_store(store, tiny_tokenizer, cutoff=64)
     with sqlite3.connect(store) as connection:

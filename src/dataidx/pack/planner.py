@@ -61,7 +61,9 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
     room = capacity - lengths
     if capacity < 2**16:
         room = room.astype(np.uint16)  # the wide rooms go before the sort runs (20M: 76 MB less meanwhile)
-    order = np.argsort(room, kind="stable").astype(index)
+        order = _stable_order(room, index)
+    else:
+        order = np.argsort(room, kind="stable").astype(index)
     del room
     sorted_lengths = lengths[order]
     bin_of = np.empty(len(order), dtype=index)
@@ -120,6 +122,25 @@ def _open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity:
 
 #: Items whose sort keys are written at a time (what a chunk's temporary arrays hold: 8 MB).
 _KEYS_PER_CHUNK = 1 << 20
+
+
+def _stable_order(keys: np.ndarray, index: type) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of 2-byte ``keys`` as ``index`` integers, by counting:
+    each chunk is sorted on its own and its items go after the equal keys of the chunks before.
+    NumPy's argsort makes 8-byte indices, 153 MB at 20M items beside the 4-byte copy kept."""
+    cursor = np.zeros(1 << 16, dtype=np.int64)  # where the next item of each key goes
+    cursor[1:] = np.cumsum(np.bincount(keys, minlength=1 << 16))[:-1]
+    order = np.empty(len(keys), dtype=index)
+    for start in range(0, len(keys), _KEYS_PER_CHUNK):
+        chunk = keys[start : start + _KEYS_PER_CHUNK]
+        local = np.argsort(chunk, kind="stable")
+        ordered = chunk[local]
+        runs = np.flatnonzero(np.diff(ordered)) + 1  # where each key's items begin in the sorted chunk
+        run_starts = np.concatenate([[0], runs])
+        within = np.arange(len(chunk)) - np.repeat(run_starts, np.diff(np.concatenate([run_starts, [len(chunk)]])))
+        order[cursor[ordered] + within] = local + start
+        cursor += np.bincount(chunk, minlength=1 << 16)
+    return order
 
 
 def _grouped(order: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -176,16 +176,26 @@ def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -
     return spec_lengths(handle, spec_id)
 
 
+#: Positions whose lengths are looked up at a time (what a chunk's temporaries hold: 8-16 MB).
+_POSITIONS_PER_CHUNK = 1 << 20
+
+
 def _training_positions(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, store: str | os.PathLike[str],
                         mixture: str, spec: str) -> tuple[np.ndarray, np.ndarray]:
     """``(positions, lengths)``: which of an epoch's positions (their base entries ``entries``)
     train under the spec, and their lengths; an entry longer than ``capacity`` is refused
     (``store``, ``mixture`` and ``spec`` name it)."""
-    # Arrays as small as they can be, each dropped once used: at 20M entries a copy is 80-160 MB.
-    tokens, trains = lengths.of(entries)
-    positions = np.flatnonzero(trains).astype(np.int32 if len(trains) < 2**31 else np.int64)
-    item_lengths = tokens[positions]
-    del tokens, trains
+    # A chunk of positions at a time: at 20M entries each whole-epoch temporary is 80-160 MB.
+    positions = np.empty(len(entries), dtype=np.int32 if len(entries) < 2**31 else np.int64)
+    item_lengths = np.empty(len(entries), dtype=lengths.tokens.dtype)
+    found = 0
+    for start in range(0, len(entries), _POSITIONS_PER_CHUNK):
+        at = entries[start : start + _POSITIONS_PER_CHUNK] - lengths.first
+        kept = np.flatnonzero(lengths.trains[at])
+        positions[found : found + len(kept)] = kept + start
+        item_lengths[found : found + len(kept)] = lengths.tokens[at[kept]]
+        found += len(kept)
+    positions, item_lengths = positions[:found], item_lengths[:found]  # the rest was never written: no memory
     too_long = item_lengths > capacity
     if too_long.any():
         raise StoreError(
@@ -203,12 +213,11 @@ def _epoch_packs(entries: np.ndarray, positions: np.ndarray, item_lengths: np.nd
     sizes, members = plan.sizes, plan.members
     pack_tokens = np.add.reduceat(item_lengths[members], np.cumsum(sizes) - sizes) if len(members) else sizes
     del plan, item_lengths
-    members_at = positions[members].astype(np.int64)  # position << 32 | entry_id, built in place
+    members_at = np.empty(len(members), dtype=np.int64)  # position << 32 | entry_id, a chunk at a time
+    for start in range(0, len(members), _POSITIONS_PER_CHUNK):
+        at = positions[members[start : start + _POSITIONS_PER_CHUNK]]
+        members_at[start : start + len(at)] = at.astype(np.int64) << 32 | entries[at]
     del members
-    entry_ids = entries[members_at]
-    members_at <<= 32
-    members_at |= entry_ids
-    del entry_ids
     return EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=pack_tokens, positions=len(positions),
                       left_out=int(len(entries) - len(positions)))
 
