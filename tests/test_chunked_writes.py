@@ -151,7 +151,7 @@ def test_packs_chunked_anywhere_store_their_members_counts_and_tokens(sizes: lis
     count = st.one_of(st.integers(1, 2**16 - 1), st.integers(2**16 - 2, 2**16), st.integers(1, 2**31 - 1))
     counts = tokens.draw(st.lists(count, min_size=len(sizes), max_size=len(sizes)))
     engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
-    with mock.patch("dataidx.store.sqlite.bulk.ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
+    with mock.patch("dataidx.store.sqlite.bulk.PLAN_ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
         insert_packs(connection, 7, first_member=first, sizes=np.asarray(sizes, dtype=np.int64),
                      tokens=np.asarray(counts, dtype=np.int32), first_pack=first_pack)
         stored = connection.execute(text("SELECT plan_id, pack, first_member, members, tokens FROM packs "
@@ -176,7 +176,7 @@ def test_members_chunked_anywhere_are_numbered_after_the_last(members: list[tupl
     from dataidx.store.sqlite.files import create_store
 
     engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
-    with mock.patch("dataidx.store.sqlite.bulk.ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
+    with mock.patch("dataidx.store.sqlite.bulk.PLAN_ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
         if before:  # another plan's last member
             connection.execute(text("INSERT INTO packed_entries (id, plan_id, position, entry_id) "
                                     "VALUES (:id, 1, 0, 1)"), {"id": before})

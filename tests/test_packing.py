@@ -107,3 +107,20 @@ def test_the_longest_first_order_counted_a_chunk_at_a_time_is_the_stable_argsort
         patch.setattr("dataidx.pack.planner._KEYS_PER_CHUNK", chunk)
         order = _stable_order(rooms, np.int32)
     assert order.dtype == np.int32 and order.tolist() == np.argsort(rooms, kind="stable").tolist()
+
+
+@settings(max_examples=examples(100))
+@given(capacity=st.integers(1, 40), seed=st.integers(0, 2**32), data=st.data())
+def test_each_packs_tokens_and_the_plan_without_a_keys_buffer(capacity: int, seed: int, data: st.DataObject) -> None:
+    """A pack's tokens come from its bin's last room, not from summing its members; past 2**31
+    items the pack order is sorted outside the keys' buffer (here forced): the same plan."""
+    from dataidx.pack.planner import AssignedBins, _assign, assign_bins, ordered_packs
+
+    lengths = data.draw(st.lists(st.integers(1, capacity), max_size=60))
+    plan = ordered_packs(assign_bins(lengths, capacity), seed)
+    assert plan.pack_tokens.tolist() == [sum(lengths[i] for i in pack) for pack in plan.packs]
+    assert plan.sizes.tolist() == [len(pack) for pack in plan.packs] and plan.tokens == sum(lengths)
+    order, bin_of, tokens = _assign(np.asarray(lengths, dtype=np.int64), capacity)
+    unbuffered = ordered_packs(AssignedBins(order=order, bin_of=bin_of, tokens=tokens, keys=None, capacity=capacity,
+                                            total=sum(lengths)), seed)
+    assert unbuffered.packs == plan.packs and unbuffered.pack_tokens.tolist() == plan.pack_tokens.tolist()

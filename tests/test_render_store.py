@@ -197,21 +197,21 @@ def test_pack_plans_while_the_store_is_copied_and_a_failure_of_either_loses_noth
 
     def plan(*args, **kwargs):
         planning.set()
-        return plan_packs(*args, **kwargs)
+        return assign_bins(*args, **kwargs)
 
-    plan_packs = plans.plan_packs
+    assign_bins = plans.assign_bins
     monkeypatch.setattr("dataidx.store.sqlite.files.shutil.copyfile", copy_once_planning)
-    monkeypatch.setattr("dataidx.pack.plans.plan_packs", plan)
+    monkeypatch.setattr("dataidx.pack.plans.assign_bins", plan)
     assert pack_store(store, "default", capacity=128).packs > 0
     before = store.read_bytes()
 
     def failing(*args, **kwargs):
         raise StoreError("planning failed (injected)")
 
-    monkeypatch.setattr("dataidx.pack.plans.plan_packs", failing)
+    monkeypatch.setattr("dataidx.pack.plans.assign_bins", failing)
     with pytest.raises(StoreError, match="planning failed"):
         pack_store(store, "default", capacity=128, name="second")
-    monkeypatch.setattr("dataidx.pack.plans.plan_packs", plan)
+    monkeypatch.setattr("dataidx.pack.plans.assign_bins", plan)
 
     def full_disk(source, target):
         raise OSError(28, "No space left on device")

@@ -20,11 +20,12 @@ import numpy as np
 @dataclass(frozen=True, kw_only=True)
 class PlannedPacks:
     """Packs in a seeded shuffled order: ``members`` holds item indices pack after pack (each in
-    placement order), ``sizes`` each pack's member count. Arrays, not lists: a plan of 20M items
-    takes 4 bytes an item, not a Python object each."""
+    placement order), ``sizes`` each pack's member count and ``pack_tokens`` its tokens. Arrays,
+    not lists: a plan of 20M items takes 8 bytes an item, not a Python object each."""
 
     members: np.ndarray
     sizes: np.ndarray
+    pack_tokens: np.ndarray
     capacity: int
     seed: int
     tokens: int
@@ -40,6 +41,21 @@ class PlannedPacks:
         return self.tokens / (len(self.sizes) * self.capacity) if len(self.sizes) else 1.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class AssignedBins:
+    """Best-fit-decreasing's bins before their order is shuffled (:func:`assign_bins`): ``order``
+    holds the items in the order they were placed, ``bin_of`` the bin each went to (numbered as
+    opened) and ``tokens`` each bin's tokens. Below 2**31 items ``bin_of`` is the upper half of
+    ``keys``, where :func:`ordered_packs` then sorts the pack order and leaves the members."""
+
+    order: np.ndarray
+    bin_of: np.ndarray
+    tokens: np.ndarray
+    keys: np.ndarray | None
+    capacity: int
+    total: int
+
+
 def _check(lengths: np.ndarray, capacity: int) -> None:
     if capacity <= 0:
         raise ValueError(f"capacity must be positive, got {capacity}")
@@ -52,32 +68,41 @@ def _index_type(count: int) -> type:
     return np.int32 if count < 2**31 else np.int64
 
 
-def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Best-fit-decreasing: ``(order, bin_of, bins)``, items in the order they are placed and the
-    bin each of them goes to (bins numbered as they open). 4-byte integers below 2**31 items."""
+def _assign(lengths: np.ndarray, capacity: int,
+            bin_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best-fit-decreasing: ``(order, bin_of, tokens)``, items in the order they are placed, the
+    bin each of them goes to (bins numbered as they open; written into ``bin_of`` when given) and
+    each bin's tokens. 4-byte integers below 2**31 items."""
     index = _index_type(len(lengths))
     # Longest first, equal lengths in index order: a stable sort of the room each leaves, which
-    # fits 16 bits at any usual capacity, where NumPy sorts by radix (5x faster at 20M).
-    room = capacity - lengths
+    # fits 16 bits at any usual capacity; there it is counted, and its counts give the groups of
+    # equal lengths without the lengths in sorted order (20M: 153 MB less meanwhile).
     if capacity < 2**16:
-        room = room.astype(np.uint16)  # the wide rooms go before the sort runs (20M: 76 MB less meanwhile)
-        order = _stable_order(room, index)
+        room = np.empty(len(lengths), dtype=np.uint16)
+        for start in range(0, len(lengths), _KEYS_PER_CHUNK):
+            room[start : start + _KEYS_PER_CHUNK] = capacity - lengths[start : start + _KEYS_PER_CHUNK]
+        counts = np.bincount(room, minlength=1 << 16)
+        order = _stable_order(room, index, counts)
+        del room
+        rooms = np.flatnonzero(counts)  # ascending: lengths longest first
+        ends = np.cumsum(counts[rooms])
+        groups = zip((ends - counts[rooms]).tolist(), ends.tolist(), (capacity - rooms).tolist())
     else:
-        order = np.argsort(room, kind="stable").astype(index)
-    del room
-    sorted_lengths = lengths[order]
-    bin_of = np.empty(len(order), dtype=index)
+        order = np.argsort(capacity - lengths, kind="stable").astype(index)
+        sorted_lengths = lengths[order]
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_lengths)) + 1]).astype(np.int64)
+        ends = np.concatenate([starts[1:], [len(order)]])
+        groups = zip(starts.tolist(), ends.tolist(), sorted_lengths[starts].tolist())
+        del sorted_lengths
+    if bin_of is None:
+        bin_of = np.empty(len(order), dtype=index)
     bins = 0
     # A bin's room is never below ``base`` (capacity less every token there is), so rooms are
     # kept as offsets from it: what planning holds grows with the tokens, never with the capacity.
     base = max(0, capacity - int(np.sum(lengths, dtype=np.int64)))
     by_room: dict[int, array] = {}  # open bins by remaining room
     occupied = 0  # bit r set <=> some bin has exactly base + r tokens of room
-    boundaries = np.flatnonzero(np.diff(sorted_lengths)) + 1
-    groups = zip(np.concatenate([[0], boundaries]).tolist(), np.concatenate([boundaries, [len(order)]]).tolist())
-    lengths_of_groups = sorted_lengths[np.concatenate([[0], boundaries]).astype(np.int64)].tolist()
-    del sorted_lengths, boundaries
-    for (start, end), length in zip(groups, lengths_of_groups):
+    for start, end, length in groups:
         placed = start
         while placed < end:
             least = max(length, base)  # the least room that fits it
@@ -101,7 +126,11 @@ def _assign(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray,
             if left:  # a full bin takes nothing more
                 by_room.setdefault(left, array("q")).append(number)
                 occupied |= 1 << (left - base)
-    return order, bin_of, bins
+    # Every bin that kept room is in ``by_room`` under it; the others are full.
+    tokens = np.full(bins, capacity, dtype=np.int32 if capacity < 2**31 else np.int64)
+    for room, numbers in by_room.items():
+        tokens[np.frombuffer(numbers, dtype=np.int64)] -= room
+    return order, bin_of, tokens
 
 
 def _open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity: int, bins: int, base: int,
@@ -124,12 +153,12 @@ def _open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity:
 _KEYS_PER_CHUNK = 1 << 20
 
 
-def _stable_order(keys: np.ndarray, index: type) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` of 2-byte ``keys`` as ``index`` integers, by counting:
-    each chunk is sorted on its own and its items go after the equal keys of the chunks before.
-    NumPy's argsort makes 8-byte indices, 153 MB at 20M items beside the 4-byte copy kept."""
+def _stable_order(keys: np.ndarray, index: type, counts: np.ndarray | None = None) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of 2-byte ``keys`` as ``index`` integers, by counting
+    (``counts``: each key's, when known): each chunk is sorted on its own and its items go after
+    the equal keys of the chunks before. NumPy's argsort makes 8-byte indices, 153 MB at 20M."""
     cursor = np.zeros(1 << 16, dtype=np.int64)  # where the next item of each key goes
-    cursor[1:] = np.cumsum(np.bincount(keys, minlength=1 << 16))[:-1]
+    cursor[1:] = np.cumsum(np.bincount(keys, minlength=1 << 16) if counts is None else counts)[:-1]
     order = np.empty(len(keys), dtype=index)
     for start in range(0, len(keys), _KEYS_PER_CHUNK):
         chunk = keys[start : start + _KEYS_PER_CHUNK]
@@ -178,8 +207,8 @@ def best_fit_decreasing(lengths: np.ndarray | list[int], capacity: int) -> list[
     _check(lengths, capacity)
     if not len(lengths):
         return []
-    order, bin_of, bins = _assign(lengths, capacity)
-    sizes = np.bincount(bin_of, minlength=bins)
+    order, bin_of, tokens = _assign(lengths, capacity)
+    sizes = np.bincount(bin_of, minlength=len(tokens))
     members = _grouped(order, bin_of.astype(np.uint64))
     return [pack.tolist() for pack in np.split(members, np.cumsum(sizes)[:-1])]
 
@@ -188,7 +217,7 @@ def count_packs(lengths: np.ndarray | list[int], capacity: int) -> int:
     """How many packs best-fit-decreasing fills (what a plan of ``lengths`` would hold)."""
     lengths = _lengths(lengths)
     _check(lengths, capacity)
-    return _assign(lengths, capacity)[2] if len(lengths) else 0
+    return len(_assign(lengths, capacity)[2]) if len(lengths) else 0
 
 
 def shuffled_positions(count: int, seed: int) -> np.ndarray:
@@ -216,20 +245,52 @@ def plan_packs(lengths: np.ndarray | list[int], capacity: int, seed: int) -> Pla
         plan = plan_packs(token_counts, capacity=4096, seed=0)
         plan.fill, plan.packs[0]
     """
+    return ordered_packs(assign_bins(lengths, capacity), seed)
+
+
+def assign_bins(lengths: np.ndarray | list[int], capacity: int) -> AssignedBins:
+    """The first half of :func:`plan_packs`: best-fit-decreasing bins. Nothing it returns holds
+    ``lengths``, so a caller can let go of them before :func:`ordered_packs` (20M: 76 MB)."""
     lengths = _lengths(lengths)
     _check(lengths, capacity)
-    tokens = int(np.sum(lengths, dtype=np.int64))
-    if not len(lengths):
-        return PlannedPacks(members=np.zeros(0, dtype=np.int64), sizes=np.zeros(0, dtype=np.int64), capacity=capacity,
-                            seed=seed, tokens=tokens)
-    order, bin_of, bins = _assign(lengths, capacity)
-    ranks = shuffled_positions(bins, seed).astype(bin_of.dtype)[bin_of]
-    del bin_of
-    sizes = np.bincount(ranks, minlength=bins)
-    keys = ranks.astype(np.uint64)
-    del ranks
-    members = _grouped(order, keys)
-    return PlannedPacks(members=members, sizes=sizes, capacity=capacity, seed=seed, tokens=tokens)
+    count = len(lengths)
+    # The pack order's sort keys, 8 bytes an item, are allocated now: until they are written,
+    # their upper half holds each item's bin (pages never written take no memory).
+    keys = np.empty(count, dtype=np.uint64) if count < 2**31 else None
+    order, bin_of, tokens = _assign(lengths, capacity, None if keys is None else keys.view(np.int32)[count:])
+    return AssignedBins(order=order, bin_of=bin_of, tokens=tokens, keys=keys, capacity=capacity,
+                        total=int(np.sum(lengths, dtype=np.int64)))
+
+
+def ordered_packs(bins: AssignedBins, seed: int) -> PlannedPacks:
+    """The second half of :func:`plan_packs`: ``bins`` in the order ``random.shuffle`` with
+    ``seed`` gives them, members in placement order. It uses up ``bins``: their keys' buffer
+    becomes the members, its half that held the bins overwritten."""
+    order, bin_of, count, number = bins.order, bins.bin_of, len(bins.order), len(bins.tokens)
+    index = _index_type(max(count, number))
+    rank = shuffled_positions(number, seed).astype(index)  # each bin's place in the pack order
+    sizes = np.empty(number, dtype=index)  # a pack holds at most every item
+    sizes[rank] = np.bincount(bin_of, minlength=number)
+    pack_tokens = np.empty_like(bins.tokens)
+    pack_tokens[rank] = bins.tokens
+    if bins.keys is None:  # 2**31 items or more: no room for the index beside the rank
+        members = _grouped(order, rank[bin_of].astype(np.uint64)).astype(np.int64)
+    else:
+        keys = bins.keys
+        for start in range(0, count, _KEYS_PER_CHUNK):
+            # A chunk's bins are read before its keys are written over them: key i covers the bins
+            # of items 2i - count and 2i - count + 1, which come before i or in i's chunk.
+            chunk = rank[bin_of[start : start + _KEYS_PER_CHUNK]].astype(np.uint64)
+            chunk <<= np.uint64(32)
+            chunk |= np.arange(start, start + len(chunk), dtype=np.uint64)
+            keys[start : start + len(chunk)] = chunk
+        keys.sort()  # unique keys: stable whatever the sort
+        members = keys.view(np.int64)
+        for start in range(0, count, _KEYS_PER_CHUNK):
+            placed = (keys[start : start + _KEYS_PER_CHUNK] & np.uint64(0xFFFFFFFF)).astype(np.intp)
+            members[start : start + len(placed)] = order[placed]
+    return PlannedPacks(members=members, sizes=sizes, pack_tokens=pack_tokens, capacity=bins.capacity, seed=seed,
+                        tokens=bins.total)
 
 
 def _lengths(lengths: np.ndarray | list[int]) -> np.ndarray:

