@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
 from ...errors import StoreError
+
+T = TypeVar("T")
 
 #: Rows one statement inserts (one JSON array of them), reads, or a position writer holds.
 ROWS_PER_STATEMENT = 1_000_000
@@ -219,14 +222,14 @@ def insert_pack_members(connection: Connection, plan_id: int, first_id: int, mem
     if first_id + len(members) > 2**63:
         raise StoreError(f"packed_entries: no room for {len(members)} more members after id {first_id - 1}")
 
-    def chunks() -> Iterator[np.ndarray]:
+    def chunks() -> Iterator[tuple[None, np.ndarray]]:
         for offset in range(0, len(members), PLAN_ROWS_PER_STATEMENT):
             chunk = members[offset : offset + PLAN_ROWS_PER_STATEMENT]
             if joined is not None:
                 chunk = np.where(joined[offset : offset + PLAN_ROWS_PER_STATEMENT], ~chunk, chunk)
-            yield chunk
+            yield None, chunk
 
-    for encoded in _encoded_ahead(chunks()):
+    for _, encoded in _encoded_ahead(chunks()):
         connection.execute(statement, {"plan": plan_id, "members": encoded})
     if len(members):
         last = connection.execute(text("SELECT max(id) FROM packed_entries")).scalar_one()
@@ -240,37 +243,35 @@ def insert_packs(connection: Connection, plan_id: int, *, first_member: int, siz
     """Packs ``first_pack, first_pack + 1, ...`` of a plan with their member counts and tokens;
     pack ``i``'s members start at ``first_member`` plus the sizes of the packs before it."""
     starts = np.concatenate([[0], np.cumsum(sizes)])
-    statements: list[TextClause] = []
 
-    def chunks() -> Iterator[np.ndarray]:
+    def chunks() -> Iterator[tuple[tuple[TextClause, int], np.ndarray]]:
         for offset in range(0, len(sizes), PLAN_ROWS_PER_STATEMENT):
             end = min(offset + PLAN_ROWS_PER_STATEMENT, len(sizes))
             chunk_sizes, chunk_tokens = sizes[offset:end].astype(np.int64), tokens[offset:end].astype(np.int64)
             if starts[end] - starts[offset] < 2**31 and max(chunk_sizes.max(), chunk_tokens.max()) < 2**16:
-                statements.append(_SHORT_PACKS)
-                yield (starts[offset:end] - starts[offset]) << 32 | chunk_sizes << 16 | chunk_tokens
+                first = starts[offset:end] - starts[offset]
+                yield (_SHORT_PACKS, offset), first << 32 | chunk_sizes << 16 | chunk_tokens
             else:
-                statements.append(_PACKS)
-                yield chunk_sizes << 32 | chunk_tokens
+                yield (_PACKS, offset), chunk_sizes << 32 | chunk_tokens
 
-    for at, encoded in enumerate(_encoded_ahead(chunks())):
-        offset = at * PLAN_ROWS_PER_STATEMENT
-        connection.execute(statements[at], {"plan": plan_id, "pack": first_pack + offset,
-                                            "first": first_member + int(starts[offset]), "packs": encoded})
+    for (statement, offset), encoded in _encoded_ahead(chunks()):
+        connection.execute(statement, {"plan": plan_id, "pack": first_pack + offset,
+                                       "first": first_member + int(starts[offset]), "packs": encoded})
 
 
-def _encoded_ahead(chunks: Iterator[np.ndarray]) -> Iterator[str]:
-    """Each chunk as a JSON array, the next one encoded in a thread while the caller inserts this
-    one: SQLite lets go of the GIL while it works, and encoding is a quarter of the time."""
+def _encoded_ahead(chunks: Iterator[tuple[T, np.ndarray]]) -> Iterator[tuple[T, str]]:
+    """Each ``(tag, chunk)`` with the chunk as a JSON array, the next one encoded in a thread
+    while the caller inserts this one: SQLite lets go of the GIL while it works, and encoding is
+    a quarter of the time."""
     with ThreadPoolExecutor(1, thread_name_prefix="dataidx-encode") as pool:
-        pending: Future[str] | None = None
-        for chunk in chunks:
-            ahead = pool.submit(_json_array, chunk)
+        pending: tuple[T, Future[str]] | None = None
+        for tag, chunk in chunks:
+            ahead = tag, pool.submit(_json_array, chunk)
             if pending is not None:
-                yield pending.result()
+                yield pending[0], pending[1].result()
             pending = ahead
         if pending is not None:
-            yield pending.result()
+            yield pending[0], pending[1].result()
 
 
 def _json_array(values: np.ndarray) -> str:
