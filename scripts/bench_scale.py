@@ -106,12 +106,13 @@ print(json.dumps([view, time.perf_counter() - t]))
 def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
     """Spec 'bench' over every base entry: lognormal lengths (median ~400) written by SQL, a
     million at a time, with the spec row of a real render of a small store, and the summaries
-    ``dataidx render`` counts."""
+    and length arrays ``dataidx render`` writes."""
     small = store.parent / "spec-source"
     shutil.rmtree(small, ignore_errors=True)
     from dataidx.index import build
     from dataidx.render import render_store
     from dataidx.store.render_summaries import insert_spec_summary
+    from dataidx.store.renders import insert_length_chunks
     from dataidx.store.sqlite.files import file_engine
 
     build(generate(small, 50), small / "small.db")
@@ -134,9 +135,10 @@ def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
                            (spec_id, start, json.dumps(lengths.tolist())))
     connection.commit()
     connection.close()
-    engine = file_engine(store)  # the summaries dataidx render counts when it writes a spec
+    engine = file_engine(store)  # the summaries and length arrays dataidx render writes with a spec
     with engine.begin() as written:
         insert_spec_summary(written, spec_id)
+        insert_length_chunks(written, spec_id)
     engine.dispose()
 
 

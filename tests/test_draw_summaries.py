@@ -40,7 +40,7 @@ BY_VIEWS = {
 }
 #: Per mixture (keyed by mixture_id first) and per render spec (spec_id first).
 MIXTURE_SUMMARIES = ("mixture_spans", "repeat_counts", "repeat_rows")
-SPEC_SUMMARIES = ("render_statuses", "render_blocks")
+SPEC_SUMMARIES = ("render_statuses", "render_blocks", "length_chunks")
 SUMMARIES = ("dataset_turns", *MIXTURE_SUMMARIES, *SPEC_SUMMARIES)
 MIXTURES = ("default", "grown", "drawn", "epochs", "few")
 
@@ -245,6 +245,32 @@ def test_a_store_of_revision_0013_migrates_to_the_summaries_its_writers_write(re
     assert summaries(store) == written and all(written.values())
 
 
+@pytest.mark.parametrize("change", ["DELETE FROM entry_renders WHERE entry_id = (SELECT max(id) FROM base_entries)",
+                                    "UPDATE entry_renders SET tokens = -1 WHERE entry_id = (SELECT min(id) FROM "
+                                    "base_entries)",
+                                    "UPDATE entry_renders SET tokens = '12x' WHERE entry_id = (SELECT min(id) + 1 "
+                                    "FROM base_entries)"])
+def test_a_spec_whose_rows_are_damaged_migrates_without_length_chunks_and_is_still_refused(
+        rendered_store: Path, tmp_path: Path, change: str) -> None:
+    """Migrating to 0015 writes no chunks a render would not: pack reads the rows and refuses them."""
+    from click.testing import CliRunner
+
+    from dataidx.cli import cli
+
+    store = tmp_path / "old.db"
+    store.write_bytes(rendered_store.read_bytes())
+    downgrade_store(store, "0014")
+    with sqlite3.connect(store) as connection:
+        assert connection.execute(change).rowcount == 1
+    connection.close()
+    migrate_store(store)
+    with sqlite3.connect(store) as connection:
+        assert connection.execute("SELECT count(*) FROM length_chunks").fetchone() == (0,)
+    connection.close()
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "default", "--capacity", "4096"])
+    assert result.exit_code != 0 and "the store is damaged" in result.output
+
+
 def test_removing_a_mixture_or_a_spec_removes_its_summaries(rendered_store: Path, tmp_path: Path) -> None:
     store = tmp_path / "removed.db"
     store.write_bytes(rendered_store.read_bytes())
@@ -278,6 +304,10 @@ DAMAGES = {
     "render_statuses": ("UPDATE render_statuses SET longest = longest + 1 WHERE status = 'ok'",
                         "render spec 'default': render_statuses: "),
     "render_blocks": ("DELETE FROM render_blocks WHERE block = 1", "render spec 'default': render_blocks: "),
+    "length_chunks": ("UPDATE length_chunks SET tokens = zeroblob(length(tokens))",
+                      "render spec 'default': length_chunks: "),
+    "a length chunk short": ("UPDATE length_chunks SET entries = entries - 1",
+                             "render spec 'default': length_chunks: "),
 }
 
 

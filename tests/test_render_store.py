@@ -18,7 +18,7 @@ from dataidx.errors import StaleStoreError, StoreError
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
 from dataidx.render import IGNORE, render_store
-from dataidx.store import remove_mixture
+from dataidx.store import SpecLengths, remove_mixture
 from dataidx.training import Collator, PackedDataset, block_causal_mask
 
 from .helpers import REPO, engine_length, engine_samples, train_tokenizer, write_jsonl
@@ -568,8 +568,10 @@ def test_a_chunk_read_in_any_order_is_put_in_entry_order_and_a_missing_entry_is_
 
 @pytest.mark.parametrize("which", ["min(id)", "max(id)", "min(id) + 3"])
 def test_a_spec_missing_an_entry_is_a_damaged_store(store: Path, tiny_tokenizer: Path, which: str) -> None:
-    """The first, the last or a middle entry's row gone: never another entry's length in its place."""
-    from dataidx.store import open_store, spec_lengths
+    """The first, the last or a middle entry's row gone: never another entry's length in its place
+    (the rows' reader: a spec without length_chunks, and verify's comparison)."""
+    from dataidx.store import open_store
+    from dataidx.store.positions import rendered_lengths as spec_lengths
 
     render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
     with sqlite3.connect(store) as connection:
@@ -587,7 +589,8 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
         store: Path, tiny_tokenizer: Path, change: str) -> None:
     """A length past 31 bits would spill into the entry's bits of the packed integer, and text
     would be read as the number it starts with: each is refused in one line."""
-    from dataidx.store import open_store, row_starts, spec_lengths
+    from dataidx.store import open_store, row_starts
+    from dataidx.store.positions import rendered_lengths as spec_lengths
 
     render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
     with sqlite3.connect(store) as connection:
@@ -598,3 +601,65 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
         row_starts(handle)
     said = "tokens that no render writes" if "entry_renders" in change else "a row no build writes"
     assert said in str(raised.value)
+
+
+def _lengths(store: Path, column: str = "tokens") -> tuple[SpecLengths, SpecLengths]:
+    """``(spec_lengths, rendered_lengths)`` of spec 'default': from its length_chunks and from its rows."""
+    from dataidx.store import open_store, spec_lengths
+    from dataidx.store.positions import rendered_lengths
+
+    with open_store(store) as handle:
+        spec_id = handle.value("SELECT id FROM render_specs WHERE name = 'default'")
+        return spec_lengths(handle, spec_id, column), rendered_lengths(handle, spec_id, column)
+
+
+@pytest.mark.parametrize("per_chunk", [3, 1 << 20])
+def test_length_chunks_hold_what_the_rows_hold(store: Path, tiny_tokenizer: Path, per_chunk: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packing and token budgets read a spec's lengths from its length_chunks: the same arrays as
+    its entry_renders, chunks of 3 entries or one; a spec whose chunks are gone reads its rows."""
+    monkeypatch.setattr("dataidx.store.renders.LENGTH_CHUNK_ENTRIES", per_chunk)
+    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    with sqlite3.connect(store) as connection:
+        entries = connection.execute("SELECT count(*) FROM base_entries").fetchone()[0]
+        chunks = connection.execute("SELECT count(*), sum(entries) FROM length_chunks").fetchone()
+    connection.close()
+    assert chunks == (-(-entries // per_chunk), entries)
+    for column in ("tokens", "supervised_tokens"):
+        chunked, rendered = _lengths(store, column)
+        assert chunked.first == rendered.first and chunked.tokens.dtype == np.int32
+        assert np.array_equal(chunked.tokens, rendered.tokens) and np.array_equal(chunked.trains, rendered.trains)
+    assert not _lengths(store)[0].trains.all() and _lengths(store)[0].trains.any()
+    with sqlite3.connect(store) as connection:
+        connection.execute("DELETE FROM length_chunks")
+    connection.close()
+    chunked, rendered = _lengths(store)
+    assert np.array_equal(chunked.tokens, rendered.tokens)
+
+
+@pytest.mark.parametrize("change", [
+    "UPDATE length_chunks SET entries = entries - 1 WHERE first_entry = (SELECT max(first_entry) FROM length_chunks)",
+    "UPDATE length_chunks SET entries = 1000000000000 WHERE first_entry = (SELECT min(first_entry) FROM length_chunks)",
+    "DELETE FROM length_chunks WHERE first_entry = (SELECT min(first_entry) + 3 FROM length_chunks)",
+    "DELETE FROM length_chunks WHERE first_entry = (SELECT max(first_entry) FROM length_chunks)",
+    "UPDATE length_chunks SET tokens = substr(tokens, 1, 5) WHERE first_entry = (SELECT min(first_entry) FROM "
+    "length_chunks)",
+    "UPDATE length_chunks SET tokens = 'abcdefghijkl'",
+    "UPDATE length_chunks SET first_entry = first_entry + 100000",
+    "INSERT INTO length_chunks SELECT spec_id, first_entry + 1000, entries, tokens, supervised_tokens FROM "
+    "length_chunks WHERE first_entry = (SELECT max(first_entry) FROM length_chunks)",
+])
+def test_crafted_length_chunks_are_a_damaged_store_in_one_line(store: Path, tiny_tokenizer: Path, change: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk short, claiming a trillion entries, missing, cut, text, moved or one too many: one
+    line from pack, before anything is allocated by what a row claims; the store as it was."""
+    monkeypatch.setattr("dataidx.store.renders.LENGTH_CHUNK_ENTRIES", 3)
+    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    with sqlite3.connect(store) as connection:
+        assert connection.execute(change).rowcount > 0
+    connection.close()
+    before = store.read_bytes()
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "default", "--capacity", "64"])
+    assert result.exit_code != 0
+    assert "length_chunks do not hold tokens for every base entry, 4 bytes each; the store is damaged" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and store.read_bytes() == before

@@ -18,6 +18,7 @@ from .schema import (
     AddedTokenUse,
     EntryRender,
     EpochDataset,
+    LengthChunk,
     Mixture,
     MixtureDataset,
     MixtureEntry,
@@ -78,7 +79,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
-    for summary in (RenderStatus, RenderBlock):
+    for summary in (RenderStatus, RenderBlock, LengthChunk):
         connection.execute(delete(summary).where(summary.spec_id == spec_id))
     connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))

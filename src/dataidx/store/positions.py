@@ -7,13 +7,21 @@ that entry's token count and status. Runs expand by arithmetic and only explicit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from ..errors import StoreError
 from .handle import StoreHandle
 from .records import StoredMixture
+
+if TYPE_CHECKING:
+    from .sqlite.files import CopyReads
+
+#: What reads a spec's lengths: a store handle, or a writer's working copy (which writes them).
+LengthReads: TypeAlias = "StoreHandle | CopyReads"
 
 #: Rows fetched at a time when reading scattered positions.
 _ROWS_PER_FETCH = 1 << 16
@@ -47,7 +55,7 @@ def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
     return entries
 
 
-def _id_range(handle: StoreHandle, table: str, column: str, where: str = "", *parameters: object
+def _id_range(handle: LengthReads, table: str, column: str, where: str = "", *parameters: object
               ) -> tuple[int, int] | None:
     """The least and greatest ``column`` of ``table`` (rows ``where`` holds), or None for none:
     two subqueries, each answered from the key's first or last entry. One query asking for both
@@ -58,7 +66,7 @@ def _id_range(handle: StoreHandle, table: str, column: str, where: str = "", *pa
     return None if first is None or last is None else (first, last)
 
 
-def base_entry_range(handle: StoreHandle) -> tuple[int, int] | None:
+def base_entry_range(handle: LengthReads) -> tuple[int, int] | None:
     """``(first, last)`` base entry id, or None for a store without entries."""
     return _id_range(handle, "base_entries", "id")
 
@@ -89,7 +97,7 @@ _PACKED_LENGTHS = {
 LENGTH_COLUMNS = tuple(_PACKED_LENGTHS)
 
 
-def _integers(handle: StoreHandle, template: str, *parameters: object) -> np.ndarray:
+def _integers(handle: LengthReads, template: str, *parameters: object) -> np.ndarray:
     """The integers of a read whose one value is a :attr:`Dialect.int_list` text. NumPy parses
     the text: a Python int per value (a row, or a JSON array's item) costs more than the SQL."""
     text = handle.value(template, *parameters)
@@ -124,9 +132,49 @@ def _in_entry_order(values: np.ndarray, count: int, *, refused: str, gaps: str) 
     return ordered
 
 
-def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> SpecLengths:
+def spec_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") -> SpecLengths:
     """Every base entry's tokens (or ``supervised_tokens``) and trains flag under a spec (the spec
-    covers every entry).
+    covers every entry): from its ``length_chunks``, a few rows of arrays, or where it has none
+    (a store whose spec was written before them and not migrated), from ``entry_renders``."""
+    if column not in LENGTH_COLUMNS:
+        raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
+    chunks = handle.all(f"SELECT first_entry, entries, {column} FROM length_chunks WHERE spec_id = {{mark}} "
+                        "ORDER BY first_entry", spec_id)
+    return _lengths_from_chunks(handle, chunks, column) if chunks else rendered_lengths(handle, spec_id, column)
+
+
+def _lengths_from_chunks(handle: LengthReads, chunks: list[tuple[object, ...]], column: str
+                         ) -> SpecLengths:
+    """A spec's lengths from its ``length_chunks`` rows ``(first_entry, entries, array)``, which
+    must cover the base entries end to end, each array 4 bytes an entry: else the store is
+    damaged (checked before anything is allocated by what a row claims)."""
+    found = base_entry_range(handle)
+    damaged = (f"a render spec's length_chunks do not hold {column} for every base entry, 4 bytes each; the store "
+               "is damaged")
+    if found is None:
+        raise StoreError(damaged)
+    first, last = found
+    expected = first
+    for start, entries, values in chunks:
+        if (type(start) is not int or type(entries) is not int or start != expected or entries <= 0
+                or not isinstance(values, (bytes, memoryview)) or len(values) != 4 * entries):
+            raise StoreError(damaged)
+        expected += entries
+    if expected != last + 1:
+        raise StoreError(damaged)
+    tokens, trains = np.empty(last - first + 1, dtype=np.int32), np.empty(last - first + 1, dtype=bool)
+    for start, entries, values in chunks:
+        assert isinstance(start, int) and isinstance(entries, int) and isinstance(values, (bytes, memoryview))
+        packed = np.frombuffer(values, dtype="<u4")
+        at = slice(start - first, start - first + entries)
+        tokens[at] = packed >> 1  # at most 2**31 - 1: it fits
+        trains[at] = (packed & 1).astype(bool)
+    return SpecLengths(first, tokens, trains)
+
+
+def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") -> SpecLengths:
+    """:func:`spec_lengths` from ``entry_renders``, a row per entry: what ``length_chunks`` are
+    written from, and what ``verify`` compares them with.
 
     Read a million entries at a time, each chunk as one text of
     ``(tokens << 1 | trains) << 20 | entry offset`` (a text of integers beat a JSON array, which
@@ -154,6 +202,21 @@ def spec_lengths(handle: StoreHandle, spec_id: int, column: str = "tokens") -> S
         tokens[start - first : stop - first + 1] = values >> 1
         trains[start - first : stop - first + 1] = (values & 1).astype(bool)
     return SpecLengths(first, tokens, trains)
+
+
+def length_chunk_rows(reads: CopyReads, spec_id: int, entries_per_chunk: int) -> Iterator[dict[str, object]]:
+    """``length_chunks`` rows of spec ``spec_id`` from its ``entry_renders`` (a writer's copy):
+    none where the spec does not cover every base entry, which its readers then refuse as before."""
+    try:
+        lengths = [rendered_lengths(reads, spec_id, column) for column in LENGTH_COLUMNS]
+    except StoreError:
+        return
+    first, count = lengths[0].first, len(lengths[0].tokens)
+    for start in range(0, count, entries_per_chunk):
+        at = slice(start, min(start + entries_per_chunk, count))
+        arrays = {column: ((found.tokens[at].astype("<u4") << 1) | found.trains[at]).astype("<u4").tobytes()
+                  for column, found in zip(LENGTH_COLUMNS, lengths)}
+        yield {"spec_id": spec_id, "first_entry": first + start, "entries": at.stop - at.start, **arrays}
 
 
 def row_starts(handle: StoreHandle) -> tuple[int, np.ndarray]:

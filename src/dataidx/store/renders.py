@@ -1,4 +1,5 @@
-"""Writing a render spec: its row, one length row per base entry, and the counts a summary shows.
+"""Writing a render spec: its row, one length row per base entry, the counts a summary shows,
+and its lengths again as arrays (``length_chunks``: what packing and token budgets read).
 
 ``dataidx render`` computes the rows; this module is where they meet the store's tables.
 """
@@ -15,6 +16,8 @@ from sqlalchemy import Connection, insert, update
 from .causes import CauseRow, render_causes
 from .deletes import delete_spec
 from .dialect import Reads
+from .draw_tables import LENGTH_CHUNK_ENTRIES, LengthChunk
+from .positions import length_chunk_rows
 from .records import stale_budget_mixtures
 from .render_summaries import insert_spec_summary
 from .schema import AddedTokenUse, RenderCause, RenderSpecRow
@@ -69,6 +72,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
                 [(spec_id, *row) for row in chunk],
             )
     insert_spec_summary(connection, spec_id)
+    insert_length_chunks(connection, spec_id)
     if added_uses:
         connection.execute(insert(AddedTokenUse), [
             {"spec_id": spec_id, "dataset_id": dataset_id, "token": token, "entries": n}
@@ -82,6 +86,12 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return spec_id, plans_removed, counts, found, seconds
+
+
+def insert_length_chunks(connection: Connection, spec_id: int) -> None:
+    """Copy spec ``spec_id``'s written ``entry_renders`` lengths into its ``length_chunks``."""
+    for row in length_chunk_rows(CopyReads(connection), spec_id, LENGTH_CHUNK_ENTRIES):
+        connection.execute(insert(LengthChunk).values(**row))
 
 
 def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:

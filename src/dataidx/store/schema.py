@@ -18,8 +18,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 from .declarative import INT, NAMING, Base
 from .draw_tables import (
     BLOCK_ENTRIES,
+    LENGTH_CHUNK_ENTRIES,
     REPEAT_ROWS,
     DatasetTurns,
+    LengthChunk,
     MixtureSpan,
     RenderBlock,
     RenderStatus,
@@ -44,11 +46,11 @@ from .render_tables import (
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["AddedTokenUse", "BLOCK_ENTRIES", "Base", "BaseEntry", "Build", "Dataset", "DatasetTurns", "EntryRender",
-           "EpochDataset", "INT", "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun",
-           "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack", "PackedEntry", "PackingPlanRow", "PlanEpoch",
-           "PlanMerge", "REPEAT_ROWS", "RejectedRow", "RenderBlock", "RenderCause", "RenderSpecRow", "RenderStatus",
-           "RepeatCount", "RepeatRow", "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS",
-           "schema_script"]
+           "EpochDataset", "INT", "LENGTH_CHUNK_ENTRIES", "LengthChunk", "Mixture", "MixtureDataset", "MixtureEntry",
+           "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack", "PackedEntry",
+           "PackingPlanRow", "PlanEpoch", "PlanMerge", "REPEAT_ROWS", "RejectedRow", "RenderBlock", "RenderCause",
+           "RenderSpecRow", "RenderStatus", "RepeatCount", "RepeatRow", "SkipListRow", "SkippedEntry", "SpecTokens",
+           "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:

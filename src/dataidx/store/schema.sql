@@ -467,4 +467,14 @@ CREATE TABLE repeat_rows (
 	CONSTRAINT fk_repeat_rows_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id)
 )
  WITHOUT ROWID;
-INSERT INTO alembic_version (version_num) VALUES ('0014');
+CREATE TABLE length_chunks (
+	spec_id INTEGER NOT NULL, 
+	first_entry INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	tokens BLOB NOT NULL, 
+	supervised_tokens BLOB NOT NULL, 
+	CONSTRAINT pk_length_chunks PRIMARY KEY (spec_id, first_entry), 
+	CONSTRAINT fk_length_chunks_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
+)
+ WITHOUT ROWID;
+INSERT INTO alembic_version (version_num) VALUES ('0015');

@@ -7,8 +7,12 @@ The SQL reads the same in SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..errors import StoreError
 from .draw_tables import REPEAT_ROWS
 from .handle import StoreHandle
+from .positions import LENGTH_COLUMNS, rendered_lengths, spec_lengths
 from .render_summaries import BLOCK_SUMS, STATUS_COUNTS
 
 # Rows per row count: what build counted into dataset_turns.
@@ -73,4 +77,24 @@ def summary_problems(handle: StoreHandle) -> list[str]:
         for table, pair in (("render_statuses", _STATUSES), ("render_blocks", _BLOCKS)):
             if found := _differences(handle, pair, spec_id):
                 problems.append(f"render spec '{name}': {table}: {found} rows differ from a recount of its lengths")
+        if problem := _length_chunk_problem(handle, spec_id):
+            problems.append(f"render spec '{name}': length_chunks: {problem}")
     return problems
+
+
+def _length_chunk_problem(handle: StoreHandle, spec_id: int) -> str | None:
+    """How a spec's ``length_chunks`` differ from its ``entry_renders``, or None (also for a spec
+    without them, whose readers read the rows)."""
+    if handle.one("SELECT 1 FROM length_chunks WHERE spec_id = {mark} LIMIT 1", spec_id) is None:
+        return None
+    for column in LENGTH_COLUMNS:
+        try:
+            chunked, rendered = spec_lengths(handle, spec_id, column), rendered_lengths(handle, spec_id, column)
+        except StoreError as exc:
+            return str(exc)
+        if chunked.first != rendered.first or len(chunked.tokens) != len(rendered.tokens):
+            return "they cover other entries than its entry_renders"
+        differ = int(np.count_nonzero((chunked.tokens != rendered.tokens) | (chunked.trains != rendered.trains)))
+        if differ:
+            return f"{differ} entries' {column} differ from its entry_renders"
+    return None

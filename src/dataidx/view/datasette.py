@@ -77,6 +77,8 @@ DESCRIPTIONS = {
                        "entry_lengths grouped once, when the spec is written.",
     "render_blocks": "Per render spec and block of 256 base entries (and dataset), the entries that train and "
                      "their tokens: a mixture's runs sum whole blocks.",
+    "length_chunks": "Per render spec and 2**20 base entries, their tokens and supervised_tokens as arrays "
+                     "(4 bytes an entry, little-endian length << 1 | trains): what pack reads.",
     "render_causes": "Per render spec and cause, the base entries that do not train for it and the first of them.",
     "added_token_uses": "Per spec and dataset, the entries whose data text holds an added token that is not "
                         "special (Qwen's <tool_call>): trained as its id, as LLaMA-Factory v1 does.",

@@ -120,8 +120,21 @@ class CopyReads:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
 
+    #: the spelling its templates take (what a reader's handle names ``dialect``)
+    dialect = SQLITE
+
     def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self.connection.exec_driver_sql(SQLITE.sql(template), parameters).fetchall()]
+
+    def one(self, template: str, *parameters: Any) -> tuple[Any, ...] | None:
+        row = self.connection.exec_driver_sql(SQLITE.sql(template), parameters).fetchone()
+        return None if row is None else tuple(row)
+
+    def value(self, template: str, *parameters: Any) -> Any:
+        row = self.one(template, *parameters)
+        if row is None:
+            raise StoreError("a read that always answers gave nothing; the store is damaged")
+        return row[0]
 
 
 @contextmanager
