@@ -87,13 +87,15 @@ def test_a_plan_is_the_bins_shuffled_as_random_shuffle_shuffles_a_list(capacity:
 @given(capacity=st.integers(1, 40), seed=st.integers(0, 2**32), chunk=st.integers(1, 8), data=st.data())
 def test_a_plan_grouped_a_few_items_at_a_time_is_the_same_plan(capacity: int, seed: int, chunk: int,
                                                               data: st.DataObject) -> None:
-    """The pack order's sort keys are written a million items at a time: chunks of a few items
-    give the plan the item-by-item reference shuffled as random.shuffle shuffles it."""
+    """The pack order's sort keys are written a million items at a time, and the bins items go to
+    a million runs at a time: chunks of a few items or runs give the plan the item-by-item
+    reference shuffled as random.shuffle shuffles it."""
     lengths = data.draw(st.lists(st.integers(1, capacity), max_size=60))
     bins = reference_bfd(lengths, capacity)
     random.Random(seed).shuffle(bins)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("dataidx.pack.planner._KEYS_PER_CHUNK", chunk)
+        patch.setattr("dataidx.pack.planner._RUNS_PER_WRITE", chunk + 7)
         assert plan_packs(lengths, capacity, seed).packs == bins
 
 
