@@ -135,19 +135,21 @@ def _in_entry_order(values: np.ndarray, count: int, *, refused: str, gaps: str) 
 def spec_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") -> SpecLengths:
     """Every base entry's tokens (or ``supervised_tokens``) and trains flag under a spec (the spec
     covers every entry): from its ``length_chunks``, a few rows of arrays, or where it has none
-    (a store whose spec was written before them and not migrated), from ``entry_renders``."""
+    (a spec whose rows no render would write is migrated without them), from ``entry_renders``."""
     if column not in LENGTH_COLUMNS:
         raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
-    chunks = handle.all(f"SELECT first_entry, entries, {column} FROM length_chunks WHERE spec_id = {{mark}} "
+    chunks = handle.all(f"SELECT first_entry, entries, length({column}) FROM length_chunks WHERE spec_id = {{mark}} "
                         "ORDER BY first_entry", spec_id)
-    return _lengths_from_chunks(handle, chunks, column) if chunks else rendered_lengths(handle, spec_id, column)
+    return (_lengths_from_chunks(handle, spec_id, chunks, column) if chunks
+            else rendered_lengths(handle, spec_id, column))
 
 
-def _lengths_from_chunks(handle: LengthReads, chunks: list[tuple[object, ...]], column: str
+def _lengths_from_chunks(handle: LengthReads, spec_id: int, chunks: list[tuple[object, ...]], column: str
                          ) -> SpecLengths:
-    """A spec's lengths from its ``length_chunks`` rows ``(first_entry, entries, array)``, which
-    must cover the base entries end to end, each array 4 bytes an entry: else the store is
-    damaged (checked before anything is allocated by what a row claims)."""
+    """A spec's lengths from its ``length_chunks``, whose rows ``(first_entry, entries, bytes)``
+    must cover the base entries end to end, 4 bytes an entry: else the store is damaged (checked
+    before anything is allocated by what a row claims, and each array again as it is read, one
+    at a time)."""
     found = base_entry_range(handle)
     damaged = (f"a render spec's length_chunks do not hold {column} for every base entry, 4 bytes each; the store "
                "is damaged")
@@ -155,16 +157,20 @@ def _lengths_from_chunks(handle: LengthReads, chunks: list[tuple[object, ...]], 
         raise StoreError(damaged)
     first, last = found
     expected = first
-    for start, entries, values in chunks:
+    for start, entries, size in chunks:
         if (type(start) is not int or type(entries) is not int or start != expected or entries <= 0
-                or not isinstance(values, (bytes, memoryview)) or len(values) != 4 * entries):
+                or size != 4 * entries):
             raise StoreError(damaged)
         expected += entries
     if expected != last + 1:
         raise StoreError(damaged)
     tokens, trains = np.empty(last - first + 1, dtype=np.int32), np.empty(last - first + 1, dtype=bool)
-    for start, entries, values in chunks:
-        assert isinstance(start, int) and isinstance(entries, int) and isinstance(values, (bytes, memoryview))
+    read = f"SELECT {column} FROM length_chunks WHERE spec_id = {{mark}} AND first_entry = {{mark}}"
+    for start, entries, _ in chunks:
+        assert isinstance(start, int) and isinstance(entries, int)
+        values = handle.value(read, spec_id, start)
+        if not isinstance(values, (bytes, memoryview)) or len(values) != 4 * entries:  # text of that length
+            raise StoreError(damaged)
         packed = np.frombuffer(values, dtype="<u4")
         at = slice(start - first, start - first + entries)
         tokens[at] = packed >> 1  # at most 2**31 - 1: it fits
