@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bin_numbers import open_bins, write_runs
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlannedPacks:
@@ -117,8 +119,8 @@ def _assign(lengths: np.ndarray, capacity: int,
                 # No open bin fits this length, and none will while it lasts: a bin it opens keeps
                 # less room than the length. So the rest of the group fills new bins, as many a bin
                 # as fit, in one step (what placing them one bin at a time does, bin for bin).
-                _write_runs(bin_of, run_starts, run_bins, placed)
-                bins, occupied = _open_bins(bin_of, placed, end, length, capacity, bins, base, by_room, occupied)
+                write_runs(bin_of, run_starts, run_bins, placed)
+                bins, occupied = open_bins(bin_of, placed, end, length, capacity, bins, base, by_room, occupied)
                 break
             room = least + (fitting & -fitting).bit_length() - 1
             stack = by_room[room]
@@ -139,8 +141,8 @@ def _assign(lengths: np.ndarray, capacity: int,
                 else:
                     kept.append(number)
             if len(run_starts) == runs_per_write:
-                _write_runs(bin_of, run_starts, run_bins, placed)
-    _write_runs(bin_of, run_starts, run_bins, len(order))
+                write_runs(bin_of, run_starts, run_bins, placed)
+    write_runs(bin_of, run_starts, run_bins, len(order))
     # Every bin that kept room is in ``by_room`` under it; the others are full.
     tokens = np.full(bins, capacity, dtype=np.int32 if capacity < 2**31 else np.int64)
     for room, numbers in by_room.items():
@@ -150,38 +152,6 @@ def _assign(lengths: np.ndarray, capacity: int,
 
 #: Runs of placements held before they are written into ``bin_of`` (16 MB).
 _RUNS_PER_WRITE = 1 << 20
-
-
-def _write_runs(bin_of: np.ndarray, run_starts: array, run_bins: array, end: int) -> None:
-    """Write the runs held into ``bin_of`` (the last one ends before item ``end``) and empty them."""
-    if len(run_starts) < 8:  # a few, as when each bin takes many items: NumPy's calls cost more
-        for at, number in enumerate(run_bins):
-            bin_of[run_starts[at] : run_starts[at + 1] if at + 1 < len(run_starts) else end] = number
-        del run_starts[:], run_bins[:]
-    else:
-        starts = np.frombuffer(run_starts, dtype=np.int64)
-        counts = np.empty(len(starts), dtype=np.int64)  # np.diff(append=) costs 25 us: called once a group
-        np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-        counts[-1] = end - run_starts[-1]
-        bin_of[run_starts[0] : end] = np.repeat(np.frombuffer(run_bins, dtype=np.int64), counts)
-        del starts  # a buffer exported by the array: it cannot shrink while one is held
-        del run_starts[:], run_bins[:]
-
-
-def _open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity: int, bins: int, base: int,
-               by_room: dict[int, array], occupied: int) -> tuple[int, int]:
-    """Items ``placed .. end`` (of one length) into new bins from number ``bins`` on, ``capacity //
-    length`` a bin; each bin that keeps room is pushed to ``by_room`` in number order. Returns the
-    bins opened so far and the new bitmask of rooms."""
-    per_bin = capacity // length
-    full, rest = divmod(end - placed, per_bin)
-    bin_of[placed:end] = bins + np.arange(end - placed) // per_bin
-    for count, first, room in ((full, bins, capacity - per_bin * length), (1 if rest else 0, bins + full,
-                                                                           capacity - rest * length)):
-        if count and room:
-            by_room.setdefault(room, array("q")).extend(range(first, first + count))
-            occupied |= 1 << (room - base)  # once a group: setdefault's new array costs nothing here
-    return bins + full + (1 if rest else 0), occupied
 
 
 #: Items whose sort keys are written at a time (what a chunk's temporary arrays hold: 8 MB).
