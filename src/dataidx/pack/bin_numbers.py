@@ -14,7 +14,6 @@ def write_runs(bin_of: np.ndarray, run_starts: array, run_bins: array, end: int)
     if len(run_starts) < 8:  # a few, as when each bin takes many items: NumPy's calls cost more
         for at, number in enumerate(run_bins):
             bin_of[run_starts[at] : run_starts[at + 1] if at + 1 < len(run_starts) else end] = number
-        del run_starts[:], run_bins[:]
     else:
         starts = np.frombuffer(run_starts, dtype=np.int64)
         counts = np.empty(len(starts), dtype=np.int64)  # np.diff(append=) costs 25 us: called once a group
@@ -22,7 +21,7 @@ def write_runs(bin_of: np.ndarray, run_starts: array, run_bins: array, end: int)
         counts[-1] = end - run_starts[-1]
         bin_of[run_starts[0] : end] = np.repeat(np.frombuffer(run_bins, dtype=np.int64), counts)
         del starts  # a buffer exported by the array: it cannot shrink while one is held
-        del run_starts[:], run_bins[:]
+    del run_starts[:], run_bins[:]
 
 
 def open_bins(bin_of: np.ndarray, placed: int, end: int, length: int, capacity: int, bins: int, base: int,

@@ -186,6 +186,8 @@ def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") 
     ``(tokens << 1 | trains) << 20 | entry offset`` (a text of integers beat a JSON array, which
     beat fetching rows): the text for a chunk only, 5 bytes an entry in the arrays kept.
     """
+    if column not in LENGTH_COLUMNS:
+        raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
     found = _id_range(handle, "entry_renders", "entry_id", "spec_id = {mark}", spec_id)
     if found is None:
         return SpecLengths(1, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool))
@@ -193,8 +195,6 @@ def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") 
         raise StoreError("a render spec does not cover every base entry; the store is damaged")
     first, last = found
     count = last - first + 1  # each chunk's read proves its entries there, each once
-    if column not in LENGTH_COLUMNS:
-        raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
     chunk = ("SELECT " + handle.dialect.int_list.format(_PACKED_LENGTHS[column])
              + " FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}")
     tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)
