@@ -84,6 +84,10 @@ def open_any_revision(store: Store) -> tuple[ReadConnection, str | None]:
     """A read connection to a store of any schema revision, and that revision (for checks that
     must read old stores too: what a rebuild would delete, which revision to migrate from)."""
     location = store_location(store)
-    if isinstance(location, PostgresStore):
-        return open_postgres(location)
-    return open_file(Path(location))
+    connection, revisions = open_postgres(location) if isinstance(location, PostgresStore) \
+        else open_file(Path(location))
+    if len(revisions) > 1:  # Alembic's upgrade would stop on them with a traceback
+        connection.close()
+        raise StoreError(f"{store}: alembic_version records more than one schema revision "
+                         f"({', '.join(map(repr, revisions))}), where a store records one: it was altered; rebuild it")
+    return connection, (revisions[0] if revisions else None)

@@ -24,6 +24,10 @@ TRAINING_STATUSES = ("ok", "truncated")
 #: :data:`TRAINING_STATUSES` as a SQL list, what ``{trains}`` spells: ``status IN ({trains})``.
 TRAINING_STATUSES_SQL = ", ".join(f"'{status}'" for status in TRAINING_STATUSES)
 
+#: The schema revisions a store records, read the same on both backends when it is opened:
+#: Alembic keeps one row, and two are enough to say the store was altered.
+REVISIONS_READ = "SELECT version_num FROM alembic_version LIMIT 2"
+
 _FRAGMENT = re.compile(r"\{([a-z_]+)\}")
 
 

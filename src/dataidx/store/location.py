@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError, hide_passwords
 from ..paths import cache_dir
@@ -61,6 +62,10 @@ def store_location(store: str | os.PathLike[str] | PostgresStore) -> Path | Post
     if url.drivername not in _POSTGRES_DRIVERS:
         raise StoreError(f"{shown}: unsupported database '{url.drivername}'; dataidx stores live in SQLite "
                          "(a path or sqlite:///path) or PostgreSQL (postgresql://... with psycopg 3)")
+    # SQLAlchemy drops a key without a value: an empty ?schema= would quietly mean the default.
+    if "schema" not in url.query and "schema" in parse_qs(urlsplit(text).query, keep_blank_values=True):
+        raise StoreError(f"{shown}: ?schema= names no schema; give the store's (?schema=NAME), or leave the key "
+                         f"out for '{DEFAULT_SCHEMA}'")
     schema = url.query.get("schema", DEFAULT_SCHEMA)
     if schema in ("public", "information_schema"):
         raise StoreError(f"{shown}: schema '{schema}' belongs to the database; give the store its own "

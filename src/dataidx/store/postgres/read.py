@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import StaleStoreError, StoreError
-from ..dialect import Dialect
+from ..dialect import REVISIONS_READ, Dialect
 from ..location import PostgresStore
 
 #: Table that marks a schema as a dataidx store and holds its identity (SQLite's user_version).
@@ -147,8 +147,9 @@ class PostgresReadConnection:
         self.raw.close()
 
 
-def open_postgres(store: PostgresStore) -> tuple[PostgresReadConnection, str | None]:
-    """A read connection and the store's schema revision; a StoreError if there is no store."""
+def open_postgres(store: PostgresStore) -> tuple[PostgresReadConnection, list[str]]:
+    """A read connection and the schema revisions the store records (one; two say it was
+    altered); a StoreError if there is no store."""
     connection = PostgresReadConnection(store)
     try:
         found = connection.execute(
@@ -160,9 +161,9 @@ def open_postgres(store: PostgresStore) -> tuple[PostgresReadConnection, str | N
         if not connection.execute("SELECT has_schema_privilege(%s, 'USAGE')", (store.schema,)).fetchone()[0]:
             raise StoreError(f"{store}: role {connection.raw.info.user} may not read schema '{store.schema}' "
                              f"(GRANT USAGE ON SCHEMA {store.schema} TO ...; see docs/postgres.md)")
-        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        rows = connection.execute(REVISIONS_READ).fetchall()
         connection.stamp()  # what every later fetch must find
     except BaseException:
         connection.close()
         raise
-    return connection, (row[0] if row else None)
+    return connection, [row[0] for row in rows]

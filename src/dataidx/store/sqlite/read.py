@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import StoreError
-from ..dialect import Dialect
+from ..dialect import REVISIONS_READ, Dialect
 from .objects import schema_problems
 
 SQLITE = Dialect(mark="?", ids="SELECT value FROM json_each(?)", stamped="",
@@ -120,15 +120,16 @@ def check_store_file(path: Path) -> None:
         raise StoreError(f"{path}: not a dataidx store (not a SQLite file)")
 
 
-def open_file(path: Path) -> tuple[FileConnection, str | None]:
-    """A read-only connection to the store file at ``path`` and its schema revision."""
+def open_file(path: Path) -> tuple[FileConnection, list[str]]:
+    """A read-only connection to the store file at ``path`` and the schema revisions it records
+    (one; two say it was altered)."""
     check_store_file(path)
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                  factory=FileConnection)
     connection.path = path
     connection.watch(READ_SECONDS)
     try:
-        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        rows = connection.execute(REVISIONS_READ).fetchall()
     except sqlite3.DatabaseError as exc:
         connection.close()
         stopped = stopped_read(exc)
@@ -137,4 +138,4 @@ def open_file(path: Path) -> tuple[FileConnection, str | None]:
         if "no such table" in str(exc):
             raise StoreError(f"{path}: not a dataidx store (no schema version)") from None
         raise StoreError(f"{path}: cannot read store: {exc}") from None
-    return connection, (row[0] if row else None)
+    return connection, [row[0] for row in rows]
