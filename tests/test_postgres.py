@@ -255,6 +255,24 @@ def test_a_failed_build_leaves_the_old_store(url: str, tmp_path: Path) -> None:
     assert run("info", url, "--json").output == before
 
 
+def test_a_store_with_two_revisions_or_a_table_replaced_by_a_view_is_refused_on_open(server: str, url: str) -> None:
+    assert run("build", DEMO, "-o", url).exit_code == 0
+    schema = store_location(url).schema
+    sql(server, f"INSERT INTO {schema}.alembic_version VALUES ('0014')")
+    for args in (("info", url), ("migrate", url)):
+        result = run(*args)
+        assert result.exit_code == 1 and "records more than one schema revision" in result.stderr, result.output
+    sql(server, f"DELETE FROM {schema}.alembic_version WHERE version_num = '0014'")
+    sql(server, f"DROP TABLE {schema}.mixture_runs CASCADE")  # and the views that read it
+    sql(server, f"CREATE VIEW {schema}.mixture_runs AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+                "FROM r) SELECT x AS id, 1 AS mixture_id, 0 AS start, 1 AS first_entry, 1 AS length FROM r WHERE x < 0")
+    result = run("show", url, "0")  # read until Ctrl-C before
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
+    assert "view 'mixture_runs' in place of the table; view 'entries' is missing;" in result.stderr
+    with pytest.raises(StoreError, match="view 'mixture_runs' in place of the table"):
+        DataEngine(url)
+
+
 def test_clear_errors_for_missing_stores_and_servers(server: str, url: str) -> None:
     result = run("info", url)
     assert result.exit_code == 1 and "no dataidx store in schema" in result.output

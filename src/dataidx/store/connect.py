@@ -17,6 +17,7 @@ from .dialect import ReadConnection
 from .handle import Store, StoreHandle
 from .location import PostgresStore, store_location
 from .postgres.read import open_postgres
+from .sqlite.objects import refusal
 from .sqlite.read import open_file
 
 #: Alembic revision of the newest schema this code reads and writes.
@@ -47,6 +48,12 @@ def open_store(store: Store) -> StoreHandle:
             f"{store}: store schema revision {revision!r} is unknown to this dataidx (newest {SCHEMA_REVISION!r}); "
             "it was made by a newer dataidx: upgrade dataidx"
         )
+    try:
+        if problems := connection.replaced_objects():
+            raise refusal(store, problems)
+    except BaseException:
+        connection.close()
+        raise
     return StoreHandle(store, connection)
 
 

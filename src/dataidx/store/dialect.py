@@ -105,6 +105,12 @@ class ReadConnection(Protocol):
         """Damage the backend finds in its own pages; empty when there is none."""
         ...
 
+    def replaced_objects(self) -> list[str]:
+        """The schema's tables and views (and a file's indexes) that this store holds replaced
+        by another kind of object, altered or not at all; empty when there are none. Checked on
+        every open: dataidx's reads through them would answer wrong, or never finish."""
+        ...
+
     def tune_for_fetches(self) -> None:
         """Settings for a connection that serves a training run's random reads."""
         ...

@@ -14,12 +14,19 @@ from typing import Any
 from ...errors import StaleStoreError, StoreError
 from ..dialect import REVISIONS_READ, Dialect
 from ..location import PostgresStore
+from ..sqlite.objects import Objects, compared, expected_objects
 
 #: Table that marks a schema as a dataidx store and holds its identity (SQLite's user_version).
 STAMP_TABLE = "dataidx_store"
 POSTGRES = Dialect(mark="%s",
                    ids="SELECT CAST(value AS bigint) FROM json_array_elements_text(%s::json)",
                    stamped=f"(SELECT stamp FROM {STAMP_TABLE}), ", int_list="string_agg(CAST({} AS text), ',')")
+
+
+#: The schema's relations (tables, views and their kin), and what each kind is called in messages.
+_RELATIONS = ("SELECT c.relname, c.relkind FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+              "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')")
+_KINDS = {"r": "table", "p": "table", "v": "view", "m": "materialized view", "f": "foreign table"}
 
 
 def require_psycopg(store: PostgresStore) -> Any:
@@ -139,6 +146,14 @@ class PostgresReadConnection:
 
     def integrity(self) -> list[str]:
         return []  # the server checks its own pages
+
+    def replaced_objects(self) -> list[str]:
+        # Tables and views by name and kind only: PostgreSQL keeps a view's text as it reads it
+        # back, and publishing names indexes its own way.
+        expected: Objects = {**{key: None for key in expected_objects() if key[0] in ("table", "view")},
+                             ("table", STAMP_TABLE): None}
+        found: Objects = {(_KINDS[kind], name): None for name, kind in self.execute(_RELATIONS, (self.store.schema,))}
+        return compared(found, expected)[0]
 
     def tune_for_fetches(self) -> None:
         pass

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import StoreError
 from ..dialect import REVISIONS_READ, Dialect
-from .objects import schema_problems
+from .objects import replaced_objects, schema_problems
 
 SQLITE = Dialect(mark="?", ids="SELECT value FROM json_each(?)", stamped="",
                  int_list="group_concat({})")
@@ -96,6 +96,9 @@ class FileConnection(sqlite3.Connection):
         self.watch(None)  # checking every page of a large file takes as long as the file is large
         found = [row[0] for row in self.execute("PRAGMA integrity_check")]
         return ([] if found == ["ok"] else found) + schema_problems(lambda sql: self.execute(sql).fetchall())
+
+    def replaced_objects(self) -> list[str]:
+        return replaced_objects(lambda sql: self.execute(sql).fetchall())
 
     def tune_for_fetches(self) -> None:
         self.watch(None)  # a reader's connection lives as long as training; its fetches are lookups
