@@ -876,8 +876,10 @@ def test_report_reads_a_stored_capacity_as_data_never_as_sql(
     assert not (tmp_path / "r.html").exists()
 
 
-def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple[int, str]]:
-    """Status and body of each GET of ``paths`` from the app ``dataidx serve`` runs on port 8001."""
+def served(store: Path, *paths: str, host: str = "127.0.0.1:8001",
+           headers: dict[str, str] | None = None) -> list[tuple[int, str]]:
+    """Status and body of each GET of ``paths`` from the app ``dataidx serve`` runs on port 8001,
+    sent with ``headers`` besides ``host``."""
     import asyncio
 
     import httpx
@@ -888,7 +890,7 @@ def served(store: Path, *paths: str, host: str = "127.0.0.1:8001") -> list[tuple
         app = datasette_app(store, 8001)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url="http://127.0.0.1:8001") as client:
-            answers = [await client.get(path, headers={"host": host}) for path in paths]
+            answers = [await client.get(path, headers={"host": host, **(headers or {})}) for path in paths]
         return [(answer.status_code, answer.text) for answer in answers]
 
     return asyncio.run(get_all())

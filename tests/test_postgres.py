@@ -457,6 +457,17 @@ def test_query_on_the_server_stops_at_its_timeout_and_limits_rows(url: str) -> N
     assert run("query", url, "SELECT current_setting('jit') AS jit", "--csv").stdout.split() == ["jit", "off"]
 
 
+def test_a_query_answer_on_the_server_stops_at_the_memory_a_files_does(url: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    build(DEMO, url)
+    monkeypatch.setattr("dataidx.store.sqlite.bounds.ANSWER_BYTES", 1 << 20)
+    rows = "SELECT repeat('x', 50000) AS x FROM generate_series(1, 40)"
+    result = run("query", url, rows)  # held whole before
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
+    assert "query refused: its answer passed 1 MiB after 20 rows" in result.stderr
+    assert run("query", url, rows, "--limit", "5").exit_code == 0
+
+
 def test_a_reader_holding_the_writers_lock_is_named_and_writers_do_not_wait_forever(
         server: str, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import psycopg

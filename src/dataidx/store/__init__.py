@@ -83,6 +83,8 @@ if TYPE_CHECKING:
     from .schema import MixtureDataset as MixtureDataset
     from .schema import MixtureEpoch as MixtureEpoch
     from .schema import RejectedRow as RejectedRow
+    from .sqlite.bounds import interrupt_statements as interrupt_statements
+    from .sqlite.bounds import open_bounded as open_bounded
     from .sqlite.bulk import PositionWriter as PositionWriter
     from .sqlite.bulk import draw_counts as draw_counts
     from .sqlite.bulk import insert_base_entries as insert_base_entries
@@ -137,6 +139,8 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "render_counts": ".renders",
     "run_query": ".query",
     "refused_function": ".sqlite.sql_functions",
+    "open_bounded": ".sqlite.bounds",
+    "interrupt_statements": ".sqlite.bounds",
     "ReadIdentity": ".identity",
     "identity_of": ".identity",
     "SpecLengths": ".positions",

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ..store import check_store, store_location
+from ..store import check_store, interrupt_statements, store_location
 from .cookbook import COOKBOOK
 from .errors_page import quiet_errors
 from .guard import loopback_only, read_functions_only, served_name, store_database
@@ -172,6 +172,15 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     app = datasette_app(location, port)
     if announce is not None:
         announce(f"http://127.0.0.1:{port}/{tilde_encode(served_name(location))}")  # as Datasette spells names
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # The first Ctrl-C stops the server: uvicorn would wait for the requests in flight
+            # (a second Ctrl-C forces it), and their statements, in Datasette's threads, are
+            # stopped at their next step rather than run to their end.
+            super().handle_exit(sig, frame)
+            self.force_exit = True
+            interrupt_statements()
+
+    server = Server(uvicorn.Config(app, log_level="warning", access_log=False))
     with listening:
         server.run(sockets=[listening])

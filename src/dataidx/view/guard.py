@@ -5,7 +5,11 @@
   the store is immutable, so nothing else a statement does can change it.
 - A request whose ``Host`` is not the loopback address and port served is answered 421 with one
   line on stderr: a web page whose name was rebound to 127.0.0.1 (DNS rebinding) would otherwise
-  read the whole store through the user's browser.
+  read the whole store through the user's browser. A request another site's page makes the
+  browser send (an ``<img>``, a script, a frame; ``Sec-Fetch-Site``) is answered 403: any page
+  could otherwise keep the server's threads busy with queries. A link followed is answered.
+- Every connection runs its statements bounded (``dataidx.store.sqlite.bounds``: values, the
+  work of one call, an answer's memory, the time limit looked at often).
 - The store is opened by a ``file:`` URI built from its quoted absolute path (Datasette pastes
   the path into one, so ``#`` or ``?`` in a name opened another file), under a name Datasette
   cannot mistake for one of its own databases.
@@ -21,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..store import refused_function
+from ..store import open_bounded, refused_function
 
 Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[dict[str, Any]], Awaitable[None]]],
                 Awaitable[None]]
@@ -51,30 +55,45 @@ def read_functions_only() -> Any:
 
 
 def loopback_only(app: Asgi, port: int) -> Asgi:
-    """``app`` answering only requests addressed to 127.0.0.1:``port`` (or localhost:``port``)."""
+    """``app`` answering only requests addressed to 127.0.0.1:``port`` (or localhost:``port``),
+    and, of those a browser sends for another site's page, only its links (a page's ``<img>``,
+    script or frame could send any query, as often as it likes)."""
     allowed = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
 
     async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         if scope["type"] not in ("http", "websocket"):
             return await app(scope, receive, send)
-        host = next((value for name, value in scope.get("headers", ()) if name == b"host"), b"")
-        if host.lower() in allowed:
-            return await app(scope, receive, send)
-        shown = host.decode("latin-1").encode("unicode_escape").decode("ascii")[:80]
-        print(f"dataidx serve: refused {scope.get('method', 'GET')} {scope.get('path', '')[:80]} (421): Host "
-              f"'{shown}' is not 127.0.0.1:{port}", file=sys.stderr, flush=True)
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return None
-        body = f"421 Misdirected Request: this server answers only http://127.0.0.1:{port}/\n".encode()
-        await send({"type": "http.response.start", "status": 421,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-        return None
+        headers = dict(scope.get("headers", ()))
+        host = headers.get(b"host", b"")
+        if host.lower() not in allowed:
+            shown = host.decode("latin-1").encode("unicode_escape").decode("ascii")[:80]
+            return await _refuse(scope, send, 421, f"Host '{shown}' is not 127.0.0.1:{port}",
+                                 f"Misdirected Request: this server answers only http://127.0.0.1:{port}/")
+        # Sec-Fetch-* are set by the browser, not by the page: a link followed is a navigation
+        # to a document; what a page loads by itself is anything else.
+        if headers.get(b"sec-fetch-site", b"none") in (b"cross-site", b"same-site") and (
+                headers.get(b"sec-fetch-mode"), headers.get(b"sec-fetch-dest")) != (b"navigate", b"document"):
+            return await _refuse(scope, send, 403, "sent by another site's page",
+                                 "Forbidden: this server answers another site's page only when a link is followed")
+        return await app(scope, receive, send)
 
     return guarded
+
+
+async def _refuse(scope: dict[str, Any], send: Callable[[dict[str, Any]], Awaitable[None]], status: int,
+                  why: str, body: str) -> None:
+    """Answer ``status`` with ``body`` (a websocket is closed), and say why in one line on stderr."""
+    print(f"dataidx serve: refused {scope.get('method', 'GET')} {scope.get('path', '')[:80]} ({status}): {why}",
+          file=sys.stderr, flush=True)
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    text = f"{status} {body}\n".encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(text)).encode())]})
+    await send({"type": "http.response.body", "body": text})
 
 
 def served_name(path: Path) -> str:
@@ -94,7 +113,7 @@ def store_database(datasette: Any, path: Path) -> Any:
         def connect(self, write: bool = False) -> sqlite3.Connection:
             if write:
                 raise sqlite3.OperationalError("the store is served read-only")
-            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            connection = open_bounded(uri)  # every statement bounded, Datasette's own and the user's
             self._all_file_connections.append(connection)
             return connection
 

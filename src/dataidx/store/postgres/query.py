@@ -6,14 +6,16 @@ import re
 from typing import Any
 
 from ...errors import ReadOnlyError, UsageError
+from ..sqlite.bounds import past_answer, row_bytes
 from .read import PostgresReadConnection, first_line
 
 
 def query_postgres(connection: PostgresReadConnection, sql: str, parameters: dict[str, Any] | None, *,
                    timeout: float | None = None, limit: int | None = None) -> tuple[list[str], list[tuple]]:
     """One SELECT in a read-only transaction on ``connection``, rolled back; ``:name``
-    parameters as in SQLite; at most ``limit + 1`` rows; stopped by the server after ``timeout`` seconds (psycopg
-    cancels it on the server at Ctrl-C).
+    parameters as in SQLite; at most ``limit + 1`` rows, holding at most the memory a file's
+    answer may; stopped by the server after ``timeout`` seconds (psycopg cancels it on the
+    server at Ctrl-C).
 
     Sent as a prepared statement (extended protocol), so a second statement is refused. A
     read-only transaction stops writes to the database; what a privileged role may do outside
@@ -43,13 +45,27 @@ def query_postgres(connection: PostgresReadConnection, sql: str, parameters: dic
             raw.execute("SET LOCAL jit = off")
             if timeout:
                 raw.execute(f"SET LOCAL statement_timeout = {int(timeout * 1000)}")
-            cursor = raw.execute(statement, values, prepare=True)
-            found = (cursor.fetchall() if limit is None else cursor.fetchmany(limit + 1)) if cursor.description else []
-            rows = [tuple(row) for row in found]  # numerics come as SQLite's (see read_connection)
-            columns = [column.name for column in cursor.description or []]
+            # A server-side cursor (declared with the extended protocol, so one statement): the
+            # answer comes a batch at a time, counted as it comes, and stops at the memory a
+            # file's answer may hold; a client cursor held the whole answer before it returned.
+            rows, held = [], 0
+            with raw.cursor(name="dataidx_query") as cursor:
+                cursor.execute(statement, values)
+                while batch := cursor.fetchmany(_BATCH if limit is None else min(_BATCH, limit + 1 - len(rows))):
+                    for row in batch:
+                        held += row_bytes(row)
+                        if (refused := past_answer(held, len(rows))) is not None:
+                            raise UsageError(f"query refused: {refused}")
+                        rows.append(tuple(row))  # numerics come as SQLite's (see read_connection)
+                columns = [column.name for column in cursor.description or []]
             raise psycopg.Rollback()
     except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
         raise ReadOnlyError(f"query refused: the store is read-only here; only SELECT statements run "
+                            f"({first_line(exc)})") from None
+    except psycopg.errors.FeatureNotSupported as exc:  # a cursor refuses a data-modifying WITH first
+        if "data-modifying" not in str(exc):
+            raise UsageError(f"query failed: {first_line(exc)}") from None
+        raise ReadOnlyError("query refused: the store is read-only here; only SELECT statements run "
                             f"({first_line(exc)})") from None
     except psycopg.errors.QueryCanceled:
         raise UsageError(f"query stopped after {timeout:g} s (--timeout; 0 for none)") from None
@@ -64,6 +80,8 @@ def query_postgres(connection: PostgresReadConnection, sql: str, parameters: dic
     return columns, rows
 
 
+#: Rows an answer fetches from the server at a time.
+_BATCH = 256
 _FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*([A-Za-z]*)", re.S)
 
 

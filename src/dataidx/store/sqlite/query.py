@@ -1,10 +1,11 @@
-"""``dataidx query`` on a store file: reads only, whatever the SQL says, for a bounded time.
+"""``dataidx query`` on a store file: reads only, whatever the SQL says, at a bounded cost.
 
 The file is opened read-only, ``query_only`` is set, and an authorizer allows nothing but reads
 and the functions a read needs, so no statement can write, attach another database, change a
-setting or call an extension's function. A progress handler stops a statement at its time
-limit or at Ctrl-C: SQLite runs a statement in C, where Python's own signal handling would
-wait for it to finish.
+setting or call an extension's function. What a statement may cost (a value's size, a call's
+work, an answer's memory) is bounded by :mod:`.bounds`. A progress handler stops a statement at
+its time limit or at Ctrl-C: SQLite runs a statement in C, where Python's own signal handling
+would wait for it to finish.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import ReadOnlyError, UsageError
+from .bounds import STEPS, bounded_cursor
 from .sql_functions import refused_function
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
-#: SQLite virtual machine steps between two looks at the clock and at Ctrl-C.
-_STEPS = 10_000
 
 
 class _Authorizer:
@@ -77,10 +77,11 @@ def query_file(connection: sqlite3.Connection, sql: str, parameters: dict[str, A
     authorizer = _Authorizer()
     connection.set_authorizer(authorizer)
     stop = _Stop(timeout)
-    connection.set_progress_handler(stop, _STEPS)
+    cursor = bounded_cursor(connection)
+    connection.set_progress_handler(cursor.bounds.progress(stop), STEPS)
     try:
-        with _ctrl_c_stops(stop):
-            cursor = connection.execute(sql, parameters or {})
+        with _ctrl_c_stops(stop), cursor.bounds.applied(stop):
+            cursor.execute(sql, parameters or {})
             rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit + 1)
     except sqlite3.ProgrammingError as exc:
         raise UsageError(f"query refused: {exc}") from None
@@ -91,6 +92,8 @@ def query_file(connection: sqlite3.Connection, sql: str, parameters: dict[str, A
             raise UsageError(f"query stopped after {timeout:g} s (--timeout; 0 for none)") from None
         if authorizer.refused:
             raise ReadOnlyError(f"query refused: function {authorizer.refused}() is not one a read needs") from None
+        if cursor.bounds.refused:
+            raise UsageError(f"query refused: {cursor.bounds.refused}") from None
         if "not authorized" in str(exc) or "readonly" in str(exc) or "read-only" in str(exc):
             raise ReadOnlyError("query refused: the store is read-only here; only SELECT statements run") from None
         raise UsageError(f"query failed: {exc}") from None
