@@ -25,7 +25,6 @@ from ..store import (
     StoreHandle,
     identity_of,
     open_store,
-    read_datasets,
     read_mixture,
     served_epoch,
     serving,
@@ -33,7 +32,7 @@ from ..store import (
 )
 from .holding import positions_holding
 from .process import ProcessState, freeze_inherited_objects, paused_gc
-from .verify import dataset_problems
+from .verify import dataset_problems, datasets_as_found
 
 # A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid.
 _ENTRY_ONE = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id = {mark}"
@@ -68,7 +67,7 @@ class EntryReader(Closable):
         handle = open_store(self.path)
         try:
             self.stamp = handle.stamp()
-            self.datasets = read_datasets(handle)
+            self.datasets = datasets_as_found(handle, self.path)  # a store moved with its sources finds them
             self._open(handle)
             # What this reader depends on: a later write that leaves it alone never stops it.
             self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})
@@ -90,7 +89,7 @@ class EntryReader(Closable):
         return {}
 
     def _verify(self, dataset: StoredDataset) -> None:
-        problems = dataset_problems(dataset)
+        problems = dataset_problems(dataset, store=self.path)
         if problems:
             raise StaleStoreError(
                 f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(problems)}; "

@@ -37,10 +37,9 @@ def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: Stored
     record = read_token_file(handle, spec.id)
     if record is None:
         if required:
-            raise UsageError(f"{store}: render spec '{spec.name}' has no stored tokens; store them with dataidx render "
-                             f"{store} --tokenizer {spec.tokenizer_path} --cutoff {spec.cutoff} --truncation "
-                             f"{spec.truncation} --name {spec.name} --store-tokens (and the --template it was "
-                             "rendered with)")
+            raise UsageError(f"{store}: render spec '{spec.name}' has no stored tokens; store them with "
+                             f"{spec.render_command(store, spec.tokenizer_path)} --store-tokens (and the --template it "
+                             "was rendered with)")
         return None
     spec.check()
     if tokenizer is not None:

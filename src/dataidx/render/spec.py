@@ -200,11 +200,25 @@ class StoredSpec:
                 f"computed; run dataidx render again"
             )
 
+    def render_command(self, store: object, tokenizer: object) -> str:
+        """The ``dataidx render`` that renders this spec again as it is (its template aside)."""
+        return (f"dataidx render {store} --tokenizer {tokenizer} --cutoff {self.cutoff} --truncation {self.truncation} "
+                f"--name {self.name}")
+
+    def recorded_tokenizer(self) -> Any:
+        """The tokenizer from where the spec recorded it; gone from there (a project folder
+        moved), a RenderError saying how to record where it is now."""
+        if not os.path.exists(self.tokenizer_path):
+            raise RenderError(f"render spec '{self.name}': its tokenizer is not at {self.tokenizer_path} any more; if "
+                              f"it moved, {self.render_command('STORE', 'NEW_PATH')} (and the --template it was "
+                              "rendered with) records where it is, rendering nothing again")
+        return load_tokenizer(self.tokenizer_path)
+
     def renderer(self, tokenizer: Any | None = None) -> Renderer:
         """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
         must be the one the lengths were computed with."""
         self.check()
-        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
+        tokenizer = tokenizer if tokenizer is not None else self.recorded_tokenizer()
         self.check_tokenizer(tokenizer)
         return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock,
                         escapes=self.escapes)

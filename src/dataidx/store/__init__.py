@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .info import added_token_uses as added_token_uses
     from .info import merging_plans as merging_plans
     from .info import store_info as store_info
+    from .location import store_folder as store_folder
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
@@ -112,6 +113,7 @@ if TYPE_CHECKING:
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
+    "store_folder": ".location",
     "store_location": ".location",
     # reading
     "SCHEMA_REVISION": ".connect",
