@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SourceError
 from ..plugins import Registry
 from ..spec import DatasetSpec
-from .failures import why_not_loaded
+from .failures import local_path_not_found, why_not_loaded
 from .json_depth import MAX_NESTING, too_deep
 
 if TYPE_CHECKING:
@@ -282,6 +282,9 @@ def refuse_deep_json(spec: DatasetSpec, files: Sequence[str]) -> None:
 @sources.register("hf_hub", version="1")
 def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
+    mistyped = local_path_not_found(spec, BUILDERS)
+    if mistyped:
+        raise SourceError(mistyped)
     loaded = load_split(spec, spec.path, refresh=refresh, json_files=source_files(spec))
     loaded.files = source_files(spec)
     return loaded
