@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +44,41 @@ class ProgressLine:
             click.echo(f"\r{line}\x1b[K" + ("\n" if finished else ""), err=True, nl=False)
         else:
             click.echo(line, err=True)
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C, said in one line with what it left behind, and exit 130 (128 + SIGINT) as a shell
+    reports it: click's own "Aborted!" says neither."""
+
+    exit_code = 130
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Interrupted: {printable(self.format_message())}", err=True)
+
+
+def interruptible_until_done(signum: int, frame: Any) -> None:
+    """The ``dataidx`` script's SIGINT handler while its command runs: a KeyboardInterrupt, as
+    Python's own raises (commands say what it left); it marks the script, which tests' in-process
+    runs are not, for :func:`end_quietly_on_ctrl_c`."""
+    raise KeyboardInterrupt
+
+
+def end_quietly_on_ctrl_c() -> None:
+    """Once the script's command is over and has said so, Ctrl-C ends the process as it ends any
+    program, printing nothing (130 in a shell). A KeyboardInterrupt then printed click's
+    "Aborted!" over a finished build (exit 1) or, in an atexit handler, a traceback (exit 0)."""
+    if signal.getsignal(signal.SIGINT) is interruptible_until_done:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def file_state(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """A store file's inode and mtime, None when there is none: a write renames a whole new file
+    into place, so a state that changed says a write landed."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def shown(store: str) -> str:
