@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,8 @@ def parse_datasets(mapping: Any, origin: str, *, plugins: bool = True) -> list[D
         raise ConfigError(origin, ["expected a mapping of dataset name -> {path, source, ...}"])
     problems: list[str] = []
     specs: list[DatasetSpec] = []
-    names = [str(name) for name in mapping]
-    problems += [f"dataset '{name}': the name appears more than once" for name in sorted(set(names))
-                 if names.count(name) > 1]
+    named = Counter(str(name) for name in mapping)  # 1 and '1' are two keys, one name; counted once each
+    problems += [f"dataset '{name}': the name appears more than once" for name in sorted(named) if named[name] > 1]
     for name, info in mapping.items():
         found = _check_dataset(str(name), info, plugins)
         if found:

@@ -1,10 +1,10 @@
 """A mixture's entries -> samples, without torch: readers, training orders, verifying a store
 against its sources, and exporting a mixture."""
 
+from ..sources import paused_gc
 from .export import export_mixture, to_hf
 from .holding import row_entries
 from .order import SkippingOrder, TrainingOrder, epoch_steps, step_items
-from .process import paused_gc
 from .reader import EntryReader, StoreReader
 from .rows import open_rows
 from .verify import dataset_problems, verify_store

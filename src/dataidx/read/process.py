@@ -11,8 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import cast
 
 from ..convert import Sample, SFTSample, collecting_drops, convert_row, converters
@@ -35,18 +34,6 @@ def freeze_inherited_objects() -> None:
     if _FROZEN_IN != os.getpid():
         _FROZEN_IN = os.getpid()
         gc.freeze()
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """A batch allocates only acyclic objects: a collection in the middle of it is pure cost."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 class ProcessState:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..convert import Sample
 from ..errors import StaleStoreError, StoreError
+from ..sources import paused_gc
 from ..store import (
     Closable,
     StoredDataset,
@@ -31,7 +32,7 @@ from ..store import (
     skipped_entries,
 )
 from .holding import positions_holding
-from .process import ProcessState, freeze_inherited_objects, paused_gc
+from .process import ProcessState, freeze_inherited_objects
 from .verify import dataset_problems, datasets_as_found
 
 # A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid.

@@ -14,7 +14,7 @@ from .fingerprints import (
 from .json_depth import MAX_NESTING, too_deep
 from .loaders import Loaded, load, materialising_streams_into, source_files, sources
 from .renamed import RenamedRows
-from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource
+from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource, paused_gc
 
 __all__ = [
     "ArrowRows",
@@ -36,6 +36,7 @@ __all__ = [
     "fingerprint_files",
     "load",
     "materialising_streams_into",
+    "paused_gc",
     "placed",
     "source_files",
     "sources",

@@ -9,9 +9,11 @@ store records none and readers fall back to loading the source again.
 from __future__ import annotations
 
 import bisect
+import gc
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +25,20 @@ from .arrow_json import Decoder, decode_json, decoded_json, json_decoders
 
 if TYPE_CHECKING:
     from datasets import Dataset
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No collection inside the block, for a step that allocates only acyclic objects (a batch of
+    rows read and converted, the nodes of a parsed config): a collection in the middle of it is
+    pure cost. The collector runs as before after it."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 #: What reading a damaged row raises: invalid UTF-8, or arrays pyarrow's JSON reader built
