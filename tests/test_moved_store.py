@@ -102,6 +102,18 @@ def test_a_source_changed_after_the_move_is_still_refused_at_its_new_place(tmp_p
     assert report["datasets"]["parts"] == [f"{tmp_path / 'after' / 'data' / 'parts' / 'c.jsonl'} was added"]
 
 
+def test_a_copied_project_checks_its_own_sources_not_those_it_was_copied_from(tmp_path: Path) -> None:
+    store = project(tmp_path / "original")
+    expected = samples(store)
+    shutil.copytree(tmp_path / "original", tmp_path / "copy")  # cp -a: the times kept
+    copy = tmp_path / "copy" / "out" / "s.db"
+    assert samples(copy) == expected
+    write_jsonl(tmp_path / "copy" / "data" / "one.jsonl", alpaca_rows(7))
+    with pytest.raises(StaleStoreError, match=f"{tmp_path / 'copy' / 'data' / 'one.jsonl'} changed size"):
+        StoreReader(copy)  # it read the original's sources before, and served rows its own no longer hold
+    assert samples(store) == expected
+
+
 def test_sources_that_did_not_move_with_the_store_are_named_where_they_were_looked_for(tmp_path: Path) -> None:
     store = project(tmp_path / "project")
     shutil.move(tmp_path / "project" / "data", tmp_path / "elsewhere")

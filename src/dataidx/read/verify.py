@@ -3,8 +3,8 @@
 Opening compares each source file's size and mtime, the listing of dataset folders, and the
 recorded converter and loader versions. ``dataidx verify`` adds content hashes of every
 source file, the recorded Arrow data and SQLite's own integrity check. A dataset whose files
-are not where the build read them but at their recorded places relative to the store (a
-project folder moved whole) is checked, and read, there.
+are at their recorded places relative to the store, other files than the build read (a project
+folder moved or copied whole), is checked, and read, there.
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ def datasets_as_found(handle: StoreHandle, store: str | os.PathLike[str]) -> dic
 def as_found(dataset: StoredDataset, folder: str | None) -> StoredDataset:
     """``dataset`` with its paths where its files are now, for a store in ``folder``.
 
-    Files are looked for where the build read them first, so an unmoved store costs one stat a
-    dataset. When the first source file is gone from there but is at its place relative to the
-    store, the whole dataset moved with it: its files, the path it was loaded from (found by the
-    same move) and, separately, its Arrow data (a stream materialised beside the store moves
-    with it; the datasets cache does not). Whether they are unchanged is checked as ever.
+    A store's sources are those at their places relative to it, when its first file is there: a
+    project folder moved whole finds them, and a copy (``cp -a``) checks its own, not the ones it
+    was copied from. Then the whole dataset is read there: its files, the path it was loaded
+    from (found by the same move) and, separately, its Arrow data (a stream beside the store
+    moves with it; the datasets cache does not). Otherwise the recorded paths stand, and a missing
+    file is said as ever. An unmoved store costs a string comparison a dataset.
     """
     files = _moved(dataset.files, folder)
     arrow_files = None if dataset.arrow_files is None else _moved(dataset.arrow_files, folder)
@@ -53,10 +54,16 @@ def as_found(dataset: StoredDataset, folder: str | None) -> StoredDataset:
 
 
 def _moved(recorded: list[dict[str, Any]], folder: str | None) -> list[dict[str, Any]]:
-    """``recorded`` itself when its first file is where it was recorded (or found nowhere),
-    else every entry at its place relative to the store."""
+    """Every entry at its place relative to the store when the first one's is another file that
+    exists; else ``recorded`` itself."""
     first = placed(recorded[0], folder) if recorded else None
-    if first is None or os.path.lexists(recorded[0]["path"]) or not os.path.lexists(first):
+    if first is None or first == recorded[0]["path"]:
+        return recorded
+    try:
+        if not os.path.exists(first) or os.path.exists(recorded[0]["path"]) and os.path.samefile(
+                first, recorded[0]["path"]):
+            return recorded
+    except OSError:  # gone between the two looks: the check says so
         return recorded
     return [{**entry, "path": placed(entry, folder) or entry["path"]} for entry in recorded]
 
