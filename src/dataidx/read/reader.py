@@ -68,7 +68,7 @@ class EntryReader(Closable):
         handle = open_store(self.path)
         try:
             self.stamp = handle.stamp()
-            self.datasets = datasets_as_found(handle, self.path)  # a store moved with its sources finds them
+            self.folder, self.datasets = datasets_as_found(handle, self.path)  # sources beside it first
             self._open(handle)
             # What this reader depends on: a later write that leaves it alone never stops it.
             self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})
@@ -90,7 +90,7 @@ class EntryReader(Closable):
         return {}
 
     def _verify(self, dataset: StoredDataset) -> None:
-        problems = dataset_problems(dataset, store=self.path)
+        problems = dataset_problems(dataset, folder=self.folder)
         if problems:
             raise StaleStoreError(
                 f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(problems)}; "

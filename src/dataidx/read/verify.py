@@ -28,10 +28,12 @@ from ..store import (
 )
 
 
-def datasets_as_found(handle: StoreHandle, store: str | os.PathLike[str]) -> dict[int, StoredDataset]:
-    """The stored datasets by id (:func:`~dataidx.store.read_datasets`), each :func:`as_found`."""
+def datasets_as_found(handle: StoreHandle,
+                      store: str | os.PathLike[str]) -> tuple[str | None, dict[int, StoredDataset]]:
+    """The store's folder (None in PostgreSQL) and its datasets by id
+    (:func:`~dataidx.store.read_datasets`), each :func:`as_found` there."""
     folder = store_folder(store)
-    return {id_: as_found(dataset, folder) for id_, dataset in read_datasets(handle).items()}
+    return folder, {id_: as_found(dataset, folder) for id_, dataset in read_datasets(handle).items()}
 
 
 def as_found(dataset: StoredDataset, folder: str | None) -> StoredDataset:
@@ -79,11 +81,10 @@ def _moved_path(path: str, before: str, after: str) -> str:
     return path
 
 
-def dataset_problems(dataset: StoredDataset, *, deep: bool = False,
-                     store: str | os.PathLike[str] | None = None) -> list[str]:
-    """What changed for one stored dataset (:func:`as_found`) of ``store`` since the build;
-    empty when it is unchanged."""
-    problems = changed_files(dataset.files, deep=deep, folder=None if store is None else store_folder(store))
+def dataset_problems(dataset: StoredDataset, *, deep: bool = False, folder: str | None = None) -> list[str]:
+    """What changed for one stored dataset (:func:`as_found`) of a store in ``folder`` since the
+    build; empty when it is unchanged."""
+    problems = changed_files(dataset.files, deep=deep, folder=folder)
     problems += added_files(dataset.files, source_files(DatasetSpec(name=dataset.name, **dataset.info)))
     for family, registry, name, version in (
         ("converter", converters, dataset.converter, dataset.converter_version),
@@ -111,10 +112,10 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
 
     with open_store(path) as handle:
-        datasets = datasets_as_found(handle, path)
+        folder, datasets = datasets_as_found(handle, path)
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += composition_problems(handle)
         damage += summary_problems(handle)
-    report = {d.name: dataset_problems(d, deep=True, store=path) for d in datasets.values()}
+    report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}
