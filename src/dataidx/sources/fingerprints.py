@@ -2,8 +2,8 @@
 
 These are what opening a store verifies, so that a changed source is refused instead of
 serving rows that no longer match the index. Each file is recorded by its absolute path and by
-its place relative to the store's folder, so a project folder moved whole (store, token files
-and sources together) finds its files again where the absolute path finds nothing.
+its place relative to the store's folder, so a project folder moved or copied whole (store,
+token files and sources together) finds its own files beside the store (:mod:`dataidx.read.verify`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,13 @@ def add_places(recorded: list[dict[str, Any]], folder: str | None) -> list[dict[
     resolved, so the place holds however either was spelled; a file on another drive has none."""
     if folder is None:
         return recorded
+    resolved: dict[str, str] = {}  # a folder of 10,000 files is resolved once
     for entry in recorded:
         parent, name = os.path.split(entry["path"])
+        if parent not in resolved:
+            resolved[parent] = os.path.realpath(parent)
         try:
-            entry["relative"] = os.path.relpath(os.path.join(os.path.realpath(parent), name), folder)
+            entry["relative"] = os.path.relpath(os.path.join(resolved[parent], name), folder)
         except ValueError:  # another drive: no relative path reaches it
             pass
     return recorded
