@@ -2,7 +2,8 @@
 
 Opening compares each source file's size and mtime, the listing of dataset folders, and the
 recorded converter and loader versions. ``dataidx verify`` adds content hashes of every
-source file, the recorded Arrow data and SQLite's own integrity check.
+source file, the recorded Arrow data, SQLite's own integrity check, the summary tables and every
+packing plan recounted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, source_files, sources
 from ..spec import DatasetSpec
-from ..store import StoredDataset, composition_problems, open_store, read_datasets, summary_problems
+from ..store import StoredDataset, composition_problems, open_store, plan_problems, read_datasets, summary_problems
 
 
 def dataset_problems(dataset: StoredDataset, *, deep: bool = False) -> list[str]:
@@ -51,6 +52,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += composition_problems(handle)
         damage += summary_problems(handle)
+        damage += plan_problems(handle)
     report = {d.name: dataset_problems(d, deep=True) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}

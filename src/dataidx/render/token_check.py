@@ -3,7 +3,8 @@
 Opening a token file checks what costs nothing (header, fingerprint, size); this reads it all:
 the words' sha256 against the one recorded when the file was written, then a seeded sample of
 the spec's training entries (or every one) rendered again with the spec's tokenizer and template
-and compared word for word, labels and weights included, with what the file serves.
+and compared word for word, labels and weights included, with what the file serves. The packing
+plans over the spec are recounted too (as plain ``dataidx verify`` recounts every plan).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from ..errors import DataidxError
 from ..progress import CountProgress
 from ..read import EntryReader, paused_gc
-from ..store import read_token_file
+from ..store import plan_problems, read_token_file
 from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
@@ -74,6 +75,7 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             stored = read_spec(handle, name)
             report = TokensReport(spec=name)
             reports.append(report)
+            report.problems += plan_problems(handle, stored.id)  # what the plans over its tokens serve
             record = read_token_file(handle, stored.id)
             if record is None:
                 report.problems.append(f"spec '{name}' has no stored tokens; run dataidx render --store-tokens")

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .outputs import check_output_folder as check_output_folder
     from .packs import EpochPacks as EpochPacks
     from .packs import save_packing_plan as save_packing_plan
+    from .plan_checks import plan_problems as plan_problems
     from .positions import SpecLengths as SpecLengths
     from .positions import base_entry_range as base_entry_range
     from .positions import position_entries as position_entries
@@ -154,6 +155,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "composition": ".compose",
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
+    "plan_problems": ".plan_checks",
     # writing
     "NewStore": ".write",
     "creating": ".write",
