@@ -45,9 +45,10 @@ from ..store import (
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
 from .renderer import Renderer
-from .spec import RenderSpec, load_tokenizer, make_spec
+from .spec import RenderSpec, make_spec
 from .spool import AddedUses, RenderedRows
 from .token_pass import ChunkTokens, TokenSink, add_tokens
+from .tokenizer_folder import load_tokenizer
 from .tokens import TokenChunk
 
 #: Base entries in one chunk of a render pass: one task for a worker process.

@@ -27,7 +27,7 @@ from .chat_text import ChatText, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens, kept_detail
 from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
-from .shared_prefix import Encoded, SharedPrefixes
+from .shared_prefix import Encoded, SharedPrefixes, checked, encode_each, private_backend
 from .truncation import TRUNCATED_FACTOR, TRUNCATIONS, truncated
 
 NO_PROMPT = ("the trained turn is the conversation's first message, so it has no prompt to render: v1 renders the "
@@ -250,6 +250,7 @@ class Renderer:
                                  reasoning=worst_reasoning(s.reasoning for s in pair.values())), added)
 
     def _labelled(self, side: _Side, full: Encoded, prompt: Encoded | None) -> Rendered:
+        checked(full, prompt)  # a text the tokenizer failed on: this entry's render_error
         ids = full.ids
         prompt_ids = prompt.ids if prompt is not None else None
         if prompt_ids is not None and ids[: len(prompt_ids)] == prompt_ids:  # v1's token diff
@@ -265,7 +266,8 @@ class Renderer:
             spans = self.chat.spans(side.chat, side.weights, side.tools, full=side.full, wanted=wanted, **side.options)
         encoding = full.encoding  # a derived whole has no offsets: tokenized whole here (v1's diff failed)
         if encoding is None:
-            encoding = self.backend.encode(side.full, add_special_tokens=False)
+            encoding = encode_each(self.backend, [side.full])[0]
+            checked(encoding)
         labels, weights = label_tokens(ids, encoding.offsets, spans)
         return marked(self._truncate(ids, labels, weights), side, [(span.start, span.end) for span in spans])
 
@@ -288,13 +290,3 @@ def _holding(draft: _Held, added: tuple[str, ...]) -> _Held:
         else:
             next(iter(draft.values())).added = added
     return draft
-
-
-def private_backend(tokenizer: Any) -> Any:
-    """A copy of the tokenizer's Rust backend with truncation and padding off."""
-    from tokenizers import Tokenizer  # here, not at import: a Rust library only rendering needs
-
-    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-    backend.no_truncation()
-    backend.no_padding()
-    return backend
