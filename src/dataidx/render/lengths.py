@@ -256,6 +256,7 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
+        named = own_token_files(connection, store)
         spec_id, plans_removed, counts, causes, seconds = save_render_spec(
             connection, columns, rendered.chunks(), entries=rendered.entries,
             training_entries=rendered.training_entries, started=started, added_uses=rendered.added_uses,
@@ -263,7 +264,7 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
         tokens = sink.publish(connection, spec_id) if sink is not None else None
         stale = budget_mixtures_drawn_before(connection, spec.name)
         kept = own_token_files(connection, store)
-    prune_token_files(store, kept)  # the file of the spec's old rendering, once no spec names it
+    prune_token_files(store, named, kept)  # the file of the spec's old rendering, once no spec names it
     return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts,
                          seconds=seconds, plans_removed=plans_removed, stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items()

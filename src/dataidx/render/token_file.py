@@ -7,12 +7,13 @@ entry id, the spec's fingerprint), the words, zero padding to 8 bytes, then ``en
 none for an entry that does not train). Bit 63 says the entry has more than words and the
 supervised bit (a preference pair's split, unusual loss weights), which ``entry_renders`` holds.
 
-The file is named by the spec's fingerprint and lives in the store's token folder
-(``<store>.tokens`` beside a store file). It is written under a hidden temporary name, synced,
-and renamed into place only when complete, so a full disk, a crash or Ctrl-C leaves no file
-that looks finished; it is never rewritten in place (a reader that mapped it keeps the file it
-mapped). Opening checks the header and the size against the store's record, which costs
-nothing at any size; ``dataidx verify --tokens`` checks the sha256 of everything after the header.
+The file is named by the spec's fingerprint (plus a random part where another store's file has
+that name) and lives in the store's token folder (``<store>.tokens`` beside a store file). It is
+written under a hidden temporary name, synced, and renamed into place only when complete, so a
+full disk, a crash or Ctrl-C leaves no file that looks finished; it is never rewritten in place
+(a reader that mapped it keeps the file it mapped). Opening checks the header and the size
+against the store's record, which costs nothing at any size; ``dataidx verify --tokens`` checks
+the sha256 of everything after the header.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class TokenFileWriter:
 
     def __init__(self, folder: Path, fingerprint: str, dtype: np.dtype) -> None:
         self.folder, self.fingerprint, self.dtype = folder, fingerprint, dtype
+        #: the folders this writer makes, deepest first: removed again if it publishes nothing
+        self.made = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+        self.published = False
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -83,11 +87,18 @@ class TokenFileWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        """Whatever happened, no temporary file stays behind."""
+        """Whatever happened, no temporary file stays behind, nor a folder made for a file that
+        was never published (a render stopped by Ctrl-C leaves no empty ``.tokens``)."""
         self.file.close()
         self.index_file.close()
         self.temporary.unlink(missing_ok=True)
         self.index_temporary.unlink(missing_ok=True)
+        if not self.published:
+            for folder in self.made:
+                try:
+                    folder.rmdir()  # only if empty: another writer may have put its file there meanwhile
+                except OSError:
+                    break
 
     def append(self, words: np.ndarray) -> int:
         """Write ``words``; returns the offset (in words) of the first."""
@@ -113,8 +124,11 @@ class TokenFileWriter:
     def bytes(self) -> int:
         return file_size(self.words, self.dtype.itemsize, self.entries)
 
-    def publish(self, first_entry: int) -> None:
-        """Append the index (its end included), write the header, sync, and rename into place."""
+    def publish(self, first_entry: int, name: str | None = None) -> None:
+        """Append the index (its end included), write the header, sync, and rename into place,
+        under ``name`` (default: the fingerprint's, :func:`token_file_name`)."""
+        if name is not None:
+            self.path = self.folder / name
         try:
             padding = index_offset(self.words, self.dtype.itemsize) - HEADER.size - self.words * self.dtype.itemsize
             tail = bytes(padding)
@@ -132,6 +146,7 @@ class TokenFileWriter:
             os.fsync(self.file.fileno())
             self.file.close()
             os.replace(self.temporary, self.path)
+            self.published = True
             folder = os.open(self.folder, os.O_RDONLY)
             try:
                 os.fsync(folder)

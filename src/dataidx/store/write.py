@@ -43,6 +43,7 @@ from .sqlite.files import (
     writer_lock,
 )
 from .sqlite.migrations import upgrade
+from .tokens import prune_token_files, recorded_token_files
 
 
 @dataclass
@@ -77,11 +78,13 @@ def creating(target: str | os.PathLike[str], progress: MessageProgress | None = 
             server.commit()
             if not replace:
                 refuse_to_lose(location, specs)
+            named = recorded_token_files(location)
             with _filling(folder / "store.db", location) as new:
                 yield new
             (progress or (lambda _message: None))(f"publishing into schema '{location.schema}' of {location}")
             publish_to_postgres(folder / "store.db", location, server)
         prune_streams(new.streams, new.used_streams)
+        prune_token_files(location, named)  # the old store's: the new one names none
         return
     location = real_path(location)
     check_writable(location)
@@ -89,6 +92,7 @@ def creating(target: str | os.PathLike[str], progress: MessageProgress | None = 
     with writer_lock(location):
         if not replace:
             refuse_to_lose(location, specs)
+        named = recorded_token_files(location)
         remove_stale_temporaries(location)
         temporary = temporary_beside(location)
         remove_temporary(temporary)
@@ -98,6 +102,7 @@ def creating(target: str | os.PathLike[str], progress: MessageProgress | None = 
             with disk_errors(location):
                 replace_file(temporary, location)
             prune_streams(new.streams, new.used_streams)
+            prune_token_files(location, named)  # the old store's: the new one names none
         except BaseException:
             remove_temporary(temporary)
             raise
