@@ -3,16 +3,21 @@ a damaged, foreign or odd file is refused in one line, and a render says what it
 
 from __future__ import annotations
 
+import os
 import shutil
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from dataidx import DataEngine
+from dataidx import DataEngine, PackedDataset
 from dataidx.cli import cli
-from dataidx.render.token_file import TokenFileWriter
+from dataidx.errors import StaleStoreError
+from dataidx.render.token_file import HEADER, TokenFileWriter, index_offset
 from dataidx.store import run_query
 
 from .helpers import REPO
@@ -115,3 +120,97 @@ def test_an_interrupted_store_tokens_render_leaves_no_token_folder(demo_copy: Pa
     assert render(demo_copy, tiny_tokenizer, "--cutoff", "512").exit_code != 0
     assert demo_copy.read_bytes() == before
     assert not token_folder(demo_copy).exists()
+
+
+# --- what a reader may open ------------------------------------------------------------------
+
+def test_a_token_row_naming_a_file_outside_its_folder_is_refused_and_never_removed(stored: Path,
+                                                                                   tmp_path: Path) -> None:
+    # A copy of the real file elsewhere: the old reader served it, wherever the row said it was.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    copy = shutil.copy(token_file(stored), elsewhere / "copy.tokens")
+    for named in (str(copy), f"../elsewhere/{Path(copy).name}", "../demo.db"):
+        with sqlite3.connect(stored) as connection:
+            connection.execute("UPDATE spec_tokens SET file = ?", (named,))
+        connection.close()
+        with pytest.raises(StaleStoreError, match="not a file name in its token folder"):
+            DataEngine(stored, render="default")
+    result = run("remove-spec", stored, "default")
+    assert result.exit_code == 0, result.output
+    assert stored.exists() and Path(copy).exists()  # '../demo.db' named the store itself
+
+
+@pytest.mark.slow  # a subprocess: on a FIFO the old reader waited for a writer forever
+def test_a_token_file_that_is_a_fifo_is_refused_not_waited_on(stored: Path) -> None:
+    file = token_file(stored)
+    file.unlink()
+    os.mkfifo(file)
+    program = f"""
+from dataidx import DataEngine, PackedDataset
+from dataidx.errors import StaleStoreError
+try:
+    DataEngine({str(stored)!r}, render="default")
+except StaleStoreError as exc:
+    print(exc)
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "not a regular file" in done.stdout
+    verify = subprocess.run([sys.executable, "-m", "dataidx", "verify", str(stored), "--tokens"], capture_output=True,
+                            text=True, timeout=120)
+    assert verify.returncode == 1 and "not a regular file" in verify.stdout
+
+
+def _index(file: Path) -> np.memmap:
+    _, word_bytes, _, words, entries, _, _ = HEADER.unpack(file.read_bytes()[:HEADER.size])
+    return np.memmap(file, dtype="<u8", mode="r+", offset=index_offset(words, word_bytes), shape=(entries + 1,))
+
+
+def test_a_token_file_whose_index_was_edited_is_refused_as_damaged(stored: Path) -> None:
+    assert run("pack", stored, "--spec", "default", "--capacity", "1024").exit_code == 0
+    file = token_file(stored)
+    with PackedDataset(stored, plan="default") as packs:
+        before = [packs[i] for i in range(len(packs))]
+        members = [packs.packs.member_entries(i) for i in range(len(packs))]
+        tokens = packs.packs.tokens
+        assert tokens is not None
+    # An entry that trains followed by one that trains: the first's end is the second's start.
+    trained = {entry for pack in members for entry in pack}
+    entry = min(e for e in trained if e + 1 in trained)
+    good = file.read_bytes()
+    index = _index(file)
+    words = int(index[-1])
+    index[entry + 1 - tokens.first_entry] = words + 10_000  # one edited value: past the words
+    index.flush()
+    with PackedDataset(stored, plan="default") as packs:  # fetches check their own entries
+        for i, pack in enumerate(members):
+            if entry in pack or entry + 1 in pack:  # one ends past the words, the next ends before it starts
+                with pytest.raises(StaleStoreError, match="token file damaged: its index places base entry"):
+                    packs[i]
+            else:
+                assert packs[i] == before[i]
+    # Some entries do not train at cutoff 512: a reader finds which do from the index, and checks them all.
+    assert run_query(stored, "SELECT kept < entries FROM render_specs")[1] == [(1,)]
+    with pytest.raises(StaleStoreError, match="token file damaged: its index places base entry"):
+        DataEngine(stored, render="default")
+    for end, value in ((0, 1), (-1, words - 1)):  # the index's ends: checked on open
+        file.write_bytes(good)
+        index = _index(file)
+        index[end] = value
+        index.flush()
+        with pytest.raises(StaleStoreError, match="token file damaged: its index runs from word"):
+            DataEngine(stored, render="default")
+    del index
+
+
+def test_an_export_of_an_entry_the_store_places_past_the_words_is_refused_as_damaged(stored: Path,
+                                                                                     tmp_path: Path) -> None:
+    with sqlite3.connect(stored) as connection:
+        connection.execute("UPDATE entry_renders SET token_offset = token_offset + 100000 WHERE entry_id = "
+                           "(SELECT min(entry_id) FROM entry_renders WHERE token_offset IS NOT NULL)")
+    connection.close()
+    result = run("export", stored, "--spec", "default", "--format", "megatron", "-o", tmp_path / "out", "-q")
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "token file damaged: the store places an entry at words" in result.output
+    assert not (tmp_path / "out").exists()

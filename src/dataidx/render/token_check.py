@@ -80,8 +80,8 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             if record is None:
                 report.problems.append(f"spec '{name}' has no stored tokens; run dataidx render --store-tokens")
                 continue
-            report.file = os.fspath(record.path(reader.path))
             try:
+                report.file = os.fspath(record.path(reader.path))
                 tokens = TokenFile(record.path(reader.path), spec=name, fingerprint=stored.fingerprint,
                                    word_bytes=record.word_bytes, words=record.tokens)
             except DataidxError as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, bindparam, delete, insert, update
 
-from ..errors import StoreError
+from ..errors import StaleStoreError, StoreError
 from .connect import open_any_revision
 from .dialect import Reads
 from .location import PostgresStore, store_location, tokens_folder
@@ -45,7 +45,14 @@ class StoredTokenFile:
     sha256: str
 
     def path(self, store: str | os.PathLike[str]) -> Path:
-        """Where the file is for the store at ``store``."""
+        """Where the file is for the store at ``store``. A store is data, not a list of paths to
+        open: a row whose file is not a plain name in its folder (``../x``, ``/x``), or whose folder
+        is not the absolute one ``--tokens-dir`` records, is refused."""
+        if not is_token_file_name(self.file) or (self.folder is not None and not os.path.isabs(self.folder)):
+            where = f"folder {self.folder!r}" if self.folder is not None else "the store's token folder"
+            raise StaleStoreError(f"{store}: a spec's token file is recorded as {self.file!r} in {where}: not a file "
+                                  "name in its token folder (the store was edited); run dataidx render "
+                                  "--store-tokens again")
         return Path(self.folder) / self.file if self.folder else tokens_folder(store_location(store)) / self.file
 
 
