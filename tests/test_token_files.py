@@ -214,3 +214,17 @@ def test_an_export_of_an_entry_the_store_places_past_the_words_is_refused_as_dam
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     assert "token file damaged: the store places an entry at words" in result.output
     assert not (tmp_path / "out").exists()
+
+
+# --- what an export may replace --------------------------------------------------------------
+
+def test_export_with_force_refuses_the_store_s_token_folder_and_a_tokens_dir(stored: Path, tmp_path: Path,
+                                                                            tiny_tokenizer: Path) -> None:
+    far = tmp_path / "far"
+    assert render(stored, tiny_tokenizer, "--cutoff", "256", "--name", "far", "--tokens-dir", far, "-q").exit_code == 0
+    files = {spec: token_file(stored, spec).read_bytes() for spec in ("default", "far")}
+    for folder in (token_folder(stored), far):
+        result = run("export", stored, "--spec", "default", "--format", "megatron", "-o", folder, "--force")
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert "refusing to write over it: it holds the token file of spec" in result.output
+    assert {spec: token_file(stored, spec).read_bytes() for spec in ("default", "far")} == files
