@@ -65,7 +65,7 @@ def test_an_empty_plan_is_said_empty_and_one_leftover_pack_is_one_pack(tmp_path:
     assert (result.exit_code == 0
             and "in 0 packs of 64 tokens, empty: no position trains under the spec" in result.stderr)
     assert "100.00%" not in result.stderr and "100.00%" not in run("info", store).output
-    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q").exit_code == 0
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q", "--replace").exit_code == 0
     result = run("pack", store, "--spec", "default", "--capacity", "20", "--global-batch-size", "2")
     assert result.stderr.splitlines()[-1] == ("1 step per epoch at a global batch size of 2 packs; the last pack does "
                                               "not fill a step and is dropped (drop_last)")

@@ -228,3 +228,23 @@ def test_export_with_force_refuses_the_store_s_token_folder_and_a_tokens_dir(sto
         assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
         assert "refusing to write over it: it holds the token file of spec" in result.output
     assert {spec: token_file(stored, spec).read_bytes() for spec in ("default", "far")} == files
+
+
+# --- what a render may replace ---------------------------------------------------------------
+
+def test_rendering_a_spec_again_another_way_is_refused_naming_what_would_go_unless_replace(
+        stored: Path, tiny_tokenizer: Path) -> None:
+    assert run("pack", stored, "--spec", "default", "--capacity", "1024").exit_code == 0
+    file = token_file(stored)
+    refused = render(stored, tiny_tokenizer, "--cutoff", "256")
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1, refused.output
+    for named in ("spec 'default'", "packing plan 'default'", f"stored tokens ({file.name})", "--replace"):
+        assert named in refused.output
+    assert file.exists() and run_query(stored, "SELECT name FROM packing_plans")[1] == [("default",)]
+    assert run_query(stored, "SELECT cutoff FROM render_specs")[1] == [(512,)]
+    replaced = render(stored, tiny_tokenizer, "--cutoff", "256", "--replace")
+    assert replaced.exit_code == 0, replaced.output
+    last = replaced.output.strip().splitlines()[-1]
+    assert "removed 1 packing plan made with its old lengths and its stored tokens" in last, last
+    assert not file.exists() and run_query(stored, "SELECT count(*) FROM packing_plans")[1] == [(0,)]
+    assert render(stored, tiny_tokenizer, "--cutoff", "256").exit_code == 0  # the same rendering again: up to date
