@@ -248,3 +248,15 @@ def test_rendering_a_spec_again_another_way_is_refused_naming_what_would_go_unle
     assert "removed 1 packing plan made with its old lengths and its stored tokens" in last, last
     assert not file.exists() and run_query(stored, "SELECT count(*) FROM packing_plans")[1] == [(0,)]
     assert render(stored, tiny_tokenizer, "--cutoff", "256").exit_code == 0  # the same rendering again: up to date
+
+
+# --- what plain verify checks ----------------------------------------------------------------
+
+def test_plain_verify_fails_a_store_copied_without_its_token_folder(stored: Path, tmp_path: Path) -> None:
+    assert run("verify", stored).exit_code == 0
+    copy = tmp_path / "copied" / "demo.db"
+    copy.parent.mkdir()
+    shutil.copyfile(stored, copy)
+    result = run("verify", copy)
+    assert result.exit_code == 1
+    assert "render spec 'default': " in result.output and "token file of spec 'default' is missing" in result.output

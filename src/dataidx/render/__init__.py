@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .templates import CHATML as CHATML
     from .templates import choose_template as choose_template
     from .token_check import TokensReport as TokensReport
+    from .token_check import token_file_problems as token_file_problems
     from .token_check import verify_tokens as verify_tokens
     from .token_file import START as START
     from .token_file import TokenFile as TokenFile
@@ -61,6 +62,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "START": ".token_file",
     "TokenFile": ".token_file",
     "TokensReport": ".token_check",
+    "token_file_problems": ".token_check",
     "verify_tokens": ".token_check",
     "unrun": ".tokens",
     "render_store": ".lengths",

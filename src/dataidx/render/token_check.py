@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import DataidxError
 from ..progress import CountProgress
 from ..read import EntryReader, paused_gc
-from ..store import plan_problems, read_token_file
+from ..store import plan_problems, read_token_file, reading
 from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
@@ -93,6 +93,25 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             _compare(reader, stored, tokens, report, sample=None if every else sample, seed=seed,
                      tokenizer=tokenizer, progress=progress)
     return reports
+
+
+def token_file_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """``{spec: [problems]}`` of every spec with stored tokens, as opening its file finds them
+    (missing, not a regular file, truncated, another rendering's, its index's ends): what plain
+    ``dataidx verify`` checks of token files, at no cost; ``--tokens`` reads them whole."""
+    found: dict[str, list[str]] = {}
+    with reading(store) as handle:
+        for name, in handle.all(_SPECS):
+            stored = read_spec(handle, name)
+            record = read_token_file(handle, stored.id)
+            assert record is not None  # _SPECS names the specs that have one
+            try:
+                TokenFile(record.path(store), spec=name, fingerprint=stored.fingerprint, word_bytes=record.word_bytes,
+                          words=record.tokens)
+                found[name] = []
+            except DataidxError as exc:
+                found[name] = [str(exc)]
+    return found
 
 
 def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: TokensReport, *, sample: int | None,
