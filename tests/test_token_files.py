@@ -260,3 +260,18 @@ def test_plain_verify_fails_a_store_copied_without_its_token_folder(stored: Path
     result = run("verify", copy)
     assert result.exit_code == 1
     assert "render spec 'default': " in result.output and "token file of spec 'default' is missing" in result.output
+
+
+# --- a render that trains little -------------------------------------------------------------
+
+def test_a_render_where_most_entries_will_not_train_says_so_loudly(demo_copy: Path, tiny_tokenizer: Path) -> None:
+    result = run("render", demo_copy, "--tokenizer", tiny_tokenizer, "--cutoff", "16", "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    (kept,), = run_query(demo_copy, "SELECT kept FROM render_specs")[1]
+    assert kept < 28 // 2
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"warning: only {kept} of 28 entries") and "--cutoff 16" in last, last
+    quiet = run("render", demo_copy, "--tokenizer", tiny_tokenizer, "--cutoff", "16", "--name", "q", "-q")
+    assert quiet.output.startswith("warning: only")  # said even with -q
+    fine = run("render", demo_copy, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "--name", "fine")
+    assert "warning" not in fine.output
