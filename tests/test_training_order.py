@@ -167,6 +167,71 @@ def test_a_state_of_another_order_is_refused_in_one_line(demo_store: Path, tmp_p
             OrderSampler(engine, global_batch_size=8, world_size=3)
 
 
+def test_a_state_past_the_epochs_end_or_a_count_past_the_steps_yielded_is_refused(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=4, seed=1)
+        batches = iter(sampler)
+        next(batches), next(batches)
+        with pytest.raises(UsageError, match="steps_done is 3, but this iteration of epoch 0 has yielded 2 steps"):
+            sampler.state_dict(3)  # once clamped to the epoch's end in silence: a resume past steps never trained
+        state = sampler.state_dict(2)
+        assert state["position"] == 8
+        for position in (len(engine) + 1, 10**30):  # once accepted: the resumed run read nothing
+            with pytest.raises(UsageError, match=f"position is 0..{len(engine)} in epoch 0 of {len(engine)} items, "
+                                                 f"not {position}"):
+                OrderSampler(engine, global_batch_size=4, seed=1).load_state_dict({**state, "position": position})
+        at_end = OrderSampler(engine, global_batch_size=4, seed=1)
+        at_end.load_state_dict({**state, "position": len(engine)})  # the epoch read to its end: nothing left
+        assert len(at_end) == 0 and list(at_end) == []
+
+
+@pytest.mark.parametrize("seed", ["abc", 1.5, True, [1]])
+def test_a_seed_that_is_not_a_whole_number_is_refused(demo_store: Path, seed: Any) -> None:
+    with DataEngine(demo_store) as engine:
+        with pytest.raises(UsageError, match="seed is a whole number, or None for the dataset's own order"):
+            OrderSampler(engine, global_batch_size=4, seed=seed)
+        assert OrderSampler(engine, global_batch_size=4, seed=np.int64(3)).seed == 3  # NumPy's ints are whole numbers
+
+
+def test_len_of_a_resumed_sampler_is_the_steps_its_next_iteration_yields(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=4, seed=1)
+        whole = len(engine) // 4
+        batches = iter(sampler)
+        for _ in range(3):
+            next(batches)
+        resumed = OrderSampler(engine, global_batch_size=4, seed=1)
+        resumed.load_state_dict(sampler.state_dict(3))
+        # once the whole epoch's steps, while only the rest came: a progress bar or a loop sized by len was off
+        assert len(resumed) == whole - 3 == len(list(resumed))
+        assert resumed.steps_per_epoch == whole and len(resumed) == whole  # read to its end: whole again
+        resumed.load_state_dict(sampler.state_dict(3))
+        assert resumed.progress(0) == 3 / whole  # the epochs read: the steps before the restore counted
+        batches = iter(resumed)
+        next(batches)
+        assert resumed.progress(1) == 4 / whole and len(resumed) == whole - 3  # the iteration under way
+
+
+def test_an_order_state_of_other_data_names_what_it_was_saved_over(demo_copy: Path) -> None:
+    from dataidx.index import add_mixture
+
+    from .helpers import REPO
+
+    add_mixture(demo_copy, REPO / "data" / "demo_sft.yaml", "seed7", seed=7)
+    with DataEngine(demo_copy, "seed7") as engine:
+        state = OrderSampler(engine, global_batch_size=4, seed=1).state_dict()
+    with DataEngine(demo_copy) as engine:
+        with pytest.raises(UsageError, match=r"^this order state was saved over mixture 'seed7', not mixture "
+                                             r"'default'; resume it over what it was saved with$"):
+            OrderSampler(engine, global_batch_size=4, seed=1).load_state_dict(state)  # once: two lists of digests
+        with pytest.raises(UsageError, match="saved over a dataset that is not a dataidx store's; this sampler "
+                                             "reads mixture 'default'"):
+            OrderSampler(engine, global_batch_size=4, seed=1).load_state_dict({**state, "reads": None})
+        mine = OrderSampler(engine, global_batch_size=4, seed=1).state_dict()
+    with pytest.raises(UsageError, match="saved over mixture 'default'; this sampler reads a dataset that is not"):
+        OrderSampler(list(range(37)), global_batch_size=4, seed=1).load_state_dict(mine)
+
+
 def test_a_padded_tail_is_read_the_same_on_every_rank(demo_store: Path) -> None:
     with DataEngine(demo_store) as engine:
         length = len(engine)
@@ -440,75 +505,72 @@ def test_skip_lists_leave_out_training_entries_of_a_spec_and_packs_of_a_plan(dem
         assert sorted(_read_all(packs, 1)) == [p for p in range(len(packs)) if p not in left_out]
 
 
-class _OrderCheckpoints:
-    """A transformers ``TrainerCallback`` that keeps the sampler's state in every checkpoint (the
-    recipe of docs/training-orders.md)."""
+def documented(doc: str, marker: str) -> dict[str, Any]:
+    """What the first Python block after ``marker`` in ``docs/<doc>`` defines, run as written."""
+    from .helpers import REPO
 
-    def __init__(self, sampler: OrderSampler) -> None:
-        self.sampler, self.begun = sampler, 0
+    text = (REPO / "docs" / doc).read_text(encoding="utf-8")
+    block = text[text.index(marker):].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, f"docs/{doc}", "exec"), namespace)
+    return namespace
 
-    def on_epoch_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        self.begun = state.global_step  # the sampler's iteration starts with the epoch's (or the resumed) loader
 
-    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        (folder / "dataidx_order.json").write_text(json.dumps(self.sampler.state_dict(state.global_step - self.begun)))
+def _tiny_llama(vocabulary: int) -> Any:
+    """A random 1-layer Llama built from a config, small enough for a CPU Trainer run."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=vocabulary, hidden_size=16, intermediate_size=32,
+                                        num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                        max_position_embeddings=512))
 
 
 @pytest.mark.slow
 def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store: Path, tiny_tokenizer: Path,
                                                                       tmp_path: Path) -> None:
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
+    """The recipe of docs/training-orders.md as written: the resumed run reads the batches an
+    uninterrupted one reads, and logs the epochs its sampler has read (once it logged 0.14 for the
+    first step after a resume at 3 of 7)."""
+    from transformers import AutoTokenizer, TrainingArguments
 
     from dataidx import Collator
     from dataidx.render import render_store
 
+    recipe = documented("training-orders.md", "**transformers.Trainer**")
     store = Path(shutil.copyfile(demo_store, tmp_path / "demo.db"))
     render_store(store, tiny_tokenizer, cutoff=256)
     tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
     collate = Collator(pad_token_id=tokenizer.pad_token_id)
     seen: list[list[int]] = []
 
-    class OrderLoader(DataLoader):  # the recipe: the Trainer calls set_epoch on its loader each epoch
-        def set_epoch(self, epoch: int) -> None:
-            self.batch_sampler.set_epoch(epoch)
+    def spy(batch: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append([sum(sample["input_ids"]) for sample in batch])
+        return {k: v for k, v in collate(batch).items() if k != "loss_weights"}
 
-    class OrderTrainer(Trainer):  # ... and reads the order's batches as they are
-        def get_train_dataloader(self) -> DataLoader:
-            return OrderLoader(self.train_dataset, batch_sampler=self.order_sampler, collate_fn=self.data_collator)
-
-    def run(max_steps: int, resume: bool) -> None:
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
-                                             num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                                             max_position_embeddings=512))
+    def run(max_steps: int, checkpoint: str | None) -> list[float]:
         with DataEngine(store, render="default") as engine:
             sampler = OrderSampler(engine, global_batch_size=4, seed=3)
-            if resume:
-                sampler.load_state_dict(json.loads((tmp_path / "out" / "checkpoint-3" / "dataidx_order.json")
-                                                   .read_text()))
+            if checkpoint:
+                sampler.load_state_dict(json.loads((Path(checkpoint) / "dataidx_order.json").read_text()))
             arguments = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=max_steps, save_steps=3,
-                                          per_device_train_batch_size=4, report_to=[], use_cpu=True,
-                                          logging_strategy="no", disable_tqdm=True, remove_unused_columns=False,
-                                          ignore_data_skip=True)  # the sampler resumes; the Trainer must not skip
+                                          per_device_train_batch_size=4, report_to=[], use_cpu=True, logging_steps=1,
+                                          disable_tqdm=True, remove_unused_columns=False, ignore_data_skip=True)
+            trainer = recipe["OrderTrainer"](model=_tiny_llama(len(tokenizer)), args=arguments, train_dataset=engine,
+                                             data_collator=spy, sampler=sampler)
+            trainer.train(resume_from_checkpoint=checkpoint)
+        return [entry["epoch"] for entry in trainer.state.log_history if "loss" in entry]
 
-            def spy(batch: list[dict[str, Any]]) -> dict[str, Any]:
-                seen.append([sum(sample["input_ids"]) for sample in batch])
-                return {k: v for k, v in collate(batch).items() if k != "loss_weights"}
-
-            trainer = OrderTrainer(model=model, args=arguments, train_dataset=engine, data_collator=spy,
-                                   callbacks=[type("Save", (_OrderCheckpoints, TrainerCallback), {})(sampler)])
-            trainer.order_sampler = sampler
-            trainer.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-3") if resume else None)
-
-    run(3, resume=False)
-    run(6, resume=True)
+    run(3, None)
+    epochs = run(6, str(tmp_path / "out" / "checkpoint-3"))
     with DataEngine(store, render="default") as engine:
         sampler = OrderSampler(engine, global_batch_size=4, seed=3)
         order = [[sum(engine[i]["input_ids"]) for i in batch] for epoch in (0, 1)
                  for batch in (sampler.set_epoch(epoch), list(sampler))[1]]
-        assert len(sampler) < 6  # the run crossed an epoch's end
+        steps = sampler.steps_per_epoch
+    assert steps < 6  # the run crossed an epoch's end
     assert seen == order[:6]
+    assert epochs == pytest.approx([(step - 1) // steps + ((step - 1) % steps + 1) / steps for step in range(1, 7)])
 
 
 def test_a_recorded_order_shows_what_each_epoch_tail_trims_in_sql(tmp_path: Path) -> None:
