@@ -516,14 +516,15 @@ def documented(doc: str, marker: str) -> dict[str, Any]:
     return namespace
 
 
-def _tiny_llama(vocabulary: int) -> Any:
-    """A random 1-layer Llama built from a config, small enough for a CPU Trainer run."""
+def _tiny_llama(vocabulary: int, scale: float = 0.02) -> Any:
+    """A random 1-layer Llama built from a config, small enough for a CPU Trainer run; ``scale``
+    its weights' spread (a wider one makes tokens' losses differ more)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     return LlamaForCausalLM(LlamaConfig(vocab_size=vocabulary, hidden_size=16, intermediate_size=32,
                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                                        max_position_embeddings=512))
+                                        max_position_embeddings=512, initializer_range=scale))
 
 
 @pytest.mark.slow
@@ -546,7 +547,7 @@ def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store
 
     def spy(batch: list[dict[str, Any]]) -> dict[str, Any]:
         seen.append([sum(sample["input_ids"]) for sample in batch])
-        return {k: v for k, v in collate(batch).items() if k != "loss_weights"}
+        return collate(batch)
 
     def run(max_steps: int, checkpoint: str | None) -> list[float]:
         with DataEngine(store, render="default") as engine:
@@ -571,6 +572,85 @@ def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store
     assert steps < 6  # the run crossed an epoch's end
     assert seen == order[:6]
     assert epochs == pytest.approx([(step - 1) // steps + ((step - 1) % steps + 1) / steps for step in range(1, 7)])
+
+
+def _weighted_store(tmp_path: Path, tokenizer: Path) -> Path:
+    """A rendered store of conversations whose answers weigh 1, 0.5 or 0.25 (v1's per-message
+    ``loss_weight``): a batch's weighted mean differs from its plain mean over tokens."""
+    from dataidx.index import build
+    from dataidx.render import render_store
+
+    from .helpers import write_jsonl, write_yaml
+
+    def text(role: str, value: str, weight: float) -> dict[str, Any]:
+        return {"role": role, "content": [{"type": "text", "value": value}], "loss_weight": weight}
+
+    rows = [{"messages": [text("user", f"hello {i}, how are you today?", 0.0),
+                          text("assistant", "I am fine, thanks. " * (1 + i % 3), [1.0, 0.5, 0.25][i % 3])]}
+            for i in range(12)]
+    data = write_jsonl(tmp_path / "weighted.jsonl", rows)
+    build(write_yaml(tmp_path / "weighted.yaml", f"weighted:\n  path: {data}\n  source: local\n"),
+          tmp_path / "weighted.db")
+    render_store(tmp_path / "weighted.db", tokenizer, cutoff=256)
+    return tmp_path / "weighted.db"
+
+
+@pytest.mark.slow
+def test_the_documented_trainer_recipe_trains_v1s_weighted_loss(tiny_tokenizer: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """Once the recipe trained the model's own loss, which reads labels only: answers weighted 0.25
+    trained at 1. Its first logged loss is v1's, sum(w * token loss) / sum(w), computed here by
+    hand from the same batch and model, alone and as two batches of a gradient accumulation."""
+    from transformers import AutoTokenizer, TrainingArguments
+
+    from dataidx import Collator
+
+    monkeypatch.setattr("dataidx.training.collate._said_unweighted", False)
+    recipe = documented("training-orders.md", "**transformers.Trainer**")
+    store = _weighted_store(tmp_path, tiny_tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
+    collate = Collator(pad_token_id=tokenizer.pad_token_id, weighted=True)
+
+    def by_hand(batch: dict[str, Any]) -> tuple[float, float, int]:
+        """v1's loss of a batch, the model's own (every supervised token at 1), and its tokens."""
+        labels, weights = batch["labels"][:, 1:], batch["loss_weights"][:, 1:]
+        with torch.no_grad():
+            logits = _tiny_llama(len(tokenizer), 1.0)(input_ids=batch["input_ids"],
+                                                 attention_mask=batch["attention_mask"]).logits[:, :-1]
+        losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100,
+                                                   reduction="none")
+        supervised = labels.flatten() != -100
+        return (float((losses * weights.flatten()).sum() / (weights.sum() + 1e-6)),
+                float(losses[supervised].mean()), int(supervised.sum()))
+
+    def first_loss(per_device: int, accumulation: int) -> float:
+        with DataEngine(store, render="default") as engine:
+            sampler = OrderSampler(engine, global_batch_size=per_device, seed=0)
+            arguments = TrainingArguments(output_dir=str(tmp_path / f"out{accumulation}"), max_steps=1,
+                                          per_device_train_batch_size=per_device,
+                                          gradient_accumulation_steps=accumulation, report_to=[], use_cpu=True,
+                                          logging_steps=1, save_strategy="no", disable_tqdm=True,
+                                          remove_unused_columns=False, ignore_data_skip=True)
+            trainer = recipe["OrderTrainer"](model=_tiny_llama(len(tokenizer), 1.0), args=arguments,
+                                             train_dataset=engine,
+                                             data_collator=Collator(pad_token_id=tokenizer.pad_token_id),
+                                             sampler=sampler)
+            trainer.train()
+        return next(entry["loss"] for entry in trainer.state.log_history if "loss" in entry)
+
+    with DataEngine(store, render="default") as engine:
+        batches = [collate([engine[i] for i in batch]) for batch in OrderSampler(engine, global_batch_size=2, seed=0)]
+        weighted, own, _ = by_hand(collate([engine[i] for i in next(iter(OrderSampler(engine, global_batch_size=4,
+                                                                                        seed=0)))]))
+    assert {w for b in batches for w in b["loss_weights"].flatten().tolist()} == {0.0, 0.25, 0.5, 1.0}
+    assert abs(weighted - own) > 5e-3 * weighted  # the two losses differ on this batch by 5 times the tolerance
+    assert first_loss(4, 1) == pytest.approx(weighted, rel=1e-5)
+    # v1 weighs a step's micro-batches by their share of its supervised tokens (core/base_trainer.py)
+    (first, first_tokens), (second, second_tokens) = [(loss, tokens) for loss, _, tokens in map(by_hand, batches[:2])]
+    step = (first * first_tokens + second * second_tokens) / (first_tokens + second_tokens)
+    assert first_loss(2, 2) == pytest.approx(step, rel=1e-5)
+    assert "trains them at 1" not in caplog.text  # WeightedLoss told its Collator the weights are read
 
 
 def test_a_recorded_order_shows_what_each_epoch_tail_trims_in_sql(tmp_path: Path) -> None:
