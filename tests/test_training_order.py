@@ -280,6 +280,15 @@ def test_steps_names_the_entries_each_step_of_a_run_read(demo_copy: Path, tiny_t
     assert result.exit_code == 1 and "outside epoch 0, which has" in result.output
 
 
+def test_a_malformed_step_range_is_a_usage_error(demo_store: Path) -> None:
+    # exit 2, as click's own usage errors, and one line saying what a range is (once: exit 1)
+    for args in (("steps", demo_store, "--global-batch-size", 4, "5-3"), ("steps", demo_store, "x", "--epoch", 0),
+                 ("skip", demo_store, "s", "--steps", "3-1", "--why", "w", "--global-batch-size", 4)):
+        result = _cli(*args)
+        assert result.exit_code == 2, result.output
+        assert "a step or a range" in result.output.splitlines()[-1]
+
+
 RANK_SCRIPT = """
 import json, sys
 import torch.distributed as dist

@@ -12,15 +12,23 @@ from .common import echo, echo_json, json_option, table
 from .run_source import RunSource
 
 
-def _step_range(text: str) -> tuple[int, int]:
-    first, _, last = text.partition("-")
-    try:
-        bounds = int(first), int(last or first)
-    except ValueError:
-        raise UsageError(f"STEPS is a step or a range like 100-120, not {text!r}") from None
-    if bounds[0] < 0 or bounds[1] < bounds[0]:
-        raise UsageError(f"STEPS is a step or a range first-last of steps 0 or more, not {text!r}")
-    return bounds
+class StepRange(click.ParamType):
+    """``STEP`` or ``FIRST-LAST``, parsed where click parses arguments: a malformed one is a usage
+    error (exit 2), like any other argument click refuses."""
+
+    name = "STEP[-STEP]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        first, _, last = str(value).partition("-")
+        try:
+            bounds = int(first), int(last or first)
+        except ValueError:
+            self.fail(f"a step or a range like 100-120, not {value!r}", param, ctx)
+        if bounds[0] < 0 or bounds[1] < bounds[0]:
+            self.fail(f"a step or a range FIRST-LAST of steps 0 or more, FIRST <= LAST, not {value!r}", param, ctx)
+        return bounds
 
 
 def _run_options(func: Any) -> Any:
@@ -41,12 +49,12 @@ def _run_options(func: Any) -> Any:
 
 @click.command()
 @click.argument("store")
-@click.argument("steps", metavar="STEP[-STEP]")
+@click.argument("steps", metavar="STEP[-STEP]", type=StepRange())
 @_run_options
 @click.option("--no-skips", is_flag=True, help="The run read the order whole (OrderSampler(skips=False)), not "
               "without what the mixture's skip lists leave out.")
 @json_option("Print a JSON line per entry.")
-def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | None, epoch: int,
+def steps(store: str, steps: tuple[int, int], mixture: str, spec: str | None, plan: str | None, epoch: int,
           global_batch_size: int | None, seed: int, tail: str, no_skips: bool, as_json: bool) -> None:
     """Which entries (dataset, row, cut) global steps STEP[-STEP] of a run read.
 
@@ -64,7 +72,7 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
     """
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
-    first, last = _step_range(steps)
+    first, last = steps
     with RunSource(store, mixture, spec, plan) as source:
         found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=not no_skips)
         entries = source.entries([item for _, _, item in found])
@@ -85,10 +93,10 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
 @click.option("--who", default=None, help="Who asked [default: the user running the command].")
 @click.option("--entry", "entries", multiple=True, metavar="DATASET:ROW[:CUT]",
               help="An entry to skip; without CUT, every entry of the row. Repeatable.")
-@click.option("--steps", "step_range", metavar="STEP[-STEP]", help="Skip the entries of these global steps of a run "
+@click.option("--steps", "step_range", type=StepRange(), help="Skip the entries of these global steps of a run "
               "(named as for dataidx steps: --global-batch-size, --seed, --epoch, --render or --plan).")
 @_run_options
-def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, ...], step_range: str | None,
+def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, ...], step_range: tuple[int, int] | None,
          mixture: str, spec: str | None, plan: str | None, epoch: int, global_batch_size: int | None, seed: int,
          tail: str) -> None:
     """Store skip list NAME: entries every OrderSampler over the mixture leaves out from now on.
@@ -114,10 +122,10 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
         if step_range is not None:
             if global_batch_size is None:
                 raise UsageError("--steps needs the run's --global-batch-size")
-            first, last = _step_range(step_range)
+            first, last = step_range
             found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=True)
             ids = source.entry_ids([item for _, _, item in found])
-            what = (f"steps {step_range} of epoch {epoch} ({source.kind} {spec or plan or mixture}, global batch "
+            what = (f"steps {first}-{last} of epoch {epoch} ({source.kind} {spec or plan or mixture}, global batch "
                     f"{global_batch_size}, seed {seed}, tail {tail})")
         else:
             ids = [entry for text in entries for entry in _named_entries(source.items_reader(), text)]
