@@ -1607,7 +1607,7 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
 
     store = _turns_store(tmp_path, 2000)
     conversions = []
-    monkeypatch.setattr("dataidx.read.process.convert_row", lambda *a: conversions.append(a[3]) or convert_row(*a))
+    monkeypatch.setattr("dataidx.read.fetcher.convert_row", lambda *a: conversions.append(a[3]) or convert_row(*a))
     templated = []
     chat_text = type(Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=1).chat)
     text = chat_text.text

@@ -714,6 +714,20 @@ def test_stored_steps_answer_which_entries_a_step_read_in_sql(demo_copy: Path, t
     assert run_query(demo_copy, "SELECT DISTINCT \"order\" FROM order_steps ORDER BY 1")[1] == [("run-m",), ("run-s",)]
 
 
+@pytest.mark.slow
+def test_dataidx_steps_loads_neither_sqlalchemy_nor_pyarrow_nor_the_converters(demo_store: Path) -> None:
+    # It names entries from the store alone: SQLAlchemy came in through a constant of the ORM
+    # tables and pyarrow through dataidx.read (~460 ms of imports for a 4 ms answer).
+    code = ("import runpy, sys; sys.argv = ['dataidx', 'steps', sys.argv[1], '--global-batch-size', '4', '2', "
+            "'--json']\n"
+            "try:\n    runpy.run_module('dataidx', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('sqlalchemy', 'pyarrow', 'torch', 'dataidx.convert', 'dataidx.sources') "
+            "if m in sys.modules], file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(demo_store)], capture_output=True, text=True, check=True)
+    assert len([json.loads(line) for line in done.stdout.splitlines()]) == 4  # the step's entries
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_info_of_a_store_with_skip_lists_and_orders_stays_light(demo_copy: Path) -> None:
     # dataidx info reads a store through its own read path: skip lists and orders must not bring
     # SQLAlchemy, NumPy or torch in (once they did: 0.1 s became 0.4 s).

@@ -25,10 +25,10 @@ class RunSource:
             from ..render import RenderedMixture
 
             self.items = RenderedMixture(store, mixture, spec=spec)
-        else:
-            from ..read import StoreReader
+        else:  # entries only, not their rows: no converter or pyarrow loaded (dataidx steps starts fast)
+            from ..read import MixtureEntries
 
-            self.items = StoreReader(store, mixture)
+            self.items = MixtureEntries(store, mixture)
 
     def __enter__(self) -> RunSource:
         return self

@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import StoreError
-from .draw_tables import REPEAT_ROWS
 from .handle import StoreHandle
 from .positions import LENGTH_COLUMNS, rendered_lengths, spec_lengths
-from .render_summaries import BLOCK_SUMS, STATUS_COUNTS
+from .summary_sql import BLOCK_SUMS, REPEAT_ROWS, STATUS_COUNTS
 
 # Rows per row count: what build counted into dataset_turns.
 _TURNS = (
