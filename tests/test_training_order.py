@@ -276,7 +276,7 @@ def test_steps_names_the_entries_each_step_of_a_run_read(demo_copy: Path, tiny_t
             names = {dataset.id: dataset.name for dataset in reader.datasets.values()}
             assert [(e["dataset"], e["row"], e["cut"]) for e in shown] == \
                 [(names[d], row, cut) for d, row, cut in reader.triples(positions)]
-    result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--global-batch-size", "6", "99"])
+    result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--global-batch-size", "6", "--epoch", "0", "99"])
     assert result.exit_code == 1 and "outside epoch 0, which has" in result.output
 
 
@@ -287,6 +287,88 @@ def test_a_malformed_step_range_is_a_usage_error(demo_store: Path) -> None:
         result = _cli(*args)
         assert result.exit_code == 2, result.output
         assert "a step or a range" in result.output.splitlines()[-1]
+
+
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=4).filter(any), st.integers(1, 4))
+@settings(max_examples=examples(100))
+def test_a_trainers_global_step_names_the_samplers_epoch_and_steps(epoch_steps: list[int], accumulation: int) -> None:
+    from dataidx.read.order import RunNumbering
+
+    # as transformers.Trainer counts: each epoch's batches in groups of the accumulation (the last
+    # group what is left), global_step + 1 after each group, from 1, across epochs
+    expected, global_step = {}, 0
+    for epoch in range(3 * len(epoch_steps)):
+        steps = epoch_steps[epoch % len(epoch_steps)]
+        for first in range(0, steps, accumulation):
+            global_step += 1
+            expected[global_step] = (epoch, first, min(first + accumulation, steps) - 1)
+    numbering = RunNumbering(epoch_steps, accumulation)
+    assert {g: numbering.locate(g) for g in expected} == expected
+    assert all(numbering.global_step(epoch, step) == g for g, (epoch, first, last) in expected.items()
+               for step in range(first, last + 1))
+
+
+def test_steps_take_a_trainers_global_step_from_1_across_epochs(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=6, seed=3)
+        per_epoch = sampler.steps_per_epoch
+        logged = [batch for epoch in (0, 1) for batch in (sampler.set_epoch(epoch), list(sampler))[1]]
+    # global step g of a trainer's log read logged[g - 1]: once `dataidx steps g` named epoch 0's
+    # step g (from 0), one step late, and past the first epoch nothing
+    shown = _steps_json(demo_store, "--global-batch-size", 6, "--seed", 3, f"{per_epoch}-{per_epoch + 1}")
+    assert [e["position"] for e in shown] == logged[per_epoch - 1] + logged[per_epoch]
+    assert [(e["epoch"], e["global_step"], e["step"]) for e in shown[::6]] == [(0, per_epoch, per_epoch - 1),
+                                                                              (1, per_epoch + 1, 0)]
+    # with gradient accumulation of 4, a global step is 4 of the sampler's (the epoch's last, what is left)
+    shown = _steps_json(demo_store, "--global-batch-size", 6, "--seed", 3, "--gradient-accumulation-steps", 4, "2-3")
+    assert [e["position"] for e in shown] == [i for batch in logged[4:per_epoch] + logged[per_epoch:per_epoch + 4]
+                                              for i in batch]
+    result = _cli("steps", demo_store, "--global-batch-size", 6, "0")
+    assert result.exit_code == 1 and "global steps count from 1" in result.output
+
+
+def test_skip_lists_from_one_runs_log_name_that_runs_entries(demo_copy: Path) -> None:
+    with DataEngine(demo_copy) as engine:
+        # what each global step of a run that read the order whole read: entries of its batch
+        logged = [set(engine.reader.entries_at(batch)) for batch in OrderSampler(engine, global_batch_size=4, seed=2)]
+
+    def skipped(name: str) -> set[int]:
+        from dataidx.store import run_query
+
+        return {e for e, in run_query(demo_copy, "SELECT s.entry_id FROM skipped_entries AS s JOIN skip_lists AS l "
+                                                 "ON l.id = s.skip_list_id WHERE l.name = :n", {"n": name})[1]}
+
+    assert _cli("skip", demo_copy, "first", "--steps", 2, "--global-batch-size", 4, "--seed", 2,
+                "--why", "spike").exit_code == 0
+    assert skipped("first") == logged[1]
+    # a second list from the same log: counted with "first" in force, its steps would move onto
+    # other entries; which lists the run's numbering had is asked, not guessed
+    result = _cli("skip", demo_copy, "second", "--steps", 5, "--global-batch-size", 4, "--seed", 2, "--why", "spike")
+    assert result.exit_code == 1 and "say which with --numbered-with" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    result = _cli("skip", demo_copy, "second", "--steps", 5, "--steps", 7, "--global-batch-size", 4, "--seed", 2,
+                  "--why", "spike", "--numbered-with", "none")
+    assert result.exit_code == 0, result.output
+    # a repeated --steps keeps every value (once only the last)
+    assert skipped("second") == logged[4] | logged[6]
+    assert "global steps 5, 7 (a trainer's global_step: from 1, across epochs) = sampler steps 4, 6 of epoch 0" \
+        in result.output and "numbered with skip lists: none" in result.output
+    result = _cli("skip", demo_copy, "third", "--steps", 1, "--global-batch-size", 4, "--why", "w",
+                  "--numbered-with", "nope")
+    assert result.exit_code == 1 and "no skip list 'nope' (skip lists: first, second)" in result.output
+
+
+def test_a_repeated_steps_option_keeps_every_value(demo_copy: Path) -> None:
+    from dataidx.store import run_query
+
+    with DataEngine(demo_copy) as engine:
+        batches = list(OrderSampler(engine, global_batch_size=4, seed=2))
+        expected = set(engine.reader.entries_at(batches[1] + batches[3]))
+    result = _cli("skip", demo_copy, "both", "--epoch", 0, "--steps", 1, "--steps", 3, "--global-batch-size", 4,
+                  "--seed", 2, "--why", "spikes")
+    assert result.exit_code == 0, result.output
+    # once click kept the last --steps only: step 1's entries stayed in the order
+    assert {e for e, in run_query(demo_copy, "SELECT entry_id FROM skipped_entries")[1]} == expected
 
 
 RANK_SCRIPT = """
@@ -395,7 +477,8 @@ def test_steps_of_a_plan_names_the_members_of_each_pack_read(demo_copy: Path, ti
     with PackedDataset(demo_copy, plan="p") as packs:
         read = [[i for i in batch] for batch in OrderSampler(packs, global_batch_size=2, seed=5)]
     assert len(read) >= 2
-    shown = _steps_json(demo_copy, "--plan", "p", "--global-batch-size", 2, "--seed", 5, f"0-{len(read) - 1}")
+    shown = _steps_json(demo_copy, "--plan", "p", "--global-batch-size", 2, "--seed", 5, "--epoch", 0,
+                        f"0-{len(read) - 1}")
     assert sorted({e["pack"] for e in shown}) == sorted(i for step in read for i in step)
     members = ("SELECT e.dataset, e.row, e.cut FROM pack_members AS m JOIN entries AS e ON e.mixture = 'default' "
                "AND e.epoch = m.epoch AND e.position = m.position WHERE m.plan = 'p' AND m.pack = :pack "
@@ -458,8 +541,9 @@ def test_a_run_resumed_after_a_skip_list_continues_where_it_stopped_without_the_
         read = [i for _ in range(2) for i in next(batches)]
         state = sampler.state_dict(2)
         rest_whole = [i for batch in batches for i in batch]
-    # a loss spike in step 1: skip its entries (already read), and entries of step 4 (not yet read)
-    spike = _cli("skip", demo_copy, "spike", "--steps", "1", "--global-batch-size", 6, "--seed", 9, "--why", "spike")
+    # a loss spike in step 1 (from 0): skip its entries (already read), and entries of step 4 (not yet read)
+    spike = _cli("skip", demo_copy, "spike", "--epoch", 0, "--steps", "1", "--global-batch-size", 6, "--seed", 9,
+                 "--why", "spike")
     assert spike.exit_code == 0, spike.output
     with DataEngine(demo_copy) as engine:
         ahead = engine.reader.entries_at(rest_whole[12:14])  # two items the run has not read yet
@@ -479,9 +563,9 @@ def test_a_run_resumed_after_a_skip_list_continues_where_it_stopped_without_the_
         assert after == expected[: len(expected) // 6 * 6] and not set(after) & set(read)
         # steps count with the lists in force: later steps moved forward to fill the gaps
         fresh = _read_all(engine, 6, seed=9)
-    shown = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, f"0-{len(fresh) // 6 - 1}")
+    shown = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--epoch", 0, f"0-{len(fresh) // 6 - 1}")
     assert [e["position"] for e in shown] == fresh
-    whole = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--no-skips", "0-1")
+    whole = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--no-skips", "--epoch", 0, "0-1")
     assert [e["position"] for e in whole] == read  # the order the run read before the lists
 
 
@@ -704,7 +788,7 @@ def test_stored_steps_answer_which_entries_a_step_read_in_sql(demo_copy: Path, t
         batch = 2 if reads and reads[0] == "--plan" else 6
         result = _cli("order", demo_copy, name, "--global-batch-size", batch, "--seed", 1, "--store-steps", *reads)
         assert result.exit_code == 0 and "step entries stored" in result.output, result.output
-        shown = _steps_json(demo_copy, "--global-batch-size", batch, "--seed", 1, "0-1", *reads)
+        shown = _steps_json(demo_copy, "--global-batch-size", batch, "--seed", 1, "--epoch", 0, "0-1", *reads)
         stored = run_query(demo_copy, "SELECT step, item, dataset, row, cut FROM order_steps WHERE \"order\" = :n "
                                       "AND epoch = 0 AND step <= 1", {"n": name})[1]
         key = "pack" if reads and reads[0] == "--plan" else "position"

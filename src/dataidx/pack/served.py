@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,10 +124,11 @@ class RenderedPacks(Closable):
         return StoreError(f"{self.reader.path}: pack {pack} of plan '{self.plan}' {what}; the store is damaged or "
                           "was edited (dataidx verify says what else is)")
 
-    def skipped_items(self) -> np.ndarray:
-        """The packs of the epoch served that hold an entry the mixture's skip lists leave out: an
-        order over the plan leaves the whole pack out (planning again without them keeps the rest)."""
-        wanted = skipped_entries(self.reader.handle, self.mixture)
+    def skipped_items(self, lists: Sequence[str] | None = None) -> np.ndarray:
+        """The packs of the epoch served that hold an entry the mixture's skip lists (or lists
+        ``lists``) leave out: an order over the plan leaves the whole pack out (planning again
+        without them keeps the rest)."""
+        wanted = skipped_entries(self.reader.handle, self.mixture, lists)
         if not wanted:
             return np.empty(0, dtype=np.int64)
         packs = self.reader.fetch(_PACKS_HOLDING, self.plan_id, self.first_pack, self.first_pack + self.packs - 1,

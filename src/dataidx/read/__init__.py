@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .export import export_mixture as export_mixture
     from .export import to_hf as to_hf
     from .holding import row_entries as row_entries
+    from .order import RunNumbering as RunNumbering
     from .order import SkippingOrder as SkippingOrder
     from .order import TrainingOrder as TrainingOrder
     from .order import epoch_steps as epoch_steps
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "EntryReader": ".reader",
     "MixtureEntries": ".entries",
+    "RunNumbering": ".order",
     "SkippingOrder": ".order",
     "StoreReader": ".reader",
     "TrainingOrder": ".order",

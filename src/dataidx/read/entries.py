@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -208,10 +209,11 @@ class MixtureEntries(StoreEntries):
             found[~in_run] = pairs[np.searchsorted(pairs[:, 0], positions[~in_run]), 1]
         return found
 
-    def skipped_items(self) -> np.ndarray:
-        """The positions of the epoch served that the mixture's skip lists leave out of an order."""
+    def skipped_items(self, lists: Sequence[str] | None = None) -> np.ndarray:
+        """The positions of the epoch served that the mixture's skip lists (or lists ``lists``)
+        leave out of an order."""
         return positions_holding(self.fetch, self._runs, self.start, self.start + self.length,
-                                 skipped_entries(self.handle, self.mixture))
+                                 skipped_entries(self.handle, self.mixture, lists))
 
     def entry_at(self, index: int) -> int:
         """The base entry id at one index (:meth:`entries_at` of one)."""

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
     from .order_reads import orders_said as orders_said
+    from .order_reads import read_skip_lists as read_skip_lists
     from .order_reads import skip_lists_said as skip_lists_said
     from .order_reads import skipped_entries as skipped_entries
     from .orders import RecordedOrder as RecordedOrder
@@ -168,6 +169,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "RecordedOrder": ".orders",
     "save_order": ".orders",
     "orders_said": ".order_reads",
+    "read_skip_lists": ".order_reads",
     "skip_lists_said": ".order_reads",
     "skipped_entries": ".order_reads",
     "EntryTokens": ".tokens",
