@@ -129,17 +129,20 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
          numbered_with: tuple[str, ...]) -> None:
     """Store skip list NAME: entries every OrderSampler over the mixture leaves out from now on.
 
-    Name the entries (--entry), or the steps of a run whose entries they are (--steps, with the
-    run's order as dataidx steps takes it). Every position of the mixture that holds one, in
-    every epoch, leaves the order; a plan's packs that hold one leave a plan's order. The list
-    keeps who asked, why, and what was asked (dataidx info, the skips view). A run resumed
-    after the list was added continues where it stopped; its later steps move forward to fill
-    the places of what it skips.
+    Name the entries (--entry), or the steps of a run whose entries they are (--steps, counted
+    as dataidx steps counts them: a trainer's global_step from its log, or with --epoch the
+    sampler's). A mixture that already has lists asks which of them the run's steps were
+    numbered with (--numbered-with): each list moves the steps after it. Every position of the
+    mixture that holds an entry, in every epoch, leaves the order; a plan's packs that hold one
+    leave a plan's order. The list keeps who asked, why, and what was asked (dataidx info, the
+    skips view). A run resumed after the list was added continues where it stopped; its later
+    steps move forward to fill the places of what it skips.
 
     \b
     Example:
-        dataidx skip demo.db spike-1200 --steps 1200-1203 --global-batch-size 32 --why "loss spike at 1201"
-        dataidx skip demo.db bad-rows --entry demo_alpaca:17 --entry demo_sharegpt:3:5 --why "PII"
+        dataidx skip demo.db spike --steps 5-6 --global-batch-size 4 --why "loss spike at 6"
+        dataidx skip demo.db spike-2 --steps 2 --steps 8 --global-batch-size 4 --numbered-with none --why "spikes"
+        dataidx skip demo.db bad-rows --entry demo_alpaca:7 --entry demo_sharegpt:3:2 --why "PII"
     """
     from ..store import add_skip_list
 
@@ -148,8 +151,8 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
     who = who or _user()
     with RunSource(store, mixture, spec, plan) as source:
         if step_ranges:
-            ids, what = source.steps_entries(step_ranges, epoch=epoch, global_batch_size=global_batch_size,
-                                       seed=seed, tail=tail, accumulation=accumulation, numbered_with=numbered_with)
+            ids, what = source.steps_entries(step_ranges, epoch=epoch, global_batch_size=global_batch_size, seed=seed,
+                                             tail=tail, accumulation=accumulation, numbered_with=numbered_with)
         else:
             ids = [entry for text in entries for entry in _named_entries(source.items_reader(), text)]
             what = "entries " + ", ".join(entries)
@@ -167,7 +170,7 @@ def unskip(store: str, name: str, mixture: str) -> None:
 
     \b
     Example:
-        dataidx unskip demo.db spike-1200
+        dataidx unskip demo.db spike
     """
     from ..store import remove_skip_list
 
