@@ -1,0 +1,126 @@
+"""Issue 50 (trust, round 3), converters at build: columns that carry meaning and that the
+converter would ignore, a malformed media column or message content, and a lone surrogate in
+a JSON source are each one line naming what is wrong, never a quiet build of something else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dataidx import DataEngine, register_converter
+from dataidx.cli import cli
+from dataidx.errors import ConfigError, SourceError
+from dataidx.index import build
+
+from .helpers import SHARED_DATA, requires_shared, write_jsonl, write_yaml
+
+
+def run(*args: object):
+    return CliRunner().invoke(cli, [str(arg) for arg in args])
+
+
+def refused(result, message: str) -> None:
+    """Exit 1 and ``Error: message`` as the one line of output, no traceback."""
+    assert (result.exit_code, result.output) == (1, f"Error: {message}\n"), result.output
+
+
+# Item 7: a preference pair or a KTO label the converter would not read.
+
+@requires_shared
+def test_llamafactorys_dpo_demo_under_sharegpt_is_refused_naming_its_pair_and_that_no_converter_takes_it(
+        tmp_path: Path) -> None:
+    """dpo_en_demo.json holds a sharegpt prompt and one {from, value} answer per side: v0's ranking
+    shape, which pair does not take either. It built with exit 0 and trained neither answer."""
+    demo = SHARED_DATA / "dpo_en_demo.json"
+    config = write_yaml(tmp_path / "dpo.yaml", f"dpo:\n  path: {demo}\n  source: local\n  converter: sharegpt\n")
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"),
+            "dataset 'dpo': columns chosen, rejected (a preference pair) would be ignored under converter "
+            "'sharegpt', which trains the rows without their pair; no converter takes these rows yet: conversations "
+            "beside single chosen and rejected answers is LLaMA-Factory v0's ranking shape, and converter pair needs "
+            "chosen and rejected as lists of {role, content} messages, the prompt included; if ignoring them is "
+            "meant, set ignore_columns: [chosen, rejected]")
+    assert not (tmp_path / "s.db").exists()
+    write_yaml(tmp_path / "pair.yaml", f"dpo:\n  path: {demo}\n  source: local\n  converter: pair\n")
+    refused(run("build", tmp_path / "pair.yaml", "-o", tmp_path / "s.db", "-q"),
+            "dataset 'dpo', row 0, converter 'pair': chosen and rejected are single messages: ranking data in "
+            "LLaMA-Factory v0's shape (single answers); v1's pair converter needs each side as a list of "
+            '{role, content} messages, the prompt included (e.g. chosen: [{"role": "user", "content": "<prompt>"}, '
+            '{"role": "assistant", "content": "<answer>"}])')
+    config.write_text(config.read_text() + "  ignore_columns: [chosen, rejected]\n")  # the prompts' turns, on purpose
+    assert build(config, tmp_path / "s.db").datasets[0].rows == 300
+
+
+@requires_shared
+def test_llamafactorys_kto_demo_under_openai_is_refused_naming_its_label(tmp_path: Path) -> None:
+    """kto_en_demo.json's 150 answers labelled false trained as targets under openai."""
+    demo = SHARED_DATA / "kto_en_demo.json"
+    config = write_yaml(tmp_path / "kto.yaml", f"kto:\n  path: {demo}\n  source: local\n  converter: openai\n")
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"),
+            "dataset 'kto': column label (a KTO label) would be ignored under converter 'openai', which trains every "
+            "answer, those labelled false too; no converter trains a KTO label yet (LLaMA-Factory v1 has none); if "
+            "ignoring it is meant, set ignore_columns: [label]")
+    config.write_text(config.read_text() + "  ignore_columns: [label]\n")
+    built = build(config, tmp_path / "s.db")
+    assert built.datasets[0].rows == 300
+    assert json.loads(run("query", tmp_path / "s.db", "SELECT info FROM datasets", "--json").output)[0]["info"] \
+        == json.dumps({"path": str(demo), "source": "local", "split": "train", "converter": "openai", "size": None,
+                       "weight": None, "streaming": False, "on_error": "raise", "columns": None,
+                       "ignore_columns": ["label"]})
+
+
+def test_pair_columns_of_v1s_shape_under_another_converter_suggest_pair(tmp_path: Path) -> None:
+    """HuggingFaceH4-style rows: messages beside chosen and rejected message lists."""
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "good"}]
+    rejected = [messages[0], {"role": "assistant", "content": "bad"}]
+    rows = [{"messages": messages, "chosen": messages, "rejected": rejected}]
+    data = write_jsonl(tmp_path / "prefs.jsonl", rows * 3)
+    for converter, under in (("openai", "under converter 'openai'"), (None, "with no converter")):
+        line = f"  converter: {converter}\n" if converter else ""
+        config = write_yaml(tmp_path / "c.yaml", f"prefs:\n  path: {data}\n  source: local\n{line}")
+        with pytest.raises(SourceError) as refusal:
+            build(config, tmp_path / "s.db")
+        assert str(refusal.value) == (
+            f"dataset 'prefs': columns chosen, rejected (a preference pair) would be ignored {under}, which trains "
+            "the rows without their pair; they suggest converter: pair; if ignoring them is meant, set "
+            "ignore_columns: [chosen, rejected]")
+    config = write_yaml(tmp_path / "c.yaml", f"prefs:\n  path: {data}\n  source: local\n  converter: pair\n")
+    with DataEngine(build(config, tmp_path / "s.db").store) as engine:
+        assert [m["content"][0]["value"] for m in engine[0]["rejected_messages"]] == ["q", "bad"]
+
+
+def test_a_renamed_column_is_checked_under_the_name_the_converter_sees(tmp_path: Path) -> None:
+    rows = [{"instruction": "q", "output": "a", "verdict": False}] * 2
+    data = write_jsonl(tmp_path / "a.jsonl", rows)
+    config = write_yaml(tmp_path / "c.yaml", f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n"
+                                             "  columns: {label: verdict}\n")
+    with pytest.raises(SourceError, match=r"^dataset 'a': column label \(a KTO label\) would be ignored"):
+        build(config, tmp_path / "s.db")
+    config.write_text(config.read_text().replace("  columns: {label: verdict}\n", ""))  # 'verdict' means nothing
+    assert build(config, tmp_path / "s.db").datasets[0].entries == 2
+
+
+def test_a_users_converter_reads_what_it_was_written_to_read(tmp_path: Path) -> None:
+    @register_converter("test_kto_as_sft", version="1")
+    def kto_as_sft(row):
+        keep = 1.0 if row["label"] else 0.0
+        return {"messages": [
+            {"role": "user", "content": [{"type": "text", "value": row["q"]}], "loss_weight": 0.0},
+            {"role": "assistant", "content": [{"type": "text", "value": row["a"]}], "loss_weight": keep},
+        ]}
+
+    data = write_jsonl(tmp_path / "k.jsonl", [{"q": "q", "a": "a", "label": label} for label in (True, False, True)])
+    config = write_yaml(tmp_path / "c.yaml", f"k:\n  path: {data}\n  source: local\n  converter: test_kto_as_sft\n")
+    assert build(config, tmp_path / "s.db").datasets[0].empty == 1
+
+
+@pytest.mark.parametrize("value", ["label", [""], [1], {"label": True}])
+def test_ignore_columns_must_be_a_list_of_names(tmp_path: Path, value: object) -> None:
+    config = write_yaml(tmp_path / "c.yaml", f"a:\n  path: a.jsonl\n  ignore_columns: {json.dumps(value)}\n")
+    with pytest.raises(ConfigError) as refusal:
+        build(config, tmp_path / "s.db")
+    assert str(refusal.value).endswith(
+        "1 problem: dataset 'a': key 'ignore_columns' must be a list of column names the converter is meant to "
+        f"ignore (e.g. [label]), got {value!r}")
