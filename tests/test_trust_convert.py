@@ -124,3 +124,68 @@ def test_ignore_columns_must_be_a_list_of_names(tmp_path: Path, value: object) -
     assert str(refusal.value).endswith(
         "1 problem: dataset 'a': key 'ignore_columns' must be a list of column names the converter is meant to "
         f"ignore (e.g. [label]), got {value!r}")
+
+
+# Item 16: a malformed media column, and rows of another shape given no converter.
+
+def _openai_rows(images: object) -> list[dict]:
+    messages = [{"role": "user", "content": "<image><image>Who are they?"}, {"role": "assistant", "content": "Us."}]
+    return [{"messages": messages, "images": images}] * 2
+
+
+@pytest.mark.parametrize(("images", "said"), [
+    (5, "column 'images' is an int (5), not a file path (a string)"),
+    (["a.jpg", None], "column 'images' item 1 is null, not a file path (a string)"),
+    ({"path": "a.jpg"}, "column 'images' is a dict ({'path': 'a.jpg'}), not a file path (a string); media stored as "
+                        "data (a datasets Image or Video feature) is not read: give file paths"),
+], ids=["number", "null-item", "dict"])
+def test_a_malformed_media_column_is_named_by_dataset_row_and_column(tmp_path: Path, images: object,
+                                                                    said: str) -> None:
+    """Before: 'TypeError: 'int' object is not iterable'; a null file served as an image_url of
+    null; a dict's keys taken as its files (here one, 'path', for one placeholder: built)."""
+    data = write_jsonl(tmp_path / "m.jsonl", _openai_rows(images))
+    config = write_yaml(tmp_path / "c.yaml", f"mm:\n  path: {data}\n  source: local\n  converter: openai\n")
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"), f"dataset 'mm', row 0, converter 'openai': {said}")
+
+
+def test_images_stored_as_data_are_named_not_served_as_dicts(tmp_path: Path) -> None:
+    """A hub dataset's Image feature is a {bytes, path} struct a row: it built, and engine[0]
+    served the struct (its bytes too) as the image_url's value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = _openai_rows([{"bytes": b"\x89PNG", "path": None}] * 2)
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "m.parquet")
+    config = write_yaml(tmp_path / "c.yaml", f"mm:\n  path: {tmp_path / 'm.parquet'}\n  source: local\n"
+                                             "  converter: openai\n")
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"),
+            "dataset 'mm', row 0, converter 'openai': column 'images' item 0 is a dict ({'bytes': b'\\x89PNG', "
+            "'path': None}), not a file path (a string); media stored as data (a datasets Image or Video feature) "
+            "is not read: give file paths")
+
+
+@pytest.mark.parametrize(("messages", "said"), [
+    ([{"role": "user", "content": "<image>Who?"}, {"role": "assistant", "content": "Us."}],
+     "messages 0: content is a str, not a list of {type, value} blocks; rows in the OpenAI chat shape ({role, "
+     "content: str}, like LLaMA-Factory's mllm_demo.json) take converter: openai"),
+    ([{"role": "user", "content": ["Who?"]}, {"role": "assistant", "content": ["Us."]}],
+     "messages 0: content is a list of str, not a list of {type, value} blocks"),
+    (["Who?", "Us."], "messages 0 is a str, not a {role, content} message"),
+], ids=["text-content", "list-of-text", "text-messages"])
+def test_rows_not_in_the_standard_shape_with_no_converter_are_refused_naming_the_message(
+        tmp_path: Path, messages: list, said: str) -> None:
+    """mllm_demo.json given no converter built, then rendered every entry as a render_error
+    'AttributeError: 'str' object has no attribute 'get''; text messages failed the build the
+    same way."""
+    data = write_jsonl(tmp_path / "m.jsonl", [{"messages": messages, "images": ["a.jpg"]}] * 2)
+    config = write_yaml(tmp_path / "c.yaml", f"mm:\n  path: {data}\n  source: local\n")
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"), f"dataset 'mm', row 0, converter 'none': {said}")
+
+
+@requires_shared
+def test_llamafactorys_mllm_demo_with_no_converter_names_the_converter_it_needs(tmp_path: Path) -> None:
+    config = write_yaml(tmp_path / "c.yaml", f"mllm:\n  path: {SHARED_DATA / 'mllm_demo.json'}\n  source: local\n")
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"),
+            "dataset 'mllm', row 0, converter 'none': messages 0: content is a str, not a list of {type, value} "
+            "blocks; rows in the OpenAI chat shape ({role, content: str}, like LLaMA-Factory's mllm_demo.json) take "
+            "converter: openai")
