@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataidx import DataEngine, register_converter
 from dataidx.cli import cli
 from dataidx.errors import ConfigError, SourceError
 from dataidx.index import build
+from dataidx.sources.json_surrogates import lone_surrogate
 
-from .helpers import SHARED_DATA, requires_shared, write_jsonl, write_yaml
+from .helpers import SHARED_DATA, examples, requires_shared, write_jsonl, write_yaml
 
 
 def run(*args: object):
@@ -189,3 +192,59 @@ def test_llamafactorys_mllm_demo_with_no_converter_names_the_converter_it_needs(
             "dataset 'mllm', row 0, converter 'none': messages 0: content is a str, not a list of {type, value} "
             "blocks; rows in the OpenAI chat shape ({role, content: str}, like LLaMA-Factory's mllm_demo.json) take "
             "converter: openai")
+
+
+# Item 16: a lone surrogate, refused in a content block as in plain content.
+
+LONE = "a\\ud800b"  # as JSON text: half of a UTF-16 pair, no character
+
+
+def _blocks(answer: str) -> dict:
+    return {"messages": [{"role": "user", "content": [{"type": "text", "value": "q"}], "loss_weight": 0.0},
+                         {"role": "assistant", "content": [{"type": "text", "value": answer}], "loss_weight": 1.0}]}
+
+
+@pytest.mark.parametrize(("name", "converter", "text"), [
+    # v1's standard rows as a JSON array: datasets reads it with ujson, which dropped the half in silence
+    ("blocks.json", None, "[\n" + json.dumps(_blocks("fine")) + ",\n" + json.dumps(_blocks("X")) + "\n]\n"),
+    # content blocks of mixed shapes (a key only some messages have): read with ujson too
+    ("mixed.jsonl", None, json.dumps(_blocks("fine")) + "\n" + json.dumps(_blocks("X")).replace(
+        '"loss_weight": 0.0', '"loss_weight": 0.0, "name": "me"', 1) + "\n"),
+    # plain content: pyarrow refused it, as "Trailing data at position 43 <- JSON parse error: ..."
+    ("plain.jsonl", "alpaca", json.dumps({"instruction": "q", "output": "fine"}) + "\n"
+     + json.dumps({"instruction": "q", "output": "X"}) + "\n"),
+], ids=["json-array", "mixed-shapes", "plain-content"])
+def test_a_lone_surrogate_in_a_content_block_is_refused_as_in_plain_content(tmp_path: Path, name: str,
+                                                                           converter: str | None, text: str) -> None:
+    data = tmp_path / name
+    data.write_text(text.replace("X", LONE))
+    line = f"  converter: {converter}\n" if converter else ""
+    config = write_yaml(tmp_path / "c.yaml", f"d:\n  path: {data}\n  source: local\n{line}")
+    where = 3 if name.endswith(".json") else 2
+    refused(run("build", config, "-o", tmp_path / "s.db", "-q"),
+            f"dataset 'd': {data}: line {where}: \\ud800 is half of a UTF-16 surrogate pair without its other half, "
+            "not a character; write the character itself, or both halves of its pair")
+    data.write_text(text.replace("X", "a\\ud83d\\ude00b \\\\ud800"))  # a whole pair, and the text \ud800: built
+    with DataEngine(build(config, tmp_path / "s.db").store) as engine:
+        assert engine[-1]["messages"][-1]["content"][0]["value"] == "a\U0001f600b \\ud800"
+
+
+_PIECES = st.lists(st.sampled_from(["a", "\\", "\"", "\n", "é", "\ud800", "\udbff", "\udc00", "\U0001f600", "\u00e9"]),
+                   max_size=8).map("".join)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(values=st.lists(st.lists(_PIECES, max_size=3), min_size=1, max_size=5),
+       block=st.sampled_from([1, 2, 5, 7, 11, 64, 1 << 16]))
+def test_the_lone_surrogate_found_is_the_first_json_decodes(tmp_path_factory, values: list[list[str]],
+                                                            block: int) -> None:
+    """Written as json.dumps writes text (every surrogate half escaped, pairs as two escapes,
+    backslashes doubled), read back by json.loads: a line whose strings hold a lone half is found,
+    whatever the block size, and no other."""
+    path = tmp_path_factory.mktemp("surrogates") / "v.jsonl"
+    written = [json.dumps({"text": value}) for value in values]  # two halves side by side: a pair
+    path.write_text("".join(line + "\n" for line in written), encoding="ascii")
+    lines = [number for number, line in enumerate(written, 1)
+             if any("\ud800" <= character <= "\udfff" for text in json.loads(line)["text"] for character in text)]
+    found = lone_surrogate(str(path), block_size=block)
+    assert (found[0] if found else None) == (lines[0] if lines else None)
