@@ -479,6 +479,22 @@ def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_
     assert run("pack", store, "--spec", "default", "--capacity", "64").exit_code == 0
 
 
+
+def test_a_sample_with_string_content_in_an_older_store_says_what_is_wrong_not_an_attribute_error(
+        tiny_tokenizer: Path) -> None:
+    """A store built before the build refused text content renders such a sample as a render_error
+    that names the message, not Python's words for what the template tripped on."""
+    from transformers import AutoTokenizer
+
+    from dataidx.render import CHATML, Renderer
+
+    renderer = Renderer(AutoTokenizer.from_pretrained(tiny_tokenizer), CHATML, cutoff=64)
+    sample = {"messages": [{"role": "user", "content": "hi", "loss_weight": 0.0},
+                           {"role": "assistant", "content": "yo", "loss_weight": 1.0}]}
+    rendered = renderer.render(sample, True)
+    assert rendered.status == "render_error" and "AttributeError" not in (rendered.detail or "")
+    assert "messages 0" in (rendered.detail or "") and "content" in (rendered.detail or "")
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
 def test_json_nested_too_deep_is_refused_before_pyarrow_crashes_on_it(tmp_path: Path, name: str) -> None:

@@ -166,8 +166,9 @@ def step_items(order: TrainingOrder | SkippingOrder, global_batch_size: int, fir
     start in batches of ``global_batch_size`` (a padded last step wraps to the epoch's start)."""
     steps = epoch_steps(order.length, global_batch_size, tail)
     if not 0 <= first <= last < steps:
-        raise IndexError(f"steps {first}..{last} are outside epoch {order.epoch}, which has {steps} steps of "
-                         f"{global_batch_size} items ({order.length} items, tail {tail})")
+        raise IndexError(f"steps {first}..{last} are outside epoch {order.epoch}, which has {steps} "
+                         f"step{'' if steps == 1 else 's'} of {global_batch_size} items ({order.length} items, "
+                         f"tail {tail})")
     indices = np.arange(first * global_batch_size, (last + 1) * global_batch_size, dtype=np.int64)
     items = order.at(indices % order.length).tolist()
     return [(int(index) // global_batch_size, int(index), item) for index, item in zip(indices.tolist(), items)]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..convert import SUPERVISED_EPSILON, truncate
+from ..convert import SUPERVISED_EPSILON, sample_problem, truncate
 from ..errors import DataidxError, RenderError, bounded
 from ..store import STATUSES
 from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
@@ -168,7 +168,8 @@ class Renderer:
         """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
         self.controls.kept.clear()
         with self.chat.entry():  # the entry's texts share one time budget
-            made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)))
+            made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)),
+                                 sample)
         return _holding(made, tuple(sorted(self.controls.kept)))
 
     def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, _Side]:
@@ -186,8 +187,10 @@ class Renderer:
             return self._too_long(written // self.longest, f"{written} characters of chat text")
         return sides
 
-    def _guarded(self, draft: Callable[[], Draft]) -> Draft:
-        """``draft()``, with what the data or the template raise as the entry's ``render_error``."""
+    def _guarded(self, draft: Callable[[], Draft], sample: Mapping[str, Any] | None = None) -> Draft:
+        """``draft()``, with what the data or the template raise as the entry's ``render_error``
+        (for a ``sample`` not in the standard shape, what is wrong with it: a store built before
+        the build refused such rows)."""
         try:
             return draft()
         except DataidxError as exc:
@@ -196,8 +199,10 @@ class Renderer:
         except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
             return Rendered(status="render_error", detail="the sample nests too deep to render", cause="nested")
         except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
+            problem = sample_problem(sample) if isinstance(sample, Mapping) else None
             return Rendered(status="render_error", detail=bounded(f"the sample is not in the standard format: "
-                                                                  f"{type(exc).__name__}: {exc}"), cause="format")
+                                                                  f"{problem or f'{type(exc).__name__}: {exc}'}"),
+                            cause="format")
 
     def _over_bound(self, sample: Mapping[str, Any]) -> Rendered | None:
         """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
