@@ -1,6 +1,7 @@
 """Every shell command in the README and docs runs as written on the demo: the README's from a
 folder holding only the repository's ``data/`` (and the templates its commands name), in the order
-a reader meets them, then each other page's from where the README leaves the demo.
+a reader meets them, with the README's Python between them (one namespace, as a reader's session),
+then each other page's commands from where the README leaves the demo.
 
 Commands are in ``bash`` fences; a ``text`` fence holds usage lines with placeholders, and no
 other fence holds a line that starts ``dataidx``. ``dataidx`` commands run in this process through click, as the
@@ -52,11 +53,15 @@ def fences(page: str) -> list[tuple[str, str]]:
     return re.findall(r"^```(\S*)\n(.*?)^```", (REPO / page).read_text(encoding="utf-8"), flags=re.S | re.M)
 
 
-def shell_lines(page: str) -> list[str]:
-    """The page's shell commands, one per line (a trailing backslash joins the next), comments kept
+def lines_of(block: str) -> list[str]:
+    """A shell block's commands, one per line (a trailing backslash joins the next), comments kept
     for shlex to drop."""
-    return [line for language, block in fences(page) if language in SHELL
-            for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def shell_lines(page: str) -> list[str]:
+    """The page's shell commands, in order."""
+    return [line for language, block in fences(page) if language in SHELL for line in lines_of(block)]
 
 
 def commands(line: str, environment: dict[str, str]) -> Iterator[list[str]]:
@@ -100,10 +105,25 @@ def serve(command: list[str], folder: Path) -> None:
         server.wait(timeout=30)
 
 
-def run_page(page: str, folder: Path, environment: dict[str, str], overrides: dict[str, str]) -> list[str]:
-    """Run a page's commands in ``folder``; the commands run (as text)."""
+def run_page(page: str, folder: Path, environment: dict[str, str], overrides: dict[str, str], *,
+             python: dict[str, object] | None = None) -> list[str]:
+    """Run a page's commands in ``folder`` (and with ``python``, a namespace, its Python blocks
+    too, where they stand); the commands run (as text)."""
     ran = []
-    for line in shell_lines(page):
+    for language, block in fences(page):
+        if language == "python" and python is not None:
+            exec(compile(block, page, "exec"), python)  # the README's own code, as a reader runs it
+            continue
+        if language in SHELL:
+            ran += run_lines(page, lines_of(block), folder, environment, overrides)
+    return ran
+
+
+def run_lines(page: str, lines: list[str], folder: Path, environment: dict[str, str],
+              overrides: dict[str, str]) -> list[str]:
+    """Run shell lines of a page in ``folder``; the commands run (as text)."""
+    ran = []
+    for line in lines:
         for command in commands(line, environment):
             if not_run(command):
                 continue
@@ -127,12 +147,20 @@ def readme_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     folder = tmp_path_factory.mktemp("readme")
     shutil.copytree(REPO / "data", folder / "data")
     shutil.copytree(REPO / "tests" / "conformance" / "families", folder / "tests" / "conformance" / "families")
-    old = Path.cwd()
+    old, cache = Path.cwd(), os.environ.get("DATAIDX_CACHE")
     os.chdir(folder)
+    os.environ["DATAIDX_CACHE"] = str(folder / "cache")  # DataEngine("data/demo_sft.yaml") builds there
+    python: dict[str, object] = {}
     try:
-        yield folder, run_page("README.md", folder, {}, {})
+        yield folder, run_page("README.md", folder, {}, {}, python=python)
     finally:
+        for engine in [value for value in python.values() if hasattr(value, "close") and not isinstance(value, type)]:
+            engine.close()  # type: ignore[attr-defined]
         os.chdir(old)
+        if cache is None:
+            os.environ.pop("DATAIDX_CACHE", None)
+        else:
+            os.environ["DATAIDX_CACHE"] = cache
 
 
 def test_every_readme_command_runs_as_written_on_the_demo(readme_demo: tuple[Path, list[str]]) -> None:
