@@ -42,7 +42,7 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(os.path.basename(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr("dataidx.sources.loaders.too_deep", counting)  # where refuse_deep_json finds it
+    monkeypatch.setattr("dataidx.sources.loaders.too_deep", counting)  # where refuse_unreadable_json finds it
     return seen
 
 

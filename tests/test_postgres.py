@@ -485,10 +485,10 @@ def test_orders_skip_lists_and_steps_on_the_server_match_a_file(url: str, tmp_pa
     for store in (str(file), url):
         with DataEngine(store) as engine:
             read.append([i for batch in OrderSampler(engine, global_batch_size=6, seed=2) for i in batch])
-        steps.append(run("steps", store, "--global-batch-size", "6", "--seed", "2", "0-2", "--json").stdout)
+        steps.append(run("steps", store, "--global-batch-size", "6", "--seed", "2", "1-3", "--json").stdout)
         skips.append(run("query", store, "SELECT dataset, row, cut, who, why FROM skips ORDER BY 1, 2, 3",
                          "--json").stdout)
-    assert read[0] == read[1] and len(read[0]) > 0 and steps[0] == steps[1] and skips[0] == skips[1]
+    assert read[0] == read[1] and len(read[0]) > 0 and steps[0] == steps[1] != "" and skips[0] == skips[1]
     assert "bo" in skips[1] and run("unskip", url, "rows").exit_code == 0
     assert "skip list 'rows'" not in run("info", url).stdout and "skip list 'spike'" in run("info", url).stdout
 

@@ -183,14 +183,17 @@ def added_tokens_table(specs: list[dict[str, Any]]) -> str:
                     [(s["name"], u["dataset"], u["token"], u["entries"]) for s in specs for u in s["added_tokens"]]))
 
 
-def causes_note(spec: str, causes: Sequence[tuple[str, int, str, int, int | None, str | None]]) -> str:
+def causes_note(spec: str, causes: Sequence[tuple[str, int, str, int, int | None, str | None]], *,
+                within: str | None = None) -> str:
     """What ``dataidx render`` and ``info`` say of why entries of a spec do not train: per cause
     ``(cause, entries, dataset, row, cut, detail)``, its count and words, the first entry with its
-    detail, and for a template's cause what to pass instead ("" when every entry trains)."""
+    detail, and for a template's cause what to pass instead ("" when every entry trains);
+    ``within``: the mixture whose datasets' entries they are."""
     if not causes:
         return ""
     total = sum(cause[1] for cause in causes)
-    lines = [f"why {total:,} entr{'y' if total == 1 else 'ies'} of spec '{spec}' do not train:"]
+    of = f"spec '{spec}'" + (f" in the datasets of {within}" if within else "")
+    lines = [f"why {total:,} entr{'y' if total == 1 else 'ies'} of {of} do not train:"]
     for cause, entries, dataset, row, cut, detail in causes:
         lines.append(f"  {entries:>9,}  {describe_cause(cause).words}")
         example = f"{dataset} row {row}" + (f" cut {cut}" if cut is not None else "")
@@ -236,13 +239,14 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
     return "\n".join(filter(None, parts))
 
 
-def spec_composition_notes(store: str, spec: str, rows: list[dict[str, Any]]) -> str:
+def spec_composition_notes(store: str, spec: str, mixture: str, rows: list[dict[str, Any]]) -> str:
     """What ``dataidx compose --spec`` says under its main table: reasoning per dataset (of the
-    entries that train), then why the spec's entries that do not train do not."""
+    entries that train), then why the spec's entries of the mixture's datasets that do not train do not."""
     reasoning = ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
                  + table(["dataset", *REASONING_COLUMNS],
                          [(row["dataset"], *(row[c] for c in REASONING_COLUMNS)) for row in rows]))
-    return "\n".join(filter(None, [reasoning, causes_note(spec, spec_causes(store, spec))]))
+    causes = causes_note(spec, spec_causes(store, spec, mixture=mixture), within=f"mixture '{mixture}'")
+    return "\n".join(filter(None, [reasoning, causes]))
 
 
 def merged_and_kept(rows: dict[str, int]) -> tuple[str, str]:

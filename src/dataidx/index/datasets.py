@@ -48,6 +48,7 @@ from ..spec import DatasetSpec
 from ..store import Dataset, RejectedRow, insert_base_entries, insert_dataset_turns, row_lengths
 from .empty import refuse_empty
 from .mixtures import MixtureWriter
+from .unread import refuse_unread
 
 #: A chunk ends after this many rows or this many bytes of Arrow data, whichever comes first.
 CHUNK_ROWS = 1 << 20
@@ -113,6 +114,7 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
     if dataset.columns:
         rows = RenamedRows(rows, dataset.columns, dataset.name)
     converter = converters.get(dataset.converter or "none")
+    refuse_unread(dataset, converter=converter.name, columns=rows.column_names)  # before a row is converted
     record = {
         "id": position + 1, "name": dataset.name, "position": position, "path": dataset.path, "source": dataset.source,
         "loader_version": sources.get(dataset.source).version, "split": dataset.split, "converter": converter.name,

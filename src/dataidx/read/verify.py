@@ -2,9 +2,10 @@
 
 Opening compares each source file's size and mtime, the listing of dataset folders, and the
 recorded converter and loader versions. ``dataidx verify`` adds content hashes of every
-source file, the recorded Arrow data and SQLite's own integrity check. A dataset whose files
-are at their recorded places relative to the store, other files than the build read (a project
-folder moved or copied whole), is checked, and read, there.
+source file, the recorded Arrow data, SQLite's own integrity check, the summary tables and every
+packing plan recounted. A dataset whose files are at their recorded places relative to the store,
+other files than the build read (a project folder moved or copied whole), is checked, and read,
+there.
 """
 
 from __future__ import annotations
@@ -19,21 +20,21 @@ from ..sources import added_files, arrow_files_state, changed_files, placed, sou
 from ..spec import DatasetSpec
 from ..store import (
     StoredDataset,
-    StoreHandle,
     composition_problems,
     open_store,
+    plan_problems,
     read_datasets,
     store_folder,
     summary_problems,
 )
 
 
-def datasets_as_found(handle: StoreHandle,
+def datasets_as_found(datasets: dict[int, StoredDataset],
                       store: str | os.PathLike[str]) -> tuple[str | None, dict[int, StoredDataset]]:
-    """The store's folder (None in PostgreSQL) and its datasets by id
+    """The store's folder (None in PostgreSQL) and its ``datasets`` by id
     (:func:`~dataidx.store.read_datasets`), each :func:`as_found` there."""
     folder = store_folder(store)
-    return folder, {id_: as_found(dataset, folder) for id_, dataset in read_datasets(handle).items()}
+    return folder, {id_: as_found(dataset, folder) for id_, dataset in datasets.items()}
 
 
 def as_found(dataset: StoredDataset, folder: str | None) -> StoredDataset:
@@ -112,10 +113,11 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
 
     with open_store(path) as handle:
-        folder, datasets = datasets_as_found(handle, path)
+        folder, datasets = datasets_as_found(read_datasets(handle), path)
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += composition_problems(handle)
         damage += summary_problems(handle)
+        damage += plan_problems(handle)
     report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}
