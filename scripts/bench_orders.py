@@ -93,8 +93,8 @@ def orders_table(work: Path, positions: int) -> tuple[int, list[tuple[str, ...]]
     in_process = median_ms(steps_in_process, 20)
     lines.append((f"steps: the {GLOBAL_BATCH:,} entries of global step {step:,}, from opening the store (ms)",
                   f"{in_process:.2f}", "", "", "<= 10 ms", "met" if in_process <= 10 else "MISSED"))
-    command = [sys.executable, "-m", "dataidx", "steps", str(store), "--mixture", "repeated",
-               "--global-batch-size", str(GLOBAL_BATCH), str(step), "--json"]
+    command = [sys.executable, "-m", "dataidx", "steps", str(store), "--mixture", "repeated",  # the sampler's step
+               "--global-batch-size", str(GLOBAL_BATCH), "--epoch", "0", str(step), "--json"]
     started = time.perf_counter()
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     wall = time.perf_counter() - started

@@ -107,3 +107,36 @@ def test_a_sample_whose_fields_disagree_in_length_is_named() -> None:
         Collator(pad_token_id=0)([good, bad])
     with pytest.raises(UsageError, match="sample 1 of the batch has 3 input_ids"):
         Collator(pad_token_id=0)([[good, bad]])
+
+
+def test_a_batch_whose_weights_a_models_own_loss_would_drop_says_so_once(monkeypatch: pytest.MonkeyPatch,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A loss that reads labels only trains a token weighted 0.5 at 1: the first such batch of a
+    process says so (once it went in silence), unless the Collator is told the loss reads them."""
+    import logging
+
+    from dataidx import WeightedLoss
+
+    monkeypatch.setattr("dataidx.training.collate._said_unweighted", False)
+    whole = {"input_ids": [1, 2, 3], "labels": [IGNORE, 2, 3], "loss_weights": [0.0, 1.0, 1.0]}
+    half = {"input_ids": [4, 5, 6], "labels": [IGNORE, 5, 6], "loss_weights": [0.0, 0.5, 0.5]}
+    with caplog.at_level(logging.WARNING, logger="dataidx.training.collate"):
+        Collator(pad_token_id=PAD)([whole, whole])  # weights of 1 train the same either way
+        Collator(pad_token_id=PAD, weighted=True)([half])
+        assert caplog.text == ""
+        Collator(pad_token_id=PAD)([whole, half])
+        Collator(pad_token_id=PAD).packed([[whole, half]])
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "weigh 2 of its supervised tokens other than 1 (0.5, ...)" in said[0]
+    assert "trains them at 1" in said[0] and "dataidx.WeightedLoss" in said[0]
+
+    class Base:  # what WeightedLoss mixes into: a Trainer that keeps its data_collator
+        def __init__(self, data_collator: Any) -> None:
+            self.data_collator = data_collator
+
+    class Mixed(WeightedLoss, Base):
+        pass
+
+    mine = Collator(pad_token_id=PAD)
+    trainer = Mixed(data_collator=mine)
+    assert trainer.data_collator.weighted and not mine.weighted  # the caller's own collator is left as it was

@@ -115,3 +115,34 @@ def test_a_yaml_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     path.write_bytes(b"a:\n  path: \xff\xfe\n")
     result = CliRunner().invoke(cli, ["build", str(path), "-o", str(tmp_path / "s.db")])
     assert result.exit_code == 1 and "not UTF-8 text" in result.stderr and "Traceback" not in result.stderr
+
+
+# Issue 50, item 16: a large honest YAML loads; aliases are measured against what the text writes.
+
+@pytest.mark.slow
+def test_a_large_honest_yaml_loads_rather_than_being_called_an_alias_bomb(tmp_path: Path) -> None:
+    datasets = "".join(f"part_{i}:\n  path: data/part_{i}.jsonl\n  source: local\n" for i in range(25_000))
+    config = load_config(write_yaml(tmp_path / "big.yaml", datasets))  # 125,001 values, no alias
+    assert len(config.datasets) == 25_000 and config.datasets[-1].name == "part_24999"
+
+
+@pytest.mark.slow
+def test_a_large_yaml_that_shares_settings_through_merge_keys_loads(tmp_path: Path) -> None:
+    shared = "part_0: &shared\n  path: data/part_0.jsonl\n  source: local\n  converter: alpaca\n  split: train\n"
+    datasets = "".join(f"part_{i}:\n  <<: *shared\n  path: data/part_{i}.jsonl\n" for i in range(1, 20_000))
+    config = load_config(write_yaml(tmp_path / "merged.yaml", shared + datasets))  # aliases: 3 times the text
+    assert len(config.datasets) == 20_000
+    assert (config.datasets[-1].path, config.datasets[-1].converter) == (
+        os.path.abspath("data/part_19999.jsonl"), "alpaca")  # its own path over the shared one
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("a: &a\n  path: *a\n", "line 2: alias *a stands for a value it is inside; a config cannot hold itself"),
+    ("a: &a [1, *a]\n", "line 1: alias *a stands for a value it is inside; a config cannot hold itself"),
+    ("deep: &d " + "[" * 40 + "]" * 40 + "\na:\n  path: x\n  size: " + "[" * 30 + "*d" + "]" * 30 + "\n",
+     "line 4: nested deeper than 64 levels once its aliases are expanded"),
+])
+def test_an_alias_that_holds_itself_or_nests_too_deep_is_one_line(tmp_path: Path, text: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(write_yaml(tmp_path / "c.yaml", text))
+    assert str(refused.value) == f"{tmp_path / 'c.yaml'}: 1 problem: {problem}"

@@ -323,25 +323,15 @@ def test_flex_attention_reads_the_tree_block_mask(store: Path, plans: dict[str, 
 
 def test_a_transformers_trainer_trains_a_tree_plan_with_v1s_loss(store: Path, plans: dict[str, str],
                                                                 tmp_path: Path) -> None:
-    """The recipe of docs/cut-merges.md: PackedDataset, Collator, and a compute_loss that drops
-    what the model does not take and normalises as v1 does. Its first logged loss is the one
-    computed by hand from the same batch."""
+    """The recipe of docs/cut-merges.md: PackedDataset, Collator, and dataidx.WeightedLoss, which
+    gives the model what its forward takes and normalises as v1 does. Its first logged loss is
+    the one computed by hand from the same batch."""
     from transformers import Trainer, TrainingArguments
 
-    from dataidx import block_causal_mask
+    from dataidx import WeightedLoss
 
-    class V1Loss(Trainer):
-        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
-                         num_items_in_batch: Any = None) -> Any:
-            labels, weights = inputs.pop("labels")[:, 1:], inputs.pop("loss_weights")[:, 1:]
-            if "segment_ids" not in inputs:  # chains: no sample attends to another
-                inputs["attention_mask"] = block_causal_mask(inputs["sample_ids"])
-            for key in ("sample_ids", "segment_ids", "segment_ancestors", "cu_seq_lens", "max_length"):
-                inputs.pop(key, None)
-            logits = model(**inputs).logits[:, :-1]
-            losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
-                                                       ignore_index=IGNORE, reduction="none")
-            return (losses * weights.flatten()).sum() / (weights.sum() + 1e-6)
+    class V1Loss(WeightedLoss, Trainer):
+        pass
 
     collate = Collator(pad_token_id=0)
     with PackedDataset(store, "trees") as packs:

@@ -210,7 +210,11 @@ def test_budget_mixtures_of_old_lengths_are_refused_after_a_new_render(demo: Pat
     assert dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q", cwd=demo).returncode == 0
     assert dataidx("mix", "s.db", "budgets.yaml", "--name", "bt", "--spec", "default", "--epochs", "2",
                    cwd=demo).returncode == 0
-    again = dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "256", cwd=demo)
+    refused(dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "256", cwd=demo),
+            "s.db: render spec 'default' is stored rendered another way (cutoff 512 -> 256); mixture 'bt' (drawn by "
+            "token budgets) was made from its lengths, which rendering it again replaces: pass --replace (plans and "
+            "stored tokens are deleted, token-budget mixtures refused until drawn again), or choose another --name")
+    again = dataidx("render", "s.db", "--tokenizer", tiny_tokenizer, "--cutoff", "256", "--replace", cwd=demo)
     assert again.returncode == 0, again.stderr
     assert again.stderr.splitlines()[-1] == (
         "note: mixture 'bt' was drawn by token budgets under the old lengths of spec 'default' and are refused until "

@@ -42,7 +42,7 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(os.path.basename(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr("dataidx.sources.loaders.too_deep", counting)  # where refuse_deep_json finds it
+    monkeypatch.setattr("dataidx.sources.loaders.too_deep", counting)  # where refuse_unreadable_json finds it
     return seen
 
 
@@ -82,6 +82,50 @@ def test_a_local_file_left_on_the_default_hub_source_is_named_with_its_fix(tmp_p
             "(the default, for hub datasets); add 'source: local' to dataset 'demo' to read it")
     write_yaml(tmp_path / "ok.yaml", "demo:\n  path: data/x.json\n  source: local\n  converter: alpaca\n")
     assert cli("build", "ok.yaml", "-o", "s.db", "-q", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_mistyped_local_path_on_the_default_hub_source_is_one_line_and_never_asks_the_hub(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    asked: list[str] = []
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        """A hub on this machine that knows no dataset: it counts what it is asked."""
+
+        def do_HEAD(self) -> None:
+            asked.append(self.path)
+            self.send_error(404)
+
+        do_GET = do_HEAD
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    online = {key: value for key, value in os.environ.items() if key not in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")}
+    online["HF_ENDPOINT"] = f"http://127.0.0.1:{server.server_port}"
+    write_jsonl(tmp_path / "data" / "x.json", ROWS)
+    here = os.path.realpath(tmp_path)
+
+    def build_with(path: str) -> subprocess.CompletedProcess:
+        write_yaml(tmp_path / "c.yaml", f"demo:\n  path: {path}\n  converter: alpaca\n")  # no source: hf_hub
+        return subprocess.run([sys.executable, "-m", "dataidx", "build", "c.yaml", "-o", "s.db", "-q"], env=online,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=180)
+
+    try:
+        refused(build_with("data/y.json"), f"Error: dataset 'demo': data/y.json: no such file or folder in {here} "
+                "(did you mean data/x.json?); it names a .json file, not a hub dataset, so the hub was not asked (a "
+                "local path also needs 'source: local')")
+        refused(build_with("data/folder"), f"Error: dataset 'demo': data/folder: no such file or folder in {here}; "
+                "data/ is a local folder here, not a hub owner, so the hub was not asked (a local path also needs "
+                "'source: local')")
+        assert asked == []  # 25 s of retries and 13 lines offline before
+        assert build_with("someone/some_dataset").returncode == 1 and asked  # a hub id is the hub's to answer
+    finally:
+        server.shutdown()
 
 
 @pytest.mark.slow

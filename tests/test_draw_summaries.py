@@ -22,9 +22,9 @@ from .helpers import alpaca_rows, chat_rows, downgrade_store, train_tokenizer, w
 
 #: The cookbook's questions as they were asked of the views, position by position.
 BY_VIEWS = {
-    "Which rows repeat most": "SELECT dataset, row, sum(repeats) AS times FROM repeats\n"
-                              "WHERE mixture = 'default' GROUP BY dataset, row ORDER BY times DESC, dataset, row "
-                              "LIMIT 10;",
+    "Which rows repeat most": "SELECT dataset, row, max(repeats) AS times FROM repeats\n"
+                              "WHERE mixture = 'default' GROUP BY dataset, row HAVING times > 1 "
+                              "ORDER BY times DESC, dataset, row LIMIT 10;",
     "Entries in one mixture that the other never uses": "SELECT dataset, row, cut FROM repeats WHERE mixture = "
                                                         "'seed7'\nEXCEPT SELECT dataset, row, cut FROM repeats "
                                                         "WHERE mixture = 'default';",
@@ -103,9 +103,13 @@ def positions(store: Path, mixture: str) -> list[tuple[str, int, int | None]]:
     return [tuple(row) for row in rows]
 
 
-def row_times(store: Path, mixture: str) -> Counter[tuple[str, int]]:
-    """How often the mixture shows each (dataset, row), counted over its expanded positions."""
-    return Counter((dataset, row) for dataset, row, _ in positions(store, mixture))
+def row_times(store: Path, mixture: str) -> dict[tuple[str, int], int]:
+    """How often the mixture draws each (dataset, row), counted over its expanded positions: the
+    times of its most drawn entry (cut)."""
+    drawn: dict[tuple[str, int], int] = {}
+    for (dataset, row, _), n in Counter(positions(store, mixture)).items():
+        drawn[dataset, row] = max(drawn.get((dataset, row), 0), n)
+    return drawn
 
 
 def levels(store: Path, table: str, column: str, mixture: str) -> list[tuple]:
@@ -152,11 +156,23 @@ def test_rows_that_repeat_most_equal_the_positions(mixed_store: Path, mixture: s
         return [tuple(row) for row in run_query(mixed_store, sql)[1]]
 
     found = asked(cookbook("Which rows repeat most"))
-    times = row_times(mixed_store, mixture)
-    counted = sorted(((dataset, row, n) for (dataset, row), n in times.items()),
+    repeated = {key: n for key, n in row_times(mixed_store, mixture).items() if n > 1}
+    counted = sorted(((dataset, row, n) for (dataset, row), n in repeated.items()),
                      key=lambda item: (-item[2], item[0], item[1]))[:limit]
     assert found == asked(BY_VIEWS["Which rows repeat most"]) == counted
-    assert len(found) == min(limit, len(times)) and found
+    assert len(found) == min(limit, len(repeated)) and (found or mixture in ("default", "few"))
+
+
+def test_a_conversation_drawn_once_is_not_a_row_that_repeats(mixed_store: Path) -> None:
+    """A row's times are its most drawn cut's: six turns shown once each are one draw, so the
+    default mixture (every entry once) has no row that repeats, and a conversation of three turns
+    drawn 2 or 3 times (weight 2.5) counts 2 or 3, not up to 18."""
+    assert run_query(mixed_store, cookbook("Which rows repeat most"))[1] == []
+    _, levels_found = run_query(mixed_store, "SELECT r.times, sum(r.rows) FROM repeat_counts AS r JOIN mixtures AS m "
+                                             "ON m.id = r.mixture_id JOIN datasets AS d ON d.id = r.dataset_id "
+                                             "WHERE m.name = 'grown' AND d.name = 'chat' GROUP BY r.times")
+    found = dict(tuple(row) for row in levels_found)
+    assert set(found) == {2, 3} and sum(found.values()) == 700  # every row drawn 2 or 3 times
 
 
 @pytest.mark.parametrize("first", MIXTURES)
@@ -241,6 +257,27 @@ def test_a_store_of_revision_0013_migrates_to_the_summaries_its_writers_write(re
     written = summaries(store)
     downgrade_store(store, "0013")
     assert store_revision(store) == "0013"
+    migrate_store(store)
+    assert summaries(store) == written and all(written.values())
+
+
+def test_a_store_of_revision_0015_migrates_to_rows_by_the_times_they_are_drawn(rendered_store: Path,
+                                                                              tmp_path: Path) -> None:
+    """Before 0016 a row's times summed its cuts; migrating counts every mixture's rows again, and
+    downgrading counts the sums back."""
+    store = tmp_path / "old.db"
+    store.write_bytes(rendered_store.read_bytes())
+    written = summaries(store)
+    downgrade_store(store, "0015")
+    shown = Counter((dataset, row) for dataset, row, _ in positions(rendered_store, "grown"))
+    with sqlite3.connect(store) as connection:  # an old store is refused by the readers: read it plainly
+        old = connection.execute("SELECT d.name, r.times, r.rows FROM repeat_counts AS r JOIN datasets AS d "
+                                 "ON d.id = r.dataset_id WHERE r.mixture_id = (SELECT id FROM mixtures WHERE "
+                                 "name = 'grown') ORDER BY 1, 2").fetchall()
+    connection.close()
+    assert old == sorted((dataset, n, rows) for (dataset, n), rows in
+                         Counter((d, n) for (d, _), n in shown.items()).items())
+    assert summaries(store) != written
     migrate_store(store)
     assert summaries(store) == written and all(written.values())
 

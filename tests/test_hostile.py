@@ -65,7 +65,7 @@ def test_an_empty_plan_is_said_empty_and_one_leftover_pack_is_one_pack(tmp_path:
     assert (result.exit_code == 0
             and "in 0 packs of 64 tokens, empty: no position trains under the spec" in result.stderr)
     assert "100.00%" not in result.stderr and "100.00%" not in run("info", store).output
-    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q").exit_code == 0
+    assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "512", "-q", "--replace").exit_code == 0
     result = run("pack", store, "--spec", "default", "--capacity", "20", "--global-batch-size", "2")
     assert result.stderr.splitlines()[-1] == ("1 step per epoch at a global batch size of 2 packs; the last pack does "
                                               "not fill a step and is dropped (drop_last)")
@@ -208,8 +208,7 @@ def test_very_deep_yaml_is_one_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("keys", ["  size: 1500000000\n", "  weight: 1.0e+300\n", "  size: 12000\n  weight: 2000\n"])
 def test_size_and_weight_past_a_datasets_reach_are_an_error_saying_what_they_count(tmp_path: Path,
                                                                                         keys: str) -> None:
-    write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
-                                                       {"role": "assistant", "content": "yo"}]}] * 12)
+    write_jsonl(tmp_path / "data.jsonl", [_chat(("user", "hi"), ("assistant", "yo"))] * 12)
     config = write_yaml(tmp_path / "typo.yaml", f"demo:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n{keys}")
     result = run("build", config, "-o", tmp_path / "s.db", "-q")
     one_line_error(result, "typo.yaml", "dataset 'demo'", "of its 12, more than 1000 times over",
@@ -267,8 +266,7 @@ def test_query_calls_only_the_functions_a_read_needs(demo_store: Path) -> None:
 
 
 def test_names_from_a_config_or_store_reach_the_terminal_escaped(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
-                                                       {"role": "assistant", "content": "yo"}]}])
+    write_jsonl(tmp_path / "data.jsonl", [_chat(("user", "hi"), ("assistant", "yo"))])
     evil = '"evil\\e]0;pwned\\a\\e[2J\\u202e\\x9b31m"'  # retitle, clear screen, reorder, C1 CSI colour
     config = write_yaml(tmp_path / "evil.yaml", f"{evil}:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n")
     store = tmp_path / "s.db"
@@ -315,8 +313,7 @@ def test_cache_clean_removes_only_the_stores_it_made(tmp_path: Path, monkeypatch
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("DATAIDX_CACHE", str(cache))
-    write_jsonl(tmp_path / "data.jsonl", [{"messages": [{"role": "user", "content": "hi"},
-                                                       {"role": "assistant", "content": "yo"}]}])
+    write_jsonl(tmp_path / "data.jsonl", [_chat(("user", "hi"), ("assistant", "yo"))])
     DataEngine(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'data.jsonl'}\n  source: local\n")).close()
     mine = tmp_path / "precious.db"
     sqlite3.connect(mine).close()
@@ -464,7 +461,10 @@ def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_
 
     good = {"messages": [{"role": "user", "content": [{"type": "text", "value": "hi"}]},
                          {"role": "assistant", "content": [{"type": "text", "value": "yo"}]}]}
-    bad = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}  # string content
+    # A text block whose value is not text: the build takes its shape (content blocks; string
+    # content is refused there since issue 50), the renderer refuses the value.
+    bad = {"messages": [{"role": "user", "content": [{"type": "text", "value": ["hi"]}]},
+                        {"role": "assistant", "content": [{"type": "text", "value": ["yo"]}]}]}
     write_jsonl(tmp_path / "m.jsonl",
                 [good, bad, good, {**bad, "messages": [*bad["messages"][:1], {"role": "assistant"}]}])
     config = write_yaml(tmp_path / "m.yaml", f"m:\n  path: {tmp_path / 'm.jsonl'}\n  source: local\n")
@@ -478,6 +478,22 @@ def test_a_malformed_row_under_none_is_a_render_error_not_an_aborted_render(tmp_
     assert "not in the standard format" in statuses[1][2]
     assert run("pack", store, "--spec", "default", "--capacity", "64").exit_code == 0
 
+
+
+def test_a_sample_with_string_content_in_an_older_store_says_what_is_wrong_not_an_attribute_error(
+        tiny_tokenizer: Path) -> None:
+    """A store built before the build refused text content renders such a sample as a render_error
+    that names the message, not Python's words for what the template tripped on."""
+    from transformers import AutoTokenizer
+
+    from dataidx.render import CHATML, Renderer
+
+    renderer = Renderer(AutoTokenizer.from_pretrained(tiny_tokenizer), CHATML, cutoff=64)
+    sample = {"messages": [{"role": "user", "content": "hi", "loss_weight": 0.0},
+                           {"role": "assistant", "content": "yo", "loss_weight": 1.0}]}
+    rendered = renderer.render(sample, True)
+    assert rendered.status == "render_error" and "AttributeError" not in (rendered.detail or "")
+    assert "messages 0" in (rendered.detail or "") and "content" in (rendered.detail or "")
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
@@ -1606,7 +1622,7 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
 
     store = _turns_store(tmp_path, 2000)
     conversions = []
-    monkeypatch.setattr("dataidx.read.process.convert_row", lambda *a: conversions.append(a[3]) or convert_row(*a))
+    monkeypatch.setattr("dataidx.read.fetcher.convert_row", lambda *a: conversions.append(a[3]) or convert_row(*a))
     templated = []
     chat_text = type(Renderer(_tokenizer(tiny_tokenizer), CHATML, cutoff=1).chat)
     text = chat_text.text

@@ -120,3 +120,33 @@ def test_compose_with_a_spec_says_why_its_entries_do_not_train(store: Path) -> N
     system = causes(store, "gemma2")["template: System role not supported"]
     assert f"{system:>11,}  the template refused it: System role not supported" in result.output
     assert ADVICE in result.output
+
+
+@pytest.mark.slow
+def test_compose_of_a_mixture_says_why_only_its_own_datasets_entries_do_not_train(tmp_path: Path) -> None:
+    """A spec covers every base entry; compose --mixture names the causes of the datasets the
+    mixture draws from, not of one it leaves out (whose long rows the cutoff drops)."""
+    from .helpers import alpaca_rows, train_tokenizer, write_yaml
+
+    short, long = write_jsonl(tmp_path / "short.jsonl", alpaca_rows(20)), tmp_path / "long.jsonl"
+    rows = alpaca_rows(10)
+    for row in rows[:4]:
+        row["output"] = " ".join(["words"] * 200)
+    write_jsonl(long, rows)
+    both = write_yaml(tmp_path / "both.yaml", f"short:\n  path: {short}\n  source: local\n  converter: alpaca\n"
+                                              f"long:\n  path: {long}\n  source: local\n  converter: alpaca\n")
+    only_short = write_yaml(tmp_path / "short.yaml", both.read_text() + "  size: 0\n")
+    store = tmp_path / "s.db"
+    build(both, store)
+    train_tokenizer(tmp_path / "tokenizer")
+    runner = CliRunner()
+    for args in (["mix", str(store), str(only_short), "--name", "short_only"],
+                 ["render", str(store), "--tokenizer", str(tmp_path / "tokenizer"), "--template", "chatml",
+                  "--cutoff", "64"]):
+        assert runner.invoke(cli, args).exit_code == 0
+    every = runner.invoke(cli, ["compose", str(store), "--spec", "default"])
+    assert "why 4 entries of spec 'default' in the datasets of mixture 'default' do not train:" in every.output
+    assert "e.g. long row 0" in every.output
+    alone = runner.invoke(cli, ["compose", str(store), "--mixture", "short_only", "--spec", "default"])
+    assert alone.exit_code == 0, alone.output
+    assert "do not train" not in alone.output and "long" not in alone.output

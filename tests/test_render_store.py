@@ -287,7 +287,7 @@ def test_plans_go_with_their_mixture_and_spec(tmp_path: Path, store: Path, tiny_
     assert query(store, "SELECT mixture, entries FROM pack_plans ORDER BY plan") == [("default", 140), ("small", 10)]
     remove_mixture(store, "small")
     assert query(store, "SELECT plan FROM pack_plans") == [("big-plan",)]
-    summary = render_store(store, tiny_tokenizer, cutoff=512)  # new lengths: old plans are stale
+    summary = render_store(store, tiny_tokenizer, cutoff=512, replace=True)  # new lengths: old plans are stale
     assert summary.plans_removed == 1 and query(store, "SELECT count(*) FROM packed_entries")[0][0] == 0
 
 

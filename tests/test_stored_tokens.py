@@ -334,8 +334,9 @@ def test_a_file_no_spec_names_is_removed_one_two_specs_share_is_kept(token_store
     assert list(folder.glob("*.tokens")) == [first]  # the same rendering: one file for both specs
     assert run("remove-spec", store, "stored").exit_code == 0
     assert list(folder.glob("*.tokens")) == [first]  # 'twin' still names it
+    # Rendered again another way (its stored tokens go: --replace): a new file, the old one unnamed.
     assert run("render", store, "--tokenizer", tiny_tokenizer, "--cutoff", "300", "--name", "twin", "-q",
-               "--store-tokens").exit_code == 0  # rendered again another way: a new file, the old one unnamed
+               "--store-tokens", "--replace").exit_code == 0
     second, = folder.glob("*.tokens")
     assert second != first
     with DataEngine(store, render="twin") as engine:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from dataidx.index import build
 
@@ -61,3 +64,33 @@ def test_a_relative_output_path_keeps_its_materialised_stream(tmp_path: Path, mo
     build(yaml, "relative.db")
     with StoreReader("relative.db") as reader:
         assert arrow_files_state(reader.datasets[1].arrow_files) == "intact"
+
+
+@pytest.mark.slow
+def test_a_rebuild_keeps_other_stores_streams_in_a_linked_streams_folder(tmp_path: Path) -> None:
+    """Users link ``<store>.streams`` to a bigger disk, and two stores may share it: a rebuild whose
+    source changed removes no stream there, another store's included; in a folder of its own it
+    removes only the stream its old store recorded."""
+    from .helpers import engine_samples
+
+    shared, other_data = tmp_path / "big-disk", tmp_path / "other"
+    shared.mkdir()
+    other_data.mkdir()
+    yaml, other = config(tmp_path, True), config(other_data, True)
+    os.symlink(shared, tmp_path / "a.db.streams")
+    os.symlink(shared, tmp_path / "b.db.streams")
+    build(other, tmp_path / "b.db")
+    kept = engine_samples(tmp_path / "b.db")
+    build(yaml, tmp_path / "a.db")
+    write_jsonl(tmp_path / "qa.jsonl", alpaca_rows(70))
+    build(yaml, tmp_path / "a.db")
+    assert len(list(shared.rglob("*.arrow"))) == 3  # b's, a's old one and a's new one
+    assert engine_samples(tmp_path / "b.db") == kept
+    # A folder of its own: b's stream put there by hand (a copy) stays, a's old stream goes.
+    own = tmp_path / "c.db.streams"
+    build(config(other_data, True), tmp_path / "c.db")
+    write_jsonl(other_data / "qa.jsonl", alpaca_rows(30))
+    foreign = own / "json" / "not-this-stores"
+    shutil.copytree(next(shared.glob("*/*")), foreign)
+    build(config(other_data, True), tmp_path / "c.db")
+    assert foreign.is_dir() and len([p for p in own.glob("*/*") if p != foreign]) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -58,6 +59,13 @@ def test_a_budget_is_met_within_half_an_entry_by_entries_that_train(entries, bud
     passes = budget // int(lengths[eligible].sum())
     assert set(counts[eligible].tolist()) <= {passes, passes + 1}  # whole passes first, then distinct
     assert np.array_equal(chosen.offsets(), budget_draw(Lengths(lengths, trains), budget, seed).offsets())
+
+
+def test_a_budget_no_entry_can_meet_names_commands_that_exist() -> None:
+    with pytest.raises(UsageError) as raised:
+        budget_draw(Lengths(np.array([5, 0]), np.array([False, True])), 10, seed=0, dataset="d")
+    named = re.findall(r"dataidx ([a-z][a-z-]*)", str(raised.value))
+    assert named == ["info"] and all(command in cli.commands for command in named)
 
 
 def test_a_tie_goes_to_the_entry_that_meets_the_budget() -> None:

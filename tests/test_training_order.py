@@ -167,6 +167,71 @@ def test_a_state_of_another_order_is_refused_in_one_line(demo_store: Path, tmp_p
             OrderSampler(engine, global_batch_size=8, world_size=3)
 
 
+def test_a_state_past_the_epochs_end_or_a_count_past_the_steps_yielded_is_refused(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=4, seed=1)
+        batches = iter(sampler)
+        next(batches), next(batches)
+        with pytest.raises(UsageError, match="steps_done is 3, but this iteration of epoch 0 has yielded 2 steps"):
+            sampler.state_dict(3)  # once clamped to the epoch's end in silence: a resume past steps never trained
+        state = sampler.state_dict(2)
+        assert state["position"] == 8
+        for position in (len(engine) + 1, 10**30):  # once accepted: the resumed run read nothing
+            with pytest.raises(UsageError, match=f"position is 0..{len(engine)} in epoch 0 of {len(engine)} items, "
+                                                 f"not {position}"):
+                OrderSampler(engine, global_batch_size=4, seed=1).load_state_dict({**state, "position": position})
+        at_end = OrderSampler(engine, global_batch_size=4, seed=1)
+        at_end.load_state_dict({**state, "position": len(engine)})  # the epoch read to its end: nothing left
+        assert len(at_end) == 0 and list(at_end) == []
+
+
+@pytest.mark.parametrize("seed", ["abc", 1.5, True, [1]])
+def test_a_seed_that_is_not_a_whole_number_is_refused(demo_store: Path, seed: Any) -> None:
+    with DataEngine(demo_store) as engine:
+        with pytest.raises(UsageError, match="seed is a whole number, or None for the dataset's own order"):
+            OrderSampler(engine, global_batch_size=4, seed=seed)
+        assert OrderSampler(engine, global_batch_size=4, seed=np.int64(3)).seed == 3  # NumPy's ints are whole numbers
+
+
+def test_len_of_a_resumed_sampler_is_the_steps_its_next_iteration_yields(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=4, seed=1)
+        whole = len(engine) // 4
+        batches = iter(sampler)
+        for _ in range(3):
+            next(batches)
+        resumed = OrderSampler(engine, global_batch_size=4, seed=1)
+        resumed.load_state_dict(sampler.state_dict(3))
+        # once the whole epoch's steps, while only the rest came: a progress bar or a loop sized by len was off
+        assert len(resumed) == whole - 3 == len(list(resumed))
+        assert resumed.steps_per_epoch == whole and len(resumed) == whole  # read to its end: whole again
+        resumed.load_state_dict(sampler.state_dict(3))
+        assert resumed.progress(0) == 3 / whole  # the epochs read: the steps before the restore counted
+        batches = iter(resumed)
+        next(batches)
+        assert resumed.progress(1) == 4 / whole and len(resumed) == whole - 3  # the iteration under way
+
+
+def test_an_order_state_of_other_data_names_what_it_was_saved_over(demo_copy: Path) -> None:
+    from dataidx.index import add_mixture
+
+    from .helpers import REPO
+
+    add_mixture(demo_copy, REPO / "data" / "demo_sft.yaml", "seed7", seed=7)
+    with DataEngine(demo_copy, "seed7") as engine:
+        state = OrderSampler(engine, global_batch_size=4, seed=1).state_dict()
+    with DataEngine(demo_copy) as engine:
+        with pytest.raises(UsageError, match=r"^this order state was saved over mixture 'seed7', not mixture "
+                                             r"'default'; resume it over what it was saved with$"):
+            OrderSampler(engine, global_batch_size=4, seed=1).load_state_dict(state)  # once: two lists of digests
+        with pytest.raises(UsageError, match="saved over a dataset that is not a dataidx store's; this sampler "
+                                             "reads mixture 'default'"):
+            OrderSampler(engine, global_batch_size=4, seed=1).load_state_dict({**state, "reads": None})
+        mine = OrderSampler(engine, global_batch_size=4, seed=1).state_dict()
+    with pytest.raises(UsageError, match="saved over mixture 'default'; this sampler reads a dataset that is not"):
+        OrderSampler(list(range(37)), global_batch_size=4, seed=1).load_state_dict(mine)
+
+
 def test_a_padded_tail_is_read_the_same_on_every_rank(demo_store: Path) -> None:
     with DataEngine(demo_store) as engine:
         length = len(engine)
@@ -211,8 +276,99 @@ def test_steps_names_the_entries_each_step_of_a_run_read(demo_copy: Path, tiny_t
             names = {dataset.id: dataset.name for dataset in reader.datasets.values()}
             assert [(e["dataset"], e["row"], e["cut"]) for e in shown] == \
                 [(names[d], row, cut) for d, row, cut in reader.triples(positions)]
-    result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--global-batch-size", "6", "99"])
+    result = CliRunner().invoke(cli, ["steps", str(demo_copy), "--global-batch-size", "6", "--epoch", "0", "99"])
     assert result.exit_code == 1 and "outside epoch 0, which has" in result.output
+
+
+def test_a_malformed_step_range_is_a_usage_error(demo_store: Path) -> None:
+    # exit 2, as click's own usage errors, and one line saying what a range is (once: exit 1)
+    for args in (("steps", demo_store, "--global-batch-size", 4, "5-3"), ("steps", demo_store, "x", "--epoch", 0),
+                 ("skip", demo_store, "s", "--steps", "3-1", "--why", "w", "--global-batch-size", 4)):
+        result = _cli(*args)
+        assert result.exit_code == 2, result.output
+        assert "a step or a range" in result.output.splitlines()[-1]
+
+
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=4).filter(any), st.integers(1, 4))
+@settings(max_examples=examples(100))
+def test_a_trainers_global_step_names_the_samplers_epoch_and_steps(epoch_steps: list[int], accumulation: int) -> None:
+    from dataidx.read.order import RunNumbering
+
+    # as transformers.Trainer counts: each epoch's batches in groups of the accumulation (the last
+    # group what is left), global_step + 1 after each group, from 1, across epochs
+    expected, global_step = {}, 0
+    for epoch in range(3 * len(epoch_steps)):
+        steps = epoch_steps[epoch % len(epoch_steps)]
+        for first in range(0, steps, accumulation):
+            global_step += 1
+            expected[global_step] = (epoch, first, min(first + accumulation, steps) - 1)
+    numbering = RunNumbering(epoch_steps, accumulation)
+    assert {g: numbering.locate(g) for g in expected} == expected
+    assert all(numbering.global_step(epoch, step) == g for g, (epoch, first, last) in expected.items()
+               for step in range(first, last + 1))
+
+
+def test_steps_take_a_trainers_global_step_from_1_across_epochs(demo_store: Path) -> None:
+    with DataEngine(demo_store) as engine:
+        sampler = OrderSampler(engine, global_batch_size=6, seed=3)
+        per_epoch = sampler.steps_per_epoch
+        logged = [batch for epoch in (0, 1) for batch in (sampler.set_epoch(epoch), list(sampler))[1]]
+    # global step g of a trainer's log read logged[g - 1]: once `dataidx steps g` named epoch 0's
+    # step g (from 0), one step late, and past the first epoch nothing
+    shown = _steps_json(demo_store, "--global-batch-size", 6, "--seed", 3, f"{per_epoch}-{per_epoch + 1}")
+    assert [e["position"] for e in shown] == logged[per_epoch - 1] + logged[per_epoch]
+    assert [(e["epoch"], e["global_step"], e["step"]) for e in shown[::6]] == [(0, per_epoch, per_epoch - 1),
+                                                                              (1, per_epoch + 1, 0)]
+    # with gradient accumulation of 4, a global step is 4 of the sampler's (the epoch's last, what is left)
+    shown = _steps_json(demo_store, "--global-batch-size", 6, "--seed", 3, "--gradient-accumulation-steps", 4, "2-3")
+    assert [e["position"] for e in shown] == [i for batch in logged[4:per_epoch] + logged[per_epoch:per_epoch + 4]
+                                              for i in batch]
+    result = _cli("steps", demo_store, "--global-batch-size", 6, "0")
+    assert result.exit_code == 1 and "global steps count from 1" in result.output
+
+
+def test_skip_lists_from_one_runs_log_name_that_runs_entries(demo_copy: Path) -> None:
+    with DataEngine(demo_copy) as engine:
+        # what each global step of a run that read the order whole read: entries of its batch
+        logged = [set(engine.reader.entries_at(batch)) for batch in OrderSampler(engine, global_batch_size=4, seed=2)]
+
+    def skipped(name: str) -> set[int]:
+        from dataidx.store import run_query
+
+        return {e for e, in run_query(demo_copy, "SELECT s.entry_id FROM skipped_entries AS s JOIN skip_lists AS l "
+                                                 "ON l.id = s.skip_list_id WHERE l.name = :n", {"n": name})[1]}
+
+    assert _cli("skip", demo_copy, "first", "--steps", 2, "--global-batch-size", 4, "--seed", 2,
+                "--why", "spike").exit_code == 0
+    assert skipped("first") == logged[1]
+    # a second list from the same log: counted with "first" in force, its steps would move onto
+    # other entries; which lists the run's numbering had is asked, not guessed
+    result = _cli("skip", demo_copy, "second", "--steps", 5, "--global-batch-size", 4, "--seed", 2, "--why", "spike")
+    assert result.exit_code == 1 and "say which with --numbered-with" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    result = _cli("skip", demo_copy, "second", "--steps", 5, "--steps", 7, "--global-batch-size", 4, "--seed", 2,
+                  "--why", "spike", "--numbered-with", "none")
+    assert result.exit_code == 0, result.output
+    # a repeated --steps keeps every value (once only the last)
+    assert skipped("second") == logged[4] | logged[6]
+    assert "global steps 5, 7 (a trainer's global_step: from 1, across epochs) = sampler steps 4, 6 of epoch 0" \
+        in result.output and "numbered with skip lists: none" in result.output
+    result = _cli("skip", demo_copy, "third", "--steps", 1, "--global-batch-size", 4, "--why", "w",
+                  "--numbered-with", "nope")
+    assert result.exit_code == 1 and "no skip list 'nope' (skip lists: first, second)" in result.output
+
+
+def test_a_repeated_steps_option_keeps_every_value(demo_copy: Path) -> None:
+    from dataidx.store import run_query
+
+    with DataEngine(demo_copy) as engine:
+        batches = list(OrderSampler(engine, global_batch_size=4, seed=2))
+        expected = set(engine.reader.entries_at(batches[1] + batches[3]))
+    result = _cli("skip", demo_copy, "both", "--epoch", 0, "--steps", 1, "--steps", 3, "--global-batch-size", 4,
+                  "--seed", 2, "--why", "spikes")
+    assert result.exit_code == 0, result.output
+    # once click kept the last --steps only: step 1's entries stayed in the order
+    assert {e for e, in run_query(demo_copy, "SELECT entry_id FROM skipped_entries")[1]} == expected
 
 
 RANK_SCRIPT = """
@@ -321,7 +477,8 @@ def test_steps_of_a_plan_names_the_members_of_each_pack_read(demo_copy: Path, ti
     with PackedDataset(demo_copy, plan="p") as packs:
         read = [[i for i in batch] for batch in OrderSampler(packs, global_batch_size=2, seed=5)]
     assert len(read) >= 2
-    shown = _steps_json(demo_copy, "--plan", "p", "--global-batch-size", 2, "--seed", 5, f"0-{len(read) - 1}")
+    shown = _steps_json(demo_copy, "--plan", "p", "--global-batch-size", 2, "--seed", 5, "--epoch", 0,
+                        f"0-{len(read) - 1}")
     assert sorted({e["pack"] for e in shown}) == sorted(i for step in read for i in step)
     members = ("SELECT e.dataset, e.row, e.cut FROM pack_members AS m JOIN entries AS e ON e.mixture = 'default' "
                "AND e.epoch = m.epoch AND e.position = m.position WHERE m.plan = 'p' AND m.pack = :pack "
@@ -384,8 +541,9 @@ def test_a_run_resumed_after_a_skip_list_continues_where_it_stopped_without_the_
         read = [i for _ in range(2) for i in next(batches)]
         state = sampler.state_dict(2)
         rest_whole = [i for batch in batches for i in batch]
-    # a loss spike in step 1: skip its entries (already read), and entries of step 4 (not yet read)
-    spike = _cli("skip", demo_copy, "spike", "--steps", "1", "--global-batch-size", 6, "--seed", 9, "--why", "spike")
+    # a loss spike in step 1 (from 0): skip its entries (already read), and entries of step 4 (not yet read)
+    spike = _cli("skip", demo_copy, "spike", "--epoch", 0, "--steps", "1", "--global-batch-size", 6, "--seed", 9,
+                 "--why", "spike")
     assert spike.exit_code == 0, spike.output
     with DataEngine(demo_copy) as engine:
         ahead = engine.reader.entries_at(rest_whole[12:14])  # two items the run has not read yet
@@ -405,9 +563,9 @@ def test_a_run_resumed_after_a_skip_list_continues_where_it_stopped_without_the_
         assert after == expected[: len(expected) // 6 * 6] and not set(after) & set(read)
         # steps count with the lists in force: later steps moved forward to fill the gaps
         fresh = _read_all(engine, 6, seed=9)
-    shown = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, f"0-{len(fresh) // 6 - 1}")
+    shown = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--epoch", 0, f"0-{len(fresh) // 6 - 1}")
     assert [e["position"] for e in shown] == fresh
-    whole = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--no-skips", "0-1")
+    whole = _steps_json(demo_copy, "--global-batch-size", 6, "--seed", 9, "--no-skips", "--epoch", 0, "0-1")
     assert [e["position"] for e in whole] == read  # the order the run read before the lists
 
 
@@ -440,75 +598,152 @@ def test_skip_lists_leave_out_training_entries_of_a_spec_and_packs_of_a_plan(dem
         assert sorted(_read_all(packs, 1)) == [p for p in range(len(packs)) if p not in left_out]
 
 
-class _OrderCheckpoints:
-    """A transformers ``TrainerCallback`` that keeps the sampler's state in every checkpoint (the
-    recipe of docs/training-orders.md)."""
+def documented(doc: str, marker: str) -> dict[str, Any]:
+    """What the first Python block after ``marker`` in ``docs/<doc>`` defines, run as written."""
+    from .helpers import REPO
 
-    def __init__(self, sampler: OrderSampler) -> None:
-        self.sampler, self.begun = sampler, 0
+    text = (REPO / "docs" / doc).read_text(encoding="utf-8")
+    block = text[text.index(marker):].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, f"docs/{doc}", "exec"), namespace)
+    return namespace
 
-    def on_epoch_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        self.begun = state.global_step  # the sampler's iteration starts with the epoch's (or the resumed) loader
 
-    def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        (folder / "dataidx_order.json").write_text(json.dumps(self.sampler.state_dict(state.global_step - self.begun)))
+def _tiny_llama(vocabulary: int, scale: float = 0.02) -> Any:
+    """A random 1-layer Llama built from a config, small enough for a CPU Trainer run; ``scale``
+    its weights' spread (a wider one makes tokens' losses differ more)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=vocabulary, hidden_size=16, intermediate_size=32,
+                                        num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                        max_position_embeddings=512, initializer_range=scale))
 
 
 @pytest.mark.slow
 def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store: Path, tiny_tokenizer: Path,
                                                                       tmp_path: Path) -> None:
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
+    """The recipe of docs/training-orders.md as written: the resumed run reads the batches an
+    uninterrupted one reads, and logs the epochs its sampler has read (once it logged 0.14 for the
+    first step after a resume at 3 of 7)."""
+    from transformers import AutoTokenizer, TrainingArguments
 
     from dataidx import Collator
     from dataidx.render import render_store
 
+    recipe = documented("training-orders.md", "**transformers.Trainer**")
     store = Path(shutil.copyfile(demo_store, tmp_path / "demo.db"))
     render_store(store, tiny_tokenizer, cutoff=256)
     tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
     collate = Collator(pad_token_id=tokenizer.pad_token_id)
     seen: list[list[int]] = []
 
-    class OrderLoader(DataLoader):  # the recipe: the Trainer calls set_epoch on its loader each epoch
-        def set_epoch(self, epoch: int) -> None:
-            self.batch_sampler.set_epoch(epoch)
+    def spy(batch: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append([sum(sample["input_ids"]) for sample in batch])
+        return collate(batch)
 
-    class OrderTrainer(Trainer):  # ... and reads the order's batches as they are
-        def get_train_dataloader(self) -> DataLoader:
-            return OrderLoader(self.train_dataset, batch_sampler=self.order_sampler, collate_fn=self.data_collator)
-
-    def run(max_steps: int, resume: bool) -> None:
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
-                                             num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                                             max_position_embeddings=512))
+    def run(max_steps: int, checkpoint: str | None) -> list[float]:
         with DataEngine(store, render="default") as engine:
             sampler = OrderSampler(engine, global_batch_size=4, seed=3)
-            if resume:
-                sampler.load_state_dict(json.loads((tmp_path / "out" / "checkpoint-3" / "dataidx_order.json")
-                                                   .read_text()))
+            if checkpoint:
+                sampler.load_state_dict(json.loads((Path(checkpoint) / "dataidx_order.json").read_text()))
             arguments = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=max_steps, save_steps=3,
-                                          per_device_train_batch_size=4, report_to=[], use_cpu=True,
-                                          logging_strategy="no", disable_tqdm=True, remove_unused_columns=False,
-                                          ignore_data_skip=True)  # the sampler resumes; the Trainer must not skip
+                                          per_device_train_batch_size=4, report_to=[], use_cpu=True, logging_steps=1,
+                                          disable_tqdm=True, remove_unused_columns=False, ignore_data_skip=True)
+            trainer = recipe["OrderTrainer"](model=_tiny_llama(len(tokenizer)), args=arguments, train_dataset=engine,
+                                             data_collator=spy, sampler=sampler)
+            trainer.train(resume_from_checkpoint=checkpoint)
+        return [entry["epoch"] for entry in trainer.state.log_history if "loss" in entry]
 
-            def spy(batch: list[dict[str, Any]]) -> dict[str, Any]:
-                seen.append([sum(sample["input_ids"]) for sample in batch])
-                return {k: v for k, v in collate(batch).items() if k != "loss_weights"}
-
-            trainer = OrderTrainer(model=model, args=arguments, train_dataset=engine, data_collator=spy,
-                                   callbacks=[type("Save", (_OrderCheckpoints, TrainerCallback), {})(sampler)])
-            trainer.order_sampler = sampler
-            trainer.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-3") if resume else None)
-
-    run(3, resume=False)
-    run(6, resume=True)
+    run(3, None)
+    epochs = run(6, str(tmp_path / "out" / "checkpoint-3"))
     with DataEngine(store, render="default") as engine:
         sampler = OrderSampler(engine, global_batch_size=4, seed=3)
         order = [[sum(engine[i]["input_ids"]) for i in batch] for epoch in (0, 1)
                  for batch in (sampler.set_epoch(epoch), list(sampler))[1]]
-        assert len(sampler) < 6  # the run crossed an epoch's end
+        steps = sampler.steps_per_epoch
+    assert steps < 6  # the run crossed an epoch's end
     assert seen == order[:6]
+    assert epochs == pytest.approx([(step - 1) // steps + ((step - 1) % steps + 1) / steps for step in range(1, 7)])
+
+
+def _weighted_store(tmp_path: Path, tokenizer: Path) -> Path:
+    """A rendered store of conversations whose answers weigh 1, 0.5 or 0.25 (v1's per-message
+    ``loss_weight``): a batch's weighted mean differs from its plain mean over tokens."""
+    from dataidx.index import build
+    from dataidx.render import render_store
+
+    from .helpers import write_jsonl, write_yaml
+
+    def text(role: str, value: str, weight: float) -> dict[str, Any]:
+        return {"role": role, "content": [{"type": "text", "value": value}], "loss_weight": weight}
+
+    rows = [{"messages": [text("user", f"hello {i}, how are you today?", 0.0),
+                          text("assistant", "I am fine, thanks. " * (1 + i % 3), [1.0, 0.5, 0.25][i % 3])]}
+            for i in range(12)]
+    data = write_jsonl(tmp_path / "weighted.jsonl", rows)
+    build(write_yaml(tmp_path / "weighted.yaml", f"weighted:\n  path: {data}\n  source: local\n"),
+          tmp_path / "weighted.db")
+    render_store(tmp_path / "weighted.db", tokenizer, cutoff=256)
+    return tmp_path / "weighted.db"
+
+
+@pytest.mark.slow
+def test_the_documented_trainer_recipe_trains_v1s_weighted_loss(tiny_tokenizer: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """Once the recipe trained the model's own loss, which reads labels only: answers weighted 0.25
+    trained at 1. Its first logged loss is v1's, sum(w * token loss) / sum(w), computed here by
+    hand from the same batch and model, alone and as two batches of a gradient accumulation."""
+    from transformers import AutoTokenizer, TrainingArguments
+
+    from dataidx import Collator
+
+    monkeypatch.setattr("dataidx.training.collate._said_unweighted", False)
+    recipe = documented("training-orders.md", "**transformers.Trainer**")
+    store = _weighted_store(tmp_path, tiny_tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
+    collate = Collator(pad_token_id=tokenizer.pad_token_id, weighted=True)
+
+    def by_hand(batch: dict[str, Any]) -> tuple[float, float, int]:
+        """v1's loss of a batch, the model's own (every supervised token at 1), and its tokens."""
+        labels, weights = batch["labels"][:, 1:], batch["loss_weights"][:, 1:]
+        with torch.no_grad():
+            logits = _tiny_llama(len(tokenizer), 1.0)(input_ids=batch["input_ids"],
+                                                 attention_mask=batch["attention_mask"]).logits[:, :-1]
+        losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100,
+                                                   reduction="none")
+        supervised = labels.flatten() != -100
+        return (float((losses * weights.flatten()).sum() / (weights.sum() + 1e-6)),
+                float(losses[supervised].mean()), int(supervised.sum()))
+
+    def first_loss(per_device: int, accumulation: int) -> float:
+        with DataEngine(store, render="default") as engine:
+            sampler = OrderSampler(engine, global_batch_size=per_device, seed=0)
+            arguments = TrainingArguments(output_dir=str(tmp_path / f"out{accumulation}"), max_steps=1,
+                                          per_device_train_batch_size=per_device,
+                                          gradient_accumulation_steps=accumulation, report_to=[], use_cpu=True,
+                                          logging_steps=1, save_strategy="no", disable_tqdm=True,
+                                          remove_unused_columns=False, ignore_data_skip=True)
+            trainer = recipe["OrderTrainer"](model=_tiny_llama(len(tokenizer), 1.0), args=arguments,
+                                             train_dataset=engine,
+                                             data_collator=Collator(pad_token_id=tokenizer.pad_token_id),
+                                             sampler=sampler)
+            trainer.train()
+        return next(entry["loss"] for entry in trainer.state.log_history if "loss" in entry)
+
+    with DataEngine(store, render="default") as engine:
+        batches = [collate([engine[i] for i in batch]) for batch in OrderSampler(engine, global_batch_size=2, seed=0)]
+        weighted, own, _ = by_hand(collate([engine[i] for i in next(iter(OrderSampler(engine, global_batch_size=4,
+                                                                                        seed=0)))]))
+    assert {w for b in batches for w in b["loss_weights"].flatten().tolist()} == {0.0, 0.25, 0.5, 1.0}
+    assert abs(weighted - own) > 5e-3 * weighted  # the two losses differ on this batch by 5 times the tolerance
+    assert first_loss(4, 1) == pytest.approx(weighted, rel=1e-5)
+    # v1 weighs a step's micro-batches by their share of its supervised tokens (core/base_trainer.py)
+    (first, first_tokens), (second, second_tokens) = [(loss, tokens) for loss, _, tokens in map(by_hand, batches[:2])]
+    step = (first * first_tokens + second * second_tokens) / (first_tokens + second_tokens)
+    assert first_loss(2, 2) == pytest.approx(step, rel=1e-5)
+    assert "trains them at 1" not in caplog.text  # WeightedLoss told its Collator the weights are read
 
 
 def test_a_recorded_order_shows_what_each_epoch_tail_trims_in_sql(tmp_path: Path) -> None:
@@ -553,7 +788,7 @@ def test_stored_steps_answer_which_entries_a_step_read_in_sql(demo_copy: Path, t
         batch = 2 if reads and reads[0] == "--plan" else 6
         result = _cli("order", demo_copy, name, "--global-batch-size", batch, "--seed", 1, "--store-steps", *reads)
         assert result.exit_code == 0 and "step entries stored" in result.output, result.output
-        shown = _steps_json(demo_copy, "--global-batch-size", batch, "--seed", 1, "0-1", *reads)
+        shown = _steps_json(demo_copy, "--global-batch-size", batch, "--seed", 1, "--epoch", 0, "0-1", *reads)
         stored = run_query(demo_copy, "SELECT step, item, dataset, row, cut FROM order_steps WHERE \"order\" = :n "
                                       "AND epoch = 0 AND step <= 1", {"n": name})[1]
         key = "pack" if reads and reads[0] == "--plan" else "position"
@@ -561,6 +796,20 @@ def test_stored_steps_answer_which_entries_a_step_read_in_sql(demo_copy: Path, t
                                                          for e in shown]
     assert _cli("remove-plan", demo_copy, "p").exit_code == 0  # its orders go with it
     assert run_query(demo_copy, "SELECT DISTINCT \"order\" FROM order_steps ORDER BY 1")[1] == [("run-m",), ("run-s",)]
+
+
+@pytest.mark.slow
+def test_dataidx_steps_loads_neither_sqlalchemy_nor_pyarrow_nor_the_converters(demo_store: Path) -> None:
+    # It names entries from the store alone: SQLAlchemy came in through a constant of the ORM
+    # tables and pyarrow through dataidx.read (~460 ms of imports for a 4 ms answer).
+    code = ("import runpy, sys; sys.argv = ['dataidx', 'steps', sys.argv[1], '--global-batch-size', '4', '2', "
+            "'--json']\n"
+            "try:\n    runpy.run_module('dataidx', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('sqlalchemy', 'pyarrow', 'torch', 'dataidx.convert', 'dataidx.sources') "
+            "if m in sys.modules], file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(demo_store)], capture_output=True, text=True, check=True)
+    assert len([json.loads(line) for line in done.stdout.splitlines()]) == 4  # the step's entries
+    assert done.stderr.strip().splitlines()[-1] == "[]"
 
 
 def test_info_of_a_store_with_skip_lists_and_orders_stays_light(demo_copy: Path) -> None:

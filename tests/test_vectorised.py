@@ -129,8 +129,9 @@ def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
         ("sharegpt", [{"conversations": [{"from": "human", "value": "q"}, {"from": "bot", "value": "?"},
                                           {"from": "function_call", "value": "{bad"}, {"from": "gpt", "value": "a"}],
                        "tools": "{bad"}, {"conversations": None}]),
-        ("none", [{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a",
-                                                                     "loss_weight": 0.0}]}]),
+        ("none", [{"messages": [{"role": "user", "content": [{"type": "text", "value": "q"}]},
+                                {"role": "assistant", "content": [{"type": "text", "value": "a"}],
+                                 "loss_weight": 0.0}]}]),
         ("pair", [{"chosen": [{"role": "tool", "content": "{bad"}], "rejected": [{"role": "user", "content": "q"}]}]),
     ],
 )

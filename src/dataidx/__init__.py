@@ -49,9 +49,12 @@ if TYPE_CHECKING:
     from .training import DataEngine as DataEngine
     from .training import OrderSampler as OrderSampler
     from .training import PackedDataset as PackedDataset
+    from .training import WeightedLoss as WeightedLoss
     from .training import block_causal_mask as block_causal_mask
     from .training import loader_state_for_workers as loader_state_for_workers
+    from .training import model_inputs as model_inputs
     from .training import tree_block_mask as tree_block_mask
+    from .training import weighted_loss as weighted_loss
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "__version__": "._version",
@@ -60,9 +63,12 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "DataEngine": ".training",
     "OrderSampler": ".training",
     "PackedDataset": ".training",
+    "WeightedLoss": ".training",
     "block_causal_mask": ".training",
     "loader_state_for_workers": ".training",
+    "model_inputs": ".training",
     "tree_block_mask": ".training",
+    "weighted_loss": ".training",
     # writing a store
     "build": ".index",
     "add_mixture": ".index",

@@ -27,7 +27,7 @@ from . import (
     view_commands,
     write_commands,
 )
-from .common import printable
+from .common import end_quietly_on_ctrl_c, printable
 
 #: What the machine, not dataidx, refuses: a full disk or quota, a file size limit, no permission,
 #: a read-only file system, a missing folder. Any other OSError is a bug and keeps its traceback.
@@ -55,6 +55,8 @@ class Group(click.Group):
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(printable(f"{where}{exc.strerror or exc}")) from None
+        finally:
+            end_quietly_on_ctrl_c()  # the command is over: what is left to print says so
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +44,41 @@ class ProgressLine:
             click.echo(f"\r{line}\x1b[K" + ("\n" if finished else ""), err=True, nl=False)
         else:
             click.echo(line, err=True)
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C, said in one line with what it left behind, and exit 130 (128 + SIGINT) as a shell
+    reports it: click's own "Aborted!" says neither."""
+
+    exit_code = 130
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Interrupted: {printable(self.format_message())}", err=True)
+
+
+def interruptible_until_done(signum: int, frame: Any) -> None:
+    """The ``dataidx`` script's SIGINT handler while its command runs: a KeyboardInterrupt, as
+    Python's own raises (commands say what it left); it marks the script, which tests' in-process
+    runs are not, for :func:`end_quietly_on_ctrl_c`."""
+    raise KeyboardInterrupt
+
+
+def end_quietly_on_ctrl_c() -> None:
+    """Once the script's command is over and has said so, Ctrl-C ends the process as it ends any
+    program, printing nothing (130 in a shell). A KeyboardInterrupt then printed click's
+    "Aborted!" over a finished build (exit 1) or, in an atexit handler, a traceback (exit 0)."""
+    if signal.getsignal(signal.SIGINT) is interruptible_until_done:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def file_state(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """A store file's inode and mtime, None when there is none: a write renames a whole new file
+    into place, so a state that changed says a write landed."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def shown(store: str) -> str:
@@ -146,14 +183,17 @@ def added_tokens_table(specs: list[dict[str, Any]]) -> str:
                     [(s["name"], u["dataset"], u["token"], u["entries"]) for s in specs for u in s["added_tokens"]]))
 
 
-def causes_note(spec: str, causes: Sequence[tuple[str, int, str, int, int | None, str | None]]) -> str:
+def causes_note(spec: str, causes: Sequence[tuple[str, int, str, int, int | None, str | None]], *,
+                within: str | None = None) -> str:
     """What ``dataidx render`` and ``info`` say of why entries of a spec do not train: per cause
     ``(cause, entries, dataset, row, cut, detail)``, its count and words, the first entry with its
-    detail, and for a template's cause what to pass instead ("" when every entry trains)."""
+    detail, and for a template's cause what to pass instead ("" when every entry trains);
+    ``within``: the mixture whose datasets' entries they are."""
     if not causes:
         return ""
     total = sum(cause[1] for cause in causes)
-    lines = [f"why {total:,} entr{'y' if total == 1 else 'ies'} of spec '{spec}' do not train:"]
+    of = f"spec '{spec}'" + (f" in the datasets of {within}" if within else "")
+    lines = [f"why {total:,} entr{'y' if total == 1 else 'ies'} of {of} do not train:"]
     for cause, entries, dataset, row, cut, detail in causes:
         lines.append(f"  {entries:>9,}  {describe_cause(cause).words}")
         example = f"{dataset} row {row}" + (f" cut {cut}" if cut is not None else "")
@@ -199,13 +239,14 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
     return "\n".join(filter(None, parts))
 
 
-def spec_composition_notes(store: str, spec: str, rows: list[dict[str, Any]]) -> str:
+def spec_composition_notes(store: str, spec: str, mixture: str, rows: list[dict[str, Any]]) -> str:
     """What ``dataidx compose --spec`` says under its main table: reasoning per dataset (of the
-    entries that train), then why the spec's entries that do not train do not."""
+    entries that train), then why the spec's entries of the mixture's datasets that do not train do not."""
     reasoning = ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
                  + table(["dataset", *REASONING_COLUMNS],
                          [(row["dataset"], *(row[c] for c in REASONING_COLUMNS)) for row in rows]))
-    return "\n".join(filter(None, [reasoning, causes_note(spec, spec_causes(store, spec))]))
+    causes = causes_note(spec, spec_causes(store, spec, mixture=mixture), within=f"mixture '{mixture}'")
+    return "\n".join(filter(None, [reasoning, causes]))
 
 
 def merged_and_kept(rows: dict[str, int]) -> tuple[str, str]:

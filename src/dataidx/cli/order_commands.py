@@ -9,18 +9,40 @@ import click
 
 from ..errors import UsageError
 from .common import echo, echo_json, json_option, table
-from .run_source import RunSource
+from .run_source import RunSource, counted
 
 
-def _step_range(text: str) -> tuple[int, int]:
-    first, _, last = text.partition("-")
-    try:
-        bounds = int(first), int(last or first)
-    except ValueError:
-        raise UsageError(f"STEPS is a step or a range like 100-120, not {text!r}") from None
-    if bounds[0] < 0 or bounds[1] < bounds[0]:
-        raise UsageError(f"STEPS is a step or a range first-last of steps 0 or more, not {text!r}")
-    return bounds
+class StepRange(click.ParamType):
+    """``STEP`` or ``FIRST-LAST``, parsed where click parses arguments: a malformed one is a usage
+    error (exit 2), like any other argument click refuses."""
+
+    name = "STEP[-STEP]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        first, _, last = str(value).partition("-")
+        try:
+            bounds = int(first), int(last or first)
+        except ValueError:
+            self.fail(f"a step or a range like 100-120, not {value!r}", param, ctx)
+        if bounds[0] < 0 or bounds[1] < bounds[0]:
+            self.fail(f"a step or a range FIRST-LAST of steps 0 or more, FIRST <= LAST, not {value!r}", param, ctx)
+        return bounds
+
+
+def _numbering_options(func: Any) -> Any:
+    """The options that say how a run numbered its steps: its gradient accumulation, and the skip
+    lists its order was read without."""
+    for option in reversed([
+        click.option("--gradient-accumulation-steps", "accumulation", type=click.IntRange(min=1), default=1,
+                     show_default=True, help="Sampler steps (forward passes) a trainer's global step took."),
+        click.option("--numbered-with", "numbered_with", multiple=True, metavar="LIST",
+                     help="A skip list in force when the run started (or last resumed): its steps count without "
+                     "the entries it names. Repeatable; 'none' for none."),
+    ]):
+        func = option(func)
+    return func
 
 
 def _run_options(func: Any) -> Any:
@@ -29,7 +51,8 @@ def _run_options(func: Any) -> Any:
         click.option("--mixture", default="default", show_default=True, help="Mixture the run read."),
         click.option("--render", "spec", metavar="SPEC", help="The run read this render spec's training entries."),
         click.option("--plan", metavar="PLAN", help="The run read this packing plan's packs."),
-        click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the run."),
+        click.option("--epoch", type=click.IntRange(min=0), help="Count STEPs as the sampler does, from 0 within this "
+                     "epoch, instead of as a trainer logs them (its global_step: from 1, across epochs)."),
         click.option("--global-batch-size", type=click.IntRange(min=1), help="Items a step, all ranks."),
         click.option("--seed", type=int, default=0, show_default=True, help="The OrderSampler's seed."),
         click.option("--tail", type=click.Choice(["trim", "pad"]), default="trim", show_default=True,
@@ -41,41 +64,51 @@ def _run_options(func: Any) -> Any:
 
 @click.command()
 @click.argument("store")
-@click.argument("steps", metavar="STEP[-STEP]")
+@click.argument("steps", metavar="STEP[-STEP]", type=StepRange())
 @_run_options
-@click.option("--no-skips", is_flag=True, help="The run read the order whole (OrderSampler(skips=False)), not "
-              "without what the mixture's skip lists leave out.")
+@_numbering_options
+@click.option("--no-skips", is_flag=True, help="The run read the order whole (OrderSampler(skips=False)): the "
+              "same as --numbered-with none.")
 @json_option("Print a JSON line per entry.")
-def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | None, epoch: int,
-          global_batch_size: int | None, seed: int, tail: str, no_skips: bool, as_json: bool) -> None:
-    """Which entries (dataset, row, cut) global steps STEP[-STEP] of a run read.
+def steps(store: str, steps: tuple[int, int], mixture: str, spec: str | None, plan: str | None, epoch: int | None,
+          global_batch_size: int | None, seed: int, tail: str, accumulation: int, numbered_with: tuple[str, ...],
+          no_skips: bool, as_json: bool) -> None:
+    """Which entries (dataset, row, cut) steps STEP[-STEP] of a run read.
 
-    The run read the mixture (or a render spec's training entries, or a plan's packs) with
-    dataidx.OrderSampler(..., global_batch_size, seed): its order is a function of the store,
-    the seed and the epoch, so nothing needs to have been logged during training. Steps count
-    from the epoch's start at one global batch size. Each line names the mixture position the
-    order read (also for --render), or with --plan the pack, then its entry.
+    STEPs are a trainer's global steps as its log shows them (transformers.Trainer's and
+    LLaMA-Factory's global_step: the first optimizer step is 1, counted across epochs), or with
+    --epoch E the sampler's steps of epoch E, from 0 (the order_steps view's). Each line says
+    both, then the mixture position the order read (also for --render; with --plan the pack)
+    and its entry. The run read the mixture (or a render spec's training entries, or a plan's
+    packs) with dataidx.OrderSampler(..., global_batch_size, seed): its order is a function of
+    the store, the seed and the epoch, so nothing needs to have been logged during training.
 
     \b
     Example:
-        dataidx steps demo.db --global-batch-size 32 --seed 0 1200-1203
+        dataidx steps demo.db --global-batch-size 32 --seed 0 1201-1204
         dataidx steps demo.db --render default --global-batch-size 8 --epoch 1 17 --json
-        dataidx steps demo.db --plan default --global-batch-size 4 0-1
+        dataidx steps demo.db --plan default --global-batch-size 4 --epoch 0 0-1
     """
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
-    first, last = _step_range(steps)
     with RunSource(store, mixture, spec, plan) as source:
-        found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=not no_skips)
-        entries = source.entries([item for _, _, item in found])
-        rows = [(step, index, item, dataset, row, cut)
-                for (step, index, _), of_item in zip(found, entries) for item, dataset, row, cut in of_item]
+        lists = source.lists_named(numbered_with, no_skips=no_skips)
+        found = source.run_steps([steps], epoch=epoch, seed=seed, global_batch_size=global_batch_size, tail=tail,
+                                 accumulation=accumulation, lists=lists)
+        entries = source.entries([item for *_, item in found])
+        rows = [(e, global_step, step, index, item, dataset, row, cut)
+                for (e, global_step, step, index, _), of_item in zip(found, entries)
+                for item, dataset, row, cut in of_item]
+        in_force = source.skip_lists() if lists is None else lists
+    echo(f"{counted([steps], epoch, accumulation)}, numbered with skip lists: {', '.join(in_force) or 'none'}",
+         err=True)
+    key = "pack" if plan else "position"
     if as_json:
-        for step, index, item, dataset, row, cut in rows:
-            echo_json({"epoch": epoch, "step": step, "index": index, "pack" if plan else "position": item,
+        for e, global_step, step, index, item, dataset, row, cut in rows:
+            echo_json({"epoch": e, "global_step": global_step, "step": step, "index": index, key: item,
                        "dataset": dataset, "row": row, "cut": cut})
         return
-    echo(table(("step", "index", "pack" if plan else "position", "dataset", "row", "cut"), rows))
+    echo(table(("epoch", "global step", "step", "index", key, "dataset", "row", "cut"), rows))
 
 
 @click.command()
@@ -85,40 +118,41 @@ def steps(store: str, steps: str, mixture: str, spec: str | None, plan: str | No
 @click.option("--who", default=None, help="Who asked [default: the user running the command].")
 @click.option("--entry", "entries", multiple=True, metavar="DATASET:ROW[:CUT]",
               help="An entry to skip; without CUT, every entry of the row. Repeatable.")
-@click.option("--steps", "step_range", metavar="STEP[-STEP]", help="Skip the entries of these global steps of a run "
-              "(named as for dataidx steps: --global-batch-size, --seed, --epoch, --render or --plan).")
+@click.option("--steps", "step_ranges", type=StepRange(), multiple=True, help="Skip the entries of these steps of "
+              "a run, counted as for dataidx steps (a trainer's global_step, or with --epoch the sampler's); "
+              "repeatable.")
 @_run_options
-def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, ...], step_range: str | None,
-         mixture: str, spec: str | None, plan: str | None, epoch: int, global_batch_size: int | None, seed: int,
-         tail: str) -> None:
+@_numbering_options
+def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, ...],
+         step_ranges: tuple[tuple[int, int], ...], mixture: str, spec: str | None, plan: str | None, epoch: int | None,
+         global_batch_size: int | None, seed: int, tail: str, accumulation: int,
+         numbered_with: tuple[str, ...]) -> None:
     """Store skip list NAME: entries every OrderSampler over the mixture leaves out from now on.
 
-    Name the entries (--entry), or the steps of a run whose entries they are (--steps, with the
-    run's order as dataidx steps takes it). Every position of the mixture that holds one, in
-    every epoch, leaves the order; a plan's packs that hold one leave a plan's order. The list
-    keeps who asked, why, and what was asked (dataidx info, the skips view). A run resumed
-    after the list was added continues where it stopped; its later steps move forward to fill
-    the places of what it skips.
+    Name the entries (--entry), or the steps of a run whose entries they are (--steps, counted
+    as dataidx steps counts them: a trainer's global_step from its log, or with --epoch the
+    sampler's). A mixture that already has lists asks which of them the run's steps were
+    numbered with (--numbered-with): each list moves the steps after it. Every position of the
+    mixture that holds an entry, in every epoch, leaves the order; a plan's packs that hold one
+    leave a plan's order. The list keeps who asked, why, and what was asked (dataidx info, the
+    skips view). A run resumed after the list was added continues where it stopped; its later
+    steps move forward to fill the places of what it skips.
 
     \b
     Example:
-        dataidx skip demo.db spike-1200 --steps 1200-1203 --global-batch-size 32 --why "loss spike at 1201"
-        dataidx skip demo.db bad-rows --entry demo_alpaca:17 --entry demo_sharegpt:3:5 --why "PII"
+        dataidx skip demo.db spike --steps 5-6 --global-batch-size 4 --why "loss spike at 6"
+        dataidx skip demo.db spike-2 --steps 2 --steps 8 --global-batch-size 4 --numbered-with none --why "spikes"
+        dataidx skip demo.db bad-rows --entry demo_alpaca:7 --entry demo_sharegpt:3:2 --why "PII"
     """
     from ..store import add_skip_list
 
-    if bool(entries) == bool(step_range):
+    if bool(entries) == bool(step_ranges):
         raise UsageError("give the entries to skip with --entry, or a run's steps with --steps (one of them)")
     who = who or _user()
     with RunSource(store, mixture, spec, plan) as source:
-        if step_range is not None:
-            if global_batch_size is None:
-                raise UsageError("--steps needs the run's --global-batch-size")
-            first, last = _step_range(step_range)
-            found = source.steps(epoch, seed, global_batch_size, first, last, tail, skips=True)
-            ids = source.entry_ids([item for _, _, item in found])
-            what = (f"steps {step_range} of epoch {epoch} ({source.kind} {spec or plan or mixture}, global batch "
-                    f"{global_batch_size}, seed {seed}, tail {tail})")
+        if step_ranges:
+            ids, what = source.steps_entries(step_ranges, epoch=epoch, global_batch_size=global_batch_size, seed=seed,
+                                             tail=tail, accumulation=accumulation, numbered_with=numbered_with)
         else:
             ids = [entry for text in entries for entry in _named_entries(source.items_reader(), text)]
             what = "entries " + ", ".join(entries)
@@ -136,7 +170,7 @@ def unskip(store: str, name: str, mixture: str) -> None:
 
     \b
     Example:
-        dataidx unskip demo.db spike-1200
+        dataidx unskip demo.db spike
     """
     from ..store import remove_skip_list
 
@@ -151,7 +185,7 @@ def unskip(store: str, name: str, mixture: str) -> None:
 @click.option("--no-skips", is_flag=True, help="The run reads the order whole, not without what skip lists leave out.")
 @click.option("--store-steps", is_flag=True, help="Also store every entry of every step (the order_steps view; a "
               "row an entry, so about 30 bytes an entry an epoch).")
-def order(store: str, name: str, mixture: str, spec: str | None, plan: str | None, epoch: int,
+def order(store: str, name: str, mixture: str, spec: str | None, plan: str | None, epoch: int | None,
           global_batch_size: int | None, seed: int, tail: str, no_skips: bool, store_steps: bool) -> None:
     """Record a run's order as NAME: what it reads, its seed, global batch size and tail, the
     steps of each stored epoch, and the entries each epoch's tail trims (the trimmed view).
@@ -172,12 +206,12 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
 
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
-    if epoch:
+    if epoch is not None:
         raise UsageError("an order is recorded for every stored epoch; leave out --epoch")
     with RunSource(store, mixture, spec, plan) as source:
         steps, trimmed = [], []
         for stored in range(source.stored_epochs()):
-            read = source.order(stored, seed, skips=not no_skips)
+            read = source.order(stored, seed, lists=[] if no_skips else None)
             count = epoch_steps(read.length, global_batch_size, tail)
             steps.append(count)
             left = [] if tail == "pad" else read.at(np.arange(count * global_batch_size, read.length)).tolist()
@@ -185,7 +219,8 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
         recorded = RecordedOrder(name=name, mixture=source.mixture, reads=source.kind, target=spec or plan,
                                  seed=seed, global_batch_size=global_batch_size, tail=tail, skips=not no_skips,
                                  steps=steps, trimmed=trimmed)
-        chunks = source.step_chunks(seed, global_batch_size, tail, skips=not no_skips) if store_steps else ()
+        chunks = (source.step_chunks(seed, global_batch_size, tail, lists=[] if no_skips else None) if store_steps
+                  else ())
         rows = save_order(store, recorded, chunks)
     echo(f"order '{name}': {len(steps)} epochs of {', '.join(map(str, steps))} steps of {global_batch_size}; "
          f"{sum(map(len, trimmed))} entries trimmed" + (f"; {rows} step entries stored" if store_steps else ""),

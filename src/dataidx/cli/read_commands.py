@@ -209,7 +209,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     columns = list(COMPOSITION_COLUMNS) + (list(TOKEN_COLUMNS) if spec else [])
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
     if spec:
-        echo(spec_composition_notes(store, spec, rows))
+        echo(spec_composition_notes(store, spec, mixture, rows))
         for plan in merging_plans(store, mixture=mixture, spec=spec):
             echo(merges_said(plan))
     for line in skip_lists_said(store, mixture):

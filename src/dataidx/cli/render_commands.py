@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..render import cause_advice, describe_cause
 from ..spec import DEFAULT_SEED
 from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, render_text, shown, steps_line
 
@@ -32,16 +33,19 @@ from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, rend
               "already rendered the same way: add them, keeping its lengths).")
 @click.option("--tokens-dir", type=click.Path(file_okay=False), help="Folder of the token file [default: "
               "STORE.tokens beside a store file; for PostgreSQL, the dataidx cache folder].")
-@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+@click.option("--replace", is_flag=True, help="Render a spec stored rendered another way again even if packing plans, "
+              "stored tokens or token-budget mixtures were made from its lengths (plans and tokens are deleted).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (a warning still shows).")
 def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
            jobs: int | None, clock: str | None, escapes: str, store_tokens: bool, tokens_dir: str | None,
-           quiet: bool) -> None:
+           replace: bool, quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
     Statuses: ok, truncated, too_long, no_supervision, render_error; only ok and truncated train,
-    and why the others do not is said once per cause. The spec is fingerprinted (tokenizer,
-    template, cutoff, truncation, dataidx version): the same one again is a no-op, a changed one
-    recomputes and removes the packing plans made from the old lengths.
+    and why the others do not is said once per cause (and loudly when most entries do not). The
+    spec is fingerprinted (tokenizer, template, cutoff, truncation, dataidx version): the same one
+    again is a no-op; a changed one recomputes the lengths, and if packing plans, stored tokens or
+    token-budget mixtures were made from the old ones, is refused, naming them, unless --replace.
 
     Added tokens not marked special (<tool_call>, <think>) in data text keep their ids, as in v1,
     and are counted per dataset (dataidx info); --escape added breaks them like control tokens.
@@ -51,23 +55,32 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
         dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024 --store-tokens
+        dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 2048 --replace
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
     render_into(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs,
-            quiet=quiet, clock=clock, escapes=escapes, store_tokens=store_tokens, tokens_dir=tokens_dir)
+            quiet=quiet, clock=clock, escapes=escapes, store_tokens=store_tokens, tokens_dir=tokens_dir,
+            replace=replace)
 
 
 def render_into(store: str, tokenizer: str, *, template: str | None, cutoff: int, truncation: str, quiet: bool,
                 name: str = "default", jobs: int | None = None, clock: str | None = None, escapes: str = "special",
-                store_tokens: bool = False, tokens_dir: str | None = None) -> None:
-    """``dataidx render`` (and ``build --tokenizer``): render, then say what was stored."""
+                store_tokens: bool = False, tokens_dir: str | None = None, replace: bool = False) -> None:
+    """``dataidx render`` (and ``build --tokenizer``): render, then say what was stored, and last,
+    even with ``quiet``, a warning when most entries will not train."""
     from ..render import render_store
 
     summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
                            jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes,
-                           store_tokens=store_tokens, tokens_dir=tokens_dir)
-    if quiet:
-        return
+                           store_tokens=store_tokens, tokens_dir=tokens_dir, replace=replace)
+    if not quiet:
+        _said(store, name, summary)
+    if summary.kept * 2 < summary.entries:
+        echo(few_train_warning(name, summary), err=True)
+
+
+def _said(store: str, name: str, summary: Any) -> None:
+    """What a render stored, in a few lines."""
     if summary.tokens_added:
         echo(f"stored the tokens of spec '{name}' in {shown(store)}, its lengths unchanged: "
              f"{tokens_line(summary)}", err=True)
@@ -79,8 +92,10 @@ def render_into(store: str, tokenizer: str, *, template: str | None, cutoff: int
         echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)",
              err=True)
         return
-    removed = (f"; removed {summary.plans_removed} packing plans made with its old lengths" if summary.plans_removed
-               else "")
+    plans = summary.plans_removed
+    gone = [f"{plans} packing plan{'s' if plans != 1 else ''} made with its old lengths"] if plans else []
+    gone += [f"its stored tokens ({summary.tokens_replaced})"] if summary.tokens_replaced else []
+    removed = f"; removed {' and '.join(gone)}" if gone else ""
     echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
                f"in {summary.seconds:.2f} s{removed}", err=True)
     if summary.spec.clock is not None:
@@ -183,6 +198,21 @@ def remove_plan(store: str, name: str) -> None:
 
 
 COMMANDS = [render, pack, remove_spec, remove_plan]
+
+
+def few_train_warning(name: str, summary: Any) -> str:
+    """The warning of a render where most entries will not train (said last, even with -q): how
+    many will, and the commonest reason the others will not, with what to change."""
+    spec = summary.spec
+    line = (f"warning: only {summary.kept:,} of {summary.entries:,} entries will train under spec '{name}' "
+            f"(--cutoff {spec.cutoff}, --truncation {spec.truncation})")
+    if summary.causes:
+        cause, entries = max(((found[0], found[1]) for found in summary.causes), key=lambda found: found[1])
+        meaning = describe_cause(cause)
+        advice = ("raise --cutoff, or keep their start with --truncation right" if meaning.whose == "cutoff"
+                  else cause_advice(cause) or "see why above (dataidx info says it again)")
+        line += f"; the commonest reason: {meaning.words} ({entries:,} entries): {advice}"
+    return line
 
 
 def tokens_line(summary: Any) -> str:

@@ -22,9 +22,10 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
     """Check deeply that STORE still matches its sources; exit 1 on any change.
 
     Rehashes every source file (a byte changed in place is found even with its size and mtime
-    put back), checks converter and loader versions, the Arrow data and SQLite's integrity, and
-    that each render spec's template is what the spec says it is (a built-in, the tokenizer's
-    own, or its file). With --tokens, checks the stored tokens of render specs instead.
+    put back), checks converter and loader versions, the Arrow data and SQLite's integrity, that
+    each render spec's template is what the spec says it is (a built-in, the tokenizer's own, or
+    its file), and that each stored token file is there and the one recorded (header, size; its
+    words' digest is --tokens's). With --tokens, checks the stored tokens of render specs instead.
 
     \b
     Example:
@@ -37,10 +38,12 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
     if spec is not None or every:
         raise click.UsageError("--spec and --all check stored tokens: add --tokens")
     from ..read import verify_store
-    from ..render import template_problems
+    from ..render import template_problems, token_file_problems
 
     report = verify_store(store)
     report["render_specs"] = template_problems(store)
+    for name, problems in token_file_problems(store).items():  # a store copied without its .tokens folder
+        report["render_specs"][name] += problems
     report["ok"] = report["ok"] and not any(report["render_specs"].values())
     if as_json:
         echo_json(report)

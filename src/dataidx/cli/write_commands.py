@@ -5,10 +5,11 @@ into place, so a failure leaves the store as it was."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from .common import echo, mixture_options, shown, table
+from .common import Interrupted, echo, end_quietly_on_ctrl_c, file_state, mixture_options, shown, table
 from .render_commands import render_into
 
 
@@ -42,6 +43,7 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
         dataidx build data/demo_sft.yaml -o 'postgresql://me@db/training?schema=sft'
     """
     from .. import index
+    from ..store import store_location
 
     if tokenizer is None:
         given = [f"--{name}" for name in ("template", "cutoff", "truncation")
@@ -50,21 +52,45 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
             raise click.UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for rendering and "
                                    "need --tokenizer (or run dataidx render after the build)")
     progress = None if quiet else (lambda message: echo(message, err=True))
-    summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress, replace=replace,
-                          specs=("default",) if tokenizer is not None else ())
-    if not quiet:
-        rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected, d.empty,
-                 f"{d.seconds:.2f}") for d in summary.datasets]
-        echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "empty rows",
-                    "seconds"], rows), err=True)
-        if summary.mixture.taken_whole:
-            echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
-                       "render spec: the default mixture holds them whole; draw the budgets with dataidx render, then "
-                       "dataidx mix STORE CONFIG --name NAME --spec SPEC", err=True)
-        echo(f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
-             f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s", err=True)
+    location = store_location(output)
+    before = file_state(location) if isinstance(location, Path) else None
+    try:
+        summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress, replace=replace,
+                              specs=("default",) if tokenizer is not None else ())
+        if not quiet:
+            _say_built(summary, seed, sampling)
+        if tokenizer is None:
+            end_quietly_on_ctrl_c()  # the store is written and said: nothing is left to stop
+    except KeyboardInterrupt:
+        raise Interrupted(_left_by_build(output, location, before)) from None
     if tokenizer is not None:
         render_into(output, tokenizer, template=template, cutoff=cutoff, truncation=truncation, quiet=quiet)
+
+
+def _say_built(summary: Any, seed: int, sampling: str) -> None:
+    """The build's table and last line (of an ``index.BuildSummary``), on stderr."""
+    rows = [(d.name, d.rows, d.entries, summary.mixture.datasets.get(d.name, 0), d.drops, d.rejected, d.empty,
+             f"{d.seconds:.2f}") for d in summary.datasets]
+    echo(table(["dataset", "rows", "entries", "in mixture", "dropped msgs", "rejected rows", "empty rows",
+                "seconds"], rows), err=True)
+    if summary.mixture.taken_whole:
+        echo(f"note: {', '.join(summary.mixture.taken_whole)} have token budgets, which count tokens under a "
+                   "render spec: the default mixture holds them whole; draw the budgets with dataidx render, then "
+                   "dataidx mix STORE CONFIG --name NAME --spec SPEC", err=True)
+    echo(f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
+         f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s", err=True)
+
+
+def _left_by_build(output: str, location: object, before: tuple[int, int] | None) -> str:
+    """What an interrupted build left at ``output``: a store is replaced whole or not at all."""
+    if not isinstance(location, Path):  # a schema on a server: replaced in one transaction
+        return (f"the build of {shown(output)} was stopped; its schema is replaced in one transaction, so it holds "
+                "the store it held or the whole new one (dataidx info says which)")
+    after = file_state(location)
+    if after is not None and after != before:
+        return f"{output} was written before the build was stopped: the store is complete"
+    was = f"{output} is as it was" if before is not None else f"there is no store at {output}"
+    return f"the build was stopped; nothing was written ({was})"
 
 
 @click.command()

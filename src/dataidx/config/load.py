@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,8 @@ def parse_datasets(mapping: Any, origin: str, *, plugins: bool = True) -> list[D
         raise ConfigError(origin, ["expected a mapping of dataset name -> {path, source, ...}"])
     problems: list[str] = []
     specs: list[DatasetSpec] = []
-    names = [str(name) for name in mapping]
-    problems += [f"dataset '{name}': the name appears more than once" for name in sorted(set(names))
-                 if names.count(name) > 1]
+    named = Counter(str(name) for name in mapping)  # 1 and '1' are two keys, one name; counted once each
+    problems += [f"dataset '{name}': the name appears more than once" for name in sorted(named) if named[name] > 1]
     for name, info in mapping.items():
         found = _check_dataset(str(name), info, plugins)
         if found:
@@ -119,6 +119,10 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
     if on_error not in ERROR_POLICIES:
         problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {shown(on_error)}")
     problems += _check_columns(where, info.get("columns"))
+    ignored = info.get("ignore_columns")
+    if ignored is not None and (not isinstance(ignored, list) or not all(isinstance(c, str) and c for c in ignored)):
+        problems.append(f"{where}: key 'ignore_columns' must be a list of column names the converter is meant to "
+                        f"ignore (e.g. [label]), got {shown(ignored)}")
     return problems
 
 
@@ -169,4 +173,5 @@ def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
         tokens=info.get("tokens"),
         supervised_tokens=info.get("supervised_tokens"),
         allow_empty=bool(info.get("allow_empty", False)),
+        ignore_columns=tuple(info["ignore_columns"]) if info.get("ignore_columns") is not None else None,
     )

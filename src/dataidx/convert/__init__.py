@@ -2,7 +2,7 @@
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
 from . import formats  # registers the built-in converters
-from .expansion import ROLES, SUPERVISED_EPSILON, cuts, role_problem, trains_nothing, truncate
+from .expansion import ROLES, SUPERVISED_EPSILON, cuts, sample_problem, trains_nothing, truncate
 from .media import MEDIA_COLUMNS, MediaMismatch
 from .registry import (
     Converter,
@@ -35,8 +35,8 @@ __all__ = [
     "cuts",
     "drop",
     "register_converter",
-    "role_problem",
     "row_expansion",
+    "sample_problem",
     "trains_nothing",
     "truncate",
 ]

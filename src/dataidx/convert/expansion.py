@@ -20,17 +20,47 @@ ROLES = ("system", "user", "assistant", "tool")
 _MESSAGE_LISTS = ("messages", "chosen_messages", "rejected_messages")
 
 
-def role_problem(sample: Mapping[str, Any]) -> str | None:
-    """Why a standard sample cannot be rendered safely: its first message whose role is not one
-    of :data:`ROLES`, worded for the user; None when every role is standard. A message that is
-    not a dict is left to the renderer, which names it."""
+def sample_problem(sample: Mapping[str, Any]) -> str | None:
+    """Why a standard sample cannot be expanded or rendered safely, worded for the user: its first
+    message list that is not a list, message that is not a dict, role that is not one of
+    :data:`ROLES` (a template writes it between its own turn markers, so any other string forges
+    turns), or content that is not a list of blocks; None when none is found. Block types and
+    values are left to the renderer, which names them."""
     for key in _MESSAGE_LISTS:
         messages = sample.get(key)
-        for number, message in enumerate(messages if isinstance(messages, list) else ()):
-            role = message.get("role") if isinstance(message, dict) else ROLES[0]
+        if messages is None:
+            continue
+        if not isinstance(messages, list):
+            return f"{key} is {kind_of(messages)}, not a list of messages"
+        for number, message in enumerate(messages):
+            if not isinstance(message, dict):
+                return f"{key} {number} is {kind_of(message)}, not a {{role, content}} message"
+            role = message.get("role")
             if not (isinstance(role, str) and role in ROLES):
                 return f"{key} {number}: role {shown(role)} is not one of {', '.join(ROLES)}"
+            content = message.get("content")
+            if isinstance(content, list):
+                for block in content:  # a loop, not all(): this runs for every row the row path converts
+                    if not isinstance(block, dict):
+                        return f"{key} {number}: content is {kind_of(content)}, not a list of {{type, value}} blocks"
+            elif content is not None:
+                return (f"{key} {number}: content is {kind_of(content)}, not a list of {{type, value}} blocks"
+                        + _hint(content))
     return None
+
+
+def kind_of(value: Any) -> str:
+    """``a str``, ``an int``, ``a list of str``: what a value is, for a message."""
+    if isinstance(value, list) and value and not isinstance(value[0], dict):
+        return f"a list of {type(value[0]).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _hint(content: Any) -> str:
+    # LLaMA-Factory's mllm_demo.json with no converter: its messages are OpenAI's {role, content: str}.
+    return ("; rows in the OpenAI chat shape ({role, content: str}, like LLaMA-Factory's mllm_demo.json) take "
+            "converter: openai") if isinstance(content, str) else ""
 
 
 def cuts(sample: Mapping[str, Any]) -> list[int | None]:

@@ -147,10 +147,11 @@ def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
     """Why ``row[key]`` for each key of ``wrong`` is not a pair side, and what one looks like."""
     names, kinds = " and ".join(wrong), {type(row[key]).__name__ for key in wrong}
     example = 'e.g. chosen: [{"role": "user", "content": "<prompt>"}, {"role": "assistant", "content": "<answer>"}]'
-    if kinds == {"str"}:
-        return (f"{names} {'are strings' if len(wrong) > 1 else 'is a string'}: ranking data in LLaMA-Factory v0's "
-                "shape (single answers); v1's pair converter needs each side as a list of {role, content} "
-                f"messages, the prompt included ({example})")
+    if kinds in ({"str"}, {"dict"}):  # dpo_en_demo.json's sides are {from, value} messages
+        what = "strings" if kinds == {"str"} else "single messages"
+        return (f"{names} {'are' if len(wrong) > 1 else 'is'} {what if len(wrong) > 1 else 'a ' + what[:-1]}: "
+                "ranking data in LLaMA-Factory v0's shape (single answers); v1's pair converter needs each side "
+                f"as a list of {{role, content}} messages, the prompt included ({example})")
     return f"{names} must be a list of {{role, content}} messages, got {'/'.join(sorted(kinds))} ({example})"
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..errors import InvalidRow, shown
+from .expansion import kind_of
 from .samples import Content
 
 MEDIA_COLUMNS = {"image": "images", "video": "videos", "audio": "audios"}
@@ -29,14 +31,33 @@ def text_blocks(media: MediaSplitter | None, text: str) -> list[Content]:
 
 
 def media_lists(row: dict[str, Any]) -> dict[str, list[str]]:
-    """The row's media files per kind, as lists (a bare string is one file)."""
+    """The row's media files per kind, as lists (a bare string is one file); InvalidRow naming the
+    column when it holds anything but file paths."""
     found: dict[str, list[str]] = {}
     for kind, column in MEDIA_COLUMNS.items():
         value = row.get(column)
         if value is None:
             continue
-        found[kind] = [value] if isinstance(value, str) else list(value)
+        files = [value] if isinstance(value, str) else value
+        if not isinstance(files, list) or not all(isinstance(path, str) for path in files):
+            raise InvalidRow(_not_paths(column, value))
+        found[kind] = files
     return found
+
+
+def _not_paths(column: str, value: Any) -> str:
+    """Why a media column's value is not file paths (a dict's keys were taken as files, a number
+    failed as "'int' object is not iterable"), and, for a datasets Image or Video feature's
+    ``{bytes, path}``, what dataidx takes instead."""
+    where, what = f"column '{column}'", value
+    if isinstance(value, list):
+        number, what = next((n, item) for n, item in enumerate(value) if not isinstance(item, str))
+        where += f" item {number}"
+    described = "null" if what is None else f"{kind_of(what)} ({shown(what)})"
+    problem = f"{where} is {described}, not a file path (a string)"
+    if isinstance(what, dict) and set(what) <= {"bytes", "path"}:
+        problem += "; media stored as data (a datasets Image or Video feature) is not read: give file paths"
+    return problem
 
 
 class MediaSplitter:

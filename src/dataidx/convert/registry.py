@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from ..errors import ConversionError, DataidxError, InvalidRow
 from ..plugins import Registry
-from .expansion import cuts, role_problem, trains_nothing
+from .expansion import cuts, sample_problem, trains_nothing
 from .samples import Sample
 
 #: A raw row in, a standard :data:`~.samples.Sample` out. Typed to return any mapping, so a user's
@@ -99,9 +99,10 @@ def convert_row(func: Converter | PrefixConverter, raw: dict[str, Any], dataset:
 def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
                   converter: str) -> tuple[list[int | None], bool]:
     """The cuts of one converted row and whether it trains nothing (:func:`.expansion.trains_nothing`);
-    a role outside :data:`.expansion.ROLES` fails like a conversion."""
+    a sample not in the standard shape (:func:`.expansion.sample_problem`: a role outside
+    :data:`.expansion.ROLES`, content that is not blocks) fails like a conversion."""
     sample = convert_row(func, raw, dataset, row, converter)
-    problem = role_problem(sample)
+    problem = sample_problem(sample)
     if problem is not None:
         raise ConversionError(dataset, row, converter, problem)
     try:

@@ -4,8 +4,8 @@ v1's ``utils/types.py`` declares the same shapes (``Content``, ``Message``, ``SF
 ``DPOSample``); here the preference sample is ``PairSample``, after the ``pair`` converter that
 makes it. A TypedDict is a plain dict at run time, so these types cost nothing and check nothing:
 they document the contract for type checkers and readers of the code. A converter may return any
-dict (a user's often does); the build checks what matters of it (a dict, standard roles, its cuts)
-and the renderer refuses the rest, entry by entry.
+dict (a user's often does); the build checks what matters of it (a dict, messages of standard
+roles with content as blocks, its cuts) and the renderer refuses the rest, entry by entry.
 
 Example::
 

@@ -125,6 +125,16 @@ def _list_of_struct(type_: pa.DataType, fields: tuple[str, ...]) -> bool:
     )
 
 
+def _block_lists(message: pa.StructType) -> bool:
+    """Whether messages of this type hold their content as lists of blocks, or none: text content
+    (OpenAI's shape, with no converter) is the row path's to refuse, naming the row."""
+    kind = message.field("content").type if message.get_field_index("content") >= 0 else pa.null()
+    if pa.types.is_null(kind):
+        return True
+    listed = pa.types.is_list(kind) or pa.types.is_large_list(kind)
+    return listed and (pa.types.is_struct(kind.value_type) or pa.types.is_null(kind.value_type))
+
+
 def _no_messages(column: pa.ChunkedArray) -> bool:
     """A column that holds no messages at all: all null, or only empty lists."""
     type_ = column.type
@@ -178,7 +188,7 @@ def _side_roles_standard(table: pa.Table, column: str) -> bool:
     """Whether a preference side holds no messages or only standard roles (else: the row path)."""
     if column not in table.column_names or _no_messages(table[column]):
         return True
-    if not _list_of_struct(table[column].type, ("role",)):
+    if not _list_of_struct(table[column].type, ("role",)) or not _block_lists(table[column].type.value_type):
         return False
     messages, offsets = _flatten(table[column])
     return not _has_null_messages(messages, offsets) and standard_roles(_field(messages, "role"))
@@ -236,7 +246,7 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
         return _one_per_row(np.full(table.num_rows, NO_CUT),
                             empty=_rows_without_lists(table, ("chosen_messages", "rejected_messages")))
     type_ = table["messages"].type
-    if not _list_of_struct(type_, ("role",)):
+    if not _list_of_struct(type_, ("role",)) or not _block_lists(type_.value_type):
         return None
     messages, offsets = _flatten(table["messages"])
     if _has_null_messages(messages, offsets):

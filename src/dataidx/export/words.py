@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import StoreError, UsageError
+from ..errors import StaleStoreError, StoreError, UsageError
 from ..render import IGNORE, TokenFile, unrun
 from .placements import Placements
 
@@ -77,6 +77,11 @@ def _decode(tokens: TokenFile, chunk: Placements, start: int, stop: int, first_s
     high = int(first_sequence[stop]) if stop < len(first_sequence) else len(chunk.tokens)
     lengths, offsets = chunk.tokens[low:high], chunk.offsets[low:high]
     within = _starts(lengths)
+    if len(lengths) and int((offsets + lengths).max()) > tokens.words:  # one check per chunk, not per word
+        k = int(np.argmax(offsets + lengths > tokens.words))
+        raise StaleStoreError(f"{tokens.path}: token file damaged: the store places an entry at words "
+                              f"{offsets[k]}..{offsets[k] + lengths[k]} of {tokens.words} (spec '{tokens.spec}'); run "
+                              "dataidx render --store-tokens again")
     words = np.asarray(tokens.words_array[np.repeat(offsets - within, lengths) + np.arange(int(lengths.sum()))])
     top = words.dtype.itemsize * 8 - 1
     supervised = (words >> top).astype(bool)

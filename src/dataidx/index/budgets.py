@@ -51,7 +51,8 @@ def budget_draw(lengths: Lengths, budget: int, seed: int, *, dataset: str = "", 
     total = int(counted.sum())
     if total == 0:
         raise UsageError(f"dataset '{dataset}': key '{key}': no entry trains with a {key.replace('_', ' ')} count "
-                         "under the spec, so no budget can be met (see dataidx lengths for their statuses)")
+                         "under the spec, so no budget can be met (dataidx info says why entries do not train under "
+                         "each spec)")
     passes, remainder = divmod(budget, total)
     parts: list[Part] = []
     if passes:

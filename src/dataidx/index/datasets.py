@@ -34,6 +34,7 @@ from ..sources import (
     RenamedRows,
     RowChunk,
     RowSource,
+    add_places,
     arrow_files_at,
     arrow_files_of,
     changed_while_read,
@@ -47,6 +48,7 @@ from ..spec import DatasetSpec
 from ..store import Dataset, RejectedRow, insert_base_entries, insert_dataset_turns, row_lengths
 from .empty import refuse_empty
 from .mixtures import MixtureWriter
+from .unread import refuse_unread
 
 #: A chunk ends after this many rows or this many bytes of Arrow data, whichever comes first.
 CHUNK_ROWS = 1 << 20
@@ -89,9 +91,12 @@ class Writes:
 
 
 def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, connection: Connection, writes: Writes,
-                  hashing: Executor, mixture: MixtureWriter) -> tuple[dict[str, Any], Future[DatasetSummary]]:
+                  hashing: Executor, mixture: MixtureWriter,
+                  folder: str | None = None) -> tuple[dict[str, Any], Future[DatasetSummary]]:
     """Load ``dataset``, convert it chunk by chunk and hand each chunk's entries to
-    ``writes``; its record and its draw into ``mixture`` follow its last chunk.
+    ``writes``; its record and its draw into ``mixture`` follow its last chunk. Its files are
+    recorded with their places relative to the store's ``folder`` too, so the store opens after
+    a move of the folder that holds it and them.
 
     Returns the dataset's record (``entries`` tells the next dataset where to start) and the
     future of its summary.
@@ -99,15 +104,17 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
     started = time.perf_counter()
     before = file_stats(source_files(dataset))  # so a file that changes while it is read is noticed
     loaded = load(dataset)
-    fingerprints = hashing.submit(fingerprint_files, loaded.files)
+    fingerprints = hashing.submit(fingerprint_files, loaded.files, folder)
     # Rows read from the Arrow files need no Dataset, whose pages would count in memory.
     arrow_files = arrow_files_at(loaded.arrow_paths) if loaded.arrow_paths else arrow_files_of(loaded.dataset)
+    arrow_files = None if arrow_files is None else add_places(arrow_files, folder)
     rows: RowSource = ArrowRows(arrow_files) if arrow_files else DatasetRows(loaded.dataset)
     text_files = bool(loaded.files) and all(str(path).endswith(".txt") for path in loaded.files)
     del loaded
     if dataset.columns:
         rows = RenamedRows(rows, dataset.columns, dataset.name)
     converter = converters.get(dataset.converter or "none")
+    refuse_unread(dataset, converter=converter.name, columns=rows.column_names)  # before a row is converted
     record = {
         "id": position + 1, "name": dataset.name, "position": position, "path": dataset.path, "source": dataset.source,
         "loader_version": sources.get(dataset.source).version, "split": dataset.split, "converter": converter.name,

@@ -23,7 +23,7 @@ from ..config import load_config
 from ..progress import MessageProgress
 from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
-from ..store import Build, NewStore, creating
+from ..store import Build, NewStore, creating, store_folder
 from .datasets import DatasetSummary, Writes, index_dataset
 from .mixtures import MixtureSummary, MixtureWriter
 
@@ -83,12 +83,13 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
         writes = Writes(writer)
         first_entry = 1
         written = []
+        folder = store_folder(new.location)  # the sources' places relative to it are recorded too
         for position, dataset in enumerate(config.datasets):
             say(f"loading dataset '{dataset.name}' from {dataset.path}"
                 + (f" (streaming, materialised into {new.streams})" if dataset.streaming else ""))
             with materialising_streams_into(new.streams):
                 record, done = index_dataset(dataset, position=position, first_entry=first_entry, connection=connection,
-                                             writes=writes, hashing=hashing, mixture=mixture)
+                                             writes=writes, hashing=hashing, mixture=mixture, folder=folder)
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)

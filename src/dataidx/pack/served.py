@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import StaleStoreError, StoreError
-from ..read import EntryReader, paused_gc
+from ..read import EntryReader
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
+from ..sources import paused_gc
 from ..store import Closable, check_epoch, served_epoch, skipped_entries
 from .merging import MODES
 from .sequences import merged_sample
 
+# A pack's members with what each needs to be served, and the count its pack records: a member
+# row missing (or another plan's) or a member without its length is found by the count and the
+# outer join, not dropped, at no cost a fetch can measure. ``dataidx verify`` checks the rest.
 _MEMBERS = (
-    "SELECT {stamped}e.entry_id, r.tokens, e.joined FROM packs AS k "
+    "SELECT {stamped}e.entry_id, r.tokens, e.joined, r.status IN ({trains}), k.members FROM packs AS k "
     "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
-    "JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
+    "AND e.plan_id = k.plan_id "
+    "LEFT JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
     "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
 )
 
@@ -93,17 +99,37 @@ class RenderedPacks(Closable):
     def __len__(self) -> int:
         return self.packs
 
-    def _members(self, index: int) -> list[tuple[int, int, int]]:
-        """``(entry id, tokens, joined to the next)`` of pack ``index``'s members, in slot order."""
+    def _members(self, index: int) -> list[tuple[int, int, int, int, int]]:
+        """``(entry id, tokens, joined to the next, trains, members)`` of pack ``index``'s members, in
+        slot order; a pack whose rows are not what its plan served when it was made is refused."""
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
-        return self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
+        members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
+        if (not members or len(members) != members[0][4] or not all(m[3] for m in members)
+                or (self.merge_cuts == "no" and any(m[2] for m in members))):
+            raise self._damaged(index % self.packs, members)
+        return members
 
-    def skipped_items(self) -> np.ndarray:
-        """The packs of the epoch served that hold an entry the mixture's skip lists leave out: an
-        order over the plan leaves the whole pack out (planning again without them keeps the rest)."""
-        wanted = skipped_entries(self.reader.handle, self.mixture)
+    def _damaged(self, pack: int, members: list[tuple[int, int, int, int, int]]) -> StoreError:
+        """What is wrong with a pack's member rows, in one line."""
+        if not members or len(members) != members[0][4]:
+            what = (f"names {members[0][4]} members and {len(members)} are there" if members
+                    else "has no member rows")
+        elif lost := sum(tokens is None for _, tokens, _, _, _ in members):
+            what = f"has {lost} members without a length under spec '{self.spec.name}'"
+        elif lost := sum(not trains for _, _, _, trains, _ in members):
+            what = f"has {lost} members that do not train under spec '{self.spec.name}'"
+        else:
+            what = "joins cuts into one sequence in a plan that merges none"
+        return StoreError(f"{self.reader.path}: pack {pack} of plan '{self.plan}' {what}; the store is damaged or "
+                          "was edited (dataidx verify says what else is)")
+
+    def skipped_items(self, lists: Sequence[str] | None = None) -> np.ndarray:
+        """The packs of the epoch served that hold an entry the mixture's skip lists (or lists
+        ``lists``) leave out: an order over the plan leaves the whole pack out (planning again
+        without them keeps the rest)."""
+        wanted = skipped_entries(self.reader.handle, self.mixture, lists)
         if not wanted:
             return np.empty(0, dtype=np.int64)
         packs = self.reader.fetch(_PACKS_HOLDING, self.plan_id, self.first_pack, self.first_pack + self.packs - 1,
@@ -113,22 +139,22 @@ class RenderedPacks(Closable):
     def member_entries(self, index: int) -> list[int]:
         """The base entry ids of pack ``index``'s members, in slot order (what ``dataidx steps``
         names for a run that read the plan)."""
-        return [entry_id for entry_id, _, _ in self._members(index)]
+        return [member[0] for member in self._members(index)]
 
     def get(self, index: int) -> list[dict[str, Any]]:
         """The rendered members of pack ``index`` (negative counts from the end)."""
         members = self._members(index)
         if self.server is not None:  # stored at the lengths the plan packed: nothing to check per member
-            served = self.server.get([entry_id for entry_id, _, _ in members], self.reader.fetch)
-            return served if self.merge_cuts == "no" else _merged(served, [joined for _, _, joined in members],
+            served = self.server.get([member[0] for member in members], self.reader.fetch)
+            return served if self.merge_cuts == "no" else _merged(served, [member[2] for member in members],
                                                                   trees=self.merge_cuts == "trees")
         assert self.renderer is not None  # no stored tokens: rendered on fetch
-        triples = self.reader.entries_by_id([entry_id for entry_id, _, _ in members])
+        triples = self.reader.entries_by_id([member[0] for member in members])
         samples = []
         with paused_gc():
             rendered_all = self.renderer.render_many(
                 [(self.reader.sample(dataset_id, row, cut), cut is not None) for dataset_id, row, cut in triples])
-        for (dataset_id, _, _), (_, tokens, _), rendered in zip(triples, members, rendered_all):
+        for (dataset_id, _, _), (_, tokens, *_), rendered in zip(triples, members, rendered_all):
             if rendered.tokens != tokens or not rendered.trains:
                 raise StaleStoreError(
                     f"{self.reader.path}: plan '{self.plan}' expects {tokens} tokens for an entry that now renders "

@@ -1,26 +1,43 @@
 """A mixture's entries -> samples, without torch: readers, training orders, verifying a store
-against its sources, and exporting a mixture."""
+against its sources, and exporting a mixture. Names are imported on first use: a command that
+names entries (``dataidx steps``) loads neither the converters nor pyarrow, which reading rows
+and exporting need."""
 
-from .export import export_mixture, to_hf
-from .holding import row_entries
-from .order import SkippingOrder, TrainingOrder, epoch_steps, step_items
-from .process import paused_gc
-from .reader import EntryReader, StoreReader
-from .rows import open_rows
-from .verify import dataset_problems, verify_store
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "EntryReader",
-    "SkippingOrder",
-    "StoreReader",
-    "TrainingOrder",
-    "epoch_steps",
-    "dataset_problems",
-    "export_mixture",
-    "open_rows",
-    "paused_gc",
-    "row_entries",
-    "step_items",
-    "to_hf",
-    "verify_store",
-]
+from .._lazy import lazy_face
+
+# The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
+# re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
+if TYPE_CHECKING:
+    from .entries import MixtureEntries as MixtureEntries
+    from .export import export_mixture as export_mixture
+    from .export import to_hf as to_hf
+    from .holding import row_entries as row_entries
+    from .order import RunNumbering as RunNumbering
+    from .order import SkippingOrder as SkippingOrder
+    from .order import TrainingOrder as TrainingOrder
+    from .order import epoch_steps as epoch_steps
+    from .order import step_items as step_items
+    from .reader import EntryReader as EntryReader
+    from .reader import StoreReader as StoreReader
+    from .rows import open_rows as open_rows
+    from .verify import dataset_problems as dataset_problems
+    from .verify import verify_store as verify_store
+
+__all__, __getattr__, __dir__ = lazy_face(__name__, {
+    "EntryReader": ".reader",
+    "MixtureEntries": ".entries",
+    "RunNumbering": ".order",
+    "SkippingOrder": ".order",
+    "StoreReader": ".reader",
+    "TrainingOrder": ".order",
+    "dataset_problems": ".verify",
+    "epoch_steps": ".order",
+    "export_mixture": ".export",
+    "open_rows": ".rows",
+    "row_entries": ".holding",
+    "step_items": ".order",
+    "to_hf": ".export",
+    "verify_store": ".verify",
+})

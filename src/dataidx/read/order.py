@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -110,14 +111,64 @@ def epoch_steps(length: int, global_batch_size: int, tail: str = "trim") -> int:
     return length // global_batch_size
 
 
+class RunNumbering:
+    """Global steps as a trainer numbers them: from 1, counted across epochs, each an optimizer
+    step of ``accumulation`` sampler steps (the last of an epoch takes what is left), as
+    ``transformers.Trainer``'s and LLaMA-Factory v1's ``global_step`` count. A sampler numbers its
+    steps from 0 within each epoch (what ``dataidx steps --epoch`` and the ``order_steps`` view
+    count); this converts between the two.
+
+    ``epoch_steps`` are the sampler steps of each stored epoch; epoch ``e`` has those of stored
+    epoch ``e % len(epoch_steps)``, as a trainer's ``set_epoch`` serves it.
+
+    Example::
+
+        numbering = RunNumbering([48])      # 48 steps an epoch, no accumulation
+        numbering.locate(1201)              # (25, 0, 0): epoch 25, its sampler step 0
+        numbering.global_step(25, 0)        # 1201
+    """
+
+    def __init__(self, epoch_steps: Sequence[int], accumulation: int = 1) -> None:
+        if accumulation < 1:
+            raise ValueError(f"gradient accumulation is 1 step or more, not {accumulation}")
+        self.epoch_steps, self.accumulation = list(epoch_steps), accumulation
+        self.updates = [-(-steps // accumulation) for steps in self.epoch_steps]  # optimizer steps an epoch
+        self._before = np.cumsum([0, *self.updates]).tolist()  # optimizer steps before each stored epoch
+        self.cycle = self._before[-1]  # optimizer steps of one pass over the stored epochs
+
+    def locate(self, global_step: int) -> tuple[int, int, int]:
+        """``(epoch, first, last)``: the epoch, and its sampler steps (from 0), that trainer step
+        ``global_step`` (from 1) read."""
+        if global_step < 1:
+            raise IndexError(f"a trainer's global steps count from 1, not {global_step}")
+        if not self.cycle:
+            raise IndexError(f"no epoch has a step (sampler steps an epoch: {self.epoch_steps})")
+        cycles, within = divmod(global_step - 1, self.cycle)
+        stored = bisect_right(self._before, within) - 1
+        update = within - self._before[stored]
+        first = update * self.accumulation
+        last = min(first + self.accumulation, self.epoch_steps[stored]) - 1
+        return cycles * len(self.epoch_steps) + stored, first, last
+
+    def steps_in(self, epoch: int) -> int:
+        """Sampler steps of epoch ``epoch``."""
+        return self.epoch_steps[epoch % len(self.epoch_steps)]
+
+    def global_step(self, epoch: int, step: int) -> int:
+        """The trainer's global step (from 1) of sampler step ``step`` (from 0) of epoch ``epoch``."""
+        cycles, stored = divmod(epoch, len(self.epoch_steps))
+        return cycles * self.cycle + self._before[stored] + step // self.accumulation + 1
+
+
 def step_items(order: TrainingOrder | SkippingOrder, global_batch_size: int, first: int, last: int,
                tail: str = "trim") -> list[tuple[int, int, int]]:
     """``(step, order index, item)`` of global steps ``first .. last`` of an epoch read from its
     start in batches of ``global_batch_size`` (a padded last step wraps to the epoch's start)."""
     steps = epoch_steps(order.length, global_batch_size, tail)
     if not 0 <= first <= last < steps:
-        raise IndexError(f"steps {first}..{last} are outside epoch {order.epoch}, which has {steps} steps of "
-                         f"{global_batch_size} items ({order.length} items, tail {tail})")
+        raise IndexError(f"steps {first}..{last} are outside epoch {order.epoch}, which has {steps} "
+                         f"step{'' if steps == 1 else 's'} of {global_batch_size} items ({order.length} items, "
+                         f"tail {tail})")
     indices = np.arange(first * global_batch_size, (last + 1) * global_batch_size, dtype=np.int64)
     items = order.at(indices % order.length).tolist()
     return [(int(index) // global_batch_size, int(index), item) for index, item in zip(indices.tolist(), items)]

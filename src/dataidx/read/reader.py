@@ -4,56 +4,25 @@
 schema, that the sources did not change and that each converter is the recorded version;
 fetching a position is one rowid lookup, a row read from the memory-mapped Arrow data, and the
 converter run on that row. Connections and mapped files are opened lazily per process
-(:mod:`.process`), so a reader can be pickled into DataLoader workers (fork or spawn).
+(:mod:`.process`), so a reader can be pickled into DataLoader workers (fork or spawn). The
+entries themselves, without rows, are :mod:`.entries`'.
 """
 
 from __future__ import annotations
 
-import bisect
-import json
 import os
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
 
 from ..convert import Sample
-from ..errors import StaleStoreError, StoreError
-from ..store import (
-    Closable,
-    StoredDataset,
-    StoreHandle,
-    identity_of,
-    open_store,
-    read_datasets,
-    read_mixture,
-    served_epoch,
-    serving,
-    skipped_entries,
-)
-from .holding import positions_holding
-from .process import ProcessState, freeze_inherited_objects, paused_gc
-from .verify import dataset_problems
-
-# A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid.
-_ENTRY_ONE = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id = {mark}"
-_ENTRY_MANY = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id IN ({ids})"
-_POSITION_ONE = (
-    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
-    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = {mark}"
-)
-_POSITION_MANY = (
-    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
-    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
-)
-_EXPLICIT_ENTRIES = "SELECT {stamped}id, entry_id FROM mixture_entries WHERE id IN ({ids})"
-
-_ENTRY_RANGE = (
-    "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
-)
+from ..errors import StaleStoreError
+from ..sources import paused_gc
+from ..store import StoredDataset
+from .entries import MixtureEntries, StoreEntries
+from .fetcher import fetcher
+from .verify import dataset_problems, datasets_as_found
 
 
-class EntryReader(Closable):
+class EntryReader(StoreEntries):
     """Base entries of a store by id -> samples; what every reader and the render pass share.
 
     Opening checks the store's schema, that the sources did not change and that each converter
@@ -63,84 +32,22 @@ class EntryReader(Closable):
 
     def __init__(self, path: str | os.PathLike[str], *, verify: bool = True,
                  reads: dict[str, str] | None = None) -> None:
-        self.path = os.fspath(path)
-        self.closed = False
-        handle = open_store(self.path)
-        try:
-            self.stamp = handle.stamp()
-            self.datasets = read_datasets(handle)
-            self._open(handle)
-            # What this reader depends on: a later write that leaves it alone never stops it.
-            self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})
-            if verify:
-                for dataset in self.datasets.values():
-                    self._verify(dataset)
-        except BaseException:
-            handle.close()
-            raise
-        # This process keeps reading the file it just described, even if it is replaced later;
-        # other processes (DataLoader workers) reconnect and check it is still the same store.
-        self._local: ProcessState | None = ProcessState(self.path, self.stamp, handle, self.identity)
+        self.verify = verify
+        super().__init__(path, reads=reads)
 
-    def _open(self, handle: StoreHandle) -> None:
-        """Read what a subclass needs while the store is being opened."""
-
-    def _reads(self) -> dict[str, str]:
-        """The mixture, spec or plan a subclass reads, besides the base index (see :mod:`dataidx.store.identity`)."""
-        return {}
+    def _check(self) -> None:
+        self.folder, self.datasets = datasets_as_found(self.datasets, self.path)  # sources beside it first
+        if self.verify:
+            for dataset in self.datasets.values():
+                self._verify(dataset)
 
     def _verify(self, dataset: StoredDataset) -> None:
-        problems = dataset_problems(dataset)
+        problems = dataset_problems(dataset, folder=self.folder)
         if problems:
             raise StaleStoreError(
                 f"{self.path}: dataset '{dataset.name}' changed since the build: {'; '.join(problems)}; "
                 "rebuild the store (or open it with verify=False / --no-verify to read it anyway)"
             )
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Connections and memory maps belong to one process; workers reopen their own.
-        return {**self.__dict__, "_local": None}
-
-    def _process(self) -> ProcessState:
-        local = self._local
-        if local is None or local.pid != os.getpid():
-            if self.closed:
-                raise StoreError(f"{self.path}: read after the reader was closed")
-            if local is not None:  # forked from the process that opened the store
-                freeze_inherited_objects()
-            local = self._local = ProcessState(self.path, self.stamp, identity=self.identity)
-        return local
-
-    @property
-    def handle(self) -> StoreHandle:
-        """This process's handle on the store: what a reader built on this one reads through."""
-        return self._process().handle
-
-    def close(self) -> None:
-        """Give back this process's store handle (a DataLoader worker's is its own, and ends
-        with it); later reads are refused. Closing twice is harmless."""
-        self.closed = True
-        local, self._local = self._local, None
-        if local is not None and local.pid == os.getpid():
-            local.close()
-
-    def fetch(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
-        """Rows of a read in this process, its SQL a template whose select list starts with
-        ``{stamped}`` (see :mod:`dataidx.store.dialect`)."""
-        return self._process().handle.fetch(template, *parameters)
-
-    def entries_between(self, first: int, last: int) -> list[tuple[int, int, int, int | None]]:
-        """``(entry id, dataset_id, row, cut)`` of base entries ``first..last``, in id order."""
-        return self.fetch(_ENTRY_RANGE, first, last)
-
-    def entries_by_id(self, entry_ids: list[int]) -> list[tuple[int, int, int | None]]:
-        """``(dataset_id, row, cut)`` per base entry id, in the order asked: one query."""
-        sql, parameter = (_ENTRY_ONE, entry_ids[0]) if len(entry_ids) == 1 else (_ENTRY_MANY, json.dumps(entry_ids))
-        found = {r[0]: r[1:] for r in self.fetch(sql, parameter)}
-        try:
-            return [found[i] for i in entry_ids]
-        except KeyError:
-            raise StoreError(f"{self.path}: base entries are missing; the store is damaged") from None
 
     def release_rows(self) -> None:
         """Let go of the source pages this process read so far: a pass over every row calls it
@@ -149,16 +56,16 @@ class EntryReader(Closable):
 
     def sample(self, dataset_id: int, row: int, cut: int | None) -> Sample:
         """The sample of one entry: a row read from the mapped Arrow data, converted and cut."""
-        return self._process().fetcher(self.datasets[dataset_id]).sample(row, cut)
+        return fetcher(self._process(), self.datasets[dataset_id]).sample(row, cut)
 
     def whole(self, dataset_id: int, row: int, cuts: Sequence[int | None]) -> Sample:
         """One row converted once for all its entries ``cuts`` (checked as :meth:`sample` checks
         them): ``truncate(whole, cut)`` is each entry's sample, without reading and converting
         the row again per entry, which made a pass over a 4,000-turn row's cuts quadratic."""
-        return self._process().fetcher(self.datasets[dataset_id]).whole(row, cuts)
+        return fetcher(self._process(), self.datasets[dataset_id]).whole(row, cuts)
 
 
-class StoreReader(EntryReader):
+class StoreReader(MixtureEntries, EntryReader):
     """Positions of one epoch of a mixture of a store -> ``{"_dataset_name": ..., **sample}`` dicts.
 
     Example::
@@ -171,130 +78,16 @@ class StoreReader(EntryReader):
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
                  epoch: int = 0, reads: dict[str, str] | None = None) -> None:
         self.mixture, self.epoch = mixture, epoch
-        super().__init__(path, verify=verify, reads=reads)
-
-    def _reads(self) -> dict[str, str]:
-        return {"mixture": self.mixture}
-
-    def _open(self, handle: StoreHandle) -> None:
-        found = read_mixture(handle, self.mixture, self.epoch)
-        self.mixture_id, self.epoch = found.id, found.epoch
-        self.epochs = found.stretches
-        self.start, self.length = found.start, found.positions
-        # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
-        self._runs = handle.all(
-            "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start",
-            self.mixture_id)
-        self._run_starts = [run[0] for run in self._runs]
-
-    def __len__(self) -> int:
-        return self.length
-
-    def set_epoch(self, epoch: int) -> None:
-        """Serve epoch ``epoch`` of the mixture from now on (each is stored, with its own draw): a
-        trainer's per-epoch hook, so past the stored epochs it serves ``epoch % epochs``."""
-        self.epoch = served_epoch(epoch, len(self.epochs), self.mixture, self.path)
-        self.start, self.length = self.epochs[self.epoch]
-
-    @property
-    def serving(self) -> str:
-        """What this reader serves, for messages: ``mixture 'x', epoch 1 of 3``."""
-        return serving(self.mixture, self.epoch, len(self.epochs))
-
-    def position(self, index: int) -> int:
-        """``index`` as a position in ``range(len(self))``; negative counts from the end."""
-        if not -self.length <= index < self.length:
-            raise IndexError(f"position {index} out of range for {self.serving} of {self.length} entries")
-        return index % self.length
-
-    def _key(self, index: int) -> tuple[bool, int]:
-        """``(True, entry id)`` for a position inside a run, else ``(False, mixture_entries rowid)``."""
-        position = self.start + self.position(index)
-        run = bisect.bisect_right(self._run_starts, position) - 1
-        if run >= 0:
-            start, first_entry, length = self._runs[run]
-            if position < start + length:
-                return True, first_entry + position - start
-        return False, position
-
-    def entry_ids(self, indices: np.ndarray) -> np.ndarray:
-        """Base entry id at each of ``indices`` (in ``range(len(self))``), for a pass over many:
-        run positions by arithmetic on arrays, the others in one query."""
-        positions = self.start + np.asarray(indices, dtype=np.int64)
-        runs = np.asarray(self._runs, dtype=np.int64).reshape(-1, 3)
-        run = runs[np.maximum(np.searchsorted(runs[:, 0], positions, side="right") - 1, 0)] if len(runs) else None
-        in_run = (np.zeros(len(positions), dtype=bool) if run is None
-                  else (positions >= run[:, 0]) & (positions < run[:, 0] + run[:, 2]))
-        found = np.empty(len(positions), dtype=np.int64)
-        if run is not None:
-            found[in_run] = run[in_run, 1] + positions[in_run] - run[in_run, 0]
-        explicit = np.unique(positions[~in_run])
-        if explicit.size:
-            pairs = np.asarray(self.fetch(_EXPLICIT_ENTRIES, json.dumps(explicit.tolist())), dtype=np.int64)
-            pairs = pairs.reshape(-1, 2)[np.argsort(pairs.reshape(-1, 2)[:, 0])]
-            if not np.array_equal(pairs[:, 0], explicit):
-                raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
-            found[~in_run] = pairs[np.searchsorted(pairs[:, 0], positions[~in_run]), 1]
-        return found
-
-    def skipped_items(self) -> np.ndarray:
-        """The positions of the epoch served that the mixture's skip lists leave out of an order."""
-        return positions_holding(self.fetch, self._runs, self.start, self.start + self.length,
-                                 skipped_entries(self.handle, self.mixture))
-
-    def entry_at(self, index: int) -> int:
-        """The base entry id at one index (:meth:`entries_at` of one)."""
-        in_run, value = self._key(index)
-        return value if in_run else self.entries_at([index])[0]
-
-    def entries_at(self, indices: list[int]) -> list[int]:
-        """The base entry id at each index, in order: by arithmetic inside a run, the others in one
-        query (a fetch's path; :meth:`entry_ids` is a pass's, over arrays)."""
-        keys = [self._key(i) for i in indices]
-        explicit = [value for in_run, value in keys if not in_run]
-        if not explicit:
-            return [value for _, value in keys]
-        found = dict(self.fetch(_EXPLICIT_ENTRIES, json.dumps(explicit)))
-        try:
-            return [value if in_run else found[value] for in_run, value in keys]
-        except KeyError:
-            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; "
-                             "the store is damaged") from None
-
-    def triples(self, indices: list[int]) -> list[tuple[int, int, int | None]]:
-        """``(dataset_id, row, cut)`` per index: at most one query for run positions, one for others."""
-        keys = [self._key(i) for i in indices]
-        found: dict[tuple[bool, int], tuple] = {}
-        for in_run, one, many in ((True, _ENTRY_ONE, _ENTRY_MANY), (False, _POSITION_ONE, _POSITION_MANY)):
-            wanted = [value for kind, value in keys if kind is in_run]
-            if not wanted:
-                continue
-            sql, parameter = (one, wanted[0]) if len(wanted) == 1 else (many, json.dumps(wanted))
-            found.update(((in_run, r[0]), r[1:]) for r in self.fetch(sql, parameter))
-        try:
-            return [found[key] for key in keys]
-        except KeyError:
-            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; "
-                             "the store is damaged") from None
+        EntryReader.__init__(self, path, verify=verify, reads=reads)
 
     def get(self, index: int) -> Sample:
         """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
-        in_run, key = self._key(index)
-        local = self._process()
-        found = local.handle.fetch(_ENTRY_ONE if in_run else _POSITION_ONE, key)
-        if not found:
-            raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
-        _, dataset_id, row, cut = found[0]
-        return local.fetcher(self.datasets[dataset_id]).sample(row, cut)
+        dataset_id, row, cut = self.triple(index)
+        return fetcher(self._process(), self.datasets[dataset_id]).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[Sample]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
         triples = self.triples(indices)
         local = self._process()
         with paused_gc():
-            return [local.fetcher(self.datasets[dataset_id]).sample(row, cut) for dataset_id, row, cut in triples]
-
-    def entry(self, index: int) -> tuple[str, int, int | None]:
-        """The ``(dataset, row, cut)`` triple at a position, without fetching the row."""
-        (dataset_id, row, cut), = self.triples([index])
-        return self.datasets[dataset_id].name, row, cut
+            return [fetcher(local, self.datasets[dataset_id]).sample(row, cut) for dataset_id, row, cut in triples]

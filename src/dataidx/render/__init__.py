@@ -33,16 +33,17 @@ if TYPE_CHECKING:
     from .served import rendered_position as rendered_position
     from .spec import RenderSpec as RenderSpec
     from .spec import StoredSpec as StoredSpec
-    from .spec import load_tokenizer as load_tokenizer
     from .spec import read_spec as read_spec
     from .spec import spec_fingerprint as spec_fingerprint
     from .templates import BUILTIN_TEMPLATES as BUILTIN_TEMPLATES
     from .templates import CHATML as CHATML
     from .templates import choose_template as choose_template
     from .token_check import TokensReport as TokensReport
+    from .token_check import token_file_problems as token_file_problems
     from .token_check import verify_tokens as verify_tokens
     from .token_file import START as START
     from .token_file import TokenFile as TokenFile
+    from .tokenizer_folder import load_tokenizer as load_tokenizer
     from .tokens import unrun as unrun
     from .truncation import TRUNCATIONS as TRUNCATIONS
 
@@ -61,6 +62,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "START": ".token_file",
     "TokenFile": ".token_file",
     "TokensReport": ".token_check",
+    "token_file_problems": ".token_check",
     "verify_tokens": ".token_check",
     "unrun": ".tokens",
     "render_store": ".lengths",
@@ -78,7 +80,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rendered_position": ".served",
     "RenderSpec": ".spec",
     "StoredSpec": ".spec",
-    "load_tokenizer": ".spec",
+    "load_tokenizer": ".tokenizer_folder",
     "spec_fingerprint": ".spec",
     "read_spec": ".spec",
     "BUILTIN_TEMPLATES": ".templates",

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..convert import ROLES
 from ..errors import RenderError
+from .shared_prefix import encode_each
 
 #: The message lists of a standard sample; a preference entry's two sides both count.
 MESSAGE_LISTS = ("messages", "chosen_messages", "rejected_messages")
@@ -124,8 +125,9 @@ class TurnFloors:
                     except RenderError:  # a place the template refuses: it constrains nothing
                         pass
         keys = list(texts)
-        encoded = backend.encode_batch([texts[key] for key in keys], add_special_tokens=False) if keys else []
-        counted = {key: _markers_and_runs(encoding.ids, controls) for key, encoding in zip(keys, encoded)}
+        encoded = encode_each(backend, [texts[key] for key in keys])  # a probe the tokenizer fails on counts nothing
+        counted = {key: _markers_and_runs(encoding.ids, controls) for key, encoding in zip(keys, encoded)
+                   if getattr(encoding, "failed", None) is None}
         seen: dict[tuple[bool, str], Floor] = {}
         for before, after, tools in pairs:
             if (before, tools) not in counted or (after, tools) not in counted:

@@ -37,6 +37,8 @@ CAUSES = {
                         "the data's are bare schemas", "template"),
     "template_budget": Cause("the template took more time or text than an entry may", "template"),
     "template_failed": Cause("the template failed on the conversation", "template"),
+    "tokenizer": Cause("the tokenizer failed on the entry's text (its own error, such as a pre-tokenizer pattern that "
+                       "backtracks past its limit)", "tokenizer"),
     "no_prompt": Cause("the trained turn is the conversation's first message, so there is no prompt to render", "data"),
     "role": Cause("a message's role is not system, user, assistant or tool", "data"),
     "tool_call": Cause("a tool call is not {\"name\": ..., \"arguments\": ...} JSON", "data"),

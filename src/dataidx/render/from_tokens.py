@@ -37,10 +37,9 @@ def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: Stored
     record = read_token_file(handle, spec.id)
     if record is None:
         if required:
-            raise UsageError(f"{store}: render spec '{spec.name}' has no stored tokens; store them with dataidx render "
-                             f"{store} --tokenizer {spec.tokenizer_path} --cutoff {spec.cutoff} --truncation "
-                             f"{spec.truncation} --name {spec.name} --store-tokens (and the --template it was "
-                             "rendered with)")
+            raise UsageError(f"{store}: render spec '{spec.name}' has no stored tokens; store them with "
+                             f"{spec.render_command(store, spec.tokenizer_path)} --store-tokens (and the --template it "
+                             "was rendered with)")
         return None
     spec.check()
     if tokenizer is not None:
@@ -76,8 +75,8 @@ class TokenServer:
             raise self._not_in_file()
         start, end = int(index[at]), int(index[at + 1]) & _START
         flagged, start = start > _START, start & _START
-        if end <= start:
-            raise self._no_tokens()
+        if not start < end <= words.size:  # a served entry has words, all within the file
+            raise tokens.damaged(entry_id, start, end)
         side_tokens, weights = self._extras([entry_id], fetch)[entry_id] if flagged else (None, None)
         name = self._dataset_names[bisect.bisect_right(self._dataset_starts, entry_id) - 1]
         return served(words, [(start, end - start, side_tokens, weights)], [name])[0]
@@ -89,20 +88,18 @@ class TokenServer:
         if where.size and (where.min() < 0 or where.max() >= self.tokens.entries):
             raise self._not_in_file()
         found = index[where]
-        begins = (found & START).astype(np.int64)
-        starts, counts = begins.tolist(), ((index[where + 1] & START).astype(np.int64) - begins).tolist()
-        if any(count <= 0 for count in counts):
-            raise self._no_tokens()
+        begins, ends = (found & START).astype(np.int64), (index[where + 1] & START).astype(np.int64)
+        outside = (ends <= begins) | (ends > words.size)  # a served entry has words, all within the file
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise self.tokens.damaged(entry_ids[k], int(begins[k]), int(ends[k]))
+        starts, counts = begins.tolist(), (ends - begins).tolist()
         flagged = np.flatnonzero(found & ~START).tolist()
         extras = self._extras([entry_ids[k] for k in flagged], fetch)
         rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None)))
                                 for entry_id, start, count in zip(entry_ids, starts, counts)]
         names, firsts = self._dataset_names, self._dataset_starts
         return served(words, rows, [names[bisect.bisect_right(firsts, entry_id) - 1] for entry_id in entry_ids])
-
-    def _no_tokens(self) -> StaleStoreError:
-        return StaleStoreError(f"{self.store}: an entry served under spec '{self.tokens.spec}' has no stored "
-                               "tokens: its status changed; run dataidx render --store-tokens again")
 
     def _not_in_file(self) -> StaleStoreError:
         return StaleStoreError(f"{self.store}: an entry is not in the token file of spec '{self.tokens.spec}'; run "

@@ -4,8 +4,8 @@ Rendering is Python (template) plus Rust (tokenizer) per entry, so the pass spli
 chunks rendered by one forked process per core; each returns plain rows, which the parent keeps in
 a temporary file (memory holds a chunk, whatever the size) and writes in one transaction on a copy
 of the store. A spec is stored under its name with its
-fingerprint: the same fingerprint again is a no-op, a different one replaces the lengths and
-the packing plans made from them.
+fingerprint: the same fingerprint again is a no-op, a different one replaces the lengths, and
+the packing plans and stored tokens made from them only when asked to (:mod:`.replacing`).
 """
 
 from __future__ import annotations
@@ -45,9 +45,11 @@ from ..store import (
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
 from .renderer import Renderer
-from .spec import RenderSpec, load_tokenizer, make_spec
+from .replacing import refuse_to_replace
+from .spec import RenderSpec, make_spec
 from .spool import AddedUses, RenderedRows
 from .token_pass import ChunkTokens, TokenSink, add_tokens
+from .tokenizer_folder import load_tokenizer
 from .tokens import TokenChunk
 
 #: Base entries in one chunk of a render pass: one task for a worker process.
@@ -78,6 +80,8 @@ class RenderSummary:
     tokens: StoredTokenFile | None = None
     #: the tokens were added to a spec whose lengths were already stored
     tokens_added: bool = False
+    #: the token file of the spec's old rendering, which this one replaced (``replace``)
+    tokens_replaced: str | None = None
 
 
 # The chunk worker's state: set in the parent just before forking, inherited by the workers.
@@ -134,7 +138,7 @@ def render_store(
     store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
     truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: CountProgress | None = None,
     tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special", store_tokens: bool = False,
-    tokens_dir: str | os.PathLike[str] | None = None,
+    tokens_dir: str | os.PathLike[str] | None = None, replace: bool = False,
 ) -> RenderSummary:
     """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
 
@@ -145,7 +149,9 @@ def render_store(
 
     ``store_tokens`` also writes every training entry's words to the spec's token file (in
     ``tokens_dir``, default ``<store>.tokens``), from which readers then serve without rendering;
-    for a spec already rendered the same way it adds them, checking the stored lengths.
+    for a spec already rendered the same way it adds them, checking the stored lengths. A spec
+    rendered another way is replaced only with ``replace`` if it has plans, stored tokens or
+    mixtures drawn by its token budgets, which go with its lengths.
 
     Example::
 
@@ -162,6 +168,8 @@ def render_store(
                                    escapes=escapes)
         first, last = stored.first, stored.last
         reused = stored.fingerprint == spec.fingerprint
+        if stored.fingerprint is not None and not reused and not replace:
+            refuse_to_replace(reader.handle, store, spec, stored.tokens)
         if reused:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
@@ -186,6 +194,7 @@ def render_store(
                                          sink=sink, started=started)
                 summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started,
                                  sink=sink)
+                summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
             summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                     sorted(rendered.added_uses.items(),
                                            key=lambda use: (use[0][0], -use[1], use[0][1]))]
@@ -255,6 +264,7 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
+        named = own_token_files(connection, store)
         spec_id, plans_removed, counts, causes, seconds = save_render_spec(
             connection, columns, rendered.chunks(), entries=rendered.entries,
             training_entries=rendered.training_entries, started=started, added_uses=rendered.added_uses,
@@ -262,7 +272,7 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
         tokens = sink.publish(connection, spec_id) if sink is not None else None
         stale = budget_mixtures_drawn_before(connection, spec.name)
         kept = own_token_files(connection, store)
-    prune_token_files(store, kept)  # the file of the spec's old rendering, once no spec names it
+    prune_token_files(store, named, kept)  # the file of the spec's old rendering, once no spec names it
     return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts,
                          seconds=seconds, plans_removed=plans_removed, stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items()

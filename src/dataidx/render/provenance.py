@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..errors import DataidxError, shown
 from ..store import Store, StoreHandle, reading
-from .spec import load_tokenizer
 from .templates import BUILTIN_TEMPLATES
+from .tokenizer_folder import load_tokenizer
 
 
 def template_problems(store: Store | StoreHandle) -> dict[str, list[str]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..convert import SUPERVISED_EPSILON, truncate
+from ..convert import SUPERVISED_EPSILON, sample_problem, truncate
 from ..errors import DataidxError, RenderError, bounded
 from ..store import STATUSES
 from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
@@ -27,7 +27,7 @@ from .chat_text import ChatText, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens, kept_detail
 from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
-from .shared_prefix import Encoded, SharedPrefixes
+from .shared_prefix import Encoded, SharedPrefixes, checked, encode_each, private_backend
 from .truncation import TRUNCATED_FACTOR, TRUNCATIONS, truncated
 
 NO_PROMPT = ("the trained turn is the conversation's first message, so it has no prompt to render: v1 renders the "
@@ -168,7 +168,8 @@ class Renderer:
         """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
         self.controls.kept.clear()
         with self.chat.entry():  # the entry's texts share one time budget
-            made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)))
+            made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)),
+                                 sample)
         return _holding(made, tuple(sorted(self.controls.kept)))
 
     def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, _Side]:
@@ -186,8 +187,10 @@ class Renderer:
             return self._too_long(written // self.longest, f"{written} characters of chat text")
         return sides
 
-    def _guarded(self, draft: Callable[[], Draft]) -> Draft:
-        """``draft()``, with what the data or the template raise as the entry's ``render_error``."""
+    def _guarded(self, draft: Callable[[], Draft], sample: Mapping[str, Any] | None = None) -> Draft:
+        """``draft()``, with what the data or the template raise as the entry's ``render_error``
+        (for a ``sample`` not in the standard shape, what is wrong with it: a store built before
+        the build refused such rows)."""
         try:
             return draft()
         except DataidxError as exc:
@@ -196,8 +199,10 @@ class Renderer:
         except RecursionError:  # tool schemas or call arguments nested past the interpreter's limit
             return Rendered(status="render_error", detail="the sample nests too deep to render", cause="nested")
         except (AttributeError, TypeError, ValueError) as exc:  # a sample not in the standard shape
+            problem = sample_problem(sample) if isinstance(sample, Mapping) else None
             return Rendered(status="render_error", detail=bounded(f"the sample is not in the standard format: "
-                                                                  f"{type(exc).__name__}: {exc}"), cause="format")
+                                                                  f"{problem or f'{type(exc).__name__}: {exc}'}"),
+                            cause="format")
 
     def _over_bound(self, sample: Mapping[str, Any]) -> Rendered | None:
         """``too_long`` for an entry whose messages alone are past the hard bound: its chat text is
@@ -250,6 +255,7 @@ class Renderer:
                                  reasoning=worst_reasoning(s.reasoning for s in pair.values())), added)
 
     def _labelled(self, side: _Side, full: Encoded, prompt: Encoded | None) -> Rendered:
+        checked(full, prompt)  # a text the tokenizer failed on: this entry's render_error
         ids = full.ids
         prompt_ids = prompt.ids if prompt is not None else None
         if prompt_ids is not None and ids[: len(prompt_ids)] == prompt_ids:  # v1's token diff
@@ -265,7 +271,8 @@ class Renderer:
             spans = self.chat.spans(side.chat, side.weights, side.tools, full=side.full, wanted=wanted, **side.options)
         encoding = full.encoding  # a derived whole has no offsets: tokenized whole here (v1's diff failed)
         if encoding is None:
-            encoding = self.backend.encode(side.full, add_special_tokens=False)
+            encoding = encode_each(self.backend, [side.full])[0]
+            checked(encoding)
         labels, weights = label_tokens(ids, encoding.offsets, spans)
         return marked(self._truncate(ids, labels, weights), side, [(span.start, span.end) for span in spans])
 
@@ -288,13 +295,3 @@ def _holding(draft: _Held, added: tuple[str, ...]) -> _Held:
         else:
             next(iter(draft.values())).added = added
     return draft
-
-
-def private_backend(tokenizer: Any) -> Any:
-    """A copy of the tokenizer's Rust backend with truncation and padding off."""
-    from tokenizers import Tokenizer  # here, not at import: a Rust library only rendering needs
-
-    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-    backend.no_truncation()
-    backend.no_padding()
-    return backend

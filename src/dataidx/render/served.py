@@ -11,12 +11,14 @@ how many do) no position array is built at all.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import StaleStoreError
-from ..read import StoreReader, paused_gc
+from ..read import StoreReader
+from ..sources import paused_gc
 from ..store import Closable, StoreHandle, position_entries, read_mixture, spec_lengths
 from .from_tokens import TokenServer, open_tokens
 from .renderer import Rendered, Renderer
@@ -99,9 +101,10 @@ class RenderedMixture(Closable):
             return [index % size for index in indices]
         return [int(chosen[index % size]) for index in indices]
 
-    def skipped_items(self) -> np.ndarray:
-        """The training entries (indices of this reader) the mixture's skip lists leave out."""
-        positions = self.reader.skipped_items()
+    def skipped_items(self, lists: Sequence[str] | None = None) -> np.ndarray:
+        """The training entries (indices of this reader) the mixture's skip lists (or lists
+        ``lists``) leave out."""
+        positions = self.reader.skipped_items(lists)
         if self.positions is None:
             return positions
         at = np.searchsorted(self.positions, positions)

@@ -22,6 +22,7 @@ from ..store import StoreHandle
 from .chat_text import reads_clock
 from .renderer import Renderer
 from .templates import choose_template
+from .tokenizer_folder import load_tokenizer
 
 #: The label rule in force, part of every fingerprint: a spec stored under another rule (before
 #: LLaMA-Factory v1's labels, or before its chat inputs: ``"[]"`` tools as ``[]``, reasoning also
@@ -39,70 +40,6 @@ def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, tru
     if escapes != "special":
         fields.append({"escapes": escapes})
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
-
-
-def load_tokenizer(path: str | os.PathLike[str]) -> Any:
-    """A fast tokenizer from a local model folder (or its ``tokenizer.json``), offline."""
-    import transformers  # here, not at import: seconds to load, and only rendering needs it
-
-    location = Path(path)
-    if not location.exists():
-        raise RenderError(f"{location}: tokenizer not found (a model folder or its tokenizer.json)")
-    if location.is_file():
-        if location.name != "tokenizer.json":
-            raise RenderError(f"{location}: not a tokenizer; give a local model folder (with tokenizer.json and "
-                              "tokenizer_config.json) or its tokenizer.json")
-        # A bare tokenizer.json knows no BOS/EOS: renders would silently lack them.
-        if not (location.parent / "tokenizer_config.json").is_file():
-            raise RenderError(f"{location}: a tokenizer.json alone names no special tokens (BOS, EOS); give the "
-                              "folder that holds it with its tokenizer_config.json")
-        location = location.parent
-    elif not any((location / name).is_file() for name in _TOKENIZER_FILES):
-        raise RenderError(f"{location}: not a tokenizer folder: it holds none of {', '.join(_TOKENIZER_FILES)}; "
-                          "give a local model folder")
-    try:
-        generic = _generic_fast_class(location, transformers)
-        if generic is not None:
-            return generic.from_pretrained(str(location), local_files_only=True)
-        return transformers.AutoTokenizer.from_pretrained(str(location), local_files_only=True)
-    except Exception as exc:  # transformers raises many kinds for unreadable folders
-        if not (location / "tokenizer.json").is_file():
-            raise RenderError(f"{location}: cannot load a fast tokenizer: the folder has no tokenizer.json (save "
-                              "one there with AutoTokenizer.from_pretrained(...).save_pretrained)") from None
-        raise RenderError(f"{location}: cannot load a fast tokenizer from it: {_first_line(exc)}") from None
-
-
-#: ``tokenizer_class`` values for which AutoTokenizer builds the generic fast tokenizer itself.
-_GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
-
-
-def _generic_fast_class(location: Path, transformers: Any) -> Any:
-    """The class AutoTokenizer would pick, where it is the generic fast tokenizer: a folder with a
-    ``tokenizer.json``, a config naming a generic class, no remote code and no model
-    ``config.json`` (whose model type could pick another class). AutoTokenizer itself reads a
-    model config through transformers' configuration module, which imports torch: 3 s of every
-    fresh ``dataidx render`` or report. None where AutoTokenizer must decide."""
-    backend = getattr(transformers, "TokenizersBackend", None)  # transformers 5
-    if backend is None or (location / "config.json").exists() or not (location / "tokenizer.json").is_file():
-        return None
-    try:
-        config = json.loads((location / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(config, dict) or "auto_map" in config or config.get("tokenizer_class") not in _GENERIC_CLASSES:
-        return None
-    return backend
-
-
-#: Files one of which a tokenizer folder holds (fast, slow and tiktoken vocabularies).
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "tiktoken.model")
-
-
-def _first_line(exc: Exception) -> str:
-    """What a loading error says, without transformers' multi-line advice (which suggests
-    installing converters for slow tokenizers: dataidx renders with fast tokenizers only)."""
-    text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
-    return text.rstrip(":, ")
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
@@ -200,11 +137,25 @@ class StoredSpec:
                 f"computed; run dataidx render again"
             )
 
+    def render_command(self, store: object, tokenizer: object) -> str:
+        """The ``dataidx render`` that renders this spec again as it is (its template aside)."""
+        return (f"dataidx render {store} --tokenizer {tokenizer} --cutoff {self.cutoff} --truncation {self.truncation} "
+                f"--name {self.name}")
+
+    def recorded_tokenizer(self) -> Any:
+        """The tokenizer from where the spec recorded it; gone from there (a project folder
+        moved), a RenderError saying how to record where it is now."""
+        if not os.path.exists(self.tokenizer_path):
+            raise RenderError(f"render spec '{self.name}': its tokenizer is not at {self.tokenizer_path} any more; if "
+                              f"it moved, {self.render_command('STORE', 'NEW_PATH')} (and the --template it was "
+                              "rendered with) records where it is, rendering nothing again")
+        return load_tokenizer(self.tokenizer_path)
+
     def renderer(self, tokenizer: Any | None = None) -> Renderer:
         """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
         must be the one the lengths were computed with."""
         self.check()
-        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(self.tokenizer_path)
+        tokenizer = tokenizer if tokenizer is not None else self.recorded_tokenizer()
         self.check_tokenizer(tokenizer)
         return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock,
                         escapes=self.escapes)

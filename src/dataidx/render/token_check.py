@@ -3,7 +3,8 @@
 Opening a token file checks what costs nothing (header, fingerprint, size); this reads it all:
 the words' sha256 against the one recorded when the file was written, then a seeded sample of
 the spec's training entries (or every one) rendered again with the spec's tokenizer and template
-and compared word for word, labels and weights included, with what the file serves.
+and compared word for word, labels and weights included, with what the file serves. The packing
+plans over the spec are recounted too (as plain ``dataidx verify`` recounts every plan).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 from ..errors import DataidxError
 from ..progress import CountProgress
-from ..read import EntryReader, paused_gc
-from ..store import read_token_file
+from ..read import EntryReader
+from ..sources import paused_gc
+from ..store import plan_problems, read_token_file, reading
 from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
@@ -74,12 +76,13 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             stored = read_spec(handle, name)
             report = TokensReport(spec=name)
             reports.append(report)
+            report.problems += plan_problems(handle, stored.id)  # what the plans over its tokens serve
             record = read_token_file(handle, stored.id)
             if record is None:
                 report.problems.append(f"spec '{name}' has no stored tokens; run dataidx render --store-tokens")
                 continue
-            report.file = os.fspath(record.path(reader.path))
             try:
+                report.file = os.fspath(record.path(reader.path))
                 tokens = TokenFile(record.path(reader.path), spec=name, fingerprint=stored.fingerprint,
                                    word_bytes=record.word_bytes, words=record.tokens)
             except DataidxError as exc:
@@ -91,6 +94,25 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             _compare(reader, stored, tokens, report, sample=None if every else sample, seed=seed,
                      tokenizer=tokenizer, progress=progress)
     return reports
+
+
+def token_file_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """``{spec: [problems]}`` of every spec with stored tokens, as opening its file finds them
+    (missing, not a regular file, truncated, another rendering's, its index's ends): what plain
+    ``dataidx verify`` checks of token files, at no cost; ``--tokens`` reads them whole."""
+    found: dict[str, list[str]] = {}
+    with reading(store) as handle:
+        for name, in handle.all(_SPECS):
+            stored = read_spec(handle, name)
+            record = read_token_file(handle, stored.id)
+            assert record is not None  # _SPECS names the specs that have one
+            try:
+                TokenFile(record.path(store), spec=name, fingerprint=stored.fingerprint, word_bytes=record.word_bytes,
+                          words=record.tokens)
+                found[name] = []
+            except DataidxError as exc:
+                found[name] = [str(exc)]
+    return found
 
 
 def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: TokensReport, *, sample: int | None,

@@ -7,21 +7,24 @@ entry id, the spec's fingerprint), the words, zero padding to 8 bytes, then ``en
 none for an entry that does not train). Bit 63 says the entry has more than words and the
 supervised bit (a preference pair's split, unusual loss weights), which ``entry_renders`` holds.
 
-The file is named by the spec's fingerprint and lives in the store's token folder
-(``<store>.tokens`` beside a store file). It is written under a hidden temporary name, synced,
-and renamed into place only when complete, so a full disk, a crash or Ctrl-C leaves no file
-that looks finished; it is never rewritten in place (a reader that mapped it keeps the file it
-mapped). Opening checks the header and the size against the store's record, which costs
-nothing at any size; ``dataidx verify --tokens`` checks the sha256 of everything after the header.
+The file is named by the spec's fingerprint (plus a random part where another store's file has
+that name) and lives in the store's token folder (``<store>.tokens`` beside a store file). It is
+written under a hidden temporary name, synced, and renamed into place only when complete, so a
+full disk, a crash or Ctrl-C leaves no file that looks finished; it is never rewritten in place
+(a reader that mapped it keeps the file it mapped). Opening takes regular files only and checks
+the header, the size and the index's two ends against the store's record, which costs nothing
+at any size; a fetch checks that its entries' words lie within; ``dataidx verify --tokens``
+checks the sha256 of everything after the header.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -35,6 +38,7 @@ assert HEADER.size == 128
 #: Bit 63 of an index start: the entry has a pair's split or unusual weights (``entry_renders``).
 EXTRAS = np.uint64(1 << 63)
 START = np.uint64((1 << 63) - 1)
+_START = int(START)
 
 
 def token_file_name(fingerprint: str) -> str:
@@ -65,6 +69,9 @@ class TokenFileWriter:
 
     def __init__(self, folder: Path, fingerprint: str, dtype: np.dtype) -> None:
         self.folder, self.fingerprint, self.dtype = folder, fingerprint, dtype
+        #: the folders this writer makes, deepest first: removed again if it publishes nothing
+        self.made = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+        self.published = False
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -83,11 +90,18 @@ class TokenFileWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        """Whatever happened, no temporary file stays behind."""
+        """Whatever happened, no temporary file stays behind, nor a folder made for a file that
+        was never published (a render stopped by Ctrl-C leaves no empty ``.tokens``)."""
         self.file.close()
         self.index_file.close()
         self.temporary.unlink(missing_ok=True)
         self.index_temporary.unlink(missing_ok=True)
+        if not self.published:
+            for folder in self.made:
+                try:
+                    folder.rmdir()  # only if empty: another writer may have put its file there meanwhile
+                except OSError:
+                    break
 
     def append(self, words: np.ndarray) -> int:
         """Write ``words``; returns the offset (in words) of the first."""
@@ -113,8 +127,11 @@ class TokenFileWriter:
     def bytes(self) -> int:
         return file_size(self.words, self.dtype.itemsize, self.entries)
 
-    def publish(self, first_entry: int) -> None:
-        """Append the index (its end included), write the header, sync, and rename into place."""
+    def publish(self, first_entry: int, name: str | None = None) -> None:
+        """Append the index (its end included), write the header, sync, and rename into place,
+        under ``name`` (default: the fingerprint's, :func:`token_file_name`)."""
+        if name is not None:
+            self.path = self.folder / name
         try:
             padding = index_offset(self.words, self.dtype.itemsize) - HEADER.size - self.words * self.dtype.itemsize
             tail = bytes(padding)
@@ -132,6 +149,7 @@ class TokenFileWriter:
             os.fsync(self.file.fileno())
             self.file.close()
             os.replace(self.temporary, self.path)
+            self.published = True
             folder = os.open(self.folder, os.O_RDONLY)
             try:
                 os.fsync(folder)
@@ -152,21 +170,42 @@ class TokenFile:
         self.word_bytes, self.words = word_bytes, words
         self.entries = self.first_entry = 0
         self._mapped: tuple[int, np.ndarray, np.ndarray] | None = None
-        self.check()
+        self._fix = f"run dataidx render --store-tokens again for spec '{spec}'"
+        with self._opened() as file:
+            self._check(file)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_mapped": None}
 
-    def check(self) -> None:
-        """One line naming what is wrong, if the file is not the one the store recorded."""
-        fix = f"run dataidx render --store-tokens again for spec '{self.spec}'"
+    def _opened(self) -> BinaryIO:
+        """The file, opened for reading if it is a regular file: a FIFO or a device named in its
+        place would make a reader wait, or read, forever (it is opened without waiting, then
+        refused)."""
         try:
-            with open(self.path, "rb") as file:
-                header = file.read(HEADER.size)
-                size = os.fstat(file.fileno()).st_size
+            descriptor = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             raise StaleStoreError(f"{self.path}: the token file of spec '{self.spec}' is missing (a store moved "
-                                  f"without its .tokens folder?); move it beside the store, or {fix}") from None
+                                  f"without its .tokens folder?); move it beside the store, or {self._fix}") from None
+        except OSError as exc:
+            raise StaleStoreError(f"{self.path}: cannot read the token file of spec '{self.spec}': "
+                                  f"{exc.strerror or exc}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise StaleStoreError(f"{self.path}: the token file of spec '{self.spec}' is not a regular file; "
+                                      f"{self._fix}")
+            os.set_blocking(descriptor, True)
+            return os.fdopen(descriptor, "rb")
+        except BaseException:
+            os.close(descriptor)
+            raise
+
+    def _check(self, file: BinaryIO) -> None:
+        """One line naming what is wrong, if the file is not the one the store recorded: its header
+        and size, and its index's ends (two reads of 8 bytes; a fetch checks its own entries)."""
+        fix = self._fix
+        try:
+            header = file.read(HEADER.size)
+            size = os.fstat(file.fileno()).st_size
         except OSError as exc:
             raise StaleStoreError(f"{self.path}: cannot read the token file of spec '{self.spec}': "
                                   f"{exc.strerror or exc}") from None
@@ -180,15 +219,30 @@ class TokenFile:
         if (word_bytes, words) != (self.word_bytes, self.words) or size != expected:
             raise StaleStoreError(f"{self.path}: {size} bytes, but spec '{self.spec}' recorded {expected} "
                                   f"({self.words} words of {self.word_bytes} bytes): truncated or edited; {fix}")
+        file.seek(index_offset(words, word_bytes))
+        first = int(np.frombuffer(file.read(8), dtype="<u8")[0])
+        file.seek(size - 8)
+        last = int(np.frombuffer(file.read(8), dtype="<u8")[0])
+        if first & _START != 0 or last != words:
+            raise StaleStoreError(f"{self.path}: token file damaged: its index runs from word {first & _START} to "
+                                  f"{last}, not 0 to its {words} words; {fix}")
         self.entries, self.first_entry = entries, first_entry
+
+    def damaged(self, entry_id: int, start: int, end: int) -> StaleStoreError:
+        """The error of an entry whose index places it outside the words, or before itself."""
+        return StaleStoreError(f"{self.path}: token file damaged: its index places base entry {entry_id} at words "
+                               f"{start}..{end} of {self.words}; {self._fix}")
 
     def mapped(self) -> tuple[int, np.ndarray, np.ndarray]:
         """``(pid, words, index)``: the file mapped in this process (a worker maps it again)."""
         mapped = self._mapped
         if mapped is None or mapped[0] != os.getpid():
-            self.check()  # a worker maps what its parent checked: the file may have gone since
+            # A worker maps what its parent checked: the file may have gone since; the map is made
+            # from the file checked, not from its name again.
+            with self._opened() as file:
+                self._check(file)
+                whole = np.memmap(file, dtype=np.uint8, mode="r")
             dtype = np.dtype("<u2") if self.word_bytes == 2 else np.dtype("<u4")
-            whole = np.memmap(self.path, dtype=np.uint8, mode="r")
             # Plain views of one map: a memmap's own slices each run Python (__array_finalize__).
             words = np.asarray(whole[HEADER.size: HEADER.size + self.words * self.word_bytes]).view(dtype)
             start = index_offset(self.words, self.word_bytes)
@@ -211,6 +265,9 @@ class TokenFile:
         what ``spec_lengths`` reads from the store with an O(entries) query, at memory speed."""
         _, _, index = self.mapped()
         counts = np.diff((index & START).astype(np.int64))
+        if counts.size and counts.min() < 0:  # the ends are checked on open: a count under 0 is the only edit left
+            at = int(np.argmax(counts < 0))
+            raise self.damaged(self.first_entry + at, int(index[at] & START), int(index[at + 1] & START))
         return SpecLengths(self.first_entry, counts.astype(np.int32), counts > 0)
 
     def trains(self, entry_ids: np.ndarray) -> np.ndarray:
@@ -223,12 +280,17 @@ class TokenFile:
             last = self.first_entry + self.entries - 1
             raise StaleStoreError(f"{self.path}: indexes entries {self.first_entry}..{last}, but a mixture serves "
                                   f"others; run dataidx render --store-tokens again for spec '{self.spec}'")
-        return (index[at + 1] & START) > (index[at] & START)
+        starts, ends = index[at] & START, index[at + 1] & START
+        outside = (ends < starts) | (ends > self.words)  # an edit would change which entries train, in silence
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise self.damaged(int(entry_ids[k]), int(starts[k]), int(ends[k]))
+        return ends > starts
 
     def sha256(self) -> str:
         """sha256 of everything after the header (words, padding, index), read in blocks."""
         digest = hashlib.sha256()
-        with open(self.path, "rb") as file:
+        with self._opened() as file:
             file.seek(HEADER.size)
             while block := file.read(1 << 22):
                 digest.update(block)

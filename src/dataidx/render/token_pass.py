@@ -10,6 +10,7 @@ lengths are not decided again, only the words are added.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from ..store import (
     StoredRow,
     StoredTokenFile,
     default_token_folder,
+    own_token_files,
     place_entry_tokens,
     save_token_file,
     spec_id_of,
@@ -47,7 +49,7 @@ class TokenSink:
 
     def __init__(self, store: str | os.PathLike[str], fingerprint: str, vocabulary: int,
                  folder: str | os.PathLike[str] | None = None) -> None:
-        self.dtype = word_dtype(vocabulary)
+        self.store, self.dtype = store, word_dtype(vocabulary)
         #: what the store records (see default_token_folder): a store file's folder goes where it goes
         self.recorded_folder = str(Path(folder).resolve()) if folder is not None else default_token_folder(store)
         where = Path(self.recorded_folder) if self.recorded_folder else tokens_folder(store_location(store))
@@ -90,9 +92,17 @@ class TokenSink:
         return placed
 
     def publish(self, connection: Any, spec_id: int) -> StoredTokenFile:
-        """Publish the file and record it for spec ``spec_id`` (in the write that stores the spec)."""
-        self.writer.publish(self.first_entry or 0)
-        record = StoredTokenFile(file=token_file_name(self.writer.fingerprint), folder=self.recorded_folder,
+        """Publish the file and record it for spec ``spec_id`` (in the write that stores the spec).
+
+        It takes its fingerprint's name unless a file of that name is there that this store does
+        not record: another store's, rendered the same way into a folder both use (a shared
+        ``--tokens-dir``, ``<store>.tokens`` linked to one), which is never replaced."""
+        name = token_file_name(self.writer.fingerprint)
+        if (os.path.lexists(self.writer.folder / name)
+                and name not in own_token_files(connection, self.store, self.recorded_folder)):
+            name = token_file_name(f"{self.writer.fingerprint}-{secrets.token_hex(4)}")
+        self.writer.publish(self.first_entry or 0, name)
+        record = StoredTokenFile(file=name, folder=self.recorded_folder,
                                  word_bytes=self.dtype.itemsize, entries=self.entries, tokens=self.writer.words,
                                  bytes=self.writer.bytes, sha256=self.writer.digest.hexdigest())
         save_token_file(connection, spec_id, record, seconds=time.perf_counter() - self.started)

@@ -2,11 +2,19 @@
 from Arrow files, and fingerprinting the files it came from."""
 
 from .arrow_files import arrow_files_at, arrow_files_of, arrow_files_state
-from .fingerprints import added_files, changed_files, changed_while_read, file_stats, fingerprint_files
+from .fingerprints import (
+    add_places,
+    added_files,
+    changed_files,
+    changed_while_read,
+    file_stats,
+    fingerprint_files,
+    placed,
+)
 from .json_depth import MAX_NESTING, too_deep
 from .loaders import Loaded, load, materialising_streams_into, source_files, sources
 from .renamed import RenamedRows
-from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource
+from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource, paused_gc
 
 __all__ = [
     "ArrowRows",
@@ -17,6 +25,7 @@ __all__ = [
     "RenamedRows",
     "RowChunk",
     "RowSource",
+    "add_places",
     "added_files",
     "arrow_files_at",
     "arrow_files_of",
@@ -27,6 +36,8 @@ __all__ = [
     "fingerprint_files",
     "load",
     "materialising_streams_into",
+    "paused_gc",
+    "placed",
     "source_files",
     "sources",
     "too_deep",

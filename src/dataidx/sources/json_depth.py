@@ -43,7 +43,7 @@ def too_deep(path: str, limit: int = MAX_NESTING, *, block_size: int = _BLOCK) -
             block = room[:size]
             found = _scan(block, state, limit, buffers.marked(block))
             if found is not None:
-                return _line_at(path, offset + found)
+                return line_at(path, offset + found)
             offset += size
     return None
 
@@ -80,7 +80,7 @@ def _scan(block: memoryview, state: _State, limit: int, marked: np.ndarray) -> i
         at = positions[backslashes]
         if state.escaping:  # the last block ended on an odd run: one more backslash just before
             at = np.concatenate([np.array([-1], dtype=at.dtype), at])
-        escaping = _odd_run_ends(at)  # the byte after each is escaped
+        escaping = odd_run_ends(at)  # the byte after each is escaped
         quotes &= ~np.isin(positions - 1, escaping)
         state.escaping = bool(len(escaping)) and int(escaping[-1]) == len(block) - 1
     inside = np.logical_xor.accumulate(quotes)  # a string's opening quote counts as inside
@@ -103,7 +103,7 @@ def _scan(block: memoryview, state: _State, limit: int, marked: np.ndarray) -> i
     return None
 
 
-def _odd_run_ends(backslashes: np.ndarray) -> np.ndarray:
+def odd_run_ends(backslashes: np.ndarray) -> np.ndarray:
     """Where the runs of consecutive backslashes at ``backslashes`` (sorted offsets) end, for
     the runs of odd length: the byte after each is escaped."""
     if not len(backslashes):
@@ -113,7 +113,7 @@ def _odd_run_ends(backslashes: np.ndarray) -> np.ndarray:
     return backslashes[ends[lengths & 1 == 1]]
 
 
-def _line_at(path: str, offset: int) -> int:
+def line_at(path: str, offset: int) -> int:
     """The 1-based line of the byte at ``offset`` in ``path``."""
     lines = 1
     with open(path, "rb") as handle:

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SourceError
 from ..plugins import Registry
 from ..spec import DatasetSpec
-from .failures import why_not_loaded
+from .failures import local_path_not_found, why_not_loaded
 from .json_depth import MAX_NESTING, too_deep
+from .json_surrogates import lone_surrogate
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -169,8 +170,8 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, json_files:
                **kwargs: Any) -> Loaded:
     """``load_dataset(*args, split=spec.split, **kwargs)``; a ``streaming: true`` source is
     consumed once and its rows written to a local Arrow cache, then read like any other.
-    ``json_files`` are checked for nesting (:func:`refuse_deep_json`) when, and only when,
-    pyarrow's JSON reader is about to parse them: not when the cache holds the prepared split.
+    ``json_files`` are checked (:func:`refuse_unreadable_json`) when, and only when, pyarrow's
+    JSON reader is about to parse them: not when the cache holds the prepared split.
 
     The steps are ``load_dataset``'s own (builder, ``download_and_prepare``, ``as_dataset``),
     but the dataset is opened only on demand when the split is whole cache files: see
@@ -186,7 +187,7 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, json_files:
         mode = DownloadMode.FORCE_REDOWNLOAD if refresh else DownloadMode.REUSE_DATASET_IF_EXISTS
         builder = load_dataset_builder(*args, download_mode=mode, **kwargs)
         if refresh or not _prepared(builder):
-            refuse_deep_json(spec, json_files)
+            refuse_unreadable_json(spec, json_files)
         builder.download_and_prepare(download_mode=mode)
 
         def open_split() -> Dataset:
@@ -195,7 +196,7 @@ def load_split(spec: DatasetSpec, *args: Any, refresh: bool = False, json_files:
             return dataset
 
         return Loaded(arrow_paths=_whole_split_files(builder, spec.split), files=[], open_dataset=open_split)
-    refuse_deep_json(spec, json_files)  # a stream is parsed on every build
+    refuse_unreadable_json(spec, json_files)  # a stream is parsed on every build
     stream = load_dataset(*args, split=spec.split, streaming=True, **kwargs)
     stamps = [(path, os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ctime_ns)
               for path in source_files(spec)]
@@ -268,20 +269,29 @@ def load_local(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     return loaded
 
 
-def refuse_deep_json(spec: DatasetSpec, files: Sequence[str]) -> None:
-    """A SourceError naming the file and line where JSON nests past what any dataset needs,
-    before pyarrow's reader (which crashes the process on it) sees the file."""
+def refuse_unreadable_json(spec: DatasetSpec, files: Sequence[str]) -> None:
+    """A SourceError naming the file and line where JSON nests past what any dataset needs, before
+    pyarrow's reader (which crashes the process on it) sees the file, or escapes a lone surrogate,
+    which one reader refuses and another drops in silence (:mod:`.json_surrogates`)."""
     for path in files:
         if path.endswith((".json", ".jsonl")):
             line = too_deep(path)
             if line is not None:
                 raise SourceError(f"dataset '{spec.name}': {path}: line {line}: JSON nested deeper than "
                                   f"{MAX_NESTING} levels; no dataset needs that, and the JSON reader cannot take it")
+            lone = lone_surrogate(path)
+            if lone is not None:
+                raise SourceError(f"dataset '{spec.name}': {path}: line {lone[0]}: {lone[1]} is half of a UTF-16 "
+                                  "surrogate pair without its other half, not a character; write the character "
+                                  "itself, or both halves of its pair")
 
 
 @sources.register("hf_hub", version="1")
 def load_hub(spec: DatasetSpec, *, refresh: bool = False) -> Loaded:
     """``datasets.load_dataset(path, split=...)``: a hub id, or a local folder laid out like one."""
+    mistyped = local_path_not_found(spec, BUILDERS)
+    if mistyped:
+        raise SourceError(mistyped)
     loaded = load_split(spec, spec.path, refresh=refresh, json_files=source_files(spec))
     loaded.files = source_files(spec)
     return loaded

@@ -9,20 +9,36 @@ store records none and readers fall back to loading the source again.
 from __future__ import annotations
 
 import bisect
+import gc
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
-from .arrow_cells import Cell, cell_reader
+from .arrow_cells import MappedCells
 from .arrow_files import batch_layout
 from .arrow_json import Decoder, decode_json, decoded_json, json_decoders
 
 if TYPE_CHECKING:
     from datasets import Dataset
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No collection inside the block, for a step that allocates only acyclic objects (a batch of
+    rows read and converted, the nodes of a parsed config): a collection in the middle of it is
+    pure cost. The collector runs as before after it."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 #: What reading a damaged row raises: invalid UTF-8, or arrays pyarrow's JSON reader built
@@ -82,18 +98,23 @@ class ArrowRows:
         maps = [_mapped(f["path"]) for f in self.files]
         self._maps = [mapped for mapped, _ in maps if mapped is not None]
         self._buffers = [buffer for _, buffer in maps]
-        self._layout: list[tuple[int, int]] = []  # (file index, byte offset) per batch
+        self._layout: list[tuple[int, int, int]] = []  # (file index, byte offset, batch of the file) per batch
         self._starts: list[int] = []
+        counts: list[int] = []
         total = 0
         for number, entry in enumerate(self.files):
-            for offset, rows in entry.get("batches") or batch_layout(entry["path"]):
-                self._layout.append((number, offset))
+            layout = entry.get("batches") or batch_layout(entry["path"])
+            for batch, (offset, rows) in enumerate(layout):
+                self._layout.append((number, offset, batch))
                 self._starts.append(total)
                 total += rows
+            counts.append(len(layout))
         self._length = total
         self._schemas: dict[int, pa.Schema] = {}
-        # Per batch, not per row: a reader per column is faster than slicing a one-row batch.
-        self._columns: dict[int, list[tuple[str, Cell]]] = {}
+        # Per file, made on its first read; each batch is located once (see .arrow_cells), not
+        # sliced per row: reading cells where they lie is faster than slicing a one-row batch.
+        self._counts = counts
+        self._cells: list[MappedCells | None] = [None] * len(self.files)
         self._json = json_decoders(self._schema(0)) if self._buffers else {}
 
     def __len__(self) -> int:
@@ -110,27 +131,30 @@ class ArrowRows:
         return schema
 
     def _batch(self, number: int) -> pa.RecordBatch:
-        file_number, offset = self._layout[number]
+        file_number, offset, _ = self._layout[number]
         message = pa.ipc.read_message(self._buffers[file_number].slice(offset))
         return pa.ipc.read_record_batch(message, self._schema(file_number))
 
     def row(self, index: int) -> dict[str, Any]:
         number = bisect.bisect_right(self._starts, index) - 1
-        columns = self._columns.get(number)
-        if columns is None:
-            batch = self._batch(number)
-            columns = self._columns[number] = [(name, cell_reader(column))
-                                               for name, column in zip(batch.schema.names, batch.columns)]
-        local = index - self._starts[number]
-        row = {name: cell(local) for name, cell in columns}
+        file_number, _, batch = self._layout[number]
+        cells = self._cells[file_number]
+        if cells is None:
+            cells = self._cells[file_number] = MappedCells(self._buffers[file_number], self._schema(file_number),
+                                                           self._counts[file_number])
+        if not cells.located(batch):
+            cells.locate(batch, self._batch(number))
+        row = cells.row(batch, index - self._starts[number])
         return decode_json(row, self._json) if self._json else row
 
     def release(self) -> None:
         """Let go of the pages read so far. A page of a map, once read, counts in the process's
         resident memory until it is unmapped or released: a pass over every row (export,
         render) would hold the whole files. Released pages are read again from the page cache
-        when needed; decoded batches are dropped with them."""
-        self._columns.clear()
+        when needed; the arrays batches keep are dropped with them."""
+        for cells in self._cells:
+            if cells is not None:
+                cells.forget()
         for mapped in self._maps:
             mapped.madvise(mmap.MADV_DONTNEED)
 

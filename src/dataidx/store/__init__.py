@@ -40,10 +40,12 @@ if TYPE_CHECKING:
     from .info import added_token_uses as added_token_uses
     from .info import merging_plans as merging_plans
     from .info import store_info as store_info
+    from .location import store_folder as store_folder
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
     from .order_reads import orders_said as orders_said
+    from .order_reads import read_skip_lists as read_skip_lists
     from .order_reads import skip_lists_said as skip_lists_said
     from .order_reads import skipped_entries as skipped_entries
     from .orders import RecordedOrder as RecordedOrder
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from .outputs import check_output_folder as check_output_folder
     from .packs import EpochPacks as EpochPacks
     from .packs import save_packing_plan as save_packing_plan
+    from .plan_checks import plan_problems as plan_problems
     from .positions import SpecLengths as SpecLengths
     from .positions import base_entry_range as base_entry_range
     from .positions import position_entries as position_entries
@@ -114,6 +117,7 @@ if TYPE_CHECKING:
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
+    "store_folder": ".location",
     "store_location": ".location",
     # reading
     "SCHEMA_REVISION": ".connect",
@@ -158,6 +162,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "composition": ".compose",
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
+    "plan_problems": ".plan_checks",
     # writing
     "NewStore": ".write",
     "creating": ".write",
@@ -170,6 +175,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "RecordedOrder": ".orders",
     "save_order": ".orders",
     "orders_said": ".order_reads",
+    "read_skip_lists": ".order_reads",
     "skip_lists_said": ".order_reads",
     "skipped_entries": ".order_reads",
     "EntryTokens": ".tokens",

@@ -37,7 +37,30 @@ def render_causes(reads: Reads, spec: str, kind: str = "status") -> list[CauseRo
     return [CauseRow(*row) for row in reads.all(CAUSES_SQL, spec, kind)]
 
 
-def spec_causes(store: Store | StoreHandle, spec: str) -> list[CauseRow]:
-    """:func:`render_causes` of a store's spec (a location, opened for this, or an open handle)."""
+# The datasets a mixture draws from, and those of them whose entries do not all train under a spec.
+_MIXTURE_DATASETS = ("SELECT md.dataset_id FROM mixture_datasets AS md JOIN mixtures AS m ON m.id = md.mixture_id "
+                     "WHERE m.name = {mark} AND md.entries > 0")
+_CAUSES_OUTSIDE = ("SELECT 1 FROM render_statuses AS rs JOIN render_specs AS s ON s.id = rs.spec_id "
+                   f"WHERE s.name = {{mark}} AND rs.status NOT IN ({{trains}}) AND rs.dataset_id NOT IN "
+                   f"({_MIXTURE_DATASETS}) LIMIT 1")
+# Counted over the entries of the mixture's datasets: a range scan of the spec's rows of each.
+_MIXTURE_CAUSES = (
+    "WITH spec AS (SELECT id FROM render_specs WHERE name = {mark}), "
+    "found AS (SELECT r.cause AS cause, count(*) AS entries, min(r.entry_id) AS example FROM entry_renders AS r "
+    "CROSS JOIN spec CROSS JOIN datasets AS d WHERE r.spec_id = spec.id AND d.id IN (" + _MIXTURE_DATASETS + ") "
+    "AND r.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1 AND r.cause IS NOT NULL GROUP BY r.cause) "
+    "SELECT f.cause, f.entries, d.name, b.row, b.cut, r.detail FROM found AS f CROSS JOIN spec "
+    "JOIN base_entries AS b ON b.id = f.example JOIN datasets AS d ON d.id = b.dataset_id "
+    "JOIN entry_renders AS r ON r.spec_id = spec.id AND r.entry_id = f.example ORDER BY f.entries DESC, f.cause"
+)
+
+
+def spec_causes(store: Store | StoreHandle, spec: str, *, mixture: str | None = None) -> list[CauseRow]:
+    """:func:`render_causes` of a store's spec (a location, opened for this, or an open handle);
+    with ``mixture``, only of the entries of the datasets it draws from (``dataidx compose``): read
+    from the spec's rows of those datasets when a dataset outside it has entries that do not train,
+    else the spec's stored causes, which are then the same."""
     with reading(store) as handle:
-        return render_causes(handle, spec)
+        if mixture is None or handle.one(_CAUSES_OUTSIDE, spec, mixture) is None:
+            return render_causes(handle, spec)
+        return [CauseRow(*row) for row in handle.all(_MIXTURE_CAUSES, spec, mixture)]

@@ -121,11 +121,12 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
 def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
     """Delete render spec ``name`` and the packing plans made from it; returns plans removed."""
     with rewriting(store) as connection:
+        named = own_token_files(connection, store)
         plans = delete_spec(connection, name)
         if plans is None:
             raise missing("render spec", name, store=store, names=_names(connection, RenderSpecRow))
         kept = own_token_files(connection, store)
-    prune_token_files(store, kept)
+    prune_token_files(store, named, kept)
     return plans
 
 

@@ -57,10 +57,6 @@ class RepeatRow(Base):
     row: Mapped[int] = mapped_column(INT, primary_key=True)
 
 
-#: Rows kept per (mixture, dataset, times) in ``repeat_rows``.
-REPEAT_ROWS = 100
-
-
 class RenderStatus(Base):
     """How many base entries of a dataset have ``status`` under a render spec, and the longest
     (``full_tokens``): the ``entry_lengths`` view grouped once, when the spec is written."""
@@ -87,10 +83,6 @@ class RenderBlock(Base):
     entries: Mapped[int] = mapped_column(INT, nullable=False)
     tokens: Mapped[int] = mapped_column(INT, nullable=False)
     supervised_tokens: Mapped[int] = mapped_column(INT, nullable=False)
-
-
-#: Base entries per ``render_blocks`` block (the cookbook's SQL spells it out).
-BLOCK_ENTRIES = 256
 
 
 class LengthChunk(Base):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .connect import reading
@@ -26,6 +27,8 @@ _LISTS = ("SELECT l.name, l.who, l.why, l.request, l.entries, l.created_at FROM 
           "JOIN mixtures AS m ON m.id = l.mixture_id WHERE m.name = {mark} ORDER BY l.id")
 _SKIPPED = ("SELECT DISTINCT s.entry_id FROM skipped_entries AS s JOIN skip_lists AS l ON l.id = s.skip_list_id "
             "JOIN mixtures AS m ON m.id = l.mixture_id WHERE m.name = {mark} ORDER BY s.entry_id")
+_SKIPPED_OF = ("SELECT s.entry_id FROM skipped_entries AS s JOIN skip_lists AS l ON l.id = s.skip_list_id "
+               "JOIN mixtures AS m ON m.id = l.mixture_id WHERE m.name = {mark} AND l.name = {mark}")
 
 
 def read_skip_lists(handle: StoreHandle, mixture: str) -> list[StoredSkipList]:
@@ -41,9 +44,12 @@ def skip_lists_said(store: Store | StoreHandle, mixture: str) -> list[str]:
                 f"{skips.created_at}: {skips.why} ({skips.request})" for skips in read_skip_lists(handle, mixture)]
 
 
-def skipped_entries(handle: StoreHandle, mixture: str) -> list[int]:
-    """The base entry ids every skip list of ``mixture`` names together, sorted."""
-    return [entry_id for entry_id, in handle.all(_SKIPPED, mixture)]
+def skipped_entries(handle: StoreHandle, mixture: str, lists: Sequence[str] | None = None) -> list[int]:
+    """The base entry ids every skip list of ``mixture`` names together (or only lists ``lists``
+    name: a run numbered its steps with the lists in force when it read its order), sorted."""
+    if lists is None:
+        return [entry_id for entry_id, in handle.all(_SKIPPED, mixture)]
+    return sorted({entry_id for name in set(lists) for entry_id, in handle.all(_SKIPPED_OF, mixture, name)})
 
 
 def orders_said(store: Store | StoreHandle, mixture: str) -> list[str]:

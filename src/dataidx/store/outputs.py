@@ -17,7 +17,8 @@ import yaml
 
 from ..errors import StoreError, UsageError
 from .connect import open_any_revision
-from .location import PostgresStore, store_location
+from .location import PostgresStore, store_location, tokens_folder
+from .tokens import TOKENS_SINCE
 
 #: How much of an existing file is read to tell its kind.
 _PEEK = 1 << 20
@@ -41,8 +42,10 @@ def check_output(output: str | os.PathLike[str], kind: str, *, store: str | os.P
         location = store_location(store)
         if not isinstance(location, PostgresStore):
             protected.append((location, "it is the store"))
+        sources, token_files = _recorded(store)
         protected += [(path, "the store was built from it" if name is None else
-                       f"dataset '{name}' of the store was built from it") for name, path in _sources(store)]
+                       f"dataset '{name}' of the store was built from it") for name, path in sources]
+        protected += [(path, f"it is the token file of spec '{spec}'") for spec, path in token_files]
     for path, why in protected:
         if _same_file(target, path):
             raise UsageError(f"{output}: refusing to write over it: {why}; choose another output")
@@ -54,7 +57,8 @@ def check_output(output: str | os.PathLike[str], kind: str, *, store: str | os.P
 def check_output_folder(output: str | os.PathLike[str], *, store: str | os.PathLike[str],
                         force: bool = False) -> None:
     """Refuse (UsageError) to write folder ``output`` where a file is, over a folder holding the
-    store or a source file of it, or (unless ``force``) over a folder that is not empty.
+    store, a source file of it or a token file of its specs, over its token folder, or (unless
+    ``force``) over a folder that is not empty.
 
     Example::
 
@@ -68,10 +72,14 @@ def check_output_folder(output: str | os.PathLike[str], *, store: str | os.PathL
     if not target.is_dir():
         raise UsageError(f"{output} exists and is not a folder; choose another output folder")
     location = store_location(store)
+    sources, token_files = _recorded(store)
     held = [] if isinstance(location, PostgresStore) else [(Path(location), "the store")]
-    held += [(Path(path), "a file the store was built from") for _, path in _sources(store)]
+    held += [(Path(path), "a file the store was built from") for _, path in sources]
+    held += [(path, f"the token file of spec '{spec}'") for spec, path in token_files]
+    # Its token folder even with no file in it yet: a link to a bigger disk is the whole of it.
+    held.append((tokens_folder(location), "the store's token folder"))
     for path, what in held:
-        if os.path.realpath(path).startswith(os.path.realpath(target) + os.sep):
+        if (os.path.realpath(path) + os.sep).startswith(os.path.realpath(target) + os.sep):
             raise UsageError(f"{output}: refusing to write over it: it holds {what} ({path}); choose another folder")
     if not force and any(target.iterdir()):
         raise UsageError(f"{output} exists and is not empty; refusing to overwrite it (choose another folder, or "
@@ -81,23 +89,27 @@ def check_output_folder(output: str | os.PathLike[str], *, store: str | os.PathL
 _KINDS = {"html": "an HTML file", "jsonl": "a JSON lines file", "parquet": "a Parquet file", "yaml": "a YAML file"}
 
 
-def _sources(store: str | os.PathLike[str]) -> list[tuple[str | None, str]]:
-    """(dataset, file) for every file the store's datasets were read from, and (None, file)
-    for the YAML it was built from."""
+def _recorded(store: str | os.PathLike[str]) -> tuple[list[tuple[str | None, str]], list[tuple[str, Path]]]:
+    """What the store names on disk: ``(dataset, file)`` for every file its datasets were read
+    from and ``(None, file)`` for the YAML it was built from; ``(spec, file)`` for every token file."""
     try:
-        connection, _revision = open_any_revision(store)
+        connection, revision = open_any_revision(store)
     except StoreError:
-        return []
+        return [], []
     try:
         rows = connection.execute("SELECT name, files FROM datasets ORDER BY position").fetchall()
         configs = connection.execute("SELECT config_origin FROM builds").fetchall()
+        tokens = connection.execute(
+            "SELECT s.name, t.file, t.folder FROM spec_tokens AS t JOIN render_specs AS s ON s.id = t.spec_id "
+            "ORDER BY s.id").fetchall() if revision is not None and revision >= TOKENS_SINCE else []
     finally:
         connection.close()
     found: list[tuple[str | None, str]] = [(None, origin) for (origin,) in configs if origin]
     for name, files in rows:
         for entry in (json.loads(files) if isinstance(files, str) else files) or []:
             found.append((name, entry["path"]))
-    return found
+    own = tokens_folder(store_location(store))
+    return found, [(spec, (Path(folder) if folder else own) / file) for spec, file, folder in tokens]
 
 
 def _same_file(a: Path, b: str | os.PathLike[str]) -> bool:

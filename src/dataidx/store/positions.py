@@ -25,9 +25,9 @@ LengthReads: TypeAlias = "StoreHandle | CopyReads"
 
 #: Rows fetched at a time when reading scattered positions.
 _ROWS_PER_FETCH = 1 << 16
-#: Bits of an entry's offset in its chunk, the low bits of each integer a chunk's read returns.
+#: Bits of a row's offset in its chunk, the low bits of each integer a chunk's read returns.
 _OFFSET_BITS = 20
-#: Entries whose lengths (or rows) one query reads, as one text of integers.
+#: Rows whose values (an entry's lengths, or a row) one query reads (:func:`key_chunks`), as one text of integers.
 _ENTRIES_PER_LENGTHS_QUERY = 1 << _OFFSET_BITS
 
 
@@ -83,15 +83,12 @@ class SpecLengths:
         return self.tokens[entry_ids - self.first], self.trains[entry_ids - self.first]
 
 
-#: What :func:`spec_lengths` can read as an entry's length, and the expression it reads, one
-#: integer per entry: ``(length << 1 | trains) << 20 | entry's offset in the chunk``, or -1 for a
-#: length no render writes (negative, past 2**31 - 1, or text in a crafted SQLite file), which
-#: would otherwise spill into other bits or be read as a number it is not. The offset in the low
-#: bits keeps the numbers short (10 digits for a few hundred tokens, where the offset in the high
-#: bits wrote 17: SQLite's text of a million, 0.45 -> 0.3 s) and says where each value goes.
+#: What :func:`spec_lengths` can read as an entry's length: ``(length, trains)`` as one integer
+#: where the length is one a render writes (not negative, past 2**31 - 1, or text in a crafted
+#: SQLite file, which would otherwise spill into other bits or be read as a number it is not).
 _PACKED_LENGTHS = {
-    column: (f"CASE WHEN {column} BETWEEN 0 AND 2147483647 THEN (((CAST({column} AS bigint) << 1) | "
-             f"CAST(status IN ({{trains}}) AS integer)) << {_OFFSET_BITS}) | (entry_id - {{mark}}) ELSE -1 END")
+    column: (f"(CAST({column} AS bigint) << 1) | CAST(status IN ({{trains}}) AS integer)",
+             f"{column} BETWEEN 0 AND 2147483647")
     for column in ("tokens", "supervised_tokens")
 }
 LENGTH_COLUMNS = tuple(_PACKED_LENGTHS)
@@ -114,22 +111,45 @@ def _integers(handle: LengthReads, template: str, *parameters: object) -> np.nda
     return values
 
 
-def _in_entry_order(values: np.ndarray, count: int, *, refused: str, gaps: str) -> np.ndarray:
+def _in_entry_order(values: np.ndarray, count: int, *, refused: str, gaps: str, absent: int | None = None
+                    ) -> np.ndarray:
     """The values of a chunk of ``count`` entries read as ``value << 20 | offset``, each put at its
     offset: in entry order whatever order the read gave. A negative integer (what the read writes
-    for a value no build or render writes) raises ``refused``; an entry missing or twice, ``gaps``."""
+    for a value no build or render writes) raises ``refused``; an entry missing or twice, ``gaps``
+    (or, given ``absent``, a missing one reads as ``absent``: keys are unique, so none is twice)."""
     if len(values) and values.min() < 0:
         raise StoreError(refused)
     offsets = values & ((1 << _OFFSET_BITS) - 1)
-    if len(values) != count or (count and offsets.max() >= count):
+    if (len(values) != count and absent is None) or len(values) > count or (len(values) and offsets.max() >= count):
         raise StoreError(gaps)
     seen = np.zeros(count, dtype=bool)
     seen[offsets] = True
-    if not seen.all():
+    if not seen.all() and absent is None:
         raise StoreError(gaps)
-    ordered = np.empty(count, dtype=np.int64)
+    ordered = np.empty(count, dtype=np.int64) if absent is None else np.full(count, absent, dtype=np.int64)
     ordered[offsets] = values >> _OFFSET_BITS
     return ordered
+
+
+def key_chunks(reads: LengthReads, table: str, key: str, value: str, valid: str, first: int, last: int,
+               where: str = "", *parameters: object, refused: str, gaps: str, absent: int | None = None
+               ) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first key, values)`` of the rows of ``table`` (``where`` holds) keyed ``first..last``, a
+    million keys at a time, each chunk in key order: ``value`` is an integer expression below
+    2**43 where ``valid`` holds (else StoreError ``refused``). Every key must be there once (else
+    StoreError ``gaps``), or a key no row has reads as ``absent``.
+
+    Each chunk is one text of ``value << 20 | key offset`` (a text of integers beat a JSON
+    array, which beat fetching rows), parsed by NumPy: no Python int per row. The offset in the
+    low bits keeps the numbers short (10 digits for a few hundred tokens, where the offset in the
+    high bits wrote 17: SQLite's text of a million, 0.45 -> 0.3 s) and says where each value goes."""
+    packed = (f"CASE WHEN {valid} THEN (({value}) << {_OFFSET_BITS}) | ({key} - {{mark}}) ELSE -1 END")
+    chunk = (f"SELECT {reads.dialect.int_list.format(packed)} FROM {table} WHERE "
+             + (f"{where} AND " if where else "") + f"{key} BETWEEN {{mark}} AND {{mark}}")
+    for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
+        stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
+        yield start, _in_entry_order(_integers(reads, chunk, start, *parameters, start, stop), stop - start + 1,
+                                     refused=refused, gaps=gaps, absent=absent)
 
 
 def spec_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") -> SpecLengths:
@@ -178,35 +198,33 @@ def _lengths_from_chunks(handle: LengthReads, spec_id: int, chunks: list[tuple[o
     return SpecLengths(first, tokens, trains)
 
 
-def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens") -> SpecLengths:
+def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens", *, partial: bool = False
+                     ) -> SpecLengths:
     """:func:`spec_lengths` from ``entry_renders``, a row per entry: what ``length_chunks`` are
-    written from, and what ``verify`` compares them with.
+    written from, and what ``verify`` compares them with. ``partial``: for every base entry, one
+    without a row (a damaged store, whose plans verify recounts) at -1 tokens, not training.
 
-    Read a million entries at a time, each chunk as one text of
-    ``(tokens << 1 | trains) << 20 | entry offset`` (a text of integers beat a JSON array, which
-    beat fetching rows): the text for a chunk only, 5 bytes an entry in the arrays kept.
+    Read a million entries at a time (:func:`key_chunks`), each as ``tokens << 1 | trains``: the
+    text for a chunk only, 5 bytes an entry in the arrays kept.
     """
     if column not in LENGTH_COLUMNS:
         raise ValueError(f"column must be one of {LENGTH_COLUMNS}, got {column!r}")
-    found = _id_range(handle, "entry_renders", "entry_id", "spec_id = {mark}", spec_id)
+    found = base_entry_range(handle) if partial else _id_range(handle, "entry_renders", "entry_id",
+                                                                "spec_id = {mark}", spec_id)
     if found is None:
         return SpecLengths(1, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=bool))
-    if found != base_entry_range(handle):  # else an entry before the first would read the last one's length
+    if not partial and found != base_entry_range(handle):  # else an entry before the first would read the last one's
         raise StoreError("a render spec does not cover every base entry; the store is damaged")
     first, last = found
-    count = last - first + 1  # each chunk's read proves its entries there, each once
-    chunk = ("SELECT " + handle.dialect.int_list.format(_PACKED_LENGTHS[column])
-             + " FROM entry_renders WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark}")
-    tokens, trains = np.zeros(count, dtype=np.int32), np.zeros(count, dtype=bool)
-    for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
-        stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
-        values = _in_entry_order(
-            _integers(handle, chunk, start, spec_id, start, stop), stop - start + 1,
+    tokens, trains = np.zeros(last - first + 1, dtype=np.int32), np.zeros(last - first + 1, dtype=bool)
+    for start, values in key_chunks(
+            handle, "entry_renders", "entry_id", *_PACKED_LENGTHS[column], first, last, "spec_id = {mark}", spec_id,
             refused=f"a render spec holds {column} that no render writes (negative, past 2**31 - 1 or not a number); "
                     "the store is damaged",
-            gaps="a render spec does not cover every base entry; the store is damaged")
-        tokens[start - first : stop - first + 1] = values >> 1
-        trains[start - first : stop - first + 1] = (values & 1).astype(bool)
+            gaps="a render spec does not cover every base entry; the store is damaged",
+            absent=-2 if partial else None):  # -2: -1 tokens (>> 1), not training (& 1)
+        tokens[start - first : start - first + len(values)] = values >> 1
+        trains[start - first : start - first + len(values)] = (values & 1).astype(bool)
     return SpecLengths(first, tokens, trains)
 
 
@@ -230,22 +248,18 @@ def row_starts(handle: StoreHandle) -> tuple[int, np.ndarray]:
     every base entry. The cuts of a row are consecutive entries (the build writes them in order),
     so a row is the entries from one start to the next: what merging a row's cuts needs to know.
 
-    Read a million entries at a time as one text of ``row << 20 | id offset``, like the lengths."""
+    Read a million entries at a time (:func:`key_chunks`), like the lengths."""
     found = base_entry_range(handle)
     if found is None:
         return 1, np.zeros(0, dtype=bool)
     first, last = found
-    chunk = ("SELECT " + handle.dialect.int_list.format(
-        f'CASE WHEN "row" BETWEEN 0 AND 4294967295 THEN (CAST("row" AS bigint) << {_OFFSET_BITS}) | (id - {{mark}}) '
-        'ELSE -1 END') + " FROM base_entries WHERE id BETWEEN {mark} AND {mark}")
     rows = np.zeros(last - first + 1, dtype=np.int64)
-    for start in range(first, last + 1, _ENTRIES_PER_LENGTHS_QUERY):
-        stop = min(start + _ENTRIES_PER_LENGTHS_QUERY - 1, last)
-        rows[start - first : stop - first + 1] = _in_entry_order(
-            _integers(handle, chunk, start, start, stop), stop - start + 1,
+    for start, values in key_chunks(
+            handle, "base_entries", "id", 'CAST("row" AS bigint)', '"row" BETWEEN 0 AND 4294967295', first, last,
             refused="a base entry names a row no build writes (negative, past 2**32 - 1 or not a number); the store "
                     "is damaged",
-            gaps="base entries are not numbered without gaps; the store is damaged")
+            gaps="base entries are not numbered without gaps; the store is damaged"):
+        rows[start - first : start - first + len(values)] = values
     starts = np.ones(len(rows), dtype=bool)
     starts[1:] = rows[1:] != rows[:-1]
     datasets = np.array([entry for (entry,) in handle.all("SELECT first_entry FROM datasets")], dtype=np.int64)

@@ -7,23 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from .draw_tables import BLOCK_ENTRIES
+from .summary_sql import BLOCK_SUMS, STATUS_COUNTS
 
-# The datasets join by range: an entry's dataset from the handful of datasets rows, not a
-# base_entries lookup per entry. ``verify`` recounts them with the same SELECTs.
-STATUS_COUNTS = """
-SELECT l.spec_id, d.id, l.status, count(*), max(l.full_tokens)
-FROM entry_renders AS l CROSS JOIN datasets AS d
-WHERE l.spec_id = :spec AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
-GROUP BY l.spec_id, d.id, l.status
-"""
-BLOCK_SUMS = f"""
-SELECT l.spec_id, l.entry_id / {BLOCK_ENTRIES}, d.id, count(*), sum(l.tokens), sum(l.supervised_tokens)
-FROM entry_renders AS l CROSS JOIN datasets AS d
-WHERE l.spec_id = :spec AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
-  AND l.status IN ('ok', 'truncated')
-GROUP BY l.spec_id, l.entry_id / {BLOCK_ENTRIES}, d.id
-"""
 _STATUSES = text("INSERT INTO render_statuses (spec_id, dataset_id, status, entries, longest)" + STATUS_COUNTS)
 _BLOCKS = text("INSERT INTO render_blocks (spec_id, block, dataset_id, entries, tokens, supervised_tokens)"
                + BLOCK_SUMS)

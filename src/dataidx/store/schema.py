@@ -17,9 +17,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, NAMING, Base
 from .draw_tables import (
-    BLOCK_ENTRIES,
     LENGTH_CHUNK_ENTRIES,
-    REPEAT_ROWS,
     DatasetTurns,
     LengthChunk,
     MixtureSpan,
@@ -41,6 +39,7 @@ from .render_tables import (
     RenderSpecRow,
     SpecTokens,
 )
+from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS
 
 # The render, pack and draw summary tables are declared apart, and imported above so that every table is in
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.

@@ -477,4 +477,4 @@ CREATE TABLE length_chunks (
 	CONSTRAINT fk_length_chunks_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
 )
  WITHOUT ROWID;
-INSERT INTO alembic_version (version_num) VALUES ('0015');
+INSERT INTO alembic_version (version_num) VALUES ('0016');

@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import StoreError
-from .draw_tables import REPEAT_ROWS
 from .handle import StoreHandle
 from .positions import LENGTH_COLUMNS, rendered_lengths, spec_lengths
-from .render_summaries import BLOCK_SUMS, STATUS_COUNTS
+from .summary_sql import BLOCK_SUMS, REPEAT_ROWS, STATUS_COUNTS
 
 # Rows per row count: what build counted into dataset_turns.
 _TURNS = (
@@ -21,10 +20,11 @@ _TURNS = (
     'GROUP BY dataset_id, "row") AS counted GROUP BY dataset_id, n',
     "SELECT dataset_id, turns, rows FROM dataset_turns",
 )
-# How many times each row of a dataset shows in a mixture, over its epochs.
-_ROW_TIMES = ('SELECT b.dataset_id AS dataset_id, b."row" AS shown_row, count(*) AS times '
-              "FROM mixture_positions AS p JOIN base_entries AS b ON b.id = p.entry_id "
-              'WHERE p.mixture_id = {mark} GROUP BY b.dataset_id, b."row"')
+# How many times a mixture draws each row of a dataset over its epochs: its most drawn entry's times.
+_ROW_TIMES = ('SELECT b.dataset_id AS dataset_id, b."row" AS shown_row, max(drawn.times) AS times '
+              "FROM (SELECT entry_id, count(*) AS times FROM mixture_positions WHERE mixture_id = {mark} "
+              "GROUP BY entry_id) AS drawn JOIN base_entries AS b ON b.id = drawn.entry_id "
+              'GROUP BY b.dataset_id, b."row"')
 _REPEAT_COUNTS = (
     f"SELECT dataset_id, times, count(*) FROM ({_ROW_TIMES}) AS shown GROUP BY dataset_id, times",
     "SELECT dataset_id, times, rows FROM repeat_counts WHERE mixture_id = {mark}",

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -11,14 +13,20 @@ from pathlib import Path
 
 from sqlalchemy import Connection, bindparam, delete, insert, update
 
+from ..errors import StaleStoreError, StoreError
+from .connect import open_any_revision
 from .dialect import Reads
 from .location import PostgresStore, store_location, tokens_folder
 from .schema import EntryRender, SpecTokens
 from .sqlite.files import CopyReads
 
+logger = logging.getLogger(__name__)
+
 #: Per entry with tokens: ``(entry id, token offset, side tokens, token weights)``.
 EntryTokens = tuple[int, int, "int | None", "bytes | None"]
 
+#: The first schema revision with stored tokens (``spec_tokens``).
+TOKENS_SINCE = "0011"
 _TOKEN_FILE = ("SELECT file, folder, word_bytes, entries, tokens, bytes, sha256 FROM spec_tokens "
                "WHERE spec_id = {mark}")
 
@@ -37,8 +45,22 @@ class StoredTokenFile:
     sha256: str
 
     def path(self, store: str | os.PathLike[str]) -> Path:
-        """Where the file is for the store at ``store``."""
+        """Where the file is for the store at ``store``. A store is data, not a list of paths to
+        open: a row whose file is not a plain name in its folder (``../x``, ``/x``), or whose folder
+        is not the absolute one ``--tokens-dir`` records, is refused."""
+        if not is_token_file_name(self.file) or (self.folder is not None and not os.path.isabs(self.folder)):
+            where = f"folder {self.folder!r}" if self.folder is not None else "the store's token folder"
+            raise StaleStoreError(f"{store}: a spec's token file is recorded as {self.file!r} in {where}: not a file "
+                                  "name in its token folder (the store was edited); run dataidx render "
+                                  "--store-tokens again")
         return Path(self.folder) / self.file if self.folder else tokens_folder(store_location(store)) / self.file
+
+
+def is_token_file_name(name: str) -> bool:
+    """Whether ``name`` is a name a token file may have: a visible ``*.tokens`` file in its folder,
+    never a path (the hidden names are a writer's temporaries)."""
+    return (name.endswith(".tokens") and not name.startswith(".") and os.path.basename(name) == name
+            and "\0" not in name)
 
 
 def read_token_file(reads: Reads, spec_id: int) -> StoredTokenFile | None:
@@ -88,12 +110,33 @@ def spec_id_of(connection: Connection, spec: str) -> int:
     return CopyReads(connection).all("SELECT id FROM render_specs WHERE name = {mark}", spec)[0][0]
 
 
-def own_token_files(connection: Connection, store: str | os.PathLike[str]) -> list[str]:
-    """The token files the specs name in the store's own token folder, on a writer's working copy:
-    what :func:`prune_token_files` keeps once the write is in place."""
+def own_token_files(connection: Connection, store: str | os.PathLike[str], folder: str | None = None) -> set[str]:
+    """The token files the specs name in ``folder`` (None: the store's own token folder), on a
+    writer's working copy: what :func:`prune_token_files` compares before and after a write, and
+    the names a writer may replace there (any other file of that name is not this store's)."""
+    return _in_folder(CopyReads(connection).all("SELECT file, folder FROM spec_tokens"), store, folder)
+
+
+def recorded_token_files(store: str | os.PathLike[str] | PostgresStore) -> set[str]:
+    """The token files a store records in its own folder, read before a build replaces it (with
+    none): what :func:`prune_token_files` removes once the new store is in place."""
+    try:
+        connection, revision = open_any_revision(store)
+    except StoreError:
+        return set()  # no store there
+    try:
+        rows = (connection.execute("SELECT file, folder FROM spec_tokens").fetchall()
+                if revision is not None and revision >= TOKENS_SINCE else [])
+    finally:
+        connection.close()
+    return _in_folder(rows, store, None)
+
+
+def _in_folder(rows: Iterable[tuple[str, str | None]], store: str | os.PathLike[str] | PostgresStore,
+               folder: str | None) -> set[str]:
     own = str(tokens_folder(store_location(store)))
-    return [file for file, folder in CopyReads(connection).all("SELECT file, folder FROM spec_tokens")
-            if folder is None or folder == own]
+    wanted = own if folder is None else folder
+    return {file for file, at in rows if (own if at is None else at) == wanted}
 
 
 def default_token_folder(store: str | os.PathLike[str]) -> str | None:
@@ -104,18 +147,26 @@ def default_token_folder(store: str | os.PathLike[str]) -> str | None:
     return str(tokens_folder(location)) if isinstance(location, PostgresStore) else None
 
 
-def prune_token_files(store: str | os.PathLike[str], referenced: Iterable[str]) -> list[str]:
-    """Remove the token files in the store's own token folder that no spec names any more (a spec
-    rendered again another way, or removed): the names removed. A folder the user chose
-    (``--tokens-dir``) may hold other stores' files, so only ``<store>.tokens`` (or the PostgreSQL
-    store's cache folder) is pruned. A reader that mapped a removed file keeps reading it."""
+def prune_token_files(store: str | os.PathLike[str] | PostgresStore, named_before: Iterable[str],
+                      named_after: Iterable[str] = ()) -> None:
+    """Remove the token files of the store's own folder that a write has just stopped naming (a
+    spec rendered again another way, or removed): ``named_before`` less ``named_after``, as
+    :func:`own_token_files` read them in the write. Only what the store recorded is removed,
+    never a file merely found there: ``<store>.tokens`` may be a link to a folder other stores
+    share, and a folder the user chose (``--tokens-dir``) is never pruned at all. Only regular
+    files are removed. Runs after the write is in place, so a file that cannot be removed is a
+    warning, not a failed write; a reader that mapped a removed file keeps reading it."""
     folder = tokens_folder(store_location(store))
-    if not folder.is_dir():
-        return []
-    keep = set(referenced)
-    removed = []
-    for path in sorted(folder.glob("*.tokens")):
-        if path.name not in keep:
-            path.unlink(missing_ok=True)
-            removed.append(path.name)
-    return removed
+    for name in sorted(set(named_before) - set(named_after)):
+        if not is_token_file_name(name):
+            continue  # never a name a writer gives (a crafted row): nothing outside the folder is removed
+        path = folder / name
+        try:
+            if not stat.S_ISREG(path.lstat().st_mode):
+                logger.warning("%s: left in place, though no render spec names it now: not a regular file", path)
+                continue
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("%s: left in place, though no render spec names it now: %s", path, exc.strerror or exc)

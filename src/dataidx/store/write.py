@@ -9,7 +9,6 @@ kill leaves the store as it was, and readers see the old store or the new one, n
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,6 +42,8 @@ from .sqlite.files import (
     writer_lock,
 )
 from .sqlite.migrations import upgrade
+from .streams import prune_streams, recorded_streams
+from .tokens import prune_token_files, recorded_token_files
 
 
 @dataclass
@@ -77,11 +78,13 @@ def creating(target: str | os.PathLike[str], progress: MessageProgress | None = 
             server.commit()
             if not replace:
                 refuse_to_lose(location, specs)
+            named, streamed = recorded_token_files(location), recorded_streams(location)
             with _filling(folder / "store.db", location) as new:
                 yield new
             (progress or (lambda _message: None))(f"publishing into schema '{location.schema}' of {location}")
             publish_to_postgres(folder / "store.db", location, server)
-        prune_streams(new.streams, new.used_streams)
+        prune_streams(new.streams, new.used_streams, streamed)
+        prune_token_files(location, named)  # the old store's: the new one names none
         return
     location = real_path(location)
     check_writable(location)
@@ -89,6 +92,7 @@ def creating(target: str | os.PathLike[str], progress: MessageProgress | None = 
     with writer_lock(location):
         if not replace:
             refuse_to_lose(location, specs)
+        named, streamed = recorded_token_files(location), recorded_streams(location)
         remove_stale_temporaries(location)
         temporary = temporary_beside(location)
         remove_temporary(temporary)
@@ -97,7 +101,8 @@ def creating(target: str | os.PathLike[str], progress: MessageProgress | None = 
                 yield new
             with disk_errors(location):
                 replace_file(temporary, location)
-            prune_streams(new.streams, new.used_streams)
+            prune_streams(new.streams, new.used_streams, streamed)
+            prune_token_files(location, named)  # the old store's: the new one names none
         except BaseException:
             remove_temporary(temporary)
             raise
@@ -177,13 +182,3 @@ def migrate_store(store: str | os.PathLike[str]) -> tuple[str | None, str]:
             raise StoreError(f"{store}: cannot upgrade from schema revision {before!r}: its tables are not those of "
                              f"that revision ({cause}); the store is left as it was: rebuild it") from None
     return before, SCHEMA_REVISION
-
-
-def prune_streams(folder: Path, used: set[str]) -> None:
-    """Remove materialised streams the new store does not read (a source changed since)."""
-    if not folder.is_dir():
-        return
-    used = {os.path.realpath(path) for path in used}
-    for cache in folder.glob("*/*"):  # <builder>/<config-and-fingerprint>
-        if cache.is_dir() and not any(os.path.realpath(path) in used for path in cache.rglob("*.arrow")):
-            shutil.rmtree(cache, ignore_errors=True)

@@ -17,6 +17,7 @@ kernels cannot express: its batch has no ``cu_seq_lens``; ``attention_mask`` is 
 
 from __future__ import annotations
 
+import logging
 from itertools import chain
 from typing import Any
 
@@ -26,6 +27,11 @@ import torch
 from ..errors import UsageError
 from ..render import IGNORE
 from .tree_mask import tree_attention_mask, tree_segments
+
+logger = logging.getLogger(__name__)
+#: Whether this process has said that a batch's weights would be dropped (said once: a run's
+#: batches all come from the same data).
+_said_unweighted = False
 
 
 def _weights(sample: dict[str, Any]) -> list[float]:
@@ -51,16 +57,22 @@ class Collator:
     the additive mask eager attention needs (0 where a token may attend, the dtype's minimum
     elsewhere), since eager attention adds the mask to its scores.
 
+    A model's own loss reads ``labels`` only, so a supervised token weighted other than 1 would
+    train at 1: the first such batch of a process says so, unless ``weighted`` says the loss reads
+    ``loss_weights`` (:func:`~dataidx.training.weighted_loss` does; :class:`WeightedLoss` sets it).
+
     Example::
 
         loader = DataLoader(PackedDataset("demo.db"), batch_size=2, collate_fn=Collator(pad_token_id=0))
     """
 
-    def __init__(self, pad_token_id: int, *, tree_mask_dtype: torch.dtype | None = None) -> None:
+    def __init__(self, pad_token_id: int, *, tree_mask_dtype: torch.dtype | None = None,
+                 weighted: bool = False) -> None:
         if tree_mask_dtype is not None and not tree_mask_dtype.is_floating_point:
             raise UsageError(f"tree_mask_dtype must be a floating dtype (the model's), got {tree_mask_dtype}")
         self.pad_token_id = pad_token_id
         self.tree_mask_dtype = tree_mask_dtype
+        self.weighted = weighted
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         if batch and isinstance(batch[0], list):
@@ -120,8 +132,24 @@ class Collator:
         weights = np.array(list(chain.from_iterable(_weights(sample) for sample in samples)), dtype=np.float32)
         if unlabelled is not None:
             labels[unlabelled], weights[unlabelled] = IGNORE, 0.0
+        if not (self.weighted or _said_unweighted):
+            _say_unweighted(labels, weights)
         return {"input_ids": _filled(real, ids, self.pad_token_id), "labels": _filled(real, labels, IGNORE),
                 "loss_weights": _filled(real, weights, 0.0)}
+
+
+def _say_unweighted(labels: np.ndarray, weights: np.ndarray) -> None:
+    """Say once, when a batch's supervised tokens weigh other than 1, that a loss reading labels
+    only (a model's own, transformers.Trainer's default) would train them at 1."""
+    global _said_unweighted
+    odd = weights[labels != IGNORE]
+    odd = odd[odd != 1.0]
+    if odd.size:
+        _said_unweighted = True
+        logger.warning("a batch's loss_weights weigh %d of its supervised tokens other than 1 (%g, ...): a model's "
+                       "own loss (transformers.Trainer's default) trains them at 1. Train with dataidx.WeightedLoss "
+                       "or dataidx.weighted_loss, which read them (then Collator(..., weighted=True)); not repeated",
+                       odd.size, odd[0])
 
 
 def _positions(samples: list[dict[str, Any]], sizes: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -31,6 +31,8 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,11 +40,28 @@ import numpy as np
 
 from ..errors import UsageError
 from ..read import SkippingOrder, TrainingOrder
+from ..store import ReadIdentity
+from .state import check_reads, describe, saved_reads
 
 #: The key that marks an order state, and its layout's version.
 ORDER_KEY = "dataidx_order"
 ORDER_VERSION = 1
 TAILS = ("trim", "pad")
+logger = logging.getLogger(__name__)
+
+
+def _seed(seed: Any) -> int | None:
+    """``seed`` as the order takes it: None (the dataset's own order) or a whole number (NumPy's
+    and torch's too). Anything else is refused: ``"abc"`` or ``1.5`` would key an order of their
+    own, one that no ``dataidx steps --seed`` can name."""
+    if seed is None:
+        return None
+    if not isinstance(seed, bool):
+        try:
+            return operator.index(seed)
+        except TypeError:
+            pass
+    raise UsageError(f"seed is a whole number, or None for the dataset's own order, not {_short(seed)}")
 
 
 def _reads(dataset: Any) -> list[list[str]] | None:
@@ -74,13 +93,14 @@ class OrderSampler:
             raise UsageError(f"tail is one of {', '.join(TAILS)}, not {tail!r}")
         self.dataset = dataset
         self.global_batch_size, self.rank, self.world_size = global_batch_size, rank, world_size
-        self.seed, self.tail, self.skips = seed, tail, skips
+        self.seed, self.tail, self.skips = _seed(seed), tail, skips
         self.reads = _reads(dataset)
         self.epoch = 0
         # Where the next iteration starts, and where the current one started: positions in the
         # epoch's whole order, so skip lists added meanwhile do not move them.
         self._resume = self._begin = 0
         self._yielded = 0
+        self._restored = False  # a restored state not yet iterated
         self._read: tuple[int, SkippingOrder] | None = None
 
     def order(self) -> SkippingOrder:
@@ -111,15 +131,35 @@ class OrderSampler:
         return -(-left // self.global_batch_size) if self.tail == "pad" else left // self.global_batch_size
 
     def __len__(self) -> int:
-        """Steps of the epoch read from its start, what a trainer's schedule counts (the first
-        iteration after a restore yields only the steps left of it)."""
+        """Steps the next iteration yields (the one under way, while it is): after a restore, only
+        the steps left of the restored epoch. A trainer's schedule counts :attr:`steps_per_epoch`."""
+        return self._steps(self.order().index_at(self._resume))
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Steps of the epoch read from its start: what a trainer's schedule counts an epoch as."""
         return self._steps(0)
+
+    def progress(self, steps_done: int) -> float:
+        """The epochs read once ``steps_done`` steps of the current iteration are consumed: the
+        epoch, plus the share of its steps read, the steps before a restore counted (in this global
+        batch size). What a trainer logs as its epoch; ``transformers.Trainer`` counts from the
+        restored step instead (docs/training-orders.md)."""
+        steps = self._checked_steps(steps_done)
+        whole = self.steps_per_epoch
+        read = self.order().index_at(self._begin) / self.global_batch_size + steps
+        return self.epoch + (min(read / whole, 1.0) if whole else 1.0)
 
     def set_epoch(self, epoch: int) -> None:
         """Read epoch ``epoch`` from now on (from its start, unless a restored state is in it); a
         dataset with ``set_epoch`` (DataEngine, PackedDataset) serves that epoch too."""
         if epoch != self.epoch:
-            self.epoch, self._resume = epoch, 0
+            if self._restored:  # the rest of the restored epoch would go unread, in silence
+                logger.warning("OrderSampler.set_epoch(%d) leaves the restored state's epoch %d unread from item "
+                               "%d of its order on (a trainer resumed with another global batch size counts its "
+                               "epochs anew: docs/training-orders.md)", epoch, self.epoch, self._resume)
+            self.epoch, self._resume, self._restored = epoch, 0, False
+            self._begin = self._yielded = 0  # a state now is one at the new epoch's start
         self._serve(epoch)
 
     def _serve(self, epoch: int) -> None:
@@ -129,7 +169,7 @@ class OrderSampler:
 
     def __iter__(self) -> Iterator[list[int]]:
         order = self.order()
-        self._begin, self._yielded = self._resume, 0
+        self._begin, self._yielded, self._restored = self._resume, 0, False
         first = order.index_at(self._begin) + self.rank * self.share
         mine = np.arange(self.share, dtype=np.int64)
         for step in range(self._steps(order.index_at(self._begin))):
@@ -142,15 +182,24 @@ class OrderSampler:
         """The run's state once ``steps_done`` steps of the current iteration are consumed (default:
         every step this sampler has yielded, right without workers prefetching): one global
         position (in the epoch's whole order, skipped items counted), and what it is a position in."""
-        steps = self._yielded if steps_done is None else steps_done
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise UsageError(f"steps_done is a whole number 0 or more, not {steps!r}")
+        steps = self._checked_steps(steps_done)
         order = self.order()
-        begin = order.index_at(self._begin)
-        read = begin + min(steps, self._steps(begin)) * self.global_batch_size
+        read = order.index_at(self._begin) + steps * self.global_batch_size
         position = int(order.whole_index(np.asarray([read]))[0]) if read < order.length else self.length
         return {ORDER_KEY: ORDER_VERSION, "epoch": self.epoch, "position": position, "seed": self.seed,
                 "length": self.length, "tail": self.tail, "reads": self.reads}
+
+    def _checked_steps(self, steps_done: int | None) -> int:
+        """``steps_done`` (default: every step yielded), refused past the steps this iteration has
+        yielded: a count past them is not a state of this run, and clamped it would resume past
+        steps never trained."""
+        steps = self._yielded if steps_done is None else steps_done
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise UsageError(f"steps_done is a whole number 0 or more, not {_short(steps)}")
+        if steps > self._yielded:
+            raise UsageError(f"steps_done is {steps}, but this iteration of epoch {self.epoch} has yielded "
+                             f"{self._yielded} steps: count the steps consumed since it began")
+        return steps
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from ``state``: the next iteration of its epoch starts at the first sample not
@@ -160,7 +209,8 @@ class OrderSampler:
         state = _order_state(state)
         if not isinstance(state, dict) or state.get(ORDER_KEY) != ORDER_VERSION:
             raise UsageError(f"not a dataidx order state of layout {ORDER_VERSION}")
-        for key, mine in (("reads", self.reads), ("seed", self.seed), ("tail", self.tail)):
+        self._check_reads(state.get("reads"))
+        for key, mine in (("seed", self.seed), ("tail", self.tail)):
             if state.get(key) != mine:
                 raise UsageError(f"this order state was saved with {key} {_short(state.get(key))}; this sampler "
                                  f"has {_short(mine)}: it reads another order")
@@ -173,8 +223,25 @@ class OrderSampler:
         if self.reads is None and state.get("length") != self.length:  # not a dataidx dataset: its size says
             raise UsageError(f"this order state was saved over {_short(state.get('length'))} items; this dataset "
                              f"has {self.length}: it reads another order")
+        if position > self.length:  # the epoch's end is the furthest a run can have read
+            raise UsageError(f"an order state's position is 0..{self.length} in epoch {epoch} of {self.length} "
+                             f"items, not {_short(position)}: it would resume past the epoch and read nothing")
         self.epoch, self._resume, self._read = epoch, position, None  # skip lists are read again
-        self._begin, self._yielded = position, 0
+        self._begin, self._yielded, self._restored = position, 0, True
+
+    def _check_reads(self, saved: Any) -> None:
+        """Refuse a state saved over other data, naming what it was saved over and what this
+        sampler reads (the store's mixture, spec or plan; digests say nothing to a reader)."""
+        if saved == self.reads:
+            return
+        what = "order state"
+        if self.reads is None or saved is None:
+            said = [describe(saved_reads(reads, f"an {what}")) if reads is not None
+                    else "a dataset that is not a dataidx store's" for reads in (saved, self.reads)]
+            raise UsageError(f"this {what} was saved over {said[0]}; this sampler reads {said[1]}: it reads "
+                             "another order")
+        mine = ReadIdentity(tuple((kind, name, digest) for kind, name, digest in self.reads))
+        check_reads(saved_reads(saved, f"an {what}"), mine, what=what)
 
 
 def _order_state(state: Any) -> Any:

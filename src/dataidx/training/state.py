@@ -44,15 +44,33 @@ def _saved(state: Any) -> tuple[int, ReadIdentity]:
     if state.get(STATE_KEY) != STATE_VERSION:
         raise UsageError(f"not a dataidx dataset state of layout {STATE_VERSION} "
                          f"({STATE_KEY} is {state.get(STATE_KEY)!r:.60})")
-    epoch, reads = state.get("epoch"), state.get("reads")
+    epoch = state.get("epoch")
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
         raise UsageError(f"a dataidx dataset state's epoch is a whole number 0 or more, not {epoch!r:.60}")
+    return epoch, saved_reads(state.get("reads"), "a dataidx dataset state")
+
+
+def saved_reads(reads: Any, what: str) -> ReadIdentity:
+    """The identity a saved state's ``reads`` record, or a UsageError naming what is wrong with them."""
     if not isinstance(reads, (list, tuple)) or not reads or not all(
             isinstance(part, (list, tuple)) and len(part) == 3 and all(isinstance(v, str) for v in part)
             for part in reads):
-        raise UsageError("a dataidx dataset state's reads are [kind, name, digest] triples of strings, "
-                         f"not {reads!r:.60}")
-    return epoch, ReadIdentity(tuple(tuple(part) for part in reads))
+        raise UsageError(f"{what}'s reads are [kind, name, digest] triples of strings, not {reads!r:.60}")
+    return ReadIdentity(tuple((kind, name, digest) for kind, name, digest in reads))
+
+
+def check_reads(saved: ReadIdentity, identity: ReadIdentity, *, what: str, where: str = "") -> None:
+    """Refuse, naming the mixture, spec or plan (never digests), a ``what`` saved over other data
+    than ``identity``: a UsageError for other names, a StaleStoreError for the same names drawn,
+    rendered or built again (positions there are other entries)."""
+    if saved.names() != identity.names():
+        raise UsageError(f"{where}this {what} was saved over {describe(saved)}, not {describe(identity)}; "
+                         "resume it over what it was saved with")
+    changed = saved.changed(identity)
+    if changed:
+        raise StaleStoreError(f"{where}this {what} was saved over another draw ({changed} since, or it is another "
+                              "store): its positions would be other entries here; resume over the store it was "
+                              "saved with")
 
 
 def check_state(state: Any, *, identity: ReadIdentity, store: str, mixture: str, epochs: int) -> int:
@@ -60,11 +78,5 @@ def check_state(state: Any, *, identity: ReadIdentity, store: str, mixture: str,
     ``store`` (mixture ``mixture`` of ``epochs`` epochs); a state saved over anything else is
     refused, in one line."""
     epoch, saved = _saved(state)
-    if saved.names() != identity.names():
-        raise UsageError(f"{store}: this loader state was saved by a dataset over {describe(saved)}, "
-                         f"not {describe(identity)}; resume it with the dataset it was saved with")
-    changed = saved.changed(identity)
-    if changed:
-        raise StaleStoreError(f"{store}: this loader state was saved over another draw ({changed} since): its "
-                              "positions would be other entries here; resume over the store it was saved with")
+    check_reads(saved, identity, what="loader state", where=f"{store}: ")
     return check_epoch(epoch, epochs, mixture)

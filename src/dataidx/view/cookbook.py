@@ -13,7 +13,7 @@ COOKBOOK: list[tuple[str, str]] = [
     ('Which rows repeat most (weights above 1, or `--sampling replacement`)',
      "SELECT d.name AS dataset, r.row, r.times FROM repeat_rows AS r\n"
      "JOIN mixtures AS m ON m.id = r.mixture_id JOIN datasets AS d ON d.id = r.dataset_id\n"
-     "WHERE m.name = 'default' ORDER BY r.times DESC, dataset, r.row LIMIT 10;"),
+     "WHERE m.name = 'default' AND r.times > 1 ORDER BY r.times DESC, dataset, r.row LIMIT 10;"),
     ('How two mixtures differ, dataset by dataset',
      "SELECT a.dataset, a.entries AS in_a, b.entries AS in_b, b.entries - a.entries AS change\n"
      "FROM composition AS a JOIN composition AS b ON a.dataset = b.dataset\n"

@@ -55,9 +55,9 @@ DESCRIPTIONS = {
     "mixture_epochs": "One row per epoch of a mixture: its seed and stretch of positions.",
     "mixture_spans": "Ranges of base entries a mixture uses in some epoch (first_entry.., within one dataset); "
                      "the entries between them it never uses.",
-    "repeat_counts": "Per mixture and dataset, how many rows the mixture shows each number of times (all cuts "
-                     "and epochs together).",
-    "repeat_rows": "Per mixture, dataset and times, the first 100 rows shown that many times: the rows that repeat "
+    "repeat_counts": "Per mixture and dataset, how many rows the mixture draws each number of times over its "
+                     "epochs (a row's times are its most drawn entry's).",
+    "repeat_rows": "Per mixture, dataset and times, the first 100 rows drawn that many times: the rows that repeat "
                    "most, without expanding positions.",
     "dataset_turns": "Per dataset, how many rows have each number of entries (supervised turns), counted at "
                      "build time.",

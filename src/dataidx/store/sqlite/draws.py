@@ -1,6 +1,7 @@
 """The summary rows written beside the base index and each mixture's draw (:mod:`..draw_tables`):
 a dataset's rows by turns, and per mixture the base entries it uses as spans and its rows by
-the times it shows them.
+the times it draws them (a row's times are those of its most drawn entry: a conversation of six
+turns drawn once shows six entries, once each, and is drawn once).
 
 They are counted from arrays the writer holds (a dataset's rows, a draw's count per entry), so
 questions the cookbook asks of 20M positions read a few hundred rows instead of every position.
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import Connection, insert, select, text
 
-from ..draw_tables import REPEAT_ROWS, DatasetTurns, RepeatCount, RepeatRow
+from ..draw_tables import DatasetTurns, RepeatCount, RepeatRow
+from ..summary_sql import REPEAT_ROWS
 from . import bulk  # its chunk size read at each call, so that tests can make it small
 from .bulk import entry_rows
 
@@ -102,8 +104,8 @@ def summarise_draw(connection: Connection, dataset_id: int, first_entry: int, co
         select(DatasetTurns.turns, DatasetTurns.rows).where(DatasetTurns.dataset_id == dataset_id))}
     if summary.distinct_entries == len(counts) == sum(k * n for k, n in turns.items()) \
             and summary.max_repeats == int(counts.min()):
-        # drawn equally often: a row's times are its turns times that, and each level's first rows come early
-        summary.levels = {k * summary.max_repeats: n for k, n in turns.items()}
+        # drawn equally often: every row is drawn that often, and its first rows come first
+        summary.levels = {summary.max_repeats: rows}
         summary.distinct_rows = rows
         for numbers, row_times in _row_times(connection, first_entry, counts):
             summary.add_rows(numbers, row_times, count=False)
@@ -123,17 +125,17 @@ def _rows_of(connection: Connection, first_entry: int, offsets: list[int]) -> di
 
 
 def _row_times(connection: Connection, first_entry: int, counts: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(rows, times)`` a chunk of entries at a time, in row order; a row that spans two chunks
-    comes once, whole."""
+    """``(rows, times)`` a chunk of entries at a time, in row order, a row's times those of its
+    most drawn entry; a row that spans two chunks comes once, whole."""
     held: tuple[int, int] | None = None  # the last row of the chunk before, and its times so far
     for offset in range(0, len(counts), bulk.ROWS_PER_STATEMENT):
         chunk = counts[offset : offset + bulk.ROWS_PER_STATEMENT]
         rows = entry_rows(connection, first_entry + offset, len(chunk))
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        numbers, times = rows[starts], np.add.reduceat(chunk.astype(np.int64), starts)
+        numbers, times = rows[starts], np.maximum.reduceat(chunk.astype(np.int64), starts)
         if held is not None:
             if numbers[0] == held[0]:
-                times[0] += held[1]
+                times[0] = max(times[0], held[1])
             else:
                 yield np.array([held[0]]), np.array([held[1]])
         held = int(numbers[-1]), int(times[-1])
