@@ -234,10 +234,11 @@ class MixtureEntries(StoreEntries):
             raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; "
                              "the store is damaged") from None
 
-    def triple(self, index: int) -> tuple[int, int, int | None]:
-        """``(dataset_id, row, cut)`` of one index: one rowid lookup."""
+    def triple(self, index: int, handle: StoreHandle | None = None) -> tuple[int, int, int | None]:
+        """``(dataset_id, row, cut)`` of one index: one rowid lookup (through ``handle``, this
+        process's, when the caller has it at hand: a fetch's path counts every call)."""
         in_run, key = self._key(index)
-        found = self.fetch(_ENTRY_ONE if in_run else _POSITION_ONE, key)
+        found = (handle or self._process().handle).fetch(_ENTRY_ONE if in_run else _POSITION_ONE, key)
         if not found:
             raise StoreError(f"{self.path}: mixture '{self.mixture}' is missing entries; the store is damaged")
         return found[0][1:]

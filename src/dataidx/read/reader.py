@@ -82,8 +82,9 @@ class StoreReader(MixtureEntries, EntryReader):
 
     def get(self, index: int) -> Sample:
         """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
-        dataset_id, row, cut = self.triple(index)
-        return fetcher(self._process(), self.datasets[dataset_id]).sample(row, cut)
+        local = self._process()
+        dataset_id, row, cut = self.triple(index, local.handle)
+        return fetcher(local, self.datasets[dataset_id]).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[Sample]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
