@@ -13,6 +13,7 @@ import json
 import os
 import random
 import re
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,20 @@ def engine_length(store: Any, *args: Any, **options: Any) -> int:
 
     with DataEngine(store, *args, **options) as engine:
         return len(engine)
+
+
+def one_line_error(result: Any, *fragments: str) -> None:
+    """A refusal as the README promises it: exit 1, one line on stderr, no traceback."""
+    assert result.exit_code == 1, (result.exit_code, result.output, result.exception)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def crafted(store: Path, *statements: str) -> Path:
+    """``store`` changed behind dataidx's back with plain sqlite3, as a hostile file would be."""
+    with sqlite3.connect(store) as connection:
+        for statement in statements:
+            connection.execute(statement)
+    connection.close()
+    return store

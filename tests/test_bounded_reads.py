@@ -3,7 +3,6 @@ or a web page sends, a read costs bounded time and memory and ends in one line."
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,26 +10,11 @@ from click.testing import CliRunner
 
 from dataidx.cli import cli
 
+from .helpers import crafted, one_line_error
+
 
 def run(*args: object):  # click's Result
     return CliRunner().invoke(cli, [str(arg) for arg in args])
-
-
-def one_line_error(result, *fragments: str) -> None:
-    """A refusal as the README promises it: exit 1, one line on stderr, no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, result.exception)
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
-
-
-def crafted(store: Path, *statements: str) -> Path:
-    """``store`` changed behind dataidx's back with plain sqlite3, as a hostile file would be."""
-    with sqlite3.connect(store) as connection:
-        for statement in statements:
-            connection.execute(statement)
-    connection.close()
-    return store
 
 
 # Item 16: one line instead of a traceback or a wrong word.

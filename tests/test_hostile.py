@@ -20,9 +20,11 @@ from dataidx.errors import ConfigError
 from .helpers import (
     REPO,
     alpaca_rows,
+    crafted,
     engine_length,
     engine_samples,
     examples,
+    one_line_error,
     train_tokenizer,
     write_jsonl,
     write_yaml,
@@ -31,14 +33,6 @@ from .helpers import (
 
 def run(*args: str):  # click's Result
     return CliRunner().invoke(cli, [str(arg) for arg in args])
-
-
-def one_line_error(result, *fragments: str) -> None:
-    """A refusal as the README promises it: exit 1, one line on stderr, no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, result.exception)
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 # Issue 24: messages that were unclear, and overwrites.
@@ -826,17 +820,6 @@ def test_json_nested_too_deep_in_a_string_is_one_rows_reject_and_the_pass_goes_o
 
 
 # Issue 24: serve, report and SQL
-
-def crafted(store: Path, *statements: str) -> Path:
-    """``store`` changed behind dataidx's back with plain sqlite3, as a hostile file would be."""
-    import sqlite3
-
-    with sqlite3.connect(store) as connection:
-        for statement in statements:
-            connection.execute(statement)
-    connection.close()
-    return store
-
 
 @pytest.mark.slow
 def test_a_read_that_runs_on_stops_at_the_read_deadline_and_at_ctrl_c(
