@@ -123,7 +123,7 @@ class MixtureWriter:
         self.position += drawn
         counts = chosen.counts()
         # One epoch: its counts are the mixture's, and one pass counts the epoch's row and the summary.
-        counted = summarise_draw(self.connection, dataset_id, first_entry, counts, rows) if summary.epochs == 1 \
+        counted = summarise_draw(self.connection, first_entry, counts, rows) if summary.epochs == 1 \
             else None
         distinct_entries, distinct_rows, max_repeats = (
             draw_counts(self.connection, first_entry, counts, rows) if counted is None
@@ -197,7 +197,7 @@ class MixtureWriter:
             raise UsageError(f"mixture '{self.summary.name}' was to have {self.summary.epochs} epochs, "
                              f"{self.epoch + 1} were drawn")
         for dataset_id, total in self.totals.items():
-            counted = summarise_draw(self.connection, dataset_id, total.first_entry, total.counts, total.rows)
+            counted = summarise_draw(self.connection, total.first_entry, total.counts, total.rows)
             self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
                                  counted=counted, seed=derive_seed(self.summary.seed, total.name))
             insert_draw_summary(self.connection, self.mixture_id, dataset_id, total.first_entry, total.counts, counted)

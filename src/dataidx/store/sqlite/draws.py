@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import Connection, insert, select, text
+from sqlalchemy import Connection, insert, text
 
 from ..draw_tables import DatasetTurns, RepeatCount, RepeatRow
 from ..summary_sql import REPEAT_ROWS
@@ -80,8 +80,7 @@ class DrawSummary:
         return all(len(self.examples.get(level, ())) >= min(n, REPEAT_ROWS) for level, n in self.levels.items())
 
 
-def summarise_draw(connection: Connection, dataset_id: int, first_entry: int, counts: np.ndarray,
-                   rows: int) -> DrawSummary:
+def summarise_draw(connection: Connection, first_entry: int, counts: np.ndarray, rows: int) -> DrawSummary:
     """The summary of a draw of ``counts`` (how often each base entry ``first_entry ...`` was
     drawn, over every epoch) from a dataset of ``rows`` rows (each gives at least one entry)."""
     drawn = counts > 0
@@ -100,11 +99,8 @@ def summarise_draw(connection: Connection, dataset_id: int, first_entry: int, co
         numbers = _rows_of(connection, first_entry, sorted({i for kept in summary.examples.values() for i in kept}))
         summary.examples = {level: [numbers[i] for i in kept] for level, kept in summary.examples.items()}
         return summary
-    turns: dict[int, int] = {k: n for k, n in connection.execute(
-        select(DatasetTurns.turns, DatasetTurns.rows).where(DatasetTurns.dataset_id == dataset_id))}
-    if summary.distinct_entries == len(counts) == sum(k * n for k, n in turns.items()) \
-            and summary.max_repeats == int(counts.min()):
-        # drawn equally often: every row is drawn that often, and its first rows come first
+    if summary.distinct_entries == len(counts) and summary.max_repeats == int(counts.min()):
+        # every entry drawn equally often: so is every row, and its first rows come first
         summary.levels = {summary.max_repeats: rows}
         summary.distinct_rows = rows
         for numbers, row_times in _row_times(connection, first_entry, counts):
