@@ -87,7 +87,8 @@ class ControlTokens:
         for string in self.strings:  # v1's rule, as v1 writes it
             if string in text:
                 text = text.replace(string, string[0] + BREAK + string[1:])
-        for _ in range(ROUNDS):
+        spans: list[tuple[int, int, int]] = []
+        for _ in range(ROUNDS):  # ROUNDS > 0: past the loop, spans holds the last round's
             encoding = self.backend.encode(text, add_special_tokens=False)
             spans = [(token_id, start, end) for token_id, (start, end) in zip(encoding.ids, encoding.offsets)
                      if token_id in self.ids]

@@ -164,16 +164,16 @@ def budgeted_environment(filters: dict[str, Any], functions: dict[str, Any], **o
                 budget.size(len(result), "made a value")
             return result
 
-        def call_binop(self, context: Any, name: str, left: Any, right: Any) -> Any:
-            if name == "+":  # the common one, checked after: at most twice the budget is ever held
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:  # Jinja's names
+            if operator == "+":  # the common one, checked after: at most twice the budget is ever held
                 result = left + right
                 if result.__class__ is str and len(result) > local.budget.characters:
                     current().size(len(result), "made a string")
                 elif result.__class__ is list:
                     current().size(len(result), "made a list")
                 return result
-            check_binop(name, left, right, current())
-            return _OPERATORS[name](left, right)
+            check_binop(operator, left, right, current())
+            return _OPERATORS[operator](left, right)
 
     class BudgetedTemplate(Template):
         def render(self, *args: Any, **kwargs: Any) -> str:

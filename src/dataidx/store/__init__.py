@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .compose import TOKEN_COLUMNS as TOKEN_COLUMNS
     from .compose import composition as composition
     from .compose import composition_problems as composition_problems
-    from .connect import SCHEMA_REVISION as SCHEMA_REVISION
     from .connect import check_store as check_store
     from .connect import open_store as open_store
     from .connect import reading as reading
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
     from .renders import move_spec_tokenizer as move_spec_tokenizer
     from .renders import render_counts as render_counts
     from .renders import save_render_spec as save_render_spec
+    from .revisions import SCHEMA_REVISION as SCHEMA_REVISION
     from .schema import Build as Build
     from .schema import Dataset as Dataset
     from .schema import EpochDataset as EpochDataset
@@ -120,7 +120,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "store_folder": ".location",
     "store_location": ".location",
     # reading
-    "SCHEMA_REVISION": ".connect",
+    "SCHEMA_REVISION": ".revisions",
     "open_store": ".connect",
     "reading": ".connect",
     "check_store": ".connect",

@@ -17,14 +17,9 @@ from .dialect import ReadConnection
 from .handle import Store, StoreHandle
 from .location import PostgresStore, store_location
 from .postgres.read import open_postgres
+from .revisions import REVISIONS, SCHEMA_REVISION
 from .sqlite.objects import refusal
 from .sqlite.read import open_file
-
-#: Alembic revision of the newest schema this code reads and writes.
-SCHEMA_REVISION = "0016"
-#: Every revision a store may carry, oldest first; older ones are upgraded by `dataidx migrate`.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013",
-             "0014", "0015")
 
 
 def open_store(store: Store) -> StoreHandle:

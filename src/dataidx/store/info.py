@@ -12,10 +12,11 @@ from dataclasses import asdict
 from typing import Any
 
 from .causes import render_causes
-from .connect import SCHEMA_REVISION, reading
+from .connect import reading
 from .handle import Store, StoreHandle
 from .order_reads import read_skip_lists
 from .records import REASONING_PROBLEMS, read_epochs, stale_budget_mixtures
+from .revisions import SCHEMA_REVISION
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.

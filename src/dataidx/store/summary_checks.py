@@ -46,9 +46,9 @@ _SPANS = (
     "WHERE s.mixture_id = {mark} AND s.first_entry = (SELECT max(first_entry) FROM mixture_spans "
     "WHERE mixture_id = {mark} AND first_entry <= used.entry_id) AND used.entry_id < s.first_entry + s.entries))"
 )
-_STATUSES = (STATUS_COUNTS.replace(":spec", "{mark}"),
+_STATUSES = (STATUS_COUNTS,
              "SELECT spec_id, dataset_id, status, entries, longest FROM render_statuses WHERE spec_id = {mark}")
-_BLOCKS = (BLOCK_SUMS.replace(":spec", "{mark}"),
+_BLOCKS = (BLOCK_SUMS,
            "SELECT spec_id, block, dataset_id, entries, tokens, supervised_tokens FROM render_blocks "
            "WHERE spec_id = {mark}")
 

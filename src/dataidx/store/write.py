@@ -19,12 +19,13 @@ from sqlalchemy.exc import DatabaseError
 
 from ..errors import StaleStoreError, StoreError
 from ..progress import MessageProgress
-from .connect import REVISIONS, SCHEMA_REVISION, check_store, store_revision
+from .connect import check_store, store_revision
 from .holdings import refuse_to_lose
 from .identity import ReadIdentity, identity_of
 from .location import PostgresStore, store_location, streams_folder
 from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
 from .postgres.swap import refuse_foreign_schema
+from .revisions import REVISIONS, SCHEMA_REVISION
 from .sqlite.files import (
     CopyReads,
     check_writable,

@@ -139,6 +139,7 @@ def length_chart(spec: SpecFigures) -> str:
     panels = figure.subplots(len(by_dataset), 1, sharex=True, squeeze=False)[:, 0]  # one length axis for all
     number = 0
     shown: dict[str, Any] = {}  # one legend for the figure: each status drawn, in STATUSES order
+    cutoff: Any = None  # the last panel's cutoff line, for the legend (there is at least one panel)
     for axes, (dataset, statuses) in zip(panels, by_dataset.items()):
         bottoms: dict[int, int] = defaultdict(int)
         for status in STATUSES:

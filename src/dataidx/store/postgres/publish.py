@@ -23,8 +23,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.schema import AddConstraint, CreateTable
 
 from ...errors import StoreError
-from ..connect import SCHEMA_REVISION
 from ..location import PostgresStore
+from ..revisions import SCHEMA_REVISION
 from ..schema import Base
 from ..sqlite.files import create_store, driver_of
 from .read import STAMP_TABLE, first_line, require_psycopg
