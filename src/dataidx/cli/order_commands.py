@@ -144,7 +144,7 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
         dataidx skip demo.db spike-2 --steps 2 --steps 8 --global-batch-size 4 --numbered-with none --why "spikes"
         dataidx skip demo.db bad-rows --entry demo_alpaca:7 --entry demo_sharegpt:3:2 --why "PII"
     """
-    from ..store import add_skip_list
+    from ..store import Orders, rewriting
 
     if bool(entries) == bool(step_ranges):
         raise UsageError("give the entries to skip with --entry, or a run's steps with --steps (one of them)")
@@ -157,7 +157,8 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
             ids = [entry for text in entries for entry in _named_entries(source.items_reader(), text)]
             what = "entries " + ", ".join(entries)
         target = source.mixture
-    stored = add_skip_list(store, target, name, ids, who=who, why=why, request=what)
+    with rewriting(store) as connection:
+        stored = Orders(connection).add_skip_list(target, name, ids, who=who, why=why, request=what)
     echo(f"skip list '{name}' of mixture '{target}': {stored.entries} entries ({what})", err=True)
 
 
@@ -172,9 +173,10 @@ def unskip(store: str, name: str, mixture: str) -> None:
     Example:
         dataidx unskip demo.db spike
     """
-    from ..store import remove_skip_list
+    from ..store import Orders, rewriting
 
-    entries = remove_skip_list(store, mixture, name)
+    with rewriting(store) as connection:
+        entries = Orders(connection).remove_skip_list(mixture, name)
     echo(f"removed skip list '{name}' of mixture '{mixture}' ({entries} entries)", err=True)
 
 
@@ -202,7 +204,7 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
     import numpy as np  # here, not at the top: `dataidx info` and every other command would load it
 
     from ..read import epoch_steps
-    from ..store import RecordedOrder, save_order
+    from ..store import Orders, RecordedOrder, rewriting
 
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
@@ -221,7 +223,8 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
                                  steps=steps, trimmed=trimmed)
         chunks = (source.step_chunks(seed, global_batch_size, tail, lists=[] if no_skips else None) if store_steps
                   else ())
-        rows = save_order(store, recorded, chunks)
+        with rewriting(store) as connection:
+            rows = Orders(connection).record(recorded, chunks)
     echo(f"order '{name}': {len(steps)} epochs of {', '.join(map(str, steps))} steps of {global_batch_size}; "
          f"{sum(map(len, trimmed))} entries trimmed" + (f"; {rows} step entries stored" if store_steps else ""),
          err=True)

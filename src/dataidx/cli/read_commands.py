@@ -24,7 +24,7 @@ def info(store: str, as_json: bool) -> None:
     Example:
         dataidx info demo.db --json
     """
-    from ..store import REASONING_SAID, orders_said, skip_lists_said, store_info
+    from ..store import REASONING_SAID, Orders, open_store, store_info
 
     details = store_info(store)
     if as_json:
@@ -59,8 +59,10 @@ def info(store: str, as_json: bool) -> None:
                        f"samples in all epochs: {mixture['entries']} with DataEngine{rendered}")
         else:
             echo(f"samples per epoch: {mixture['entries']} with DataEngine{rendered}")
-        for line in [*skip_lists_said(store, mixture["name"]), *orders_said(store, mixture["name"])]:
-            echo(line)
+        with open_store(store) as handle:
+            orders = Orders(handle)
+            for line in [*orders.skip_lists_said(mixture["name"]), *orders.said(mixture["name"])]:
+                echo(line)
     if details["render_specs"]:
         echo(render_specs_text(details["render_specs"], REASONING_SAID))
     if details["pack_plans"]:
@@ -191,11 +193,12 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     from ..store import (
         COMPOSITION_COLUMNS,
         TOKEN_COLUMNS,
+        Orders,
         composition,
         merging_plans,
         mixture_epochs,
+        open_store,
         serving,
-        skip_lists_said,
     )
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
@@ -212,8 +215,9 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         echo(spec_composition_notes(store, spec, mixture, rows))
         for plan in merging_plans(store, mixture=mixture, spec=spec):
             echo(merges_said(plan))
-    for line in skip_lists_said(store, mixture):
-        echo(line)
+    with open_store(store) as handle:
+        for line in Orders(handle).skip_lists_said(mixture):
+            echo(line)
 
 
 @click.command()

@@ -142,9 +142,9 @@ class RunSource:
 
     def skip_lists(self) -> list[str]:
         """The names of the skip lists of the run's mixture, oldest first."""
-        from ..store import read_skip_lists
+        from ..store import Orders
 
-        return [found.name for found in read_skip_lists(self.items_reader().handle, self.mixture)]
+        return [found.name for found in Orders(self.items_reader().handle).skip_lists(self.mixture)]
 
     def stored_epochs(self) -> int:
         """The epochs the store holds of what the run read."""

@@ -19,7 +19,7 @@ from ..errors import StaleStoreError, StoreError
 from ..read import EntryReader
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
 from ..sources import paused_gc
-from ..store import Closable, check_epoch, served_epoch, skipped_entries
+from ..store import Closable, Orders, check_epoch, served_epoch
 from .merging import MODES
 from .sequences import merged_sample
 
@@ -129,7 +129,7 @@ class RenderedPacks(Closable):
         """The packs of the epoch served that hold an entry the mixture's skip lists (or lists
         ``lists``) leave out: an order over the plan leaves the whole pack out (planning again
         without them keeps the rest)."""
-        wanted = skipped_entries(self.reader.handle, self.mixture, lists)
+        wanted = Orders(self.reader.handle).skipped(self.mixture, lists)
         if not wanted:
             return np.empty(0, dtype=np.int64)
         packs = self.reader.fetch(_PACKS_HOLDING, self.plan_id, self.first_pack, self.first_pack + self.packs - 1,

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import StoreError
 from ..store import (
     Closable,
+    Orders,
     StoreHandle,
     identity_of,
     open_store,
@@ -25,7 +26,6 @@ from ..store import (
     read_mixture,
     served_epoch,
     serving,
-    skipped_entries,
 )
 from .holding import positions_holding
 from .process import ProcessState, freeze_inherited_objects
@@ -213,7 +213,7 @@ class MixtureEntries(StoreEntries):
         """The positions of the epoch served that the mixture's skip lists (or lists ``lists``)
         leave out of an order."""
         return positions_holding(self.fetch, self._runs, self.start, self.start + self.length,
-                                 skipped_entries(self.handle, self.mixture, lists))
+                                 Orders(self.handle).skipped(self.mixture, lists))
 
     def entry_at(self, index: int) -> int:
         """The base entry id at one index (:meth:`entries_at` of one)."""

@@ -43,14 +43,8 @@ if TYPE_CHECKING:
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
-    from .order_reads import orders_said as orders_said
-    from .order_reads import read_skip_lists as read_skip_lists
-    from .order_reads import skip_lists_said as skip_lists_said
-    from .order_reads import skipped_entries as skipped_entries
-    from .orders import RecordedOrder as RecordedOrder
-    from .orders import add_skip_list as add_skip_list
-    from .orders import remove_skip_list as remove_skip_list
-    from .orders import save_order as save_order
+    from .orders.records import Orders as Orders
+    from .orders.records import RecordedOrder as RecordedOrder
     from .outputs import check_output as check_output
     from .outputs import check_output_folder as check_output_folder
     from .packs import EpochPacks as EpochPacks
@@ -170,14 +164,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rewriting": ".write",
     "streams_folder": ".location",
     "tokens_folder": ".location",
-    "add_skip_list": ".orders",
-    "remove_skip_list": ".orders",
-    "RecordedOrder": ".orders",
-    "save_order": ".orders",
-    "orders_said": ".order_reads",
-    "read_skip_lists": ".order_reads",
-    "skip_lists_said": ".order_reads",
-    "skipped_entries": ".order_reads",
     "EntryTokens": ".tokens",
     "StoredTokenFile": ".tokens",
     "read_token_file": ".tokens",
@@ -211,6 +197,9 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "remove_render_spec": ".deletes",
     "check_output": ".outputs",
     "check_output_folder": ".outputs",
+    # the nouns
+    "Orders": ".orders.records",
+    "RecordedOrder": ".orders.records",
     # the schema
     "Build": ".schema",
     "Dataset": ".schema",

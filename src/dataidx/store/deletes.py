@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, delete, func, select
 
 from .handle import missing
-from .orders import delete_orders, delete_skip_lists
+from .orders.records import Orders
 from .schema import (
     AddedTokenUse,
     EntryRender,
@@ -36,7 +36,6 @@ from .schema import (
     RenderStatus,
     RepeatCount,
     RepeatRow,
-    SkipListRow,
     SpecTokens,
 )
 from .tokens import own_token_files, prune_token_files
@@ -47,7 +46,7 @@ def delete_plans(connection: Connection, plan_ids: Iterable[int]) -> None:
     """Delete plans with their packs and members (a rowid range each), and the orders read over them."""
     for plan_id in plan_ids:
         name = connection.execute(select(PackingPlanRow.name).where(PackingPlanRow.id == plan_id)).scalar()
-        delete_orders(connection, reads="plan", target=name or "")
+        Orders(connection).remove_reading("plan", name or "")
         span = connection.execute(
             select(func.min(Pack.first_member), func.max(Pack.first_member + Pack.members - 1))
             .where(Pack.plan_id == plan_id)
@@ -75,7 +74,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
         return None
     plans = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.spec_id == spec_id)).scalars().all()
     delete_plans(connection, plans)
-    delete_orders(connection, reads="spec", target=name)
+    Orders(connection).remove_reading("spec", name)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
     connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
@@ -101,9 +100,7 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
             raise missing("mixture", name, store=store, names=_names(connection, Mixture))
         delete_plans(connection, connection.execute(
             select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
-        delete_skip_lists(connection, list(connection.execute(
-            select(SkipListRow.id).where(SkipListRow.mixture_id == found.id)).scalars()))
-        delete_orders(connection, found.id)
+        Orders(connection).remove_of_mixture(found.id)
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
         connection.execute(
             delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))

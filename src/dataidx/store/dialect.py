@@ -57,7 +57,7 @@ class Dialect:
 
 class Reads(Protocol):
     """Whatever runs a read template and returns its rows: a store handle, or a writer's
-    working copy (``store.sqlite.files.CopyReads``), so a check reads the same in both."""
+    working copy (``store.sqlite.working_copy.WorkingCopy``), so a check reads the same in both."""
 
     def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]: ...
 

@@ -14,7 +14,7 @@ from typing import Any
 from .causes import render_causes
 from .connect import reading
 from .handle import Store, StoreHandle
-from .order_reads import read_skip_lists
+from .orders.records import Orders
 from .records import REASONING_PROBLEMS, read_epochs, stale_budget_mixtures
 from .revisions import SCHEMA_REVISION
 
@@ -88,7 +88,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 "spec": mixture["spec"],
                 "stale": stale.get(mixture["name"]),
                 "epochs": [entries for _, entries in read_epochs(handle, mixture["id"])],
-                "skip_lists": [asdict(skips) for skips in read_skip_lists(handle, mixture["name"])],
+                "skip_lists": [asdict(skips) for skips in Orders(handle).skip_lists(mixture["name"])],
                 "datasets": {
                     names[d["dataset_id"]]: {
                         key: d[key] for key in ("seed", "size", "weight", "token_budget", "supervised_token_budget",

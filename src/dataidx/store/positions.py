@@ -18,10 +18,10 @@ from .handle import StoreHandle
 from .records import StoredMixture
 
 if TYPE_CHECKING:
-    from .sqlite.files import CopyReads
+    from .sqlite.working_copy import WorkingCopy
 
 #: What reads a spec's lengths: a store handle, or a writer's working copy (which writes them).
-LengthReads: TypeAlias = "StoreHandle | CopyReads"
+LengthReads: TypeAlias = "StoreHandle | WorkingCopy"
 
 #: Rows fetched at a time when reading scattered positions.
 _ROWS_PER_FETCH = 1 << 16
@@ -228,7 +228,7 @@ def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens", 
     return SpecLengths(first, tokens, trains)
 
 
-def length_chunk_rows(reads: CopyReads, spec_id: int, entries_per_chunk: int) -> Iterator[dict[str, object]]:
+def length_chunk_rows(reads: WorkingCopy, spec_id: int, entries_per_chunk: int) -> Iterator[dict[str, object]]:
     """``length_chunks`` rows of spec ``spec_id`` from its ``entry_renders`` (a writer's copy):
     none where the spec does not cover every base entry, which its readers then refuse as before."""
     try:

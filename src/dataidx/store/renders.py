@@ -21,7 +21,7 @@ from .positions import length_chunk_rows
 from .records import stale_budget_mixtures
 from .render_summaries import insert_spec_summary
 from .schema import AddedTokenUse, RenderCause, RenderSpecRow
-from .sqlite.files import CopyReads
+from .sqlite.working_copy import WorkingCopy
 
 #: ``(dataset, status, entries)`` of a spec, by dataset then status.
 _COUNTS = (
@@ -81,7 +81,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
         connection.execute(insert(RenderCause), [
             {"spec_id": spec_id, "kind": kind, "cause": cause, "entries": n, "example_entry": first}
             for (kind, cause), (n, first) in sorted(causes.items())])
-    written = CopyReads(connection)
+    written = WorkingCopy(connection)
     counts, found = render_counts(written, spec["name"]), render_causes(written, spec["name"])
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
@@ -90,14 +90,14 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
 
 def insert_length_chunks(connection: Connection, spec_id: int) -> None:
     """Copy spec ``spec_id``'s written ``entry_renders`` lengths into its ``length_chunks``."""
-    for row in length_chunk_rows(CopyReads(connection), spec_id, LENGTH_CHUNK_ENTRIES):
+    for row in length_chunk_rows(WorkingCopy(connection), spec_id, LENGTH_CHUNK_ENTRIES):
         connection.execute(insert(LengthChunk).values(**row))
 
 
 def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:
     """The mixtures drawn by token budgets under spec ``spec`` as it was before it was rendered
     again (or removed): readers refuse them until they are drawn again."""
-    return list(stale_budget_mixtures(CopyReads(connection), spec=spec))
+    return list(stale_budget_mixtures(WorkingCopy(connection), spec=spec))
 
 
 def move_spec_tokenizer(connection: Connection, spec: str, tokenizer: str) -> None:

@@ -26,7 +26,7 @@ from .draw_tables import (
     RepeatCount,
     RepeatRow,
 )
-from .order_tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
+from .orders.tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
 from .render_tables import (
     AddedTokenUse,
     EntryRender,

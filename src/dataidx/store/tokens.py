@@ -18,7 +18,7 @@ from .connect import open_any_revision
 from .dialect import Reads
 from .location import PostgresStore, store_location, tokens_folder
 from .schema import EntryRender, SpecTokens
-from .sqlite.files import CopyReads
+from .sqlite.working_copy import WorkingCopy
 
 logger = logging.getLogger(__name__)
 
@@ -102,19 +102,19 @@ def stored_lengths(connection: Connection, spec_id: int, first: int, last: int) 
     """``(entry id, tokens, supervised, full, status)`` of entries ``first..last`` under a spec, on a
     writer's working copy: what adding tokens to a stored spec checks its rendering against."""
     return [(row[0], row[1], row[2], row[3], row[4])
-            for row in CopyReads(connection).all(_STORED_LENGTHS, spec_id, first, last)]
+            for row in WorkingCopy(connection).all(_STORED_LENGTHS, spec_id, first, last)]
 
 
 def spec_id_of(connection: Connection, spec: str) -> int:
     """The id of spec ``spec`` on a writer's working copy (it exists: the writer checked)."""
-    return CopyReads(connection).all("SELECT id FROM render_specs WHERE name = {mark}", spec)[0][0]
+    return WorkingCopy(connection).all("SELECT id FROM render_specs WHERE name = {mark}", spec)[0][0]
 
 
 def own_token_files(connection: Connection, store: str | os.PathLike[str], folder: str | None = None) -> set[str]:
     """The token files the specs name in ``folder`` (None: the store's own token folder), on a
     writer's working copy: what :func:`prune_token_files` compares before and after a write, and
     the names a writer may replace there (any other file of that name is not this store's)."""
-    return _in_folder(CopyReads(connection).all("SELECT file, folder FROM spec_tokens"), store, folder)
+    return _in_folder(WorkingCopy(connection).all("SELECT file, folder FROM spec_tokens"), store, folder)
 
 
 def recorded_token_files(store: str | os.PathLike[str] | PostgresStore) -> set[str]:

@@ -27,7 +27,6 @@ from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_po
 from .postgres.swap import refuse_foreign_schema
 from .revisions import REVISIONS, SCHEMA_REVISION
 from .sqlite.files import (
-    CopyReads,
     check_writable,
     create_store,
     disk_errors,
@@ -43,6 +42,7 @@ from .sqlite.files import (
     writer_lock,
 )
 from .sqlite.migrations import upgrade
+from .sqlite.working_copy import STORE_NAME, WorkingCopy
 from .streams import prune_streams, recorded_streams
 from .tokens import prune_token_files, recorded_token_files
 
@@ -142,11 +142,13 @@ def rewriting(store: str | os.PathLike[str], *, unchanged: ReadIdentity | None =
             if meanwhile is not None:
                 meanwhile()
             with stamped_transaction(working_copy) as connection:
+                connection.info[STORE_NAME] = store
                 _check_unchanged(connection, store, read=unchanged, task=task, command=command)
                 yield connection
             publish_to_postgres(working_copy, location, server)
         return
     with rewritten_copy(location, meanwhile) as connection:
+        connection.info[STORE_NAME] = store
         _check_unchanged(connection, store, read=unchanged, task=task, command=command)
         yield connection
 
@@ -156,7 +158,7 @@ def _check_unchanged(connection: Connection, store: str | os.PathLike[str], *, r
     """Refuse the write if what the work read changed meanwhile (other writes may have landed)."""
     if read is None:
         return
-    changed = read.changed(identity_of(CopyReads(connection), **read.names()))
+    changed = read.changed(identity_of(WorkingCopy(connection), **read.names()))
     if changed:
         raise StaleStoreError(f"{store}: {changed} while {task}; run dataidx {command} again")
 

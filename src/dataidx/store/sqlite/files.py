@@ -25,7 +25,7 @@ from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 from ...errors import DataidxError, StoreError, UsageError
 from ..schema import schema_script
 from .objects import disarm
-from .read import SQLITE, open_file
+from .read import open_file
 
 
 def file_engine(path: str | os.PathLike[str], *, check_same_thread: bool = True) -> Engine:
@@ -111,30 +111,6 @@ def _rows_of(connection: Connection) -> Callable[[str], Sequence[Any]]:
         result = connection.exec_driver_sql(sql)
         return result.fetchall() if result.returns_rows else []
     return execute
-
-
-class CopyReads:
-    """The read path's templates (see :mod:`dataidx.store.dialect`) run on a writer's working
-    copy, so a check a writer makes reads as a reader's does."""
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-
-    #: the spelling its templates take (what a reader's handle names ``dialect``)
-    dialect = SQLITE
-
-    def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in self.connection.exec_driver_sql(SQLITE.sql(template), parameters).fetchall()]
-
-    def one(self, template: str, *parameters: Any) -> tuple[Any, ...] | None:
-        row = self.connection.exec_driver_sql(SQLITE.sql(template), parameters).fetchone()
-        return None if row is None else tuple(row)
-
-    def value(self, template: str, *parameters: Any) -> Any:
-        row = self.one(template, *parameters)
-        if row is None:
-            raise StoreError("a read that always answers gave nothing; the store is damaged")
-        return row[0]
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """The tables of training orders: skip lists of a mixture and their entries (``dataidx skip``),
-recorded orders and what their epochs' tails trim (``dataidx order``). The rest is in
-:mod:`.schema`; the functions in :mod:`.orders`."""
+recorded orders and what their epochs' tails trim (``dataidx order``). Read and written by
+:class:`.records.Orders` alone; :mod:`dataidx.store.schema` gathers every noun's tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .declarative import INT, Base
+from ..declarative import INT, Base
 
 
 class SkipListRow(Base):
