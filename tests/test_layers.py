@@ -231,9 +231,21 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
     return components
 
 
+#: The store's nouns: each a package of ``store/`` whose object reads and writes one stored thing.
+NOUNS = ("base", "mixtures", "specs", "plans", "orders")
+
+
+def noun_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "store" and parts[2] in NOUNS else None
+
+
 def test_dataidx_is_imported_inside_functions_only_by_cli_commands() -> None:
+    """Also a noun's write method may import its own package's bulk writer, with a comment: the
+    noun's object is on the read path, which loads neither SQLAlchemy nor NumPy."""
     broken = [f"{i.source}:{i.line} imports {i.target} inside {i.in_function}()"
-              for i in OURS if i.in_function is not None and unit(i.source) != "cli"]
+              for i in OURS if i.in_function is not None and unit(i.source) != "cli"
+              and not (noun_of(i.source) is not None and noun_of(i.source) == noun_of(i.target) and i.commented)]
     assert not broken, "\n".join(broken)
 
 
