@@ -209,8 +209,7 @@ def insert_mixture_entries(connection: Any, mixture_id: int, first_id: int, entr
     ``connection`` (SQLAlchemy's); ``min_run`` defaults to the writer's."""
     import numpy as np
 
-    from dataidx.store import PositionWriter
-    from dataidx.store.sqlite.bulk import MIN_RUN
+    from dataidx.store.mixtures.positions import MIN_RUN, PositionWriter
 
     min_run = MIN_RUN if min_run is None else min_run
     positions = PositionWriter(connection, mixture_id, first_id, min_run=min_run)

@@ -88,7 +88,7 @@ def test_positions_chunked_anywhere_store_the_same_rows(ids: list[int], cuts: li
 
     from sqlalchemy import text
 
-    from dataidx.store import PositionWriter
+    from dataidx.store.mixtures.positions import PositionWriter
     from dataidx.store.sqlite.files import create_store
 
     # Long stretches so runs appear: every id i expands to i*3, i*3+1, i*3+2.

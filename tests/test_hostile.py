@@ -999,7 +999,7 @@ def test_accelerates_set_epoch_past_the_stored_epochs_serves_them_again(epochs_s
 
     # The warning is once per process: a test of this module that wrapped these epochs in this
     # worker before (the Trainer's) must not take it away from this one.
-    monkeypatch.setattr("dataidx.store.records._WRAPPED", set())
+    monkeypatch.setattr("dataidx.store.mixtures.epochs._WRAPPED", set())
 
     for kind, data in _training_datasets(epochs_store, exit_stack).items():
         loader = DataLoaderShard(data, batch_size=4, collate_fn=list if kind == "samples" else Collator(0))

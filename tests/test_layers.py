@@ -8,8 +8,8 @@ backend, and a dataidx module is imported inside a function only by a CLI comman
 from __future__ import annotations
 
 import ast
-import re
 import importlib
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path

@@ -39,7 +39,7 @@ def export(store: str, output: str, format_: str | None, spec: str | None, plan:
         dataidx export demo.db --spec default --format megatron -o megatron/
         dataidx export demo.db --plan default --format parquet -o packed/
     """
-    from ..store import check_output, mixture_epochs, serving
+    from ..store import Mixtures, check_output, open_store
 
     if format_ is not None:
         export_tokens_into(store, output, format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch,
@@ -54,7 +54,9 @@ def export(store: str, output: str, format_: str | None, spec: str | None, plan:
     written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
-        echo(f"wrote {written} samples of {serving(mixture, epoch, mixture_epochs(store, mixture))} to {output}",
+        with open_store(store) as handle:
+            epochs = Mixtures(handle).epoch_count(mixture)
+        echo(f"wrote {written} samples of {Mixtures.serving(mixture, epoch, epochs)} to {output}",
              err=True)
 
 

@@ -193,18 +193,18 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     from ..store import (
         COMPOSITION_COLUMNS,
         TOKEN_COLUMNS,
+        Mixtures,
         Orders,
         composition,
         merging_plans,
-        mixture_epochs,
         open_store,
-        serving,
     )
 
     rows = composition(store, mixture, epoch=epoch, spec=spec)
-    epochs = mixture_epochs(store, mixture)
+    with open_store(store) as handle:
+        epochs = Mixtures(handle).epoch_count(mixture)
     if epochs > 1 and not as_json:
-        echo(serving(mixture, epoch, epochs) if epoch is not None else
+        echo(Mixtures.serving(mixture, epoch, epochs) if epoch is not None else
              f"mixture '{mixture}', all {epochs} epochs (--epoch K for one)", err=True)
     if as_json:
         echo_json(rows)

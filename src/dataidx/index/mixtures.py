@@ -13,25 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, select
 
 from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import (
-    Dataset,
-    DrawSummary,
-    EpochDataset,
-    Mixture,
-    MixtureDataset,
-    MixtureEpoch,
-    PositionWriter,
-    draw_counts,
-    insert_draw_summary,
-    rewriting,
-    summarise_draw,
-)
+from ..store import Dataset, DrawSummary, Mixtures, rewriting
 from .budgets import budget_draw
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
@@ -84,27 +72,25 @@ class MixtureWriter:
         if not 1 <= epochs <= 10_000:
             raise UsageError(f"epochs must be from 1 to 10000, got {epochs}")
         _check_budgets(config, sampling, lengths, whole_budgets)
-        if connection.execute(select(Mixture.id).where(Mixture.name == name)).first() is not None:
+        self.mixtures = Mixtures(connection)
+        if self.mixtures.exists(name):
             raise UsageError(f"mixture '{name}' already exists; remove it first or choose another --name")
-        self.connection, self.config = connection, config
+        self.config = config
         self.datasets = {dataset.name: dataset for dataset in config.datasets}
         self.lengths, self.whole_budgets = lengths, whole_budgets
         # Position space is shared: each mixture takes the stretch after the last one.
-        end = connection.execute(select(func.max(Mixture.start + Mixture.entries))).scalar()
-        self.start = self.position = self.epoch_start = end or 1
+        self.start = self.position = self.epoch_start = self.mixtures.next_start()
         self.epoch = 0
         self.summary = MixtureSummary(name=name, seed=seed, sampling=sampling, entries=0, epochs=epochs,
                                       spec=None if lengths is None else lengths.spec, tokens=[{}])
         self.totals: dict[int, _Total] = {}
-        inserted = connection.execute(insert(Mixture).values(
+        self.mixture_id = self.mixtures.create(
             name=name, seed=seed, sampling=sampling, start=self.start, entries=0, config_sha256=config.sha256,
             config_text=config.text, dataidx_version=__version__, epochs=epochs,
             spec=None if lengths is None else lengths.spec,
             spec_fingerprint=None if lengths is None else lengths.fingerprint,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        )).inserted_primary_key
-        assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
-        self.mixture_id = inserted[0]
+        )
 
     def add(self, dataset_id: int, name: str, *, first_entry: int, entries: int, rows: int) -> None:
         """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
@@ -112,7 +98,7 @@ class MixtureWriter:
         summary = self.summary
         dataset_seed = derive_seed(epoch_seed(summary.seed, self.epoch), name)
         chosen = self._draw(name, first_entry, entries, dataset_seed)
-        positions = PositionWriter(self.connection, self.mixture_id, self.position)
+        positions = self.mixtures.position_writer(self.mixture_id, self.position)
         for chunk in chosen.chunks():
             if isinstance(chunk, OffsetRange):
                 positions.add_run(first_entry + chunk.start, chunk.length)
@@ -123,23 +109,22 @@ class MixtureWriter:
         self.position += drawn
         counts = chosen.counts()
         # One epoch: its counts are the mixture's, and one pass counts the epoch's row and the summary.
-        counted = summarise_draw(self.connection, first_entry, counts, rows) if summary.epochs == 1 \
-            else None
+        counted = self.mixtures.summarise_draw(first_entry, counts, rows) if summary.epochs == 1 else None
         distinct_entries, distinct_rows, max_repeats = (
-            draw_counts(self.connection, first_entry, counts, rows) if counted is None
+            self.mixtures.draw_counts(first_entry, counts, rows) if counted is None
             else (counted.distinct_entries, counted.distinct_rows, counted.max_repeats))
         spent = {} if self.lengths is None else self.lengths.spent(first_entry, counts)
-        self.connection.execute(insert(EpochDataset).values(
+        self.mixtures.add_epoch_dataset(
             mixture_id=self.mixture_id, epoch=self.epoch, dataset_id=dataset_id, seed=dataset_seed, entries=drawn,
             distinct_entries=distinct_entries, distinct_rows=distinct_rows, max_repeats=max_repeats, **spent,
-        ))
+        )
         if spent:
             summary.tokens[self.epoch][name] = spent["tokens"]
         summary.datasets[name] = summary.datasets.get(name, 0) + drawn
         if counted is not None:
             self._insert_dataset(dataset_id, name, base_entries=entries, drawn=drawn, counted=counted,
                                  seed=dataset_seed)
-            insert_draw_summary(self.connection, self.mixture_id, dataset_id, first_entry, counts, counted)
+            self.mixtures.record_draw_summary(self.mixture_id, dataset_id, first_entry, counts, counted)
             return
         total = self.totals.setdefault(dataset_id, _Total(name=name, first_entry=first_entry, rows=rows,
                                                                 counts=np.zeros(entries, dtype=np.int64)))
@@ -165,10 +150,10 @@ class MixtureWriter:
         return budget_draw(lengths, budget, seed, dataset=name, key=key)
 
     def _close_epoch(self) -> None:
-        self.connection.execute(insert(MixtureEpoch).values(
+        self.mixtures.add_epoch(
             mixture_id=self.mixture_id, epoch=self.epoch, seed=epoch_seed(self.summary.seed, self.epoch),
             start=self.epoch_start, entries=self.position - self.epoch_start,
-        ))
+        )
 
     def next_epoch(self) -> None:
         """Close the current epoch: later :meth:`add` calls draw the next one, with its own seed."""
@@ -184,11 +169,11 @@ class MixtureWriter:
         if dataset.budget is not None:
             budget["token_budget" if dataset.budget[0] == "tokens" else "supervised_token_budget"] = dataset.budget[1]
         requested = None if dataset.budget is not None else requested_count(base_entries, dataset.size, dataset.weight)
-        self.connection.execute(insert(MixtureDataset).values(
+        self.mixtures.add_dataset(
             mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=dataset.size, weight=dataset.weight,
             base_entries=base_entries, requested=requested, entries=drawn, distinct_entries=counted.distinct_entries,
             distinct_rows=counted.distinct_rows, max_repeats=counted.max_repeats, **budget,
-        ))
+        )
 
     def finish(self) -> MixtureSummary:
         """Close the last epoch and record each dataset's draws over all epochs."""
@@ -197,14 +182,12 @@ class MixtureWriter:
             raise UsageError(f"mixture '{self.summary.name}' was to have {self.summary.epochs} epochs, "
                              f"{self.epoch + 1} were drawn")
         for dataset_id, total in self.totals.items():
-            counted = summarise_draw(self.connection, total.first_entry, total.counts, total.rows)
+            counted = self.mixtures.summarise_draw(total.first_entry, total.counts, total.rows)
             self._insert_dataset(dataset_id, total.name, base_entries=len(total.counts), drawn=total.drawn,
                                  counted=counted, seed=derive_seed(self.summary.seed, total.name))
-            insert_draw_summary(self.connection, self.mixture_id, dataset_id, total.first_entry, total.counts, counted)
+            self.mixtures.record_draw_summary(self.mixture_id, dataset_id, total.first_entry, total.counts, counted)
         self.summary.entries = self.position - self.start
-        self.connection.execute(
-            update(Mixture).where(Mixture.id == self.mixture_id).values(entries=self.summary.entries)
-        )
+        self.mixtures.set_entries(self.mixture_id, self.summary.entries)
         return self.summary
 
 

@@ -25,13 +25,12 @@ from ..render import TokenFile, open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
     EpochPacks,
+    Mixtures,
     SpecLengths,
     StoreHandle,
     base_entry_range,
     identity_of,
     open_store,
-    position_entries,
-    read_mixture,
     rewriting,
     row_starts,
     save_packing_plan,
@@ -103,7 +102,7 @@ def pack_store(
     with open_store(store) as handle:
         read = identity_of(handle, mixture=mixture, spec=spec)
         stored_spec = read_spec(handle, spec)
-        stored_mixture = read_mixture(handle, mixture)
+        stored_mixture = Mixtures(handle).get(mixture)
         pairs = [name for (name,) in handle.all(
             "SELECT d.name FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
             "WHERE md.mixture_id = {mark} AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position",
@@ -128,7 +127,7 @@ def pack_store(
         def epochs() -> Iterator[EpochPacks]:
             nonlocal lengths
             for epoch in range(stored_mixture.epochs):
-                entries = position_entries(handle, stored_mixture.at(epoch))
+                entries = Mixtures(handle).entries_of(stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
                 assert lengths is not None  # let go of only after the last epoch's read
                 trains, item_lengths = _training_lengths(entries, lengths, capacity=capacity, store=store,
@@ -149,7 +148,7 @@ def pack_store(
                     del item_lengths
                     plan = ordered_packs(bins, epoch_seed(seed, epoch))
                     del bins
-                    entries = position_entries(handle, stored_mixture.at(epoch))
+                    entries = Mixtures(handle).entries_of(stored_mixture.at(epoch))
                     positions = _training_positions(trains)
                     del trains
                     packs = _epoch_packs(entries, positions, plan)

@@ -19,7 +19,7 @@ from ..errors import StaleStoreError, StoreError
 from ..read import EntryReader
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
 from ..sources import paused_gc
-from ..store import Closable, Orders, check_epoch, served_epoch
+from ..store import Closable, Mixtures, Orders
 from .merging import MODES
 from .sequences import merged_sample
 
@@ -78,7 +78,7 @@ class RenderedPacks(Closable):
             self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
             self.server = (TokenServer(self.tokens, self.spec.id, handle, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
-            self._serve(check_epoch(epoch, len(self.epochs), self.mixture))
+            self._serve(Mixtures.check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:
             self.reader.close()
             raise
@@ -90,7 +90,7 @@ class RenderedPacks(Closable):
     def set_epoch(self, epoch: int) -> None:
         """Serve the packs of epoch ``epoch`` of the plan's mixture from now on: a trainer's
         per-epoch hook, so past the stored epochs it serves ``epoch % epochs``."""
-        self._serve(served_epoch(epoch, len(self.epochs), self.mixture, self.reader.path))
+        self._serve(Mixtures.served_epoch(epoch, len(self.epochs), self.mixture, self.reader.path))
 
     def _serve(self, epoch: int) -> None:
         self.first_pack, self.packs = self.epochs[epoch]

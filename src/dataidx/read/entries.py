@@ -18,14 +18,12 @@ import numpy as np
 from ..errors import StoreError
 from ..store import (
     Closable,
+    Mixtures,
     Orders,
     StoreHandle,
     identity_of,
     open_store,
     read_datasets,
-    read_mixture,
-    served_epoch,
-    serving,
 )
 from .holding import positions_holding
 from .process import ProcessState, freeze_inherited_objects
@@ -149,7 +147,7 @@ class MixtureEntries(StoreEntries):
         return {"mixture": self.mixture}
 
     def _open(self, handle: StoreHandle) -> None:
-        found = read_mixture(handle, self.mixture, self.epoch)
+        found = Mixtures(handle).get(self.mixture, self.epoch)
         self.mixture_id, self.epoch = found.id, found.epoch
         self.epochs = found.stretches
         self.start, self.length = found.start, found.positions
@@ -165,13 +163,13 @@ class MixtureEntries(StoreEntries):
     def set_epoch(self, epoch: int) -> None:
         """Serve epoch ``epoch`` of the mixture from now on (each is stored, with its own draw): a
         trainer's per-epoch hook, so past the stored epochs it serves ``epoch % epochs``."""
-        self.epoch = served_epoch(epoch, len(self.epochs), self.mixture, self.path)
+        self.epoch = Mixtures.served_epoch(epoch, len(self.epochs), self.mixture, self.path)
         self.start, self.length = self.epochs[self.epoch]
 
     @property
     def serving(self) -> str:
         """What this reader serves, for messages: ``mixture 'x', epoch 1 of 3``."""
-        return serving(self.mixture, self.epoch, len(self.epochs))
+        return Mixtures.serving(self.mixture, self.epoch, len(self.epochs))
 
     def position(self, index: int) -> int:
         """``index`` as a position in ``range(len(self))``; negative counts from the end."""

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import StaleStoreError
 from ..read import StoreReader
 from ..sources import paused_gc
-from ..store import Closable, StoreHandle, position_entries, read_mixture, spec_lengths
+from ..store import Closable, Mixtures, StoreHandle, spec_lengths
 from .from_tokens import TokenServer, open_tokens
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
@@ -72,7 +72,8 @@ class RenderedMixture(Closable):
         self.positions: np.ndarray | None = None
         if self.spec.training_entries != self.spec.entries:
             handle = self.reader.handle
-            entries = position_entries(handle, read_mixture(handle, self.reader.mixture, self.reader.epoch))
+            mixtures = Mixtures(handle)
+            entries = mixtures.entries_of(mixtures.get(self.reader.mixture, self.reader.epoch))
             trains = (self.tokens.trains(entries) if self.tokens is not None
                       else spec_lengths(handle, self.spec.id).of(entries)[1])
             self.positions = np.flatnonzero(trains)

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
+    from .mixtures.draws import DrawSummary as DrawSummary
+    from .mixtures.draws import insert_dataset_turns as insert_dataset_turns
+    from .mixtures.draws import row_lengths as row_lengths
+    from .mixtures.records import Mixtures as Mixtures
     from .orders.records import Orders as Orders
     from .orders.records import RecordedOrder as RecordedOrder
     from .outputs import check_output as check_output
@@ -52,7 +56,6 @@ if TYPE_CHECKING:
     from .plan_checks import plan_problems as plan_problems
     from .positions import SpecLengths as SpecLengths
     from .positions import base_entry_range as base_entry_range
-    from .positions import position_entries as position_entries
     from .positions import row_starts as row_starts
     from .positions import spec_lengths as spec_lengths
     from .query import run_query as run_query
@@ -60,12 +63,7 @@ if TYPE_CHECKING:
     from .records import REASONING_PROBLEM_SUMS as REASONING_PROBLEM_SUMS
     from .records import REASONING_PROBLEMS as REASONING_PROBLEMS
     from .records import StoredDataset as StoredDataset
-    from .records import check_epoch as check_epoch
-    from .records import mixture_epochs as mixture_epochs
     from .records import read_datasets as read_datasets
-    from .records import read_mixture as read_mixture
-    from .records import served_epoch as served_epoch
-    from .records import serving as serving
     from .renders import LengthRow as LengthRow
     from .renders import StoredRow as StoredRow
     from .renders import budget_mixtures_drawn_before as budget_mixtures_drawn_before
@@ -75,21 +73,10 @@ if TYPE_CHECKING:
     from .revisions import SCHEMA_REVISION as SCHEMA_REVISION
     from .schema import Build as Build
     from .schema import Dataset as Dataset
-    from .schema import EpochDataset as EpochDataset
-    from .schema import Mixture as Mixture
-    from .schema import MixtureDataset as MixtureDataset
-    from .schema import MixtureEpoch as MixtureEpoch
     from .schema import RejectedRow as RejectedRow
     from .sqlite.bounds import interrupt_statements as interrupt_statements
     from .sqlite.bounds import open_bounded as open_bounded
-    from .sqlite.bulk import PositionWriter as PositionWriter
-    from .sqlite.bulk import draw_counts as draw_counts
     from .sqlite.bulk import insert_base_entries as insert_base_entries
-    from .sqlite.draws import DrawSummary as DrawSummary
-    from .sqlite.draws import insert_dataset_turns as insert_dataset_turns
-    from .sqlite.draws import insert_draw_summary as insert_draw_summary
-    from .sqlite.draws import row_lengths as row_lengths
-    from .sqlite.draws import summarise_draw as summarise_draw
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
     from .summary_checks import summary_problems as summary_problems
@@ -129,11 +116,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "REASONING_PROBLEM_SUMS": ".records",
     "StoredDataset": ".records",
     "read_datasets": ".records",
-    "read_mixture": ".records",
-    "check_epoch": ".records",
-    "served_epoch": ".records",
-    "serving": ".records",
-    "mixture_epochs": ".records",
     "render_counts": ".renders",
     "run_query": ".query",
     "refused_function": ".sqlite.sql_functions",
@@ -143,7 +125,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "identity_of": ".identity",
     "SpecLengths": ".positions",
     "base_entry_range": ".positions",
-    "position_entries": ".positions",
     "row_starts": ".positions",
     "spec_lengths": ".positions",
     "store_info": ".info",
@@ -175,13 +156,9 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "spec_id_of": ".tokens",
     "stored_lengths": ".tokens",
     "insert_base_entries": ".sqlite.bulk",
-    "PositionWriter": ".sqlite.bulk",
-    "draw_counts": ".sqlite.bulk",
-    "DrawSummary": ".sqlite.draws",
-    "insert_dataset_turns": ".sqlite.draws",
-    "insert_draw_summary": ".sqlite.draws",
-    "row_lengths": ".sqlite.draws",
-    "summarise_draw": ".sqlite.draws",
+    "DrawSummary": ".mixtures.draws",
+    "insert_dataset_turns": ".mixtures.draws",
+    "row_lengths": ".mixtures.draws",
     "save_render_spec": ".renders",
     "budget_mixtures_drawn_before": ".renders",
     "LengthRow": ".renders",
@@ -198,14 +175,11 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "check_output": ".outputs",
     "check_output_folder": ".outputs",
     # the nouns
+    "Mixtures": ".mixtures.records",
     "Orders": ".orders.records",
     "RecordedOrder": ".orders.records",
     # the schema
     "Build": ".schema",
     "Dataset": ".schema",
-    "Mixture": ".schema",
-    "MixtureDataset": ".schema",
-    "MixtureEpoch": ".schema",
-    "EpochDataset": ".schema",
     "RejectedRow": ".schema",
 })

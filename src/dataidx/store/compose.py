@@ -9,7 +9,8 @@ from typing import Any
 
 from .connect import reading
 from .handle import Store, StoreHandle
-from .records import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, StoredMixture, read_mixture
+from .mixtures.records import Mixtures, StoredMixture
+from .records import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS
 
 COMPOSITION_COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows",
                        "max_repeats", "coverage")
@@ -87,7 +88,7 @@ def composition(store: Store | StoreHandle, mixture: str = "default", *, epoch: 
             print(row["dataset"], row["share"], row["share_of_tokens"], row["reasoning_dropped"])
     """
     with reading(store) as handle:
-        found = read_mixture(handle, mixture, 0 if epoch is None else epoch)
+        found = Mixtures(handle).get(mixture, 0 if epoch is None else epoch)
         tokens = None if spec is None else _tokens(handle, found, spec, epoch)
         composed = handle.dicts(_ALL_EPOCHS, mixture) if epoch is None else handle.dicts(_ONE_EPOCH, mixture, epoch)
     if tokens is not None:

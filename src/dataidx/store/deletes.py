@@ -13,18 +13,13 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, delete, func, select
 
 from .handle import missing
+from .mixtures.records import Mixtures
 from .orders.records import Orders
 from .schema import (
     AddedTokenUse,
     EntryRender,
-    EpochDataset,
     LengthChunk,
     Mixture,
-    MixtureDataset,
-    MixtureEntry,
-    MixtureEpoch,
-    MixtureRun,
-    MixtureSpan,
     Pack,
     PackedEntry,
     PackingPlanRow,
@@ -34,8 +29,6 @@ from .schema import (
     RenderCause,
     RenderSpecRow,
     RenderStatus,
-    RepeatCount,
-    RepeatRow,
     SpecTokens,
 )
 from .tokens import own_token_files, prune_token_files
@@ -101,17 +94,7 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
         delete_plans(connection, connection.execute(
             select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
         Orders(connection).remove_of_mixture(found.id)
-        # Positions are a rowid range, so the delete is a range scan, not a table scan.
-        connection.execute(
-            delete(MixtureEntry).where(MixtureEntry.id.between(found.start, found.start + found.entries - 1))
-        )
-        connection.execute(delete(MixtureRun).where(MixtureRun.mixture_id == found.id))
-        for summary in (MixtureSpan, RepeatCount, RepeatRow):
-            connection.execute(delete(summary).where(summary.mixture_id == found.id))
-        connection.execute(delete(MixtureDataset).where(MixtureDataset.mixture_id == found.id))
-        connection.execute(delete(EpochDataset).where(EpochDataset.mixture_id == found.id))
-        connection.execute(delete(MixtureEpoch).where(MixtureEpoch.mixture_id == found.id))
-        connection.execute(delete(Mixture).where(Mixture.id == found.id))
+        Mixtures(connection).remove_rows(found.id, found.start, found.entries)
         return found.entries
 
 

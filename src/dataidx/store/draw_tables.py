@@ -22,41 +22,6 @@ class DatasetTurns(Base):
     rows: Mapped[int] = mapped_column(INT, nullable=False)
 
 
-class MixtureSpan(Base):
-    """Base entries ``first_entry ..`` (``entries`` of them, within one dataset) are used by the
-    mixture, in some epoch; the entries between its spans never are."""
-
-    __tablename__ = "mixture_spans"
-    __table_args__ = {"sqlite_with_rowid": False}
-    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
-    first_entry: Mapped[int] = mapped_column(INT, primary_key=True)
-    entries: Mapped[int] = mapped_column(INT, nullable=False)
-
-
-class RepeatCount(Base):
-    """How many rows of a dataset the mixture shows ``times`` times (positions over every epoch,
-    all the row's cuts together)."""
-
-    __tablename__ = "repeat_counts"
-    __table_args__ = {"sqlite_with_rowid": False}
-    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
-    times: Mapped[int] = mapped_column(INT, primary_key=True)
-    rows: Mapped[int] = mapped_column(INT, nullable=False)
-
-
-class RepeatRow(Base):
-    """One of the first :data:`REPEAT_ROWS` rows (lowest row numbers) of a ``repeat_counts``
-    level: enough to name the rows that repeat most for any ``LIMIT`` up to that many."""
-
-    __tablename__ = "repeat_rows"
-    __table_args__ = {"sqlite_with_rowid": False}
-    mixture_id: Mapped[int] = mapped_column(INT, ForeignKey("mixtures.id"), primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
-    times: Mapped[int] = mapped_column(INT, primary_key=True)
-    row: Mapped[int] = mapped_column(INT, primary_key=True)
-
-
 class RenderStatus(Base):
     """How many base entries of a dataset have ``status`` under a render spec, and the longest
     (``full_tokens``): the ``entry_lengths`` view grouped once, when the spec is written."""

@@ -14,8 +14,9 @@ from typing import Any
 from .causes import render_causes
 from .connect import reading
 from .handle import Store, StoreHandle
+from .mixtures.records import Mixtures
 from .orders.records import Orders
-from .records import REASONING_PROBLEMS, read_epochs, stale_budget_mixtures
+from .records import REASONING_PROBLEMS
 from .revisions import SCHEMA_REVISION
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
@@ -71,7 +72,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
         datasets = handle.dicts("SELECT * FROM datasets ORDER BY position")
         names = {d["id"]: d["name"] for d in datasets}
         mixtures = []
-        stale = stale_budget_mixtures(handle, store=handle.name)
+        stale = Mixtures(handle).stale()
         for mixture in handle.dicts("SELECT * FROM mixtures ORDER BY id"):
             draws = handle.dicts("SELECT * FROM mixture_datasets WHERE mixture_id = {mark} ORDER BY dataset_id",
                                  mixture["id"])
@@ -87,7 +88,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 "created_at": mixture["created_at"],
                 "spec": mixture["spec"],
                 "stale": stale.get(mixture["name"]),
-                "epochs": [entries for _, entries in read_epochs(handle, mixture["id"])],
+                "epochs": [entries for _, entries in Mixtures(handle).epochs_of(mixture["id"])],
                 "skip_lists": [asdict(skips) for skips in Orders(handle).skip_lists(mixture["name"])],
                 "datasets": {
                     names[d["dataset_id"]]: {

@@ -21,8 +21,8 @@ import numpy as np
 
 from ..errors import StoreError
 from .handle import StoreHandle
-from .positions import SpecLengths, key_chunks, position_entries, rendered_lengths, row_starts
-from .records import StoredMixture, read_epochs
+from .mixtures.records import Mixtures, StoredMixture
+from .positions import SpecLengths, key_chunks, rendered_lengths, row_starts
 
 _PLANS = ("SELECT p.id, p.name, p.spec_id, s.name, p.mixture_id, m.name, p.capacity, p.merge_cuts, p.packs, "
           "p.entries, p.tokens, p.left_out, p.epochs FROM packing_plans AS p "
@@ -83,7 +83,7 @@ def _plan_problems(handle: StoreHandle, plan: _Plan, totals: tuple, lengths: dic
     packs, first_pack, last_pack, least, members, unchained, first_member, stored = handle.one(
         _PACKS, plan.id, plan.id) or (0, 0, -1, 1, 0, 0, None, 0)
     epochs = handle.all(_EPOCHS, plan.id)
-    drawn = read_epochs(handle, plan.mixture_id)
+    drawn = Mixtures(handle).epochs_of(plan.mixture_id)
     if plan.merge_cuts not in _MERGE_CUTS or type(plan.capacity) is not int:
         return [f"its merge_cuts {plan.merge_cuts!r} or capacity {plan.capacity!r} is none a plan has (edited?)"]
     if members != stored:
@@ -112,8 +112,9 @@ def _plan_problems(handle: StoreHandle, plan: _Plan, totals: tuple, lengths: dic
                                 for read in (_MEMBER_ENTRIES, _MEMBER_POSITIONS))
         offset += held
         mixture = StoredMixture(id=plan.mixture_id, name=plan.mixture, start=start, positions=positions)
+        entries_drawn = Mixtures(handle).entries_of(mixture)
         found = _epoch_problems(plan, sizes, recorded, entry_joined >> 1, (entry_joined & 1).astype(bool), placed,
-                                position_entries(handle, mixture), lengths[plan.spec_id], starts[0] if starts else None)
+                                entries_drawn, lengths[plan.spec_id], starts[0] if starts else None)
         problems += [where + line for line in found]
         if (entries, tokens, left_out) != (held, int(recorded.sum()), positions - held):
             problems.append(f"{where}plan_epochs records {entries:,} entries, {tokens:,} tokens and {left_out:,} left "

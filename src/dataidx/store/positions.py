@@ -15,7 +15,6 @@ import numpy as np
 
 from ..errors import StoreError
 from .handle import StoreHandle
-from .records import StoredMixture
 
 if TYPE_CHECKING:
     from .sqlite.working_copy import WorkingCopy
@@ -29,30 +28,6 @@ _ROWS_PER_FETCH = 1 << 16
 _OFFSET_BITS = 20
 #: Rows whose values (an entry's lengths, or a row) one query reads (:func:`key_chunks`), as one text of integers.
 _ENTRIES_PER_LENGTHS_QUERY = 1 << _OFFSET_BITS
-
-
-def position_entries(handle: StoreHandle, mixture: StoredMixture) -> np.ndarray:
-    """Base entry id of every position of ``mixture`` (of the epoch it was read for), in position
-    order (4-byte ids while they fit)."""
-    last = handle.value("SELECT max(id) FROM base_entries") or 0
-    entries = np.zeros(mixture.positions, dtype=np.int32 if last < 2**31 else np.int64)
-    filled = np.zeros(mixture.positions, dtype=bool)
-    runs = handle.all("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
-                      "AND start BETWEEN {mark} AND {mark}",
-                      mixture.id, mixture.start, mixture.start + mixture.positions - 1)
-    for start, first_entry, length in runs:
-        offset = start - mixture.start
-        entries[offset : offset + length] = np.arange(first_entry, first_entry + length, dtype=entries.dtype)
-        filled[offset : offset + length] = True
-    explicit = handle.execute("SELECT id, entry_id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}",
-                              mixture.start, mixture.start + mixture.positions - 1)
-    while found := explicit.fetchmany(_ROWS_PER_FETCH):  # a row tuple per position only a batch at a time
-        pairs = np.asarray(found, dtype=np.int64)
-        entries[pairs[:, 0] - mixture.start] = pairs[:, 1]
-        filled[pairs[:, 0] - mixture.start] = True
-    if not filled.all():
-        raise StoreError(f"mixture '{mixture.name}' is missing positions; the store is damaged")
-    return entries
 
 
 def _id_range(handle: LengthReads, table: str, column: str, where: str = "", *parameters: object

@@ -17,8 +17,8 @@ from .causes import CauseRow, render_causes
 from .deletes import delete_spec
 from .dialect import Reads
 from .draw_tables import LENGTH_CHUNK_ENTRIES, LengthChunk
+from .mixtures.records import Mixtures
 from .positions import length_chunk_rows
-from .records import stale_budget_mixtures
 from .render_summaries import insert_spec_summary
 from .schema import AddedTokenUse, RenderCause, RenderSpecRow
 from .sqlite.working_copy import WorkingCopy
@@ -97,7 +97,7 @@ def insert_length_chunks(connection: Connection, spec_id: int) -> None:
 def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:
     """The mixtures drawn by token budgets under spec ``spec`` as it was before it was rendered
     again (or removed): readers refuse them until they are drawn again."""
-    return list(stale_budget_mixtures(WorkingCopy(connection), spec=spec))
+    return list(Mixtures(connection).stale(spec=spec))
 
 
 def move_spec_tokenizer(connection: Connection, spec: str, tokenizer: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import StaleStoreError, UsageError
-from ..store import ReadIdentity, check_epoch
+from ..store import Mixtures, ReadIdentity
 
 #: The key that marks a dataidx dataset's state, and its layout's version.
 STATE_KEY = "dataidx_dataset_state"
@@ -79,4 +79,4 @@ def check_state(state: Any, *, identity: ReadIdentity, store: str, mixture: str,
     refused, in one line."""
     epoch, saved = _saved(state)
     check_reads(saved, identity, what="loader state", where=f"{store}: ")
-    return check_epoch(epoch, epochs, mixture)
+    return Mixtures.check_epoch(epoch, epochs, mixture)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import StoreError, UsageError
 from ..progress import CountProgress
-from ..store import StoreHandle, composition, read_mixture, store_info
+from ..store import Mixtures, StoreHandle, composition, store_info
 from .positions import TURNS, Selection, over_positions
 from .spec_figures import SpecFigures, spec_figures
 
@@ -86,7 +86,7 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
         if progress is not None:
             progress(done, steps)
 
-    found = read_mixture(handle, mixture, 0 if epoch is None else epoch)  # or a NotFoundError
+    found = Mixtures(handle).get(mixture, 0 if epoch is None else epoch)  # or a NotFoundError
     info = store_info(handle)
     chosen = next(m for m in info["mixtures"] if m["name"] == mixture)
     plan_row = _plan_row(handle, plan, mixture) if plan is not None else None

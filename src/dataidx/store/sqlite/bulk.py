@@ -30,14 +30,6 @@ _BASE = text(
     "INSERT INTO base_entries (id, dataset_id, row, cut) "
     "SELECT :first + key, :dataset, value / :k, NULLIF(value % :k, 0) - 1 FROM json_each(:packed)"
 )
-_MIXTURE = text(
-    "INSERT INTO mixture_entries (id, mixture_id, entry_id) SELECT :first + key, :mixture, value FROM json_each(:ids)"
-)
-_MIXTURE_RUN = text(
-    "INSERT INTO mixture_runs (mixture_id, start, first_entry, length) VALUES (:mixture, :start, :first, :length)"
-)
-#: Runs of consecutive entries at least this long are stored as one mixture_runs row.
-MIN_RUN = 64
 # Pack members travel as one integer each, position << 32 | entry_id. Their ids are left to
 # SQLite, which appends after the largest (the writer checks they are the ones it meant): an
 # explicit id costs a uniqueness check a row, a fifth of the insert's time.
@@ -81,97 +73,6 @@ def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, 
         )
 
 
-class PositionWriter:
-    """Writes a mixture's positions as they come, a chunk of entry ids or a run at a time.
-
-    A whole dataset, or a whole repeat of one, is a run of consecutive entry ids: a stretch of
-    consecutive ids at least ``min_run`` long is stored as one ``mixture_runs`` row, the
-    scattered rest as one ``mixture_entries`` row per position. Stretches are found across
-    chunk boundaries, so the rows are the same however the ids are chunked; memory holds one
-    chunk, never the whole mixture.
-    """
-
-    def __init__(self, connection: Connection, mixture_id: int, first_id: int, *, min_run: int = MIN_RUN) -> None:
-        self.connection, self.mixture_id, self.min_run = connection, mixture_id, min_run
-        self.position = first_id  # the position of the first id not yet classified
-        self.stretch: tuple[int, int] | None = None  # (first entry id, length): may go on in the next chunk
-        self.scattered: list[np.ndarray] = []  # ids at positions after those written, before the stretch
-        self.scattered_count = 0
-
-    def add_run(self, first_entry: int, length: int) -> None:
-        """Entry ids ``first_entry .. first_entry + length - 1``, in order."""
-        if length:
-            self._extend(first_entry, length)
-
-    def add_ids(self, ids: np.ndarray) -> None:
-        """Entry ids in order, any pattern."""
-        if not len(ids):
-            return
-        breaks = np.flatnonzero(np.diff(ids) != 1) + 1
-        starts = np.concatenate([[0], breaks])
-        lengths = np.diff(np.concatenate([starts, [len(ids)]]))
-        self._extend(int(ids[0]), int(lengths[0]))
-        if len(starts) == 1:
-            return
-        # The stretches between the first and the last: each long one a run, the rest scattered.
-        self._close_stretch()
-        middle = slice(1, len(starts) - 1)
-        done = int(starts[1])
-        for start, length in zip(starts[middle][lengths[middle] >= self.min_run].tolist(),
-                                 lengths[middle][lengths[middle] >= self.min_run].tolist()):
-            self._scatter(ids[done:start])
-            self._run(int(ids[start]), length)
-            done = start + length
-        self._scatter(ids[done : starts[-1]])
-        self.stretch = (int(ids[starts[-1]]), int(lengths[-1]))
-
-    def close(self) -> None:
-        self._close_stretch()
-        self._flush()
-
-    def _extend(self, first_entry: int, length: int) -> None:
-        if self.stretch is not None and sum(self.stretch) == first_entry:
-            self.stretch = (self.stretch[0], self.stretch[1] + length)
-            return
-        self._close_stretch()
-        self.stretch = (first_entry, length)
-
-    def _close_stretch(self) -> None:
-        if self.stretch is None:
-            return
-        first, length = self.stretch
-        self.stretch = None
-        if length >= self.min_run:
-            self._run(first, length)
-        else:
-            self._scatter(np.arange(first, first + length, dtype=np.int64))
-
-    def _run(self, first_entry: int, length: int) -> None:
-        self._flush()
-        self.connection.execute(_MIXTURE_RUN, {"mixture": self.mixture_id, "start": self.position,
-                                               "first": first_entry, "length": length})
-        self.position += length
-
-    def _scatter(self, ids: np.ndarray) -> None:
-        if len(ids):
-            self.scattered.append(ids)
-            self.scattered_count += len(ids)
-            if self.scattered_count >= ROWS_PER_STATEMENT:
-                self._flush()
-
-    def _flush(self) -> None:
-        if self.scattered:
-            _send(self.connection, self.mixture_id, self.position, np.concatenate(self.scattered))
-            self.position += self.scattered_count
-            self.scattered, self.scattered_count = [], 0
-
-
-def _send(connection: Connection, mixture_id: int, first_id: int, ids: np.ndarray) -> None:
-    for offset in range(0, len(ids), ROWS_PER_STATEMENT):
-        chunk = ids[offset : offset + ROWS_PER_STATEMENT].tolist()
-        connection.execute(_MIXTURE, {"first": first_id + offset, "mixture": mixture_id, "ids": json.dumps(chunk)})
-
-
 def entry_rows(connection: Connection, first_entry: int, count: int) -> np.ndarray:
     """The row of each base entry ``first_entry .. first_entry + count - 1``, read a chunk at a
     time as one comma-separated text of ``id << 32 | row`` (NumPy parses it in C: 0.31 s a
@@ -185,32 +86,6 @@ def entry_rows(connection: Connection, first_entry: int, count: int) -> np.ndarr
         # sorted here: group_concat promises no order
         rows[offset : last + 1] = np.sort(np.fromstring(found or "", dtype=np.int64, sep=",")) & 0xFFFFFFFF
     return rows
-
-
-def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, rows: int) -> tuple[int, int, int]:
-    """``(distinct entries, distinct rows, largest repeat count)`` of one dataset's draw, from
-    ``counts``, how often each of its base entries ``first_entry ...`` was drawn, and ``rows``,
-    how many rows those entries come from (each gives at least one).
-
-    When every entry is drawn, or each row gave one entry, the rows follow from the counts.
-    Otherwise they come from the store a chunk of entries at a time; a dataset's entries are
-    stored in row order, so a row is counted where it first appears among the drawn entries.
-    """
-    drawn = counts > 0
-    distinct_entries = int(np.count_nonzero(drawn))
-    if not distinct_entries:
-        return 0, 0, 0
-    if distinct_entries == len(counts) or len(counts) == rows:
-        return distinct_entries, rows if distinct_entries == len(counts) else distinct_entries, int(counts.max())
-    distinct_rows, last_row = 0, None
-    for offset in range(0, len(counts), ROWS_PER_STATEMENT):
-        taken = drawn[offset : offset + ROWS_PER_STATEMENT]
-        if not taken.any():
-            continue
-        unique = np.unique(entry_rows(connection, first_entry + offset, len(taken))[taken])
-        distinct_rows += len(unique) - int(unique[0] == last_row)
-        last_row = int(unique[-1])
-    return distinct_entries, distinct_rows, int(counts.max())
 
 
 def insert_pack_members(connection: Connection, plan_id: int, first_id: int, members: np.ndarray,

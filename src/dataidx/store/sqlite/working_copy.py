@@ -59,6 +59,12 @@ class WorkingCopy:
         """Run one ``INSERT`` and return the new row's id."""
         return self.execute(template, *parameters).lastrowid
 
+    def insert_row(self, table: str, values: dict[str, Any]) -> int:
+        """Insert one row of ``table`` from its columns by name (as sqlite-utils' ``Table.insert``); its id."""
+        columns = ", ".join(values)
+        marks = ", ".join(["{mark}"] * len(values))
+        return self.insert(f"INSERT INTO {table} ({columns}) VALUES ({marks})", *values.values())
+
     def insert_many(self, template: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run one ``INSERT`` per row of ``rows`` (``executemany``: one statement, prepared once)."""
         rows = list(rows)

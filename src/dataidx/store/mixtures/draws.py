@@ -1,4 +1,4 @@
-"""The summary rows written beside the base index and each mixture's draw (:mod:`..draw_tables`):
+"""The summary rows written beside the base index and each mixture's draw (:mod:`.tables`, :mod:`..draw_tables`):
 a dataset's rows by turns, and per mixture the base entries it uses as spans and its rows by
 the times it draws them (a row's times are those of its most drawn entry: a conversation of six
 turns drawn once shows six entries, once each, and is drawn once).
@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import Connection, insert, text
 
-from ..draw_tables import DatasetTurns, RepeatCount, RepeatRow
+from ..draw_tables import DatasetTurns
+from ..sqlite import bulk  # its chunk size read at each call, so that tests can make it small
+from ..sqlite.bulk import entry_rows
 from ..summary_sql import REPEAT_ROWS
-from . import bulk  # its chunk size read at each call, so that tests can make it small
-from .bulk import entry_rows
+from .tables import RepeatCount, RepeatRow
 
 _SPANS = text(
     "INSERT INTO mixture_spans (mixture_id, first_entry, entries) "
@@ -158,3 +159,29 @@ def insert_draw_summary(connection: Connection, mixture_id: int, dataset_id: int
             {"mixture_id": mixture_id, "dataset_id": dataset_id, "times": level, "row": row}
             for level, rows in sorted(summary.examples.items()) for row in rows
         ])
+
+
+def draw_counts(connection: Connection, first_entry: int, counts: np.ndarray, rows: int) -> tuple[int, int, int]:
+    """``(distinct entries, distinct rows, largest repeat count)`` of one dataset's draw, from
+    ``counts``, how often each of its base entries ``first_entry ...`` was drawn, and ``rows``,
+    how many rows those entries come from (each gives at least one).
+
+    When every entry is drawn, or each row gave one entry, the rows follow from the counts.
+    Otherwise they come from the store a chunk of entries at a time; a dataset's entries are
+    stored in row order, so a row is counted where it first appears among the drawn entries.
+    """
+    drawn = counts > 0
+    distinct_entries = int(np.count_nonzero(drawn))
+    if not distinct_entries:
+        return 0, 0, 0
+    if distinct_entries == len(counts) or len(counts) == rows:
+        return distinct_entries, rows if distinct_entries == len(counts) else distinct_entries, int(counts.max())
+    distinct_rows, last_row = 0, None
+    for offset in range(0, len(counts), bulk.ROWS_PER_STATEMENT):
+        taken = drawn[offset : offset + bulk.ROWS_PER_STATEMENT]
+        if not taken.any():
+            continue
+        unique = np.unique(entry_rows(connection, first_entry + offset, len(taken))[taken])
+        distinct_rows += len(unique) - int(unique[0] == last_row)
+        last_row = int(unique[-1])
+    return distinct_entries, distinct_rows, int(counts.max())

@@ -1,0 +1,158 @@
+"""Mixtures behind one object: a store's seeded draws of its base index, read by every reader of
+a mixture and written by ``dataidx build`` and ``dataidx mix`` (:mod:`dataidx.index`).
+
+Reads and small writes are templates through a handle or a writer's working copy, so opening a
+mixture loads neither SQLAlchemy nor NumPy; its positions and draw summaries, written and read
+in bulk, are :mod:`.positions` and :mod:`.draws`, imported when a method needs them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import StaleStoreError
+from ..sqlite.working_copy import Access, access, writable
+from .epochs import StoredMixture, check_epoch, served_epoch, serving
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .draws import DrawSummary
+    from .positions import PositionWriter
+
+
+# Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those
+# drawn by: of every mixture, of one, or of those drawn under one spec.
+_STALE_BUDGETS = """
+SELECT m.name, m.spec, s.fingerprint IS NULL FROM mixtures AS m LEFT JOIN render_specs AS s ON s.name = m.spec
+WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint)
+  AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
+              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))"""
+_STALE_OF = {"all": _STALE_BUDGETS + " ORDER BY m.id",
+             "mixture": _STALE_BUDGETS + " AND m.name = {mark} ORDER BY m.id",
+             "spec": _STALE_BUDGETS + " AND m.spec = {mark} ORDER BY m.id"}
+
+
+class Mixtures:
+    """A store's mixtures, over a store handle (reads) or a write's connection (reads and writes;
+    see :func:`~dataidx.store.sqlite.working_copy.access`).
+
+    Example::
+
+        with open_store("demo.db") as handle:
+            Mixtures(handle).get("default", epoch=1).positions
+    """
+
+    check_epoch = staticmethod(check_epoch)
+    served_epoch = staticmethod(served_epoch)
+    serving = staticmethod(serving)
+
+    def __init__(self, store: Access) -> None:
+        self.store = access(store)
+
+    def get(self, name: str, epoch: int = 0) -> StoredMixture:
+        """Epoch ``epoch`` of mixture ``name``, or a NotFoundError listing the mixtures there are
+        (also for an epoch it does not have); a StaleStoreError if its token budgets were met under
+        lengths the store no longer holds."""
+        row = self.store.one("SELECT id, name FROM mixtures WHERE name = {mark}", name)
+        if row is None:
+            raise self.store.missing("mixtures", "mixture", name)
+        stale = self.stale(mixture=name)
+        if stale:
+            raise StaleStoreError(f"{self.store.name}: {stale[name]}")
+        stretches = tuple(self.epochs_of(row[0]))
+        return StoredMixture(id=row[0], name=row[1], start=0, positions=0, stretches=stretches).at(epoch)
+
+    def epochs_of(self, mixture_id: int) -> list[tuple[int, int]]:
+        """``(start, positions)`` of each epoch of a mixture, in epoch order."""
+        return self.store.all("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
+                              mixture_id)
+
+    def epoch_count(self, name: str) -> int:
+        """How many epochs mixture ``name`` holds."""
+        return self.get(name).epochs
+
+    def stale(self, *, mixture: str | None = None, spec: str | None = None) -> dict[str, str]:
+        """Mixture name -> why it cannot be served: its token budgets were met under lengths its
+        render spec no longer holds (the spec was rendered again, or removed). ``mixture`` or
+        ``spec`` narrows the search."""
+        which, parameters = ("mixture", (mixture,)) if mixture is not None else \
+            ("spec", (spec,)) if spec is not None else ("all", ())
+        store, found = self.store.name, {}
+        for name, under, removed in self.store.all(_STALE_OF[which], *parameters):
+            change = "which was removed since" if removed else "which was rendered again since, with other lengths"
+            found[name] = (f"mixture '{name}' was drawn by token budgets under render spec '{under}', {change}: its "
+                           "budgets count lengths the store no longer holds; draw it again with dataidx "
+                           f"remove-mixture {store} {name}, then dataidx mix {store} CONFIG --name {name} "
+                           f"--spec {under}")
+        return found
+
+    def entries_of(self, mixture: StoredMixture) -> np.ndarray:
+        """Base entry id of every position of ``mixture`` (of the epoch it was read for), in
+        position order (4-byte ids while they fit)."""
+        from .positions import position_entries  # NumPy: only readers of every position load it
+
+        return position_entries(self.store, mixture)
+
+    # Writes: a mixture is drawn inside one write (dataidx.index's MixtureWriter).
+
+    def exists(self, name: str) -> bool:
+        return self.store.one("SELECT id FROM mixtures WHERE name = {mark}", name) is not None
+
+    def next_start(self) -> int:
+        """The first global position after every stored mixture's: position space is shared."""
+        return self.store.value("SELECT max(start + entries) FROM mixtures") or 1
+
+    def create(self, **columns: Any) -> int:
+        """A new ``mixtures`` row (its columns by name); its id."""
+        return writable(self.store).insert_row("mixtures", columns)
+
+    def add_epoch(self, **columns: Any) -> None:
+        """An epoch's row: its seed and stretch of positions."""
+        writable(self.store).insert_row("mixture_epochs", columns)
+
+    def add_epoch_dataset(self, **columns: Any) -> None:
+        """One dataset's draw in one epoch."""
+        writable(self.store).insert_row("epoch_datasets", columns)
+
+    def add_dataset(self, **columns: Any) -> None:
+        """One dataset's draw over every epoch: what was asked and what came out."""
+        writable(self.store).insert_row("mixture_datasets", columns)
+
+    def set_entries(self, mixture_id: int, entries: int) -> None:
+        writable(self.store).execute("UPDATE mixtures SET entries = {mark} WHERE id = {mark}", entries, mixture_id)
+
+    def position_writer(self, mixture_id: int, first_id: int) -> PositionWriter:
+        """Where a draw's positions go, a chunk or a run at a time, from global position ``first_id``."""
+        from .positions import PositionWriter  # NumPy and SQLAlchemy: writers only
+
+        return PositionWriter(writable(self.store).connection, mixture_id, first_id)
+
+    def summarise_draw(self, first_entry: int, counts: np.ndarray, rows: int) -> DrawSummary:
+        """The summary of one dataset's draw (see :func:`.draws.summarise_draw`)."""
+        from .draws import summarise_draw  # NumPy and SQLAlchemy: writers only
+
+        return summarise_draw(writable(self.store).connection, first_entry, counts, rows)
+
+    def draw_counts(self, first_entry: int, counts: np.ndarray, rows: int) -> tuple[int, int, int]:
+        """``(distinct entries, distinct rows, largest repeat count)`` of one epoch's draw."""
+        from .draws import draw_counts  # NumPy and SQLAlchemy: writers only
+
+        return draw_counts(writable(self.store).connection, first_entry, counts, rows)
+
+    def record_draw_summary(self, mixture_id: int, dataset_id: int, first_entry: int, counts: np.ndarray,
+                            summary: DrawSummary) -> None:
+        """A draw's spans and repeat rows (see :func:`.draws.insert_draw_summary`)."""
+        from .draws import insert_draw_summary  # NumPy and SQLAlchemy: writers only
+
+        insert_draw_summary(writable(self.store).connection, mixture_id, dataset_id, first_entry, counts, summary)
+
+    def remove_rows(self, mixture_id: int, start: int, entries: int) -> None:
+        """Delete a mixture's own rows (its plans, skip lists and orders are their nouns' to remove).
+        Positions are a rowid range, so their delete is a range scan, not a table scan."""
+        copy = writable(self.store)
+        copy.execute("DELETE FROM mixture_entries WHERE id BETWEEN {mark} AND {mark}", start, start + entries - 1)
+        for table in ("mixture_runs", "mixture_spans", "repeat_counts", "repeat_rows", "mixture_datasets",
+                      "epoch_datasets", "mixture_epochs"):
+            copy.execute(f"DELETE FROM {table} WHERE mixture_id = {{mark}}", mixture_id)
+        copy.execute("DELETE FROM mixtures WHERE id = {mark}", mixture_id)
