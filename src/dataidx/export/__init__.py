@@ -10,12 +10,12 @@ from .._lazy import lazy_face
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
     from .token_export import FORMATS as FORMATS
-    from .token_export import ExportSummary as ExportSummary
     from .token_export import export_tokens as export_tokens
+    from .writer import ExportSummary as ExportSummary
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "FORMATS": ".token_export",
-    "ExportSummary": ".token_export",
+    "ExportSummary": ".writer",
     "export_tokens": ".token_export",
 })
