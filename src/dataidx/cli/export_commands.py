@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ..errors import UsageError
+from ..export import FORMATS
 from .common import ProgressLine, echo
 
 
@@ -13,8 +14,8 @@ from .common import ProgressLine, echo
 @click.argument("store")
 @click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete); with "
               "--format, a folder (appears when complete).")
-@click.option("--format", "format_", type=click.Choice(["megatron", "olmo", "parquet"]), help="Write a spec's stored "
-              "tokens (dataidx render --store-tokens) in this format instead of the samples.")
+@click.option("--format", "format_", type=click.Choice(FORMATS), help="Write a spec's stored tokens (dataidx render "
+              "--store-tokens) in this format instead of the samples.")
 @click.option("--spec", help="Render spec whose stored tokens --format writes [default with --plan: the plan's].")
 @click.option("--plan", help="With --format: the packs of this packing plan, in order, one document or row each.")
 @click.option("--mixture", help="Mixture to export [default: default; with --plan, the plan's].")
@@ -46,7 +47,8 @@ def export(store: str, output: str, format_: str | None, spec: str | None, plan:
                            verify=not no_verify, force=force, quiet=quiet)
         return
     if spec is not None or plan is not None:
-        raise UsageError("--spec and --plan export stored tokens: add --format megatron, olmo or parquet")
+        raise UsageError(f"--spec and --plan export stored tokens: add --format {', '.join(FORMATS[:-1])} or "
+                         f"{FORMATS[-1]}")
     from ..read import export_mixture
 
     mixture = mixture or "default"

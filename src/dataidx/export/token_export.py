@@ -16,17 +16,10 @@ import time
 from ..errors import UsageError
 from ..progress import CountProgress
 from ..store import check_output_folder
-from .megatron import MegatronWriter
-from .olmo import OlmoWriter
-from .parquet import ParquetTokenWriter
+from .formats import writer_for
 from .placements import MixtureWords, PlanWords
 from .words import decoded
-from .writer import ExportSummary, Shape, TokenWriter
-
-#: Each format's writer, by the name ``--format`` gives it.
-WRITERS: dict[str, type[TokenWriter]] = {writer.format: writer for writer in (MegatronWriter, OlmoWriter,
-                                                                                ParquetTokenWriter)}
-FORMATS = tuple(WRITERS)
+from .writer import ExportSummary, Shape
 
 
 def export_tokens(store: str | os.PathLike[str], output: str | os.PathLike[str], *, format: str,
@@ -34,16 +27,15 @@ def export_tokens(store: str | os.PathLike[str], output: str | os.PathLike[str],
                   verify: bool = True, force: bool = False, progress: CountProgress | None = None,
                   part_tokens: int | None = None) -> ExportSummary:
     """Write the stored tokens of spec ``spec`` for epoch ``epoch`` of mixture ``mixture`` (or of
-    plan ``plan``'s packs) into folder ``output`` in ``format``. ``part_tokens`` bounds an OLMo part.
+    plan ``plan``'s packs) into folder ``output`` in ``format`` (one of ``FORMATS``).
+    ``part_tokens`` bounds an OLMo part.
 
     Example::
 
         export_tokens("demo.db", "megatron/", format="megatron", spec="default")
         export_tokens("demo.db", "packed/", format="parquet", plan="default")
     """
-    if format not in WRITERS:
-        raise UsageError(f"unknown token export format '{format}' (known: {', '.join(FORMATS)})")
-    writer_class = WRITERS[format]
+    writer_class = writer_for(format)
     if plan is None and spec is None:
         raise UsageError("a token export needs --spec (the render spec whose tokens to write) or --plan")
     if plan is not None and writer_class.refuses_packs:
