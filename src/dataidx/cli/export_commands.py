@@ -1,5 +1,6 @@
-"""``dataidx export``: a mixture's samples to JSON lines or Parquet, or with ``--format`` a spec's
-stored tokens in a trainer's format (Megatron, OLMo-core, Parquet), packed under ``--plan``."""
+"""``dataidx export``: the sample export (a mixture's samples to JSON lines or Parquet), or with
+``--format`` the token export (a spec's stored tokens in a trainer's format: Megatron, OLMo-core,
+Parquet, packed under ``--plan``)."""
 
 from __future__ import annotations
 
@@ -40,29 +41,33 @@ def export(store: str, output: str, format_: str | None, spec: str | None, plan:
         dataidx export demo.db --spec default --format megatron -o megatron/
         dataidx export demo.db --plan default --format parquet -o packed/
     """
-    from ..store import check_output, mixture_epochs, serving
-
     if format_ is not None:
-        export_tokens_into(store, output, format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch,
-                           verify=not no_verify, force=force, quiet=quiet)
+        token_export(store, output, format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch, verify=not no_verify,
+                     force=force, quiet=quiet)
         return
     if spec is not None or plan is not None:
         raise UsageError(f"--spec and --plan export stored tokens: add --format {', '.join(FORMATS[:-1])} or "
                          f"{FORMATS[-1]}")
-    from ..read import export_mixture
+    sample_export(store, output, mixture or "default", epoch=epoch, verify=not no_verify, force=force, quiet=quiet)
 
-    mixture = mixture or "default"
+
+def sample_export(store: str, output: str, mixture: str, *, epoch: int, verify: bool, force: bool,
+                  quiet: bool) -> None:
+    """``dataidx export`` without --format, the sample export: write, then say how many."""
+    from ..read import export_mixture
+    from ..store import check_output, mixture_epochs, serving
+
     check_output(output, "parquet" if output.endswith(".parquet") else "jsonl", store=store, force=force)
-    written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
+    written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
         echo(f"wrote {written} samples of {serving(mixture, epoch, mixture_epochs(store, mixture))} to {output}",
              err=True)
 
 
-def export_tokens_into(store: str, output: str, format_: str, *, spec: str | None, plan: str | None,
-                       mixture: str | None, epoch: int, verify: bool, force: bool, quiet: bool) -> None:
-    """``dataidx export --format``: write, then say what was written."""
+def token_export(store: str, output: str, format_: str, *, spec: str | None, plan: str | None,
+                 mixture: str | None, epoch: int, verify: bool, force: bool, quiet: bool) -> None:
+    """``dataidx export --format``, the token export: write, then say what was written."""
     from ..export import export_tokens
 
     summary = export_tokens(store, output, format=format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch,
