@@ -33,6 +33,8 @@ sys.path[:0] = [str(REPO / "scripts"), str(REPO)]
 from bench_scale import DATAIDX, FETCH, FETCHES, prepared_work, print_table, rows_by_size, snippet  # noqa: E402
 from scale_data import generate  # noqa: E402
 
+from dataidx.export.formats import FORMATS  # noqa: E402
+
 #: A wrapper process whose only child is the command: wall seconds, the largest process's peak
 #: RSS (KiB, from getrusage) and the peak PSS of the command's process tree (KiB, sampled).
 MEASURE_TREE = """
@@ -83,7 +85,6 @@ TOKEN_FETCH = (FETCH.replace("DataEngine(sys.argv[1])", "DataEngine(sys.argv[1],
 
 SPEC = "tokens"
 VERIFY_SAMPLE = 10_000
-EXPORT_FORMATS = ("megatron", "olmo", "parquet")
 
 
 def measured(*command: str, env: dict[str, str]) -> tuple[float, float, float]:
@@ -108,7 +109,7 @@ def verify_sample(store: Path, env: dict[str, str]) -> dict[str, str]:
 def export_formats(store: Path, out: Path, env: dict[str, str]) -> dict[str, str]:
     """``dataidx export STORE --spec SPEC --format F`` for each format, timed, with the bytes written."""
     found: dict[str, str] = {}
-    for name in EXPORT_FORMATS:
+    for name in FORMATS:  # every registered format
         target = out / f"export-{name}"
         shutil.rmtree(target, ignore_errors=True)
         command = [*DATAIDX, "export", str(store), "--spec", SPEC, "--format", name, "-o", str(target)]

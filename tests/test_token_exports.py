@@ -318,3 +318,46 @@ def test_a_full_disk_mid_export_leaves_no_folder_and_says_so_in_one_line(store: 
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert "cannot write the export: No space left on device" in result.output
     assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary
+
+
+def test_the_cli_offers_the_registered_formats_each_a_token_writer_of_its_name() -> None:
+    from dataidx.cli.export_commands import export
+    from dataidx.export.formats import FORMATS, writer_for
+    from dataidx.export.writer import TokenWriter
+
+    assert FORMATS == ("megatron", "olmo", "parquet")
+    for name in FORMATS:
+        assert issubclass(writer_for(name), TokenWriter) and writer_for(name).format == name
+    option = next(param for param in export.params if param.name == "format_")
+    assert tuple(option.type.choices) == FORMATS
+    with pytest.raises(UsageError, match=r"unknown token export format 'csv' \(known: megatron, olmo, parquet\)"):
+        writer_for("csv")
+
+
+def test_a_format_is_its_encoding_alone(store: Path, tmp_path: Path) -> None:
+    # What a new format writes: the base counts, sizes, summarises, and removes its scratch files.
+    from dataidx.export.writer import Shape, TokenWriter
+
+    class Ids(TokenWriter):
+        format, ids_dtype = "ids", np.dtype(np.uint16)
+
+        def __init__(self, folder: Path, shape: Shape) -> None:
+            super().__init__(folder, shape)
+            self.ids, self.scratch = self.create("ids.bin"), self.spool(".scratch")
+
+        def encode(self, words: words_module.Words) -> None:
+            self.ids.write(words.ids.astype(np.uint16).tobytes())
+
+    ids = np.arange(10, dtype=np.uint16)
+    words = words_module.Words(0, ids, ids % 2 == 1, np.ones(10, np.float32), np.array([4, 6]), np.array([1, 1]),
+                               None)
+    shape = Shape(store=str(store), spec="default", what="ten ids", word_bytes=2, packed=False)
+    with Ids.into(tmp_path / "out", shape) as writer:
+        writer.write(words)
+        summary = writer.finish(0.0)
+    assert (summary.documents, summary.sequences, summary.tokens, summary.bytes) == (2, 2, 10, 20)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["dataidx_export.json", "ids.bin"]
+    with pytest.raises(ValueError, match="mid-write"), Ids.into(tmp_path / "failed", shape) as writer:
+        writer.write(words)
+        raise ValueError("mid-write")
+    assert writer.ids.closed and sorted(p.name for p in tmp_path.iterdir()) == ["out"]

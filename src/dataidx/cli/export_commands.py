@@ -1,11 +1,13 @@
-"""``dataidx export``: a mixture's samples to JSON lines or Parquet, or with ``--format`` a spec's
-stored tokens in a trainer's format (Megatron, OLMo-core, Parquet), packed under ``--plan``."""
+"""``dataidx export``: the sample export (a mixture's samples to JSON lines or Parquet), or with
+``--format`` the token export (a spec's stored tokens in a trainer's format: Megatron, OLMo-core,
+Parquet, packed under ``--plan``)."""
 
 from __future__ import annotations
 
 import click
 
 from ..errors import UsageError
+from ..export import FORMATS
 from .common import ProgressLine, echo
 
 
@@ -13,8 +15,8 @@ from .common import ProgressLine, echo
 @click.argument("store")
 @click.option("-o", "--output", required=True, help="File to write: .jsonl or .parquet (replaced when complete); with "
               "--format, a folder (appears when complete).")
-@click.option("--format", "format_", type=click.Choice(["megatron", "olmo", "parquet"]), help="Write a spec's stored "
-              "tokens (dataidx render --store-tokens) in this format instead of the samples.")
+@click.option("--format", "format_", type=click.Choice(FORMATS), help="Write a spec's stored tokens (dataidx render "
+              "--store-tokens) in this format instead of the samples.")
 @click.option("--spec", help="Render spec whose stored tokens --format writes [default with --plan: the plan's].")
 @click.option("--plan", help="With --format: the packs of this packing plan, in order, one document or row each.")
 @click.option("--mixture", help="Mixture to export [default: default; with --plan, the plan's].")
@@ -39,19 +41,24 @@ def export(store: str, output: str, format_: str | None, spec: str | None, plan:
         dataidx export demo.db --spec default --format megatron -o megatron/
         dataidx export demo.db --plan default --format parquet -o packed/
     """
-    from ..store import Mixtures, check_output, open_store
-
     if format_ is not None:
-        export_tokens_into(store, output, format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch,
-                           verify=not no_verify, force=force, quiet=quiet)
+        token_export(store, output, format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch, verify=not no_verify,
+                     force=force, quiet=quiet)
         return
     if spec is not None or plan is not None:
-        raise UsageError("--spec and --plan export stored tokens: add --format megatron, olmo or parquet")
-    from ..read import export_mixture
+        raise UsageError(f"--spec and --plan export stored tokens: add --format {', '.join(FORMATS[:-1])} or "
+                         f"{FORMATS[-1]}")
+    sample_export(store, output, mixture or "default", epoch=epoch, verify=not no_verify, force=force, quiet=quiet)
 
-    mixture = mixture or "default"
+
+def sample_export(store: str, output: str, mixture: str, *, epoch: int, verify: bool, force: bool,
+                  quiet: bool) -> None:
+    """``dataidx export`` without --format, the sample export: write, then say how many."""
+    from ..read import export_mixture
+    from ..store import Mixtures, check_output, open_store
+
     check_output(output, "parquet" if output.endswith(".parquet") else "jsonl", store=store, force=force)
-    written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=not no_verify,
+    written = export_mixture(store, output, mixture=mixture, epoch=epoch, verify=verify,
                              progress=ProgressLine("exported samples", quiet))
     if not quiet:
         with open_store(store) as handle:
@@ -60,9 +67,9 @@ def export(store: str, output: str, format_: str | None, spec: str | None, plan:
              err=True)
 
 
-def export_tokens_into(store: str, output: str, format_: str, *, spec: str | None, plan: str | None,
-                       mixture: str | None, epoch: int, verify: bool, force: bool, quiet: bool) -> None:
-    """``dataidx export --format``: write, then say what was written."""
+def token_export(store: str, output: str, format_: str, *, spec: str | None, plan: str | None,
+                 mixture: str | None, epoch: int, verify: bool, force: bool, quiet: bool) -> None:
+    """``dataidx export --format``, the token export: write, then say what was written."""
     from ..export import export_tokens
 
     summary = export_tokens(store, output, format=format_, spec=spec, plan=plan, mixture=mixture, epoch=epoch,

@@ -7,6 +7,7 @@ the same sequences and documents: ``<prefix>_text_document`` (ids), ``_labels_do
 dataset reads a file of that name) and ``_loss_weights_document`` (float32). Tokens go to the
 ``.bin`` files as they come; sequence lengths and document ends are spooled to a file, and each
 ``.idx`` is assembled from the spool at the end, in blocks, so memory is a chunk's at any size.
+Opening, counting and closing the files is :class:`.TokenWriter`'s.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .words import Words
+from .writer import Shape, TokenWriter
 
 #: megatron.core.datasets.indexed_dataset: ``_INDEX_HEADER``, version 1, ``DType`` codes.
 MAGIC = b"MMIDIDX\x00\x00"
@@ -36,40 +38,38 @@ def datasets(word_bytes: int) -> dict[str, np.dtype]:
             "loss_mask": np.dtype(np.uint8), "loss_weights": np.dtype(np.float32)}
 
 
-class MegatronWriter:
-    """Writes the four datasets into ``folder`` a chunk at a time; ``finish()`` writes the indexes."""
+class MegatronWriter(TokenWriter):
+    """Writes the four datasets a block at a time; :meth:`complete` writes the indexes."""
 
-    def __init__(self, folder: Path, word_bytes: int) -> None:
-        self.folder, self.dtypes = folder, datasets(word_bytes)
+    format = "megatron"
+
+    def __init__(self, folder: Path, shape: Shape) -> None:
+        super().__init__(folder, shape)
+        self.dtypes = datasets(shape.word_bytes)
         self.ids_dtype = self.dtypes["text"]
-        self.bins = {name: open(folder / f"{PREFIX}_{name}_document.bin", "wb") for name in self.dtypes}
-        self.lengths = open(folder / ".lengths.spool", "w+b")  # int32 per sequence
-        self.ends = open(folder / ".documents.spool", "w+b")  # int64 per document: sequences so far
-        self.sequences = 0
+        self.bins = {name: self.create(f"{PREFIX}_{name}_document.bin") for name in self.dtypes}
+        self.lengths = self.spool(".lengths.spool")  # int32 per sequence
+        self.ends = self.spool(".documents.spool")  # int64 per document: sequences so far
 
-    def write(self, words: Words) -> None:
+    def encode(self, words: Words) -> None:
         arrays = {"text": words.ids, "labels": words.labels(), "loss_mask": words.supervised,
                   "loss_weights": words.weights}
         for name, array in arrays.items():
             self.bins[name].write(np.ascontiguousarray(array, dtype=self.dtypes[name]).tobytes())
         self.lengths.write(words.lengths.astype("<i4").tobytes())
         self.ends.write((self.sequences + np.cumsum(words.documents)).astype("<i8").tobytes())
-        self.sequences += len(words.lengths)
 
-    def finish(self) -> int:
-        """Write every ``.idx``; returns the bytes written."""
+    def complete(self) -> None:
+        """Write every ``.idx`` from the spooled lengths and document ends."""
         for file in self.bins.values():
             file.close()
-        documents = self.ends.tell() // 8
         for name, dtype in self.dtypes.items():
-            with open(self.folder / f"{PREFIX}_{name}_document.idx", "wb") as index:
-                index.write(HEADER.pack(MAGIC, 1, CODES[dtype], self.sequences, documents + 1))
+            with self.create(f"{PREFIX}_{name}_document.idx") as index:
+                index.write(HEADER.pack(MAGIC, 1, CODES[dtype], self.sequences, self.documents + 1))
                 _copy(self.lengths, index)
                 self._pointers(index, dtype.itemsize)
                 index.write(np.zeros(1, dtype="<i8").tobytes())
                 _copy(self.ends, index)
-        self.close()
-        return sum(path.stat().st_size for path in self.folder.glob(f"{PREFIX}_*"))
 
     def _pointers(self, index: BinaryIO, itemsize: int) -> None:
         """Byte offset of each sequence in the ``.bin``, from the spooled lengths, a block at a time."""
@@ -80,12 +80,6 @@ class MegatronWriter:
             pointers = np.cumsum(lengths) - lengths + at
             index.write(pointers.astype("<i8").tobytes())
             at += int(lengths.sum())
-
-    def close(self) -> None:
-        for file in (*self.bins.values(), self.lengths, self.ends):
-            file.close()
-        for spool in (".lengths.spool", ".documents.spool"):
-            (self.folder / spool).unlink(missing_ok=True)
 
 
 def _copy(source: BinaryIO, target: BinaryIO) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .words import Words
+from .writer import Shape, TokenWriter
 
 #: Token bytes per part: open-instruct's ``max_size_gb=1``.
 PART_BYTES = 1 << 30
@@ -31,22 +32,26 @@ def token_dtype(word_bytes: int) -> np.dtype:
     return np.dtype(np.uint16 if word_bytes == 2 else np.uint32)
 
 
-class OlmoWriter:
-    """Writes parts of at most ``part_tokens`` tokens (unless one entry is longer) into ``folder``."""
+class OlmoWriter(TokenWriter):
+    """Writes parts of at most ``shape.part_tokens`` tokens (unless one entry is longer)."""
 
-    def __init__(self, folder: Path, word_bytes: int, what: str, part_tokens: int | None = None) -> None:
-        self.folder, self.what = folder, what
-        self.dtype = self.ids_dtype = token_dtype(word_bytes)
-        self.part_tokens = part_tokens or PART_BYTES // self.dtype.itemsize
+    format = "olmo"
+    refuses_packs = ("OLMo-core packs documents itself (NumpyPackedFSLDataset): export the mixture's entries, "
+                     "without --plan")
+
+    def __init__(self, folder: Path, shape: Shape) -> None:
+        super().__init__(folder, shape)
+        self.ids_dtype = token_dtype(shape.word_bytes)
+        self.part_tokens = shape.part_tokens or PART_BYTES // self.ids_dtype.itemsize
         self.part = -1
         self.used = 0
         self.files: tuple[BinaryIO, BinaryIO, gzip.GzipFile] | None = None
 
-    def write(self, words: Words) -> None:
+    def encode(self, words: Words) -> None:
         if words.weighted is not None:
-            raise UsageError(f"{self.what}: training entry {words.weighted} has loss weights other than 1 where "
-                             "supervised and 0 elsewhere, and OLMo-core's label mask is boolean: export it with "
-                             "--format megatron or parquet, which carry the weights")
+            raise UsageError(f"{self.shape.what}: training entry {words.weighted} has loss weights other than 1 "
+                             "where supervised and 0 elsewhere, and OLMo-core's label mask is boolean: export it "
+                             "with --format megatron or parquet, which carry the weights")
         lengths = words.document_lengths()
         ends = np.cumsum(lengths)
         done = 0  # documents written
@@ -66,28 +71,18 @@ class OlmoWriter:
     def _append(self, words: Words, start: int, stop: int, lengths: np.ndarray) -> None:
         assert self.files is not None
         tokens, mask, boundaries = self.files
-        tokens.write(np.ascontiguousarray(words.ids[start:stop], dtype=self.dtype).tobytes())
+        tokens.write(np.ascontiguousarray(words.ids[start:stop], dtype=self.ids_dtype).tobytes())
         mask.write(np.ascontiguousarray(words.supervised[start:stop], dtype=np.bool_).tobytes())
         ends = self.used + np.cumsum(lengths)
         boundaries.write("".join(f"{a},{b}\n" for a, b in zip((ends - lengths).tolist(), ends.tolist())).encode())
         self.used = int(ends[-1])
 
     def _next_part(self) -> None:
-        self.close()
+        """Close the part being written (the base closes the last) and open the next."""
+        for file in self.files or ():
+            file.close()
         self.part += 1
         self.used = 0
         name = f"{self.part:04d}"
-        self.files = (open(self.folder / f"token_ids_part_{name}.npy", "wb"),
-                      open(self.folder / f"labels_mask_part_{name}.npy", "wb"),
-                      gzip.open(self.folder / f"token_ids_part_{name}.csv.gz", "wb"))
-
-    def finish(self) -> int:
-        """Close the last part; returns the bytes written."""
-        self.close()
-        return sum(path.stat().st_size for path in self.folder.glob("*_part_*"))
-
-    def close(self) -> None:
-        if self.files is not None:
-            for file in self.files:
-                file.close()
-            self.files = None
+        self.files = (self.create(f"token_ids_part_{name}.npy"), self.create(f"labels_mask_part_{name}.npy"),
+                      self.keep(gzip.open(self.path(f"token_ids_part_{name}.csv.gz"), "wb")))

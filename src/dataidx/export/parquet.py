@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .words import Words
+from .writer import Shape, TokenWriter
 
 #: Rows per row group: Megatron-Bridge's ``write_packed_parquet`` default (its reader caches one).
 ROW_GROUP = 500
@@ -38,17 +39,18 @@ def _lists(offsets: np.ndarray, values: np.ndarray, kind: pa.DataType) -> pa.Arr
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values, type=kind))
 
 
-class ParquetTokenWriter:
-    """Writes one Parquet file into ``folder`` a chunk at a time."""
+class ParquetTokenWriter(TokenWriter):
+    """Writes one Parquet file a block at a time, a row per document."""
 
+    format = "parquet"
     ids_dtype = np.dtype(np.int32)
 
-    def __init__(self, folder: Path, packed: bool) -> None:
-        self.packed = packed
-        self.path = folder / (PACKS if packed else ENTRIES)
-        self.writer = pq.ParquetWriter(self.path, schema(packed))
+    def __init__(self, folder: Path, shape: Shape) -> None:
+        super().__init__(folder, shape)
+        self.packed = shape.packed
+        self.writer = self.keep(pq.ParquetWriter(self.path(PACKS if self.packed else ENTRIES), schema(self.packed)))
 
-    def write(self, words: Words) -> None:
+    def encode(self, words: Words) -> None:
         sizes = words.document_lengths()
         offsets = np.concatenate(([0], np.cumsum(sizes)))
         columns = {"input_ids": _lists(offsets, words.ids.astype(np.int32), pa.int32()),
@@ -65,11 +67,3 @@ class ParquetTokenWriter:
             mask[ends - 1] = 0
             columns["loss_mask"] = _lists(offsets, mask, pa.int8())
         self.writer.write_table(pa.table(columns, schema=schema(self.packed)), row_group_size=ROW_GROUP)
-
-    def finish(self) -> int:
-        """Close the file; returns its bytes."""
-        self.writer.close()
-        return self.path.stat().st_size
-
-    def close(self) -> None:
-        self.writer.close()

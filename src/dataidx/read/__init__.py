@@ -1,7 +1,7 @@
 """A mixture's entries -> samples, without torch: readers, training orders, verifying a store
-against its sources, and exporting a mixture. Names are imported on first use: a command that
-names entries (``dataidx steps``) loads neither the converters nor pyarrow, which reading rows
-and exporting need."""
+against its sources, and the sample export (a mixture's samples to a file). Names are imported
+on first use: a command that names entries (``dataidx steps``) loads neither the converters nor
+pyarrow, which reading rows and exporting need."""
 
 from typing import TYPE_CHECKING
 
@@ -11,8 +11,6 @@ from .._lazy import lazy_face
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
     from .entries import MixtureEntries as MixtureEntries
-    from .export import export_mixture as export_mixture
-    from .export import to_hf as to_hf
     from .holding import row_entries as row_entries
     from .order import RunNumbering as RunNumbering
     from .order import SkippingOrder as SkippingOrder
@@ -22,6 +20,8 @@ if TYPE_CHECKING:
     from .reader import EntryReader as EntryReader
     from .reader import StoreReader as StoreReader
     from .rows import open_rows as open_rows
+    from .sample_export import export_mixture as export_mixture
+    from .sample_export import to_hf as to_hf
     from .verify import dataset_problems as dataset_problems
     from .verify import verify_store as verify_store
 
@@ -34,10 +34,10 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "TrainingOrder": ".order",
     "dataset_problems": ".verify",
     "epoch_steps": ".order",
-    "export_mixture": ".export",
+    "export_mixture": ".sample_export",
     "open_rows": ".rows",
     "row_entries": ".holding",
     "step_items": ".order",
-    "to_hf": ".export",
+    "to_hf": ".sample_export",
     "verify_store": ".verify",
 })

@@ -1,4 +1,5 @@
-"""``dataidx export``: a mixture's converted samples, in mixture order, to JSON lines or Parquet.
+"""The sample export (``dataidx export`` without ``--format``; the token export is the ``export``
+package): a mixture's converted samples, in mixture order, to JSON lines or Parquet.
 
 Samples are fetched a chunk at a time and written as they come, so memory stays constant
 whatever the mixture's size; the output appears under its name only when complete. Parquet
@@ -24,7 +25,8 @@ from .reader import StoreReader
 SAMPLES_PER_EXPORT_CHUNK = 1024
 #: Chunks between two releases of the source pages read (64k samples: tens of MiB of pages).
 _RELEASE_EVERY = 64
-FORMATS = (".jsonl", ".parquet")
+#: The files a sample export writes, by suffix.
+SUFFIXES = (".jsonl", ".parquet")
 
 _BLOCK = pa.struct([("type", pa.string()), ("value", pa.string())])
 _MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.list_(_BLOCK)), ("loss_weight", pa.float64())]))
@@ -77,16 +79,16 @@ def _misfit(sample: Mapping[str, Any]) -> str | None:
 
 def export_mixture(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
                    verify: bool = True, progress: CountProgress | None = None, epoch: int = 0) -> int:
-    """Write epoch ``epoch`` of mixture ``mixture`` of ``store`` to ``output`` (.jsonl or
-    .parquet); returns samples.
+    """The sample export: write epoch ``epoch`` of mixture ``mixture`` of ``store`` to ``output``
+    (.jsonl or .parquet); returns samples.
 
     Example::
 
         export_mixture("demo.db", "demo.jsonl")
     """
     output = Path(output)
-    if output.suffix not in FORMATS:
-        raise UsageError(f"{output}: unknown export format (by extension: {', '.join(FORMATS)})")
+    if output.suffix not in SUFFIXES:
+        raise UsageError(f"{output}: unknown export format (by extension: {', '.join(SUFFIXES)})")
     if not output.parent.is_dir():
         raise UsageError(f"{output}: folder {output.parent} does not exist")
     reader = StoreReader(store, mixture, verify=verify, epoch=epoch)
