@@ -349,8 +349,8 @@ def test_a_lazy_face_shows_type_checkers_and_dir_the_names_it_maps(package: str)
     assert set(mapped) <= set(dir(importlib.import_module(package)))
 
 
-#: SQL keywords as the package writes them: a string holding one is SQL, and names the tables in it.
-_SQL_WORDS = re.compile(r"\b(SELECT|FROM|JOIN|INTO|UPDATE|DELETE|WHERE|TABLE)\b")
+#: Where SQL (written in capitals, as every statement of the package is) names a table.
+_NAMES_A_TABLE = r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+({})\b"
 
 
 def base_tables() -> set[str]:
@@ -372,25 +372,36 @@ def strings_of(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def base_table_names(path: Path, tables: set[str]) -> list[str]:
-    """``line: table`` for each string of ``path`` that names a base table: SQL that holds it, or
-    the bare name of a table whose name is no English word (``entry_renders``)."""
-    named = re.compile(r"\b(" + "|".join(sorted(tables)) + r")\b")
+def listed_tables(tree: ast.AST, tables: set[str]) -> list[tuple[int, str]]:
+    """Table names listed as strings (a dict's keys, a tuple's items), two or more together: a
+    list of the store's tables, such as descriptions keyed by table, not a JSON key that shares
+    a table's name (``info --json``'s ``render_specs``)."""
     found = []
-    for line, text in strings_of(ast.parse(path.read_text())):
-        if _SQL_WORDS.search(text):
-            found += [f"{line}: {table}" for table in sorted(set(named.findall(text)))]
-        elif text in tables and "_" in text:
-            found.append(f"{line}: {text}")
+    for node in ast.walk(tree):
+        items = (node.keys if isinstance(node, ast.Dict)
+                 else node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [])
+        named = [(item.lineno, item.value) for item in items
+                 if isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value in tables]
+        if len(named) >= 2:
+            found += named
     return found
+
+
+def base_table_names(path: Path, tables: set[str]) -> list[str]:
+    """``line: table`` for each string of ``path`` that names a base table: SQL that reads or
+    writes it, or a list of table names."""
+    tree = ast.parse(path.read_text())
+    sql = re.compile(_NAMES_A_TABLE.format("|".join(sorted(tables))))
+    found = [f"{line}: {table}" for line, text in strings_of(tree) for table in sorted(set(sql.findall(text)))]
+    return found + [f"{line}: {table}" for line, table in listed_tables(tree, tables)]
 
 
 #: Modules whose SQL still names base tables, until their reads move into the store's nouns.
 NOT_YET_MOVED = {
-    "cli.read_commands", "cli.render_commands", "cli.verify_commands", "export.placements", "index.token_counts",
+    "export.placements", "index.token_counts",
     "pack.plans", "pack.served", "read.entries", "read.holding", "render.from_tokens", "render.lengths",
     "render.provenance", "render.replacing", "render.spec", "render.token_check", "view.cookbook", "view.datasette",
-    "view.figures", "view.positions", "view.reasoning", "view.sections", "view.spec_figures",
+    "view.figures", "view.positions", "view.reasoning", "view.spec_figures",
 }
 
 
