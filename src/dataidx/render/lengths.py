@@ -37,6 +37,7 @@ from ..store import (
 )
 from .passes import RangeRendered, RenderPass, entry_ranges, run_passes
 from .replacing import refuse_to_replace
+from .request import RenderRequest
 from .spec import RenderSpec, make_spec
 from .spool import RenderedRows
 from .token_pass import TokenSink, add_tokens
@@ -74,52 +75,47 @@ class RenderSummary:
     tokens_replaced: str | None = None
 
 
-def render_store(
-    store: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *, cutoff: int, template: str | None = None,
-    truncation: str = "drop", name: str = "default", jobs: int | None = None, progress: CountProgress | None = None,
-    tokenizer_object: Any = None, clock: str | None = None, escapes: str = "special", store_tokens: bool = False,
-    tokens_dir: str | os.PathLike[str] | None = None, replace: bool = False,
-) -> RenderSummary:
-    """Render every base entry of ``store`` and store lengths and statuses under spec ``name``.
+def render_store(request: RenderRequest, *, progress: CountProgress | None = None,
+                 tokenizer_object: Any = None) -> RenderSummary:
+    """Render every base entry of ``request.store`` and store lengths and statuses under its spec.
 
-    A template that reads the clock (``strftime_now``) renders at ``clock`` (ISO 8601), or at the
-    time spec ``name`` recorded when it was first rendered, or now: the spec records it, and every
-    reader of its lengths renders at the same time. ``escapes`` says which tokens data text may
-    not produce as ids (:mod:`.escape`): ``special`` (v1's) or ``added`` (every added token).
-
-    ``store_tokens`` also writes every training entry's words to the spec's token file (in
-    ``tokens_dir``, default ``<store>.tokens``), from which readers then serve without rendering;
-    for a spec already rendered the same way it adds them, checking the stored lengths. A spec
-    rendered another way is replaced only with ``replace`` if it has plans, stored tokens or
-    mixtures drawn by its token budgets, which go with its lengths.
+    The request is what to render, as data (:class:`.request.RenderRequest`); ``progress`` (a
+    callback) and ``tokenizer_object`` (a tokenizer already loaded from ``request.tokenizer``, to
+    skip loading it again) are this process's objects, so they stay beside it. A spec's clock is
+    the request's, or the one it recorded when it was first rendered: every reader of its lengths
+    renders at the same time. The same fingerprint again is a no-op (or, with ``store_tokens``,
+    adds the tokens, checking the stored lengths).
 
     Example::
 
-        render_store("demo.db", "models/tiny", cutoff=4096, template="chatml", truncation="right")
+        render_store(RenderRequest("demo.db", "models/tiny", cutoff=4096, template="chatml", truncation="right"))
     """
     started = time.perf_counter()
-    tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(tokenizer)
+    store, name = request.store, request.name
+    tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(request.tokenizer)
     with EntryReader(store) as reader:
         stored = _stored(reader.handle, name)
         # A clock-reading template renders at the time the spec first did, unless the user sets one.
-        spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=tokenizer, template=template, cutoff=cutoff,
-                                   truncation=truncation, clock=clock if clock is not None else stored.clock,
-                                   escapes=escapes)
+        spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=request.tokenizer, template=request.template,
+                                   cutoff=request.cutoff, truncation=request.truncation,
+                                   clock=request.clock if request.clock is not None else stored.clock,
+                                   escapes=request.escapes)
         first, last = stored.first, stored.last
         reused = stored.fingerprint == spec.fingerprint
-        if stored.fingerprint is not None and not reused and not replace:
+        if stored.fingerprint is not None and not reused and not request.replace:
             refuse_to_replace(reader.handle, store, spec, stored.tokens)
         if reused:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
                     move_spec_tokenizer(connection, name, spec.tokenizer_path)
-            if not store_tokens or stored.tokens is not None:
+            if not request.store_tokens or stored.tokens is not None:
                 return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
                                      counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
                                      causes=stored.causes, tokens=stored.tokens)
-        jobs = max(1, jobs or os.cpu_count() or 1)
+        jobs = max(1, request.jobs or os.cpu_count() or 1)
         ranges = entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK)
-        sink = TokenSink(store, spec.fingerprint, len(tokenizer_object), tokens_dir) if store_tokens else None
+        sink = (TokenSink(store, spec.fingerprint, len(tokenizer_object), request.tokens_dir)
+                if request.store_tokens else None)
         work = RenderPass(reader, renderer, sink.dtype if sink is not None else None)
         with RenderedRows() as rendered, sink or nullcontext():
             for rows, uses, tokens in _progressed(run_passes(work, ranges, jobs), last - first + 1, progress):
