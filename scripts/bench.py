@@ -347,7 +347,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
     from dataidx.index import build
     from dataidx.pack import pack_store
     from dataidx.read import EntryReader
-    from dataidx.render import CHATML, Renderer, chat_messages, render_store
+    from dataidx.render import CHATML, Renderer, RenderRequest, chat_messages, render_store
 
     folder = work / "render"
     folder.mkdir()
@@ -364,7 +364,7 @@ def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str
         texts += [renderer.chat.text(chat, None, False), renderer.chat.text(chat[:-1], None, True)]
 
     def render_rate(jobs: int | None, name: str) -> float:
-        summary = render_store(store, folder / "tokenizer", cutoff=4096, jobs=jobs, name=name)
+        summary = render_store(RenderRequest(store, folder / "tokenizer", cutoff=4096, jobs=jobs, name=name))
         return summary.entries / summary.seconds
 
     def ceiling_rate() -> float:
@@ -420,7 +420,7 @@ def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int,
 
     from dataidx.index import build
     from dataidx.read import EntryReader
-    from dataidx.render import CHATML, Renderer, chat_messages, load_tokenizer, render_store
+    from dataidx.render import CHATML, Renderer, RenderRequest, chat_messages, load_tokenizer, render_store
 
     folder = work / "families"
     folder.mkdir()
@@ -460,8 +460,8 @@ def family_table(work: Path, rows: int, llamafactory: Path | None) -> tuple[int,
                 except Exception:  # an entry v1 refuses costs what it cost
                     pass
         theirs = len(samples) / (time.perf_counter() - started)
-        summary = render_store(store, tokenizer_path, cutoff=4096, name=slug,
-                               template="chatml" if slug == "chatml" else None)
+        summary = render_store(RenderRequest(store, tokenizer_path, cutoff=4096, name=slug,
+                               template="chatml" if slug == "chatml" else None))
         rate = summary.entries / summary.seconds
         chatml_rate = chatml_rate or rate
         lines.append((slug, f"{ours:,.0f}", f"{theirs:,.0f}", f"{ours / theirs:.2f}", f"{rate:,.0f}",

@@ -43,7 +43,7 @@ def render_ratio_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]
 def _template_line(slug: str, store: Path, folder: Path, samples: list[tuple[dict, bool]]) -> tuple[str, ...]:
     from tests.conformance import build_tokenizer, template_text
 
-    from dataidx.render import CHATML, Renderer, load_tokenizer, render_store
+    from dataidx.render import CHATML, Renderer, RenderRequest, load_tokenizer, render_store
 
     tokenizer_path = build_tokenizer("qwen2_5" if slug == "chatml" else slug, folder / slug)
     tokenizer = load_tokenizer(tokenizer_path)
@@ -59,8 +59,8 @@ def _template_line(slug: str, store: Path, folder: Path, samples: list[tuple[dic
         return len(samples) / (time.perf_counter() - started)
 
     def rendered(attempt: int) -> float:
-        summary = render_store(store, tokenizer_path, cutoff=4096, template="chatml" if slug == "chatml" else None,
-                               name=f"{slug}-{attempt}")
+        summary = render_store(RenderRequest(store, tokenizer_path, cutoff=4096,
+                                             template="chatml" if slug == "chatml" else None, name=f"{slug}-{attempt}"))
         return summary.entries / summary.seconds
 
     from bench import repeats  # here: bench imports this module

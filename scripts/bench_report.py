@@ -31,7 +31,7 @@ from bench import generate, print_table  # noqa: E402
 
 from dataidx.index import build  # noqa: E402
 from dataidx.pack import pack_store  # noqa: E402
-from dataidx.render import render_store  # noqa: E402
+from dataidx.render import RenderRequest, render_store  # noqa: E402
 from dataidx.store import run_query  # noqa: E402
 
 TOKENIZER = REPO / "data" / "demo_tokenizer"
@@ -43,7 +43,7 @@ def synthetic_spec(store: Path, work: Path) -> None:
     small = work / "small"
     small.mkdir()
     build(generate(small, 20, 5), small / "small.db")
-    render_store(small / "small.db", TOKENIZER, cutoff=CUTOFF, name="bench", jobs=1)
+    render_store(RenderRequest(small / "small.db", TOKENIZER, cutoff=CUTOFF, name="bench", jobs=1))
     with sqlite3.connect(small / "small.db") as source:
         columns = [row[1] for row in source.execute("PRAGMA table_info(render_specs)") if row[1] != "id"]
         spec = source.execute(f"SELECT {', '.join(columns)} FROM render_specs").fetchone()

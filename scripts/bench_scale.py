@@ -110,13 +110,14 @@ def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
     small = store.parent / "spec-source"
     shutil.rmtree(small, ignore_errors=True)
     from dataidx.index import build
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
     from dataidx.store.render_summaries import insert_spec_summary
     from dataidx.store.renders import insert_length_chunks
     from dataidx.store.sqlite.files import file_engine
 
     build(generate(small, 50), small / "small.db")
-    render_store(small / "small.db", REPO / "data" / "demo_tokenizer", cutoff=cutoff, name="bench", jobs=1)
+    render_store(RenderRequest(small / "small.db", REPO / "data" / "demo_tokenizer", cutoff=cutoff, name="bench",
+                               jobs=1))
     with sqlite3.connect(small / "small.db") as source:
         columns = [row[1] for row in source.execute("PRAGMA table_info(render_specs)") if row[1] != "id"]
         spec = source.execute(f"SELECT {', '.join(columns)} FROM render_specs").fetchone()

@@ -74,10 +74,11 @@ def store_bytes(store: Path) -> int:
 
 def render_seconds(store: Path, tokenizer: Path, name: str, store_tokens: bool, template: str | None = None) -> float:
     """Wall seconds of ``render_store`` at default jobs (tokenizer load included: both pay it)."""
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     started = time.perf_counter()
-    render_store(store, tokenizer, cutoff=CUTOFF, name=name, store_tokens=store_tokens, template=template)
+    render_store(RenderRequest(store, tokenizer, cutoff=CUTOFF, name=name, store_tokens=store_tokens,
+                               template=template))
     return time.perf_counter() - started
 
 

@@ -97,10 +97,10 @@ def _tokenizer(folder: str) -> dict:
 
 
 def _render(store: str, tokenizer: str, cutoff: str) -> dict:
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     started = time.perf_counter()
-    summary = render_store(store, tokenizer, cutoff=int(cutoff), template="chatml", jobs=1)
+    summary = render_store(RenderRequest(store, tokenizer, cutoff=int(cutoff), template="chatml", jobs=1))
     counts = {status: count for _, status, count in summary.counts}
     return {"seconds": time.perf_counter() - started, "ok": counts.get("ok", 0), "too_long": counts.get("too_long", 0)}
 
@@ -126,7 +126,7 @@ def report(args: argparse.Namespace) -> None:
 
 def _report_store(folder: Path, datasets: int, rows: int, words: int, tokenizer: Path) -> tuple[Path, int]:
     from dataidx.index import build
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     folder.mkdir(parents=True)
     config, size = [], 0
@@ -138,7 +138,8 @@ def _report_store(folder: Path, datasets: int, rows: int, words: int, tokenizer:
         config.append(f"d{number}:\n  path: {data}\n  source: local\n  converter: alpaca\n")
     (folder / "config.yaml").write_text("".join(config))
     build(folder / "config.yaml", folder / "store.db")
-    render_store(folder / "store.db", tokenizer, cutoff=4096, template="chatml", truncation="right", jobs=1)
+    render_store(RenderRequest(folder / "store.db", tokenizer, cutoff=4096, template="chatml", truncation="right",
+                               jobs=1))
     return folder / "store.db", size
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
-from dataidx.render import render_store
+from dataidx.render import RenderRequest, render_store
 from dataidx.store import run_query
 from dataidx.store.schema import VIEW_COLUMNS
 
@@ -30,7 +30,7 @@ def cookbook_store(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) -
     add_mixture(store, REPO / "data" / "demo_sft.yaml", "seed7", seed=7, sampling="replacement")
     tokenizer = tmp_path_factory.mktemp("tokenizer")
     train_tokenizer(tokenizer)
-    render_store(store, tokenizer, template="chatml", cutoff=96, truncation="drop")
+    render_store(RenderRequest(store, tokenizer, template="chatml", cutoff=96, truncation="drop"))
     pack_store(store, "default", capacity=256)
     add_mixture(store, REPO / "data" / "demo_budgets.yaml", "by_tokens", spec="default", epochs=3)
     return store

@@ -88,12 +88,12 @@ def mixed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def rendered_store(mixed_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The mixed store under a spec whose cutoff drops the longest entries."""
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     folder = tmp_path_factory.mktemp("rendered")
     store = Path(shutil.copyfile(mixed_store, folder / "rendered.db"))
     train_tokenizer(folder / "tokenizer")
-    render_store(store, folder / "tokenizer", template="chatml", cutoff=40, truncation="drop")
+    render_store(RenderRequest(store, folder / "tokenizer", template="chatml", cutoff=40, truncation="drop"))
     return store
 
 

@@ -369,10 +369,10 @@ def test_a_full_disk_and_other_refusals_are_one_line(tmp_path: Path, demo_copy: 
         assert result.exit_code == 2 and "is not in the range" in result.stderr and "Traceback" not in result.stderr
     from dataidx.errors import RenderError, UsageError
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     with pytest.raises(RenderError, match="cutoff must be from 1"):
-        render_store(demo_copy, REPO / "data" / "demo_tokenizer", cutoff=10**20)
+        render_store(RenderRequest(demo_copy, REPO / "data" / "demo_tokenizer", cutoff=10**20))
     with pytest.raises(UsageError, match="does not fit in 64 bits"):
         pack_store(demo_copy, "default", capacity=256, seed=10**25)
     fifo = tmp_path / "fifo.db"
@@ -587,7 +587,7 @@ def test_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Pat
     from dataidx.errors import StaleStoreError
     from dataidx.index import add_mixture
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
     from dataidx.store import remove_mixture, rewriting
 
     config = REPO / "data" / "demo_sft.yaml"
@@ -600,7 +600,7 @@ def test_a_render_or_pack_in_progress_survives_an_unrelated_write(demo_copy: Pat
     monkeypatch.setattr("dataidx.render.lengths.rewriting", rewriting_after_another_write)
     monkeypatch.setattr("dataidx.pack.plans.rewriting", rewriting_after_another_write)
     meanwhile.append(lambda: add_mixture(demo_copy, config, "during_render", seed=1))
-    assert render_store(demo_copy, tiny_tokenizer, cutoff=256).entries == 28
+    assert render_store(RenderRequest(demo_copy, tiny_tokenizer, cutoff=256)).entries == 28
     meanwhile.append(lambda: add_mixture(demo_copy, config, "during_pack", seed=2))
     assert pack_store(demo_copy, "default", capacity=512).packs > 0
     meanwhile.append(lambda: remove_mixture(demo_copy, "during_pack"))
@@ -728,7 +728,7 @@ def test_error_details_stay_bounded_so_a_huge_bad_value_cannot_grow_the_store(tm
 
     from dataidx.errors import DETAIL_LIMIT
     from dataidx.index import build
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
     from dataidx.store import run_query
 
     huge = "x" * 300_000
@@ -742,7 +742,7 @@ def test_error_details_stay_bounded_so_a_huge_bad_value_cannot_grow_the_store(tm
     build(config, store)
     _, rejects = run_query(store, "SELECT reason FROM rejects")
     assert len(rejects) == 1 and len(rejects[0][0]) <= DETAIL_LIMIT
-    assert render_store(store, tiny_tokenizer, cutoff=100_000).entries == 150
+    assert render_store(RenderRequest(store, tiny_tokenizer, cutoff=100_000)).entries == 150
     details = sqlite3.connect(store).execute("SELECT status, detail FROM entry_lengths").fetchall()
     assert {status for status, _ in details} == {"render_error"}
     assert all(len(detail) <= DETAIL_LIMIT and "content block type 'xxx" in detail for _, detail in details)
@@ -862,9 +862,9 @@ def _as_from_a_terminal() -> None:
 def test_report_reads_a_stored_capacity_as_data_never_as_sql(
         demo_copy: Path, tiny_tokenizer: Path, tmp_path: Path) -> None:
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
-    render_store(demo_copy, tiny_tokenizer, cutoff=256)
+    render_store(RenderRequest(demo_copy, tiny_tokenizer, cutoff=256))
     pack_store(demo_copy, "default", capacity=512)
     fine = run("report", demo_copy, "--spec", "default", "--plan", "default", "-o", tmp_path / "fine.html")
     assert fine.exit_code == 0, fine.output
@@ -956,14 +956,14 @@ def epochs_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path)
     'three' of 3 stored epochs, each its own draw of 30 of 40 rows."""
     from dataidx.index import add_mixture, build
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     folder = tmp_path_factory.mktemp("epochs")
     config = write_yaml(folder / "config.yaml", TRAINING_CONFIG.format(data=write_jsonl(folder / "qa.jsonl",
                                                                                         alpaca_rows(40))))
     build(config, folder / "epochs.db")
     add_mixture(folder / "epochs.db", config, "three", epochs=3, seed=5)
-    render_store(folder / "epochs.db", tiny_tokenizer, cutoff=128)
+    render_store(RenderRequest(folder / "epochs.db", tiny_tokenizer, cutoff=128))
     pack_store(folder / "epochs.db", spec="default", capacity=96)
     pack_store(folder / "epochs.db", spec="default", capacity=40, mixture="three", name="three")
     return folder / "epochs.db"
@@ -1293,15 +1293,17 @@ def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rend
 
     from dataidx import DataEngine
     from dataidx.errors import StaleStoreError
-    from dataidx.render import render_store, spec_fingerprint
+    from dataidx.render import RenderRequest, render_store, spec_fingerprint
 
     store, template = dated_store
-    first = render_store(store, tiny_tokenizer, cutoff=256, template=str(template), clock="2024-07-26")
-    moved = render_store(store, tiny_tokenizer, cutoff=256, template=str(template), clock="2030-01-01T09:00")
+    first = render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template=str(template), clock="2024-07-26"))
+    moved = render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template=str(template),
+                                       clock="2030-01-01T09:00"))
     assert not moved.reused and moved.spec.fingerprint != first.spec.fingerprint
     assert moved.spec.clock == "2030-01-01T09:00:00"
-    assert render_store(store, tiny_tokenizer, cutoff=256, template="chatml").spec.clock is None  # reads no clock
-    render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="dated")
+    # reads no clock
+    assert render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template="chatml")).spec.clock is None
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template=str(template), name="dated"))
     with sqlite3.connect(store) as connection:  # what a store rendered before dataidx fixed the clock holds
         fields = connection.execute("SELECT tokenizer_sha256, template_text, cutoff, truncation, dataidx_version "
                                     "FROM render_specs WHERE name = 'dated'").fetchone()
@@ -1310,7 +1312,8 @@ def test_a_new_clock_is_a_new_spec_and_an_unrecorded_clock_is_refused_until_rend
     connection.close()
     with pytest.raises(StaleStoreError, match="'dated': its template reads the clock .*run dataidx render again"):
         DataEngine(store, render="dated")
-    assert not render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="dated").reused
+    assert not render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template=str(template),
+                                          name="dated")).reused
     assert engine_length(store, render="dated") == 12
     bad = run("render", store, "--tokenizer", tiny_tokenizer, "--template", template, "--cutoff", 256,
               "--clock", "next friday")
@@ -1383,11 +1386,11 @@ def test_a_crafted_stored_template_stops_readers_within_its_budget_and_verify_na
 
     from dataidx import DataEngine
     from dataidx.errors import StaleStoreError
-    from dataidx.render import BUILTIN_TEMPLATES, render_store, spec_fingerprint
+    from dataidx.render import BUILTIN_TEMPLATES, RenderRequest, render_store, spec_fingerprint
 
     store, template = dated_store
-    render_store(store, tiny_tokenizer, cutoff=256, template="chatml")
-    render_store(store, tiny_tokenizer, cutoff=256, template=str(template), name="file")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template="chatml"))
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=256, template=str(template), name="file"))
     fine = run("verify", store, "--json")
     assert fine.exit_code == 0 and json.loads(fine.output)["render_specs"] == {"default": [], "file": []}, fine.output
     crafted = RUNAWAY_TEMPLATES["nested loops"] + BUILTIN_TEMPLATES["chatml"]
@@ -1601,7 +1604,7 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
         tmp_path: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.convert import convert_row
     from dataidx.read import EntryReader
-    from dataidx.render import CHATML, Renderer, render_store
+    from dataidx.render import CHATML, Renderer, RenderRequest, render_store
 
     store = _turns_store(tmp_path, 2000)
     conversions = []
@@ -1611,7 +1614,7 @@ def test_a_row_of_many_short_turns_is_converted_once_and_its_cuts_past_the_bound
     text = chat_text.text
     monkeypatch.setattr(chat_text, "text",
                         lambda self, chat, *a, **k: templated.append(len(chat)) or text(self, chat, *a, **k))
-    render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1))
     assert conversions == [0]  # one chunk of 2,000 cuts, one row: converted once, not once per cut
     lengths = _stored_lengths(store)
     assert [cut for cut, *_ in lengths] == list(range(2, 4001, 2))
@@ -1681,13 +1684,13 @@ def test_turn_markers_count_toward_the_bound_and_never_past_the_real_count(tiny_
 @pytest.mark.slow
 def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path: Path, tiny_tokenizer: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from dataidx.render import Renderer, render_store
+    from dataidx.render import Renderer, RenderRequest, render_store
 
     def draft_characters(draft) -> int:  # texts an entry sends to the tokenizer
         return sum(len(text) for side in draft.values() for text in side.texts) if isinstance(draft, dict) else 0
 
     store = _turns_store(tmp_path, 600)
-    render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1))
     whole_batches = _stored_lengths(store)
     batches = []
     finish_many = Renderer.finish_many
@@ -1695,7 +1698,7 @@ def test_a_render_batch_is_bounded_by_characters_and_changes_no_length(tmp_path:
                         lambda self, drafts: (batches.append(sum(map(draft_characters, drafts)))
                                               or finish_many(self, drafts)))
     monkeypatch.setattr("dataidx.render.batches.BATCH_CHARACTERS", 200_000)
-    render_store(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1, name="small-batches")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096, template="chatml", jobs=1, name="small-batches"))
     largest_cut = 2 * 2 * 600 * 30  # the last cut's whole and prompt: 1,200 messages of some 30 characters
     assert len(batches) > 10 and max(batches) <= 200_000 + largest_cut
     assert _stored_lengths(store, "small-batches") == whole_batches

@@ -65,11 +65,11 @@ def test_a_moved_project_serves_its_stored_tokens_and_says_how_to_find_its_moved
     from click.testing import CliRunner
 
     from dataidx.cli import cli
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     store = project(tmp_path / "before")
     shutil.copytree(tiny_tokenizer, tmp_path / "before" / "tokenizer")
-    render_store(store, tmp_path / "before" / "tokenizer", cutoff=256, store_tokens=True, jobs=1)
+    render_store(RenderRequest(store, tmp_path / "before" / "tokenizer", cutoff=256, store_tokens=True, jobs=1))
     with DataEngine(store, render="default") as engine:
         expected = [engine[i] for i in range(len(engine))]
     shutil.move(tmp_path / "before", tmp_path / "after")
@@ -83,7 +83,7 @@ def test_a_moved_project_serves_its_stored_tokens_and_says_how_to_find_its_moved
         f"Error: render spec 'default': its tokenizer is not at {tmp_path / 'before' / 'tokenizer'} any more; if it "
         "moved, dataidx render STORE --tokenizer NEW_PATH --cutoff 256 --truncation drop --name default (and the "
         "--template it was rendered with) records where it is, rendering nothing again\n")
-    assert render_store(moved, tmp_path / "after" / "tokenizer", cutoff=256).reused
+    assert render_store(RenderRequest(moved, tmp_path / "after" / "tokenizer", cutoff=256)).reused
     rendered = CliRunner().invoke(cli, ["show", str(moved), "0", "--render", "default"])
     assert rendered.exit_code == 0 and json.loads(rendered.stdout)["input_ids"] == expected[0]["input_ids"]
 

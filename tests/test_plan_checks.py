@@ -14,7 +14,7 @@ from dataidx.export import export_tokens
 from dataidx.index import add_mixture, build
 from dataidx.pack import pack_store
 from dataidx.read import verify_store
-from dataidx.render import render_store, verify_tokens
+from dataidx.render import RenderRequest, render_store, verify_tokens
 from dataidx.training import PackedDataset
 
 from .helpers import alpaca_rows, chat_rows, write_jsonl, write_yaml
@@ -39,7 +39,7 @@ def planned(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> P
                                           "  weight: 2\n")
     store = folder / "plans.db"
     build(config, store)
-    render_store(store, tiny_tokenizer, cutoff=96, truncation="drop", jobs=1, store_tokens=True)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=96, truncation="drop", jobs=1, store_tokens=True))
     add_mixture(store, config, "two", epochs=2)
     pack_store(store, "default", capacity=CAPACITY, name="plain")
     pack_store(store, "default", capacity=CAPACITY, name="chains", merge_cuts="chains")

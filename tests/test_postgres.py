@@ -318,7 +318,7 @@ def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Pat
     """docs/sql.md's examples are portable SQL: same columns, same rows (as multisets)."""
     from dataidx.index import add_mixture
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
     from dataidx.store import run_query
 
     from .test_docs import sql_examples
@@ -328,7 +328,7 @@ def test_the_sql_cookbook_answers_the_same_on_the_server(url: str, tmp_path: Pat
     for store in stores:
         build(DEMO, store)
         add_mixture(store, DEMO, "seed7", seed=7, sampling="replacement")
-        render_store(store, tokenizer, template="chatml", cutoff=96, truncation="drop")
+        render_store(RenderRequest(store, tokenizer, template="chatml", cutoff=96, truncation="drop"))
         pack_store(store, "default", capacity=256)
     for sql_text in sql_examples():
         (columns, rows), (server_columns, server_rows) = (run_query(store, sql_text) for store in stores)

@@ -17,7 +17,7 @@ from dataidx.cli import cli
 from dataidx.errors import StaleStoreError, StoreError
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
-from dataidx.render import IGNORE, render_store
+from dataidx.render import IGNORE, RenderRequest, render_store
 from dataidx.store import SpecLengths, remove_mixture
 from dataidx.training import Collator, PackedDataset, block_causal_mask
 
@@ -51,7 +51,7 @@ def query(store: Path, sql: str, *parameters) -> list[tuple]:
 
 
 def test_render_stores_a_status_for_every_entry_and_reuses_an_unchanged_spec(store: Path, tiny_tokenizer: Path) -> None:
-    summary = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=2)
+    summary = render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=2))
     base = query(store, "SELECT count(*) FROM base_entries")[0][0]
     assert summary.entries == base == query(store, "SELECT count(*) FROM entry_lengths WHERE spec = 'default'")[0][0]
     reasons = dict(query(store, "SELECT status, count(*) FROM entry_lengths GROUP BY status"))
@@ -59,11 +59,11 @@ def test_render_stores_a_status_for_every_entry_and_reuses_an_unchanged_spec(sto
     assert query(store, "SELECT detail FROM entry_lengths WHERE status = 'too_long' "
                         "LIMIT 1")[0][0].endswith("cutoff 48")
     # One process or two: the same lengths.
-    single = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=1, name="single")
+    single = render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, truncation="drop", jobs=1, name="single"))
     assert not single.reused
     assert query(store, "SELECT tokens, supervised_tokens, status FROM entry_lengths WHERE spec = 'default'") == \
         query(store, "SELECT tokens, supervised_tokens, status FROM entry_lengths WHERE spec = 'single'")
-    again = render_store(store, tiny_tokenizer, cutoff=48, truncation="drop")
+    again = render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, truncation="drop"))
     assert again.reused and again.kept == summary.kept
 
 
@@ -72,13 +72,13 @@ def test_a_changed_tokenizer_never_reuses_lengths(tmp_path: Path, store: Path) -
 
     folder = tmp_path / "tok"
     train_tokenizer(folder, chat_template=CHATML)
-    render_store(store, folder, cutoff=4096)
+    render_store(RenderRequest(store, folder, cutoff=4096))
     engine_samples(store, render="default")[0]
     train_tokenizer(folder, chat_template=CHATML, vocab_size=300)  # retrained in place: other ids
     with pytest.raises(StaleStoreError, match="tokenizer .* changed"):
         DataEngine(store, render="default")
     fingerprint = query(store, "SELECT fingerprint FROM render_specs")[0][0]
-    assert not render_store(store, folder, cutoff=4096).reused
+    assert not render_store(RenderRequest(store, folder, cutoff=4096)).reused
     assert query(store, "SELECT fingerprint FROM render_specs")[0][0] != fingerprint
     assert engine_length(store, render="default") > 0
 
@@ -86,7 +86,7 @@ def test_a_changed_tokenizer_never_reuses_lengths(tmp_path: Path, store: Path) -
 def test_a_spec_from_before_v1s_labels_is_refused_until_rendered_again(store: Path, tiny_tokenizer: Path) -> None:
     import hashlib
 
-    render_store(store, tiny_tokenizer, cutoff=4096)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096))
     # What dataidx 0.1.0 stored: the same fields, hashed without the label rule.
     token, template, cutoff, truncation = query(
         store, "SELECT tokenizer_sha256, template_text, cutoff, truncation FROM render_specs")[0]
@@ -96,12 +96,12 @@ def test_a_spec_from_before_v1s_labels_is_refused_until_rendered_again(store: Pa
     connection.close()
     with pytest.raises(StaleStoreError, match="made by dataidx 0.1.0.*run dataidx render again"):
         DataEngine(store, render="default")
-    assert not render_store(store, tiny_tokenizer, cutoff=4096).reused
+    assert not render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096)).reused
     assert engine_length(store, render="default") > 0
 
 
 def test_the_rendered_engine_serves_training_entries_only(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=48, truncation="drop")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, truncation="drop"))
     with DataEngine(store, render="default") as engine:
         with DataEngine(store) as plain:
             trains = query(store, "SELECT count(*) FROM entries AS e JOIN entry_lengths AS l ON l.dataset = e.dataset "
@@ -117,7 +117,7 @@ def test_the_rendered_engine_serves_training_entries_only(store: Path, tiny_toke
 
 
 def test_pack_plans_every_training_position_once_within_capacity(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=64, truncation="right"))
     summary = pack_store(store, "default", capacity=128, seed=3)
     members = query(store, "SELECT pack, slot, position, tokens FROM pack_members WHERE plan = 'default'")
     positions = [m[2] for m in members]
@@ -146,7 +146,7 @@ def test_pack_plans_every_training_position_once_within_capacity(store: Path, ti
 
 
 def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=4096)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096))
     longest = query(store, "SELECT max(tokens) FROM entry_lengths")[0][0]
     with pytest.raises(StoreError, match=f"longer than capacity 64 \\(longest {longest} tokens\\)"):
         pack_store(store, "default", capacity=64)
@@ -157,7 +157,7 @@ def test_pack_refuses_entries_longer_than_capacity(store: Path, tiny_tokenizer: 
 
 def test_pack_looking_up_a_few_positions_at_a_time_plans_the_same(store: Path, tiny_tokenizer: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    render_store(store, tiny_tokenizer, cutoff=64, truncation="drop")  # some entries do not train
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=64, truncation="drop"))  # some entries do not train
     pack_store(store, "default", capacity=128, seed=5)
     monkeypatch.setattr("dataidx.pack.plans._POSITIONS_PER_CHUNK", 3)
     pack_store(store, "default", capacity=128, seed=5, name="chunked")
@@ -171,7 +171,7 @@ def test_pack_looking_up_a_few_positions_at_a_time_plans_the_same(store: Path, t
 
 
 def test_pack_refuses_a_store_whose_members_end_at_the_largest_id(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=64)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=64))
     with sqlite3.connect(store) as connection:
         connection.execute("INSERT INTO packed_entries (id, plan_id, position, entry_id) VALUES (?, 9, 0, 1)",
                            (2**63 - 1,))
@@ -188,7 +188,7 @@ def test_pack_plans_while_the_store_is_copied_and_a_failure_of_either_loses_noth
 
     from dataidx.pack import plans
 
-    render_store(store, tiny_tokenizer, cutoff=64)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=64))
     planning, copy = threading.Event(), shutil.copyfile
 
     def copy_once_planning(source, target):  # a copy made before planning began waits in vain
@@ -224,7 +224,7 @@ def test_pack_plans_while_the_store_is_copied_and_a_failure_of_either_loses_noth
 
 @pytest.mark.slow
 def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=64, truncation="left")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=64, truncation="left"))
     pack_store(store, "default", capacity=160, seed=0)
     with PackedDataset(store) as packs:
         members = query(store, "SELECT pack, count(*), sum(tokens) FROM pack_members GROUP BY pack ORDER BY pack")
@@ -264,7 +264,7 @@ def test_packed_dataset_and_collator(store: Path, tiny_tokenizer: Path) -> None:
 
 
 def test_padded_batches_pad_labels_by_length(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=4096)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096))
     with DataEngine(store, render="default") as engine:
         samples = engine[[0, 1, 2]]
         eos = 2
@@ -281,13 +281,14 @@ def test_plans_go_with_their_mixture_and_spec(tmp_path: Path, store: Path, tiny_
     config = tmp_path / "mix.yaml"
     config.write_text(f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n  size: 10\n")
     add_mixture(store, config, "small", seed=1)
-    render_store(store, tiny_tokenizer, cutoff=4096)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096))
     pack_store(store, "default", capacity=4096, mixture="small", name="small-plan")
     pack_store(store, "default", capacity=4096, name="big-plan")
     assert query(store, "SELECT mixture, entries FROM pack_plans ORDER BY plan") == [("default", 140), ("small", 10)]
     remove_mixture(store, "small")
     assert query(store, "SELECT plan FROM pack_plans") == [("big-plan",)]
-    summary = render_store(store, tiny_tokenizer, cutoff=512, replace=True)  # new lengths: old plans are stale
+    # new lengths: old plans are stale
+    summary = render_store(RenderRequest(store, tiny_tokenizer, cutoff=512, replace=True))
     assert summary.plans_removed == 1 and query(store, "SELECT count(*) FROM packed_entries")[0][0] == 0
 
 
@@ -323,7 +324,7 @@ def test_preference_entries_render_pad_and_are_never_packed(tmp_path: Path, make
 
     write_jsonl(tmp_path / "pairs.jsonl", [{"chosen": side("The answer is 42."), "rejected": side("no")}] * 4)
     store = make_store(f"pairs:\n  path: {tmp_path / 'pairs.jsonl'}\n  source: local\n  converter: pair\n")
-    summary = render_store(store, tiny_tokenizer, cutoff=4096, jobs=1)
+    summary = render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096, jobs=1))
     assert summary.counts == [("pairs", "ok", 4)]
     with DataEngine(store, render="default") as engine:
         first = engine[0]
@@ -374,10 +375,10 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(
     # A moved tokenizer folder: rendering again with the same files updates where readers load it.
     moved = tmp_path / "moved-tokenizer"
     shutil.copytree(tiny_tokenizer, moved)
-    render_store(store, moved, cutoff=4096)
+    render_store(RenderRequest(store, moved, cutoff=4096))
     shutil.rmtree(moved)
     shutil.copytree(tiny_tokenizer, tmp_path / "new-place")
-    assert render_store(store, tmp_path / "new-place", cutoff=4096).reused
+    assert render_store(RenderRequest(store, tmp_path / "new-place", cutoff=4096)).reused
     assert engine_length(store, render="default") > 0
     # A bare tokenizer.json names no BOS/EOS: refused unless its tokenizer_config.json is beside it.
     (tmp_path / "bare").mkdir()
@@ -405,7 +406,7 @@ def test_moved_bare_or_truncating_tokenizers_render_as_recorded(
 def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) -> None:
     from dataidx.store import store_info
 
-    render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="plain-4k")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096, template="plain", name="plain-4k"))
     pack_store(store, "plain-4k", capacity=4096, seed=1, name="p")
     details = store_info(store)
     (spec,) = details["render_specs"]
@@ -418,7 +419,7 @@ def test_info_lists_render_specs_and_plans(store: Path, tiny_tokenizer: Path) ->
 def test_info_and_pack_state_samples_packs_and_steps_per_epoch(store: Path, tiny_tokenizer: Path) -> None:
     from dataidx.store import store_info
 
-    render_store(store, tiny_tokenizer, cutoff=48, name="short")  # some entries are too long
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, name="short"))  # some entries are too long
     details = store_info(store)
     (mixture,) = details["mixtures"]
     serves = engine_length(store, render="short")
@@ -446,7 +447,7 @@ def test_build_can_render_as_it_goes(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=64, truncation="right")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=64, truncation="right"))
     pack_store(store, "default", capacity=128)
     collate = Collator(pad_token_id=0)
     with DataEngine(store, render="default") as engine:
@@ -464,8 +465,8 @@ def test_rendered_datasets_work_in_spawned_workers(store: Path, tiny_tokenizer: 
 
 @pytest.mark.slow
 def test_remove_spec_and_plan(store: Path, tiny_tokenizer: Path) -> None:
-    render_store(store, tiny_tokenizer, cutoff=4096)
-    render_store(store, tiny_tokenizer, cutoff=4096, template="plain", name="other")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096))
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=4096, template="plain", name="other"))
     pack_store(store, "default", capacity=4096, name="a")
     pack_store(store, "default", capacity=4096, name="b")
     runner = CliRunner()
@@ -512,7 +513,8 @@ def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
         store: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dataidx.store import open_store, positions, row_starts, spec_lengths
 
-    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")  # some entries too long: trains differs
+    # some entries too long: trains differs
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     stored = query(store, "SELECT r.entry_id, r.tokens, r.status IN ('ok', 'truncated'), b.row FROM entry_renders "
                           "AS r JOIN base_entries AS b ON b.id = r.entry_id ORDER BY r.entry_id")
     monkeypatch.setattr(positions, "_ENTRIES_PER_LENGTHS_QUERY", 7)  # chunks of 7 entries, the last one short
@@ -573,7 +575,7 @@ def test_a_spec_missing_an_entry_is_a_damaged_store(store: Path, tiny_tokenizer:
     from dataidx.store import open_store
     from dataidx.store.positions import rendered_lengths as spec_lengths
 
-    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
         connection.execute(f"DELETE FROM entry_renders WHERE entry_id = (SELECT {which} FROM base_entries)")
     with open_store(store) as handle, pytest.raises(StoreError, match="does not cover every base entry"):
@@ -592,7 +594,7 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
     from dataidx.store import open_store, row_starts
     from dataidx.store.positions import rendered_lengths as spec_lengths
 
-    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
         second = connection.execute("SELECT min(id) + 1 FROM base_entries").fetchone()[0]
         connection.execute(change.format(second=second))
@@ -619,7 +621,7 @@ def test_length_chunks_hold_what_the_rows_hold(store: Path, tiny_tokenizer: Path
     """Packing and token budgets read a spec's lengths from its length_chunks: the same arrays as
     its entry_renders, chunks of 3 entries or one; a spec whose chunks are gone reads its rows."""
     monkeypatch.setattr("dataidx.store.renders.LENGTH_CHUNK_ENTRIES", per_chunk)
-    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
         entries = connection.execute("SELECT count(*) FROM base_entries").fetchone()[0]
         chunks = connection.execute("SELECT count(*), sum(entries) FROM length_chunks").fetchone()
@@ -654,7 +656,7 @@ def test_crafted_length_chunks_are_a_damaged_store_in_one_line(store: Path, tiny
     """A chunk short, claiming a trillion entries, missing, cut, text, moved or one too many: one
     line from pack, before anything is allocated by what a row claims; the store as it was."""
     monkeypatch.setattr("dataidx.store.renders.LENGTH_CHUNK_ENTRIES", 3)
-    render_store(store, tiny_tokenizer, cutoff=30, truncation="drop")
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
         assert connection.execute(change).rowcount > 0
     connection.close()

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from dataidx.cli import cli
 from dataidx.index import build
 from dataidx.pack import pack_store
-from dataidx.render import render_store
+from dataidx.render import RenderRequest, render_store
 from dataidx.store import run_query
 from dataidx.view import COOKBOOK, DESCRIPTIONS, VIEWS, datasette_metadata, split_characters, token_texts, write_report
 
@@ -36,7 +36,7 @@ def rendered_demo(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """The README's demo: built, rendered with the shipped tokenizer (cutoff 256: some entries are
     too long) and packed."""
     store = Path(shutil.copyfile(demo_store, tmp_path_factory.mktemp("report") / "demo.db"))
-    render_store(store, REPO / "data" / "demo_tokenizer", cutoff=256)
+    render_store(RenderRequest(store, REPO / "data" / "demo_tokenizer", cutoff=256))
     pack_store(store, "default", capacity=256)
     return store
 
@@ -228,7 +228,7 @@ def test_chinese_text_is_drawn_whole_in_a_browser(browser, tmp_path: Path) -> No
     data = write_jsonl(tmp_path / "zh.jsonl", rows)
     (tmp_path / "c.yaml").write_text(f"zh:\n  path: {data}\n  source: local\n  converter: alpaca\n", encoding="utf-8")
     build(tmp_path / "c.yaml", tmp_path / "zh.db")
-    render_store(tmp_path / "zh.db", REPO / "data" / "demo_tokenizer", cutoff=200)
+    render_store(RenderRequest(tmp_path / "zh.db", REPO / "data" / "demo_tokenizer", cutoff=200))
     write_report(tmp_path / "zh.db", tmp_path / "zh.html", spec="default", samples=6)
     page = browser.new_page(viewport={"width": 1000, "height": 1400})
     page.goto((tmp_path / "zh.html").as_uri())
@@ -273,7 +273,7 @@ def test_count_axes_have_integer_ticks_and_details_collapse_the_list(tmp_path: P
     data = write_jsonl(tmp_path / "a.jsonl", rows)
     (tmp_path / "c.yaml").write_text(f"a:\n  path: {data}\n  source: local\n  converter: alpaca\n")
     build(tmp_path / "c.yaml", tmp_path / "s.db")
-    render_store(tmp_path / "s.db", tiny_tokenizer, cutoff=40)
+    render_store(RenderRequest(tmp_path / "s.db", tiny_tokenizer, cutoff=40))
     pack_store(tmp_path / "s.db", "default", capacity=64)
     page = write_report(tmp_path / "s.db", tmp_path / "r.html", spec="default", plan="default", samples=0).path
     text = page.read_text(encoding="utf-8")

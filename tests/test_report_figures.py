@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from dataidx.cli import cli
 from dataidx.index import build
-from dataidx.render import render_store
+from dataidx.render import RenderRequest, render_store
 from dataidx.store import run_query
 
 from .helpers import chat_rows, write_jsonl
@@ -47,7 +47,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Pat
     (folder / "budgets.yaml").write_text(config(folder, budgets=True), encoding="utf-8")
     store = folder / "s.db"
     build(folder / "sizes.yaml", store)
-    render_store(store, tiny_tokenizer, cutoff=120)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=120))
     runner = CliRunner()
     for args in (["mix", str(store), str(folder / "budgets.yaml"), "--name", "three", "--spec", "default",
                   "--epochs", "3"],

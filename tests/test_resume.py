@@ -21,7 +21,7 @@ from dataidx import Collator, DataEngine, PackedDataset, loader_state_for_worker
 from dataidx.errors import UsageError
 from dataidx.index import build
 from dataidx.pack import pack_store
-from dataidx.render import render_store
+from dataidx.render import RenderRequest, render_store
 
 from .helpers import REPO, alpaca_rows, chat_rows, write_jsonl
 
@@ -87,7 +87,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Pat
         f"qa:\n  path: {folder / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n"
         f"chat:\n  path: {folder / 'chat.jsonl'}\n  source: local\n  converter: sharegpt\n")
     build(folder / "config.yaml", folder / "resume.db")
-    render_store(folder / "resume.db", tiny_tokenizer, cutoff=256)
+    render_store(RenderRequest(folder / "resume.db", tiny_tokenizer, cutoff=256))
     pack_store(folder / "resume.db", spec="default", capacity=128)
     return folder / "resume.db"
 

@@ -15,7 +15,7 @@ import pytest
 from dataidx import DataEngine, PackedDataset, StoreReader, composition, run_query, store_info
 from dataidx.errors import ReadOnlyError, StoreError
 from dataidx.pack import RenderedPacks, pack_store
-from dataidx.render import RenderedMixture, render_store
+from dataidx.render import RenderedMixture, RenderRequest, render_store
 from dataidx.store import StoreHandle, open_store
 from dataidx.store.handle import open_handles
 
@@ -27,7 +27,7 @@ def packed_store(tmp_path: Path, make_store, tiny_tokenizer: Path) -> Path:
     """A store of 40 alpaca rows, rendered under spec ``default`` and packed as plan ``default``."""
     data = write_jsonl(tmp_path / "a.jsonl", alpaca_rows(40))
     store = make_store(f"alp:\n  path: {data}\n  source: local\n  converter: alpaca\n")
-    render_store(store, tiny_tokenizer, template="chatml", cutoff=256)
+    render_store(RenderRequest(store, tiny_tokenizer, template="chatml", cutoff=256))
     pack_store(store, "default", capacity=256)
     return store
 

@@ -223,7 +223,7 @@ def test_verify_tokens_finds_a_word_edited_in_place(token_store: Path, tmp_path:
 def test_a_full_disk_or_ctrl_c_while_writing_leaves_no_token_file(token_store: Path, tmp_path: Path,
                                                                  tiny_tokenizer: Path, monkeypatch,
                                                                  failure: BaseException) -> None:
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     store = _copy(token_store, tmp_path)
     folder = store.with_name(store.name + ".tokens")
@@ -240,7 +240,7 @@ def test_a_full_disk_or_ctrl_c_while_writing_leaves_no_token_file(token_store: P
     monkeypatch.setattr("dataidx.render.lengths.ENTRIES_PER_RENDER_CHUNK", 50)  # several chunks
     expected = StaleStoreError if isinstance(failure, OSError) else KeyboardInterrupt
     with pytest.raises((expected, OSError)):
-        render_store(store, tiny_tokenizer, cutoff=100, name="new", store_tokens=True, jobs=1)
+        render_store(RenderRequest(store, tiny_tokenizer, cutoff=100, name="new", store_tokens=True, jobs=1))
     assert store.read_bytes() == before and sorted(folder.iterdir()) == files  # nothing left, nothing published
 
 

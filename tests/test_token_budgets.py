@@ -22,7 +22,7 @@ from dataidx.errors import ConfigError, NotFoundError, UsageError
 from dataidx.index import Lengths, add_mixture, budget_draw, epoch_seed
 from dataidx.pack import pack_store
 from dataidx.read import verify_store
-from dataidx.render import render_store
+from dataidx.render import RenderRequest, render_store
 from dataidx.store import composition, run_query
 from dataidx.training import PackedDataset
 
@@ -117,7 +117,7 @@ def store(tmp_path: Path, make_store, tiny_tokenizer: Path) -> Path:
     write_jsonl(tmp_path / "chat.jsonl", chats(30))
     write_jsonl(tmp_path / "extra.jsonl", rows(10))
     built = make_store(datasets_yaml(tmp_path))
-    render_store(built, tiny_tokenizer, cutoff=48, truncation="drop")
+    render_store(RenderRequest(built, tiny_tokenizer, cutoff=48, truncation="drop"))
     return built
 
 
@@ -158,7 +158,8 @@ def test_budgets_are_drawn_under_the_spec_and_recorded(tmp_path: Path, store: Pa
 def test_compose_counts_tokens_under_any_spec_as_the_mixture_recorded_them(tmp_path: Path, store: Path,
                                                                           tiny_tokenizer: Path) -> None:
     add_mixture(store, budgets(tmp_path), "by_tokens", spec="default", epochs=2)
-    render_store(store, tiny_tokenizer, cutoff=48, truncation="drop", name="again")  # same lengths, counted live
+    # same lengths, counted live
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, truncation="drop", name="again"))
     for epoch in (None, 0, 1):
         stored = composition(store, "by_tokens", epoch=epoch, spec="default")
         counted = composition(store, "by_tokens", epoch=epoch, spec="again")
@@ -203,7 +204,7 @@ def test_adding_a_dataset_leaves_the_others_draws_unchanged(tmp_path: Path, stor
                                                            tiny_tokenizer: Path) -> None:
     extra = f"extra:\n  path: {tmp_path / 'extra.jsonl'}\n  source: local\n  converter: alpaca\n  tokens: 90\n"
     bigger = make_store(datasets_yaml(tmp_path, more=extra))
-    render_store(bigger, tiny_tokenizer, cutoff=48, truncation="drop")
+    render_store(RenderRequest(bigger, tiny_tokenizer, cutoff=48, truncation="drop"))
     add_mixture(store, budgets(tmp_path), "m", spec="default", epochs=2)
     add_mixture(bigger, budgets(tmp_path, "more.yaml", extra), "m", spec="default", epochs=2)
     for epoch in (0, 1):

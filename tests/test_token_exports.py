@@ -20,7 +20,7 @@ from dataidx.export import placements as placements_module
 from dataidx.export import words as words_module
 from dataidx.index import build
 from dataidx.pack import pack_store
-from dataidx.render import IGNORE, render_store
+from dataidx.render import IGNORE, RenderRequest, render_store
 
 from .helpers import engine_samples, write_jsonl
 
@@ -62,7 +62,7 @@ def make(folder: Path, tokenizer: Path, *, weighted: bool = False, pairs: bool =
     (folder / "config.yaml").write_text(config)
     store = folder / "store.db"
     build(folder / "config.yaml", store)
-    render_store(store, tokenizer, cutoff=48, truncation="drop", jobs=1, store_tokens=True)
+    render_store(RenderRequest(store, tokenizer, cutoff=48, truncation="drop", jobs=1, store_tokens=True))
     if not pairs:  # a preference mixture is batched padded, never packed
         pack_store(store, "default", capacity=64)
     return store
@@ -261,7 +261,7 @@ def test_a_spec_without_stored_tokens_is_refused_with_the_fix(tmp_path: Path, ti
     write_jsonl(tmp_path / "qa.jsonl", [{"instruction": "q", "input": "", "output": "a"}])
     (tmp_path / "c.yaml").write_text(f"qa:\n  path: {tmp_path / 'qa.jsonl'}\n  source: local\n  converter: alpaca\n")
     build(tmp_path / "c.yaml", tmp_path / "s.db")
-    render_store(tmp_path / "s.db", tiny_tokenizer, cutoff=48, jobs=1, name="lengths")
+    render_store(RenderRequest(tmp_path / "s.db", tiny_tokenizer, cutoff=48, jobs=1, name="lengths"))
     result = CliRunner().invoke(cli, ["export", str(tmp_path / "s.db"), "--spec", "lengths", "--format", "megatron",
                                       "-o", str(tmp_path / "out")])
     assert result.exit_code == 1 and not (tmp_path / "out").exists()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataidx.errors import RenderError
-from dataidx.render import load_tokenizer, render_store
+from dataidx.render import RenderRequest, load_tokenizer, render_store
 from dataidx.render.shared_prefix import SharedPrefixes
 from dataidx.render.tokenizer_folder import MAX_ADDED_TOKENS, MAX_SETTINGS_BYTES
 
@@ -154,7 +154,7 @@ def test_a_text_the_tokenizer_fails_on_is_that_entrys_render_error_and_the_other
     rows[7]["output"] = "a" * 60 + "b"
     store = make_store(f"qa:\n  path: {write_jsonl(tmp_path / 'qa.jsonl', rows)}\n  source: local\n"
                        "  converter: alpaca\n")
-    summary = render_store(store, folder, cutoff=256, jobs=1)
+    summary = render_store(RenderRequest(store, folder, cutoff=256, jobs=1))
     assert summary.entries == 30 and summary.kept == 29
     assert [(cause.cause, cause.entries, cause.row) for cause in summary.causes] == [("tokenizer", 1, 7)]
     assert summary.causes[0].detail == ("the tokenizer failed on the entry's text: Onig: Regex search error: "

@@ -253,9 +253,9 @@ def _steps_json(*args: object) -> list[dict[str, Any]]:
 
 
 def test_steps_names_the_entries_each_step_of_a_run_read(demo_copy: Path, tiny_tokenizer: Path) -> None:
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
-    render_store(demo_copy, tiny_tokenizer, cutoff=160, name="short")  # some entries do not train
+    render_store(RenderRequest(demo_copy, tiny_tokenizer, cutoff=160, name="short"))  # some entries do not train
     for render in (None, "short"):
         with DataEngine(demo_copy, render=render) as engine:
             samplers = [OrderSampler(engine, global_batch_size=6, rank=rank, world_size=2, seed=3) for rank in (0, 1)]
@@ -469,10 +469,10 @@ def test_a_stateful_dataloader_checkpoints_the_sampler_and_resumes_on_other_work
 def test_steps_of_a_plan_names_the_members_of_each_pack_read(demo_copy: Path, tiny_tokenizer: Path) -> None:
     from dataidx import PackedDataset
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
     from dataidx.store import run_query
 
-    render_store(demo_copy, tiny_tokenizer, cutoff=160)
+    render_store(RenderRequest(demo_copy, tiny_tokenizer, cutoff=160))
     pack_store(demo_copy, "default", capacity=200, name="p")
     with PackedDataset(demo_copy, plan="p") as packs:
         read = [[i for i in batch] for batch in OrderSampler(packs, global_batch_size=2, seed=5)]
@@ -579,9 +579,9 @@ def test_skip_lists_leave_out_training_entries_of_a_spec_and_packs_of_a_plan(dem
                                                                             tiny_tokenizer: Path) -> None:
     from dataidx import PackedDataset
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
-    render_store(demo_copy, tiny_tokenizer, cutoff=160)
+    render_store(RenderRequest(demo_copy, tiny_tokenizer, cutoff=160))
     pack_store(demo_copy, "default", capacity=200, name="p")
     assert _cli("skip", demo_copy, "rows", "--entry", "demo_alpaca:2", "--entry", "demo_sharegpt:0",
                 "--why", "bad").exit_code == 0
@@ -629,11 +629,11 @@ def test_a_transformers_trainer_resumes_the_order_from_its_checkpoint(demo_store
     from transformers import AutoTokenizer, TrainingArguments
 
     from dataidx import Collator
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     recipe = documented("training-orders.md", "**transformers.Trainer**")
     store = Path(shutil.copyfile(demo_store, tmp_path / "demo.db"))
-    render_store(store, tiny_tokenizer, cutoff=256)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=256))
     tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer)
     collate = Collator(pad_token_id=tokenizer.pad_token_id)
     seen: list[list[int]] = []
@@ -671,7 +671,7 @@ def _weighted_store(tmp_path: Path, tokenizer: Path) -> Path:
     """A rendered store of conversations whose answers weigh 1, 0.5 or 0.25 (v1's per-message
     ``loss_weight``): a batch's weighted mean differs from its plain mean over tokens."""
     from dataidx.index import build
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
 
     from .helpers import write_jsonl, write_yaml
 
@@ -684,7 +684,7 @@ def _weighted_store(tmp_path: Path, tokenizer: Path) -> Path:
     data = write_jsonl(tmp_path / "weighted.jsonl", rows)
     build(write_yaml(tmp_path / "weighted.yaml", f"weighted:\n  path: {data}\n  source: local\n"),
           tmp_path / "weighted.db")
-    render_store(tmp_path / "weighted.db", tokenizer, cutoff=256)
+    render_store(RenderRequest(tmp_path / "weighted.db", tokenizer, cutoff=256))
     return tmp_path / "weighted.db"
 
 
@@ -779,10 +779,10 @@ def test_a_recorded_order_shows_what_each_epoch_tail_trims_in_sql(tmp_path: Path
 
 def test_stored_steps_answer_which_entries_a_step_read_in_sql(demo_copy: Path, tiny_tokenizer: Path) -> None:
     from dataidx.pack import pack_store
-    from dataidx.render import render_store
+    from dataidx.render import RenderRequest, render_store
     from dataidx.store import run_query
 
-    render_store(demo_copy, tiny_tokenizer, cutoff=160)
+    render_store(RenderRequest(demo_copy, tiny_tokenizer, cutoff=160))
     pack_store(demo_copy, "default", capacity=200, name="p")
     for name, reads in (("run-m", ()), ("run-s", ("--render", "default")), ("run-p", ("--plan", "p"))):
         batch = 2 if reads and reads[0] == "--plan" else 6

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .read import StoreReader as StoreReader
     from .read import export_mixture as export_mixture
     from .read import verify_store as verify_store
+    from .render import RenderRequest as RenderRequest
     from .render import render_store as render_store
     from .store import composition as composition
     from .store import migrate_store as migrate_store
@@ -72,6 +73,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # writing a store
     "build": ".index",
     "add_mixture": ".index",
+    "RenderRequest": ".render",
     "render_store": ".render",
     "pack_store": ".pack",
     "plan_packs": ".pack",

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..render import cause_advice, describe_cause
+from ..render import RenderRequest, cause_advice, describe_cause
 from ..spec import DEFAULT_SEED
 from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, render_text, shown, steps_line
 
@@ -58,21 +58,18 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 2048 --replace
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
-    render_into(store, tokenizer, template=template, cutoff=cutoff, truncation=truncation, name=name, jobs=jobs,
-            quiet=quiet, clock=clock, escapes=escapes, store_tokens=store_tokens, tokens_dir=tokens_dir,
-            replace=replace)
+    render_into(RenderRequest(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
+                              jobs=jobs, clock=clock, escapes=escapes, store_tokens=store_tokens,
+                              tokens_dir=tokens_dir, replace=replace), quiet=quiet)
 
 
-def render_into(store: str, tokenizer: str, *, template: str | None, cutoff: int, truncation: str, quiet: bool,
-                name: str = "default", jobs: int | None = None, clock: str | None = None, escapes: str = "special",
-                store_tokens: bool = False, tokens_dir: str | None = None, replace: bool = False) -> None:
+def render_into(request: RenderRequest, *, quiet: bool) -> None:
     """``dataidx render`` (and ``build --tokenizer``): render, then say what was stored, and last,
     even with ``quiet``, a warning when most entries will not train."""
     from ..render import render_store
 
-    summary = render_store(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
-                           jobs=jobs, progress=ProgressLine("rendered entries", quiet), clock=clock, escapes=escapes,
-                           store_tokens=store_tokens, tokens_dir=tokens_dir, replace=replace)
+    summary = render_store(request, progress=ProgressLine("rendered entries", quiet))
+    store, name = str(request.store), request.name
     if not quiet:
         _said(store, name, summary)
     if summary.kept * 2 < summary.entries:

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..render import RenderRequest
 from .common import Interrupted, echo, end_quietly_on_ctrl_c, file_state, mixture_options, shown, table
 from .render_commands import render_into
 
@@ -64,7 +65,8 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
     except KeyboardInterrupt:
         raise Interrupted(_left_by_build(output, location, before)) from None
     if tokenizer is not None:
-        render_into(output, tokenizer, template=template, cutoff=cutoff, truncation=truncation, quiet=quiet)
+        render_into(RenderRequest(output, tokenizer, cutoff=cutoff, template=template, truncation=truncation),
+                    quiet=quiet)
 
 
 def _say_built(summary: Any, seed: int, sampling: str) -> None:

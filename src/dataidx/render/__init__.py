@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .rendered import Rendered as Rendered
     from .renderer import STATUSES as STATUSES
     from .renderer import Renderer as Renderer
+    from .request import RenderRequest as RenderRequest
     from .served import RenderedMixture as RenderedMixture
     from .served import open_spec as open_spec
     from .served import render_positions as render_positions
@@ -67,6 +68,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "unrun": ".tokens",
     "render_store": ".lengths",
     "RenderSummary": ".lengths",
+    "RenderRequest": ".request",
     "IGNORE": ".rendered",
     "STATUSES": ".renderer",
     "TRAINING_STATUSES": ".rendered",
