@@ -16,7 +16,7 @@ import click
 from ..errors import hide_passwords
 from ..render import cause_advice, describe_cause
 from ..spec import DEFAULT_SEED, SAMPLING_MODES
-from ..store import REASONING, REASONING_COLUMNS, spec_causes
+from ..store import REASONING_COLUMNS, Specs, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -206,7 +206,7 @@ def causes_note(spec: str, causes: Sequence[tuple[str, int, str, int, int | None
 def render_text(spec: str, summary: Any) -> str:
     """What ``dataidx render`` says first of a render (a ``RenderSummary``): entries per dataset and
     status, why those that do not train do not, and what became of reasoning, worst first."""
-    found = [f"{summary.reasoning[status]:,} {status}" for status in REASONING if summary.reasoning.get(status)]
+    found = [f"{summary.reasoning[status]:,} {status}" for status in Specs.REASONING if summary.reasoning.get(status)]
     reasoning = f"reasoning under spec '{spec}': {', '.join(found)} (dataidx info explains each problem)"
     return "\n".join([table(["dataset", "status", "entries"], summary.counts), *filter(None, [
         causes_note(spec, summary.causes), reasoning if found else ""])])
@@ -215,7 +215,7 @@ def render_text(spec: str, summary: Any) -> str:
 def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, str]]) -> str:
     """What ``dataidx info`` says of the render specs: a table, then per spec the date its template
     reads, why entries do not train, its reasoning problems (one line each with a first example;
-    ``said`` words them, as :data:`dataidx.store.REASONING_SAID`), then the plain added tokens."""
+    ``said`` words them, as :attr:`dataidx.store.Specs.REASONING_SAID`), then the plain added tokens."""
     keys = ("name", "template", "cutoff", "truncation", "escapes", "entries", "kept", "tokenizer")
     parts = ["\nrender specs (dataidx render):",
              table(["spec", "template", "cutoff", "truncation", "escapes", "entries", "train", "tokenizer"],
@@ -245,7 +245,9 @@ def spec_composition_notes(store: str, spec: str, mixture: str, rows: list[dict[
     reasoning = ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
                  + table(["dataset", *REASONING_COLUMNS],
                          [(row["dataset"], *(row[c] for c in REASONING_COLUMNS)) for row in rows]))
-    causes = causes_note(spec, spec_causes(store, spec, mixture=mixture), within=f"mixture '{mixture}'")
+    with open_store(store) as handle:
+        found = Specs(handle).causes_in(spec, mixture)
+    causes = causes_note(spec, found, within=f"mixture '{mixture}'")
     return "\n".join(filter(None, [reasoning, causes]))
 
 

@@ -24,7 +24,7 @@ def info(store: str, as_json: bool) -> None:
     Example:
         dataidx info demo.db --json
     """
-    from ..store import REASONING_SAID, Orders, open_store, store_info
+    from ..store import Orders, Specs, open_store, store_info
 
     details = store_info(store)
     if as_json:
@@ -64,7 +64,7 @@ def info(store: str, as_json: bool) -> None:
             for line in [*orders.skip_lists_said(mixture["name"]), *orders.said(mixture["name"])]:
                 echo(line)
     if details["render_specs"]:
-        echo(render_specs_text(details["render_specs"], REASONING_SAID))
+        echo(render_specs_text(details["render_specs"], Specs.REASONING_SAID))
     if details["pack_plans"]:
         echo("\npacking plans (dataidx pack):")
         echo(table(

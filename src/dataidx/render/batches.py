@@ -15,7 +15,7 @@ from typing import Any
 
 from ..convert import truncate
 from ..errors import bounded
-from ..store import LengthRow
+from ..store import Specs
 from .bounds import Boundaries, Extends
 from .renderer import Draft, Rendered, Renderer
 from .tokens import TokenChunk
@@ -35,7 +35,7 @@ class Batch:
     added tokens (``Rendered.added``) count in ``uses`` under the dataset being drafted; with
     ``tokens``, each entry that trains keeps its words there too (``--store-tokens``)."""
 
-    def __init__(self, renderer: Renderer, rows: list[LengthRow], tokens: TokenChunk | None = None) -> None:
+    def __init__(self, renderer: Renderer, rows: list[Specs.LengthRow], tokens: TokenChunk | None = None) -> None:
         self.renderer, self.rows, self.tokens = renderer, rows, tokens
         self.drafts: list[Draft] = []
         self.ids: list[int] = []
@@ -116,7 +116,7 @@ def draft_characters(draft: Draft) -> int:
     return 0 if isinstance(draft, Rendered) else sum(len(text) for side in draft.values() for text in side.texts)
 
 
-def length_row(entry_id: int, rendered: Rendered) -> LengthRow:
+def length_row(entry_id: int, rendered: Rendered) -> Specs.LengthRow:
     """The stored row of one rendering: ``(entry id, tokens, supervised, full, status, detail, cause, reasoning)``."""
     detail = rendered.detail if rendered.detail is None else bounded(rendered.detail)  # stored per entry
     return (entry_id, rendered.tokens, rendered.supervised_tokens, rendered.full_tokens, rendered.status, detail,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaleStoreError, UsageError
-from ..store import StoredDataset, StoreHandle, read_token_file
+from ..store import Specs, StoredDataset, StoreHandle
 from .spec import StoredSpec
 from .token_file import START, TokenFile
 from .tokens import TokenRow, served
@@ -34,7 +34,7 @@ def open_tokens(handle: StoreHandle, store: str | os.PathLike[str], spec: Stored
     """The spec's token file, checked, or None when its tokens are not stored (``required``: a
     UsageError saying how to store them). A tokenizer given anyway must be the spec's (it is
     checked, not loaded: serving tokens needs none)."""
-    record = read_token_file(handle, spec.id)
+    record = Specs(handle).token_file(spec.id)
     if record is None:
         if required:
             raise UsageError(f"{store}: render spec '{spec.name}' has no stored tokens; store them with "

@@ -19,22 +19,7 @@ from typing import Any
 
 from ..progress import CountProgress
 from ..read import EntryReader
-from ..store import (
-    CauseRow,
-    ReadIdentity,
-    StoredTokenFile,
-    StoreHandle,
-    base_entry_range,
-    budget_mixtures_drawn_before,
-    move_spec_tokenizer,
-    own_token_files,
-    prune_token_files,
-    read_token_file,
-    render_causes,
-    render_counts,
-    rewriting,
-    save_render_spec,
-)
+from ..store import Mixtures, ReadIdentity, Specs, StoreHandle, base_entry_range, rewriting
 from .passes import RangeRendered, RenderPass, entry_ranges, run_passes
 from .replacing import refuse_to_replace
 from .request import RenderRequest
@@ -64,11 +49,11 @@ class RenderSummary:
     #: ``(dataset, token, entries)``: entries whose data text holds a plain added token (kept, as in v1)
     added_tokens: list[tuple[str, str, int]] = field(default_factory=list)
     #: why entries do not train: per cause, how many and the first (see .causes)
-    causes: list[CauseRow] = field(default_factory=list)
+    causes: list[Specs.CauseRow] = field(default_factory=list)
     #: what became of entries' reasoning: per status, how many (see .reasoning)
     reasoning: dict[str, int] = field(default_factory=dict)
     #: the spec's token file, when its tokens are stored (``--store-tokens``)
-    tokens: StoredTokenFile | None = None
+    tokens: Specs.StoredTokenFile | None = None
     #: the tokens were added to a spec whose lengths were already stored
     tokens_added: bool = False
     #: the token file of the spec's old rendering, which this one replaced (``replace``)
@@ -107,7 +92,7 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
         if reused:
             if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
                 with rewriting(store) as connection:
-                    move_spec_tokenizer(connection, name, spec.tokenizer_path)
+                    Specs(connection).move_tokenizer(name, spec.tokenizer_path)
             if not request.store_tokens or stored.tokens is not None:
                 return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
                                      counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
@@ -156,19 +141,21 @@ class _Stored:
     clock: str | None = None
     training_entries: int = 0
     counts: list[tuple[str, str, int]] = field(default_factory=list)
-    causes: list[CauseRow] = field(default_factory=list)
-    tokens: StoredTokenFile | None = None
+    causes: list[Specs.CauseRow] = field(default_factory=list)
+    tokens: Specs.StoredTokenFile | None = None
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
     span = base_entry_range(handle)
     stored = _Stored(first=1, last=0) if span is None else _Stored(first=span[0], last=span[1])
-    found = handle.one("SELECT id, fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
+    specs = Specs(handle)
+    found = specs.find(name)
     if found:
-        spec_id, stored.fingerprint, stored.tokenizer, stored.clock, stored.training_entries = found
-        stored.counts = render_counts(handle, name)
-        stored.causes = render_causes(handle, name)
-        stored.tokens = read_token_file(handle, spec_id)
+        stored.fingerprint, stored.tokenizer, stored.clock = found["fingerprint"], found["tokenizer"], found["clock"]
+        stored.training_entries = found["kept"]
+        stored.counts = specs.counts(name)
+        stored.causes = specs.causes(name)
+        stored.tokens = specs.token_file(found["id"])
     return stored
 
 
@@ -179,15 +166,16 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
-        named = own_token_files(connection, store)
-        spec_id, plans_removed, counts, causes, seconds = save_render_spec(
-            connection, columns, rendered.chunks(), entries=rendered.entries,
-            training_entries=rendered.training_entries, started=started, added_uses=rendered.added_uses,
-            causes=rendered.causes)
+        specs = Specs(connection)
+        named = specs.own_token_files(store)
+        spec_id, plans_removed, counts, causes, seconds = specs.save(
+            columns, rendered.chunks(), entries=rendered.entries, training_entries=rendered.training_entries,
+            started=started, added_uses=rendered.added_uses, causes=rendered.causes)
         tokens = sink.publish(connection, spec_id) if sink is not None else None
-        stale = budget_mixtures_drawn_before(connection, spec.name)
-        kept = own_token_files(connection, store)
-    prune_token_files(store, named, kept)  # the file of the spec's old rendering, once no spec names it
+        # Mixtures drawn by token budgets under the spec's old lengths: refused until drawn again.
+        stale = Mixtures(connection).stale(spec=spec.name)
+        kept = specs.own_token_files(store)
+    Specs.prune_token_files(store, named, kept)  # the file of the spec's old rendering, once no spec names it
     return RenderSummary(spec=spec, entries=rendered.entries, kept=rendered.training_entries, counts=counts,
                          seconds=seconds, plans_removed=plans_removed, stale_mixtures=list(stale), causes=causes,
                          reasoning={cause: n for (kind, cause), (n, _) in rendered.causes.items()

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConversionError, bounded
 from ..read import EntryReader
-from ..store import LengthRow
+from ..store import Specs
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
 from .renderer import Renderer
@@ -45,7 +45,7 @@ class RangeRendered(NamedTuple):
     """What a pass over a range returns: one row per base entry (tokens, supervised, full, status,
     detail, ...) in id order, its plain added-token uses, and with ``words`` its training words."""
 
-    rows: list[LengthRow]
+    rows: list[Specs.LengthRow]
     uses: AddedUses
     tokens: ChunkTokens | None
 
@@ -64,7 +64,7 @@ def render_range(work: RenderPass, first: int, last: int) -> RangeRendered:
     written; the rest go to the tokenizer in batches (:mod:`.batches`).
     """
     reader, renderer = work.reader, work.renderer
-    rows: list[LengthRow] = []
+    rows: list[Specs.LengthRow] = []
     batch = Batch(renderer, rows, TokenChunk(work.words) if work.words is not None else None)
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     past = renderer.floors.count_past(renderer.token_bound)

@@ -5,7 +5,7 @@ and leaves ``<think>`` in a turn's text as text. Whether the reasoning then trai
 template (Qwen2.5's ignores ``reasoning_content``; Qwen3's writes it for the last turns only), so
 it is checked, not assumed: the reasoning string, as it was passed to the template (escaped),
 must lie in the supervised characters of the entry's text. Only substring checks on strings
-already built: nothing is rendered or tokenized again. Statuses (:data:`..store.REASONING`,
+already built: nothing is rendered or tokenized again. Statuses (:attr:`..store.Specs.REASONING`,
 worst first; None when the trained turns have no reasoning):
 
 - ``dropped``: a trained turn's reasoning is not in the supervised text;
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..convert import SUPERVISED_EPSILON
-from ..store import REASONING, REASONING_PROBLEMS
+from ..store import Specs
 from .rendered import Rendered
 
 OPEN, CLOSE = "<think>", "</think>"
@@ -39,18 +39,18 @@ def marked(rendered: Rendered, side: Any, regions: list[tuple[int, int]]) -> Ren
     found: tuple[str, str] | None = None
     for number in _training_messages(side):
         status = message_status(side.chat, number, side.full, regions)
-        if status is not None and (found is None or REASONING.index(status[0]) < REASONING.index(found[0])):
+        if status is not None and (found is None or Specs.REASONING.index(status[0]) < Specs.REASONING.index(found[0])):
             found = status
     if found is not None:
         rendered.reasoning = found[0]
-        if rendered.detail is None and found[0] in REASONING_PROBLEMS:
+        if rendered.detail is None and found[0] in Specs.REASONING_PROBLEMS:
             rendered.detail = found[1]
     return rendered
 
 
 def worst_reasoning(statuses: Iterable[str | None]) -> str | None:
     """The worst of several statuses (a preference pair's sides), None when none has reasoning."""
-    return min((status for status in statuses if status is not None), key=REASONING.index, default=None)
+    return min((status for status in statuses if status is not None), key=Specs.REASONING.index, default=None)
 
 
 def _training_messages(side: Any) -> list[int]:

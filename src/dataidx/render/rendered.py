@@ -9,8 +9,11 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import TRAINING_STATUSES
+from ..store import Specs
 from .chat_text import SupervisedChars
+
+#: The statuses that train (the store's, offered by this package's face).
+TRAINING_STATUSES = Specs.TRAINING_STATUSES
 
 IGNORE = -100
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from ..convert import SUPERVISED_EPSILON, sample_problem, truncate
 from ..errors import DataidxError, RenderError, bounded
-from ..store import STATUSES
+from ..store import Specs
 from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
 from .chat_text import ChatText, chat_messages, message_weight, sample_tools
 from .escape import ControlTokens, kept_detail
@@ -29,6 +29,9 @@ from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
 from .shared_prefix import Encoded, SharedPrefixes, checked, encode_each, private_backend
 from .truncation import TRUNCATED_FACTOR, TRUNCATIONS, truncated
+
+#: What an entry can come to under a spec, worst last (the store's, offered by this package's face).
+STATUSES = Specs.STATUSES
 
 NO_PROMPT = ("the trained turn is the conversation's first message, so it has no prompt to render: v1 renders the "
              "prompt with apply_chat_template, which refuses an empty conversation")

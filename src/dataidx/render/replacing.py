@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from ..errors import UsageError
-from ..store import StoredTokenFile, StoreHandle
+from ..store import Specs, StoreHandle
 from .spec import RenderSpec, read_spec
 
 _PLANS = ("SELECT p.name FROM packing_plans AS p JOIN render_specs AS s ON s.id = p.spec_id WHERE s.name = {mark} "
@@ -28,13 +28,13 @@ ORDER BY m.id"""
 
 
 def refuse_to_replace(handle: StoreHandle, store: str | os.PathLike[str], spec: RenderSpec,
-                      tokens: StoredTokenFile | None) -> None:
+                      tokens: Specs.StoredTokenFile | None) -> None:
     """A UsageError naming what rendering stored spec ``spec.name`` as ``spec`` would delete (its
     plans, its stored ``tokens``, the mixtures its budgets drew) and what changed; None if nothing.
 
     Example::
 
-        refuse_to_replace(handle, "demo.db", spec, read_token_file(handle, stored_id))
+        refuse_to_replace(handle, "demo.db", spec, Specs(handle).token_file(stored_id))
     """
     held = [f"packing plan '{name}'" for name, in handle.all(_PLANS, spec.name)]
     if tokens is not None:

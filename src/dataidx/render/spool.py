@@ -8,7 +8,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 
-from ..store import EntryTokens, LengthRow, StoredRow
+from ..store import Specs
 from .rendered import TRAINING_STATUSES
 
 #: Entries whose data text holds a plain (not special) added token, per ``(dataset id, token)``.
@@ -30,7 +30,7 @@ class RenderedRows:
     def __exit__(self, *exc_info: object) -> None:
         self.file.close()
 
-    def add(self, rows: list[LengthRow], placed: list[EntryTokens] | None = None) -> None:
+    def add(self, rows: list[Specs.LengthRow], placed: list[Specs.EntryTokens] | None = None) -> None:
         """Keep one chunk's rows, with where each training entry's words lie when tokens are stored."""
         where: dict[int, tuple[int | None, int | None, bytes | None]] = {
             entry_id: (offset, side, weights) for entry_id, offset, side, weights in placed or ()}
@@ -38,7 +38,7 @@ class RenderedRows:
             missing = [row[0] for row in rows if row[4] in TRAINING_STATUSES and row[0] not in where]
             assert not missing, f"entries {missing[:5]} train but their tokens were not stored"
         none: tuple[int | None, int | None, bytes | None] = (None, None, None)
-        stored: list[StoredRow] = [row + where.get(row[0], none) for row in rows]
+        stored: list[Specs.StoredRow] = [row + where.get(row[0], none) for row in rows]
         pickle.dump(stored, self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)
         self.training_entries += sum(1 for row in rows if row[4] in TRAINING_STATUSES)
@@ -48,7 +48,7 @@ class RenderedRows:
                     n, first = self.causes.get((kind, cause), (0, row[0]))
                     self.causes[kind, cause] = (n + 1, min(first, row[0]))
 
-    def chunks(self) -> Iterator[list[StoredRow]]:
+    def chunks(self) -> Iterator[list[Specs.StoredRow]]:
         self.file.seek(0)
         while True:
             try:

@@ -19,7 +19,7 @@ from ..errors import DataidxError
 from ..progress import CountProgress
 from ..read import EntryReader
 from ..sources import paused_gc
-from ..store import plan_problems, read_token_file, reading
+from ..store import Specs, plan_problems, reading
 from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
@@ -77,7 +77,7 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             report = TokensReport(spec=name)
             reports.append(report)
             report.problems += plan_problems(handle, stored.id)  # what the plans over its tokens serve
-            record = read_token_file(handle, stored.id)
+            record = Specs(handle).token_file(stored.id)
             if record is None:
                 report.problems.append(f"spec '{name}' has no stored tokens; run dataidx render --store-tokens")
                 continue
@@ -104,7 +104,7 @@ def token_file_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
     with reading(store) as handle:
         for name, in handle.all(_SPECS):
             stored = read_spec(handle, name)
-            record = read_token_file(handle, stored.id)
+            record = Specs(handle).token_file(stored.id)
             assert record is not None  # _SPECS names the specs that have one
             try:
                 TokenFile(record.path(store), spec=name, fingerprint=stored.fingerprint, word_bytes=record.word_bytes,

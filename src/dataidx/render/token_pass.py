@@ -19,19 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaleStoreError
-from ..store import (
-    EntryTokens,
-    StoredRow,
-    StoredTokenFile,
-    default_token_folder,
-    own_token_files,
-    place_entry_tokens,
-    save_token_file,
-    spec_id_of,
-    store_location,
-    stored_lengths,
-    tokens_folder,
-)
+from ..store import Specs, store_location, tokens_folder
 from .token_file import EXTRAS, TokenFileWriter, token_file_name
 from .tokens import word_dtype
 
@@ -50,8 +38,8 @@ class TokenSink:
     def __init__(self, store: str | os.PathLike[str], fingerprint: str, vocabulary: int,
                  folder: str | os.PathLike[str] | None = None) -> None:
         self.store, self.dtype = store, word_dtype(vocabulary)
-        #: what the store records (see default_token_folder): a store file's folder goes where it goes
-        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else default_token_folder(store)
+        #: what the store records (see Specs.default_token_folder): a store file's folder goes where it goes
+        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else Specs.default_token_folder(store)
         where = Path(self.recorded_folder) if self.recorded_folder else tokens_folder(store_location(store))
         self.writer = TokenFileWriter(where, fingerprint, self.dtype)
         self.entries = 0
@@ -65,7 +53,7 @@ class TokenSink:
     def __exit__(self, *exc_info: object) -> None:
         self.writer.__exit__(*exc_info)
 
-    def place(self, tokens: ChunkTokens | None, entry_ids: list[int]) -> list[EntryTokens]:
+    def place(self, tokens: ChunkTokens | None, entry_ids: list[int]) -> list[Specs.EntryTokens]:
         """Append one chunk's words and index the chunk's base entries ``entry_ids`` (every one, in
         id order; those that do not train take no words); ``(entry id, offset, side tokens,
         weights)`` of its entries that train."""
@@ -91,7 +79,7 @@ class TokenSink:
         self.entries += len(placed)
         return placed
 
-    def publish(self, connection: Any, spec_id: int) -> StoredTokenFile:
+    def publish(self, connection: Any, spec_id: int) -> Specs.StoredTokenFile:
         """Publish the file and record it for spec ``spec_id`` (in the write that stores the spec).
 
         It takes its fingerprint's name unless a file of that name is there that this store does
@@ -99,26 +87,27 @@ class TokenSink:
         ``--tokens-dir``, ``<store>.tokens`` linked to one), which is never replaced."""
         name = token_file_name(self.writer.fingerprint)
         if (os.path.lexists(self.writer.folder / name)
-                and name not in own_token_files(connection, self.store, self.recorded_folder)):
+                and name not in Specs(connection).own_token_files(self.store, self.recorded_folder)):
             name = token_file_name(f"{self.writer.fingerprint}-{secrets.token_hex(4)}")
         self.writer.publish(self.first_entry or 0, name)
-        record = StoredTokenFile(file=name, folder=self.recorded_folder,
+        record = Specs.StoredTokenFile(file=name, folder=self.recorded_folder,
                                  word_bytes=self.dtype.itemsize, entries=self.entries, tokens=self.writer.words,
                                  bytes=self.writer.bytes, sha256=self.writer.digest.hexdigest())
-        save_token_file(connection, spec_id, record, seconds=time.perf_counter() - self.started)
+        Specs(connection).save_token_file(spec_id, record, seconds=time.perf_counter() - self.started)
         return record
 
 
-def add_tokens(connection: Any, sink: TokenSink, spec: str, chunks: Iterator[list[StoredRow]]
-               ) -> StoredTokenFile:
+def add_tokens(connection: Any, sink: TokenSink, spec: str, chunks: Iterator[list[Specs.StoredRow]]
+               ) -> Specs.StoredTokenFile:
     """Place the tokens of spec ``spec``, already stored, checking each chunk's lengths against it."""
-    spec_id = spec_id_of(connection, spec)
+    specs = Specs(connection)
+    spec_id = specs.get(spec)["id"]
 
-    def checked() -> Iterator[list[EntryTokens]]:
+    def checked() -> Iterator[list[Specs.EntryTokens]]:
         for rows in chunks:
             if not rows:
                 continue
-            stored = stored_lengths(connection, spec_id, rows[0][0], rows[-1][0])
+            stored = specs.stored_lengths(spec_id, rows[0][0], rows[-1][0])
             fresh = [row[:5] for row in rows]
             if stored != fresh:
                 entry = next((a[0] for a, b in zip(fresh, stored) if a != b), rows[0][0])
@@ -126,5 +115,5 @@ def add_tokens(connection: Any, sink: TokenSink, spec: str, chunks: Iterator[lis
                                       "lengths say (its data changed); run dataidx render again")
             yield [(row[0], row[8], row[9], row[10]) for row in rows if row[8] is not None]
 
-    place_entry_tokens(connection, spec_id, checked())
+    specs.place_entry_tokens(spec_id, checked())
     return sink.publish(connection, spec_id)

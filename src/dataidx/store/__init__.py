@@ -14,9 +14,6 @@ from .._lazy import lazy_face
 # The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
-    from .causes import CauseRow as CauseRow
-    from .causes import render_causes as render_causes
-    from .causes import spec_causes as spec_causes
     from .compose import COMPOSITION_COLUMNS as COMPOSITION_COLUMNS
     from .compose import REASONING_COLUMNS as REASONING_COLUMNS
     from .compose import TOKEN_COLUMNS as TOKEN_COLUMNS
@@ -28,15 +25,11 @@ if TYPE_CHECKING:
     from .deletes import remove_mixture as remove_mixture
     from .deletes import remove_packing_plan as remove_packing_plan
     from .deletes import remove_render_spec as remove_render_spec
-    from .dialect import STATUSES as STATUSES
-    from .dialect import TRAINING_STATUSES as TRAINING_STATUSES
     from .handle import Closable as Closable
     from .handle import Store as Store
     from .handle import StoreHandle as StoreHandle
     from .identity import ReadIdentity as ReadIdentity
     from .identity import identity_of as identity_of
-    from .info import REASONING_SAID as REASONING_SAID
-    from .info import added_token_uses as added_token_uses
     from .info import merging_plans as merging_plans
     from .info import store_info as store_info
     from .location import store_folder as store_folder
@@ -59,37 +52,19 @@ if TYPE_CHECKING:
     from .positions import row_starts as row_starts
     from .positions import spec_lengths as spec_lengths
     from .query import run_query as run_query
-    from .records import REASONING as REASONING
-    from .records import REASONING_PROBLEM_SUMS as REASONING_PROBLEM_SUMS
-    from .records import REASONING_PROBLEMS as REASONING_PROBLEMS
     from .records import StoredDataset as StoredDataset
     from .records import read_datasets as read_datasets
-    from .renders import LengthRow as LengthRow
-    from .renders import StoredRow as StoredRow
-    from .renders import budget_mixtures_drawn_before as budget_mixtures_drawn_before
-    from .renders import move_spec_tokenizer as move_spec_tokenizer
-    from .renders import render_counts as render_counts
-    from .renders import save_render_spec as save_render_spec
     from .revisions import SCHEMA_REVISION as SCHEMA_REVISION
     from .schema import Build as Build
     from .schema import Dataset as Dataset
     from .schema import RejectedRow as RejectedRow
+    from .specs.records import Specs as Specs
     from .sqlite.bounds import interrupt_statements as interrupt_statements
     from .sqlite.bounds import open_bounded as open_bounded
     from .sqlite.bulk import insert_base_entries as insert_base_entries
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
     from .summary_checks import summary_problems as summary_problems
-    from .tokens import EntryTokens as EntryTokens
-    from .tokens import StoredTokenFile as StoredTokenFile
-    from .tokens import default_token_folder as default_token_folder
-    from .tokens import own_token_files as own_token_files
-    from .tokens import place_entry_tokens as place_entry_tokens
-    from .tokens import prune_token_files as prune_token_files
-    from .tokens import read_token_file as read_token_file
-    from .tokens import save_token_file as save_token_file
-    from .tokens import spec_id_of as spec_id_of
-    from .tokens import stored_lengths as stored_lengths
     from .write import NewStore as NewStore
     from .write import creating as creating
     from .write import migrate_store as migrate_store
@@ -109,14 +84,8 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "Store": ".handle",
     "StoreHandle": ".handle",
     "stopped_read": ".sqlite.read",
-    "STATUSES": ".dialect",
-    "TRAINING_STATUSES": ".dialect",
-    "REASONING": ".records",
-    "REASONING_PROBLEMS": ".records",
-    "REASONING_PROBLEM_SUMS": ".records",
     "StoredDataset": ".records",
     "read_datasets": ".records",
-    "render_counts": ".renders",
     "run_query": ".query",
     "refused_function": ".sqlite.sql_functions",
     "open_bounded": ".sqlite.bounds",
@@ -128,9 +97,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "row_starts": ".positions",
     "spec_lengths": ".positions",
     "store_info": ".info",
-    "added_token_uses": ".info",
     "merging_plans": ".info",
-    "REASONING_SAID": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
     "REASONING_COLUMNS": ".compose",
@@ -145,28 +112,10 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "rewriting": ".write",
     "streams_folder": ".location",
     "tokens_folder": ".location",
-    "EntryTokens": ".tokens",
-    "StoredTokenFile": ".tokens",
-    "read_token_file": ".tokens",
-    "save_token_file": ".tokens",
-    "place_entry_tokens": ".tokens",
-    "default_token_folder": ".tokens",
-    "own_token_files": ".tokens",
-    "prune_token_files": ".tokens",
-    "spec_id_of": ".tokens",
-    "stored_lengths": ".tokens",
     "insert_base_entries": ".sqlite.bulk",
     "DrawSummary": ".mixtures.draws",
     "insert_dataset_turns": ".mixtures.draws",
     "row_lengths": ".mixtures.draws",
-    "save_render_spec": ".renders",
-    "budget_mixtures_drawn_before": ".renders",
-    "LengthRow": ".renders",
-    "StoredRow": ".renders",
-    "CauseRow": ".causes",
-    "render_causes": ".causes",
-    "spec_causes": ".causes",
-    "move_spec_tokenizer": ".renders",
     "save_packing_plan": ".packs",
     "EpochPacks": ".packs",
     "remove_mixture": ".deletes",
@@ -177,6 +126,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # the nouns
     "Mixtures": ".mixtures.records",
     "Orders": ".orders.records",
+    "Specs": ".specs.records",
     "RecordedOrder": ".orders.records",
     # the schema
     "Build": ".schema",

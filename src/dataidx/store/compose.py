@@ -10,7 +10,7 @@ from typing import Any
 from .connect import reading
 from .handle import Store, StoreHandle
 from .mixtures.records import Mixtures, StoredMixture
-from .records import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS
+from .specs.reasoning import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS
 
 COMPOSITION_COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows",
                        "max_repeats", "coverage")

@@ -16,22 +16,16 @@ from .handle import missing
 from .mixtures.records import Mixtures
 from .orders.records import Orders
 from .schema import (
-    AddedTokenUse,
-    EntryRender,
-    LengthChunk,
     Mixture,
     Pack,
     PackedEntry,
     PackingPlanRow,
     PlanEpoch,
     PlanMerge,
-    RenderBlock,
-    RenderCause,
     RenderSpecRow,
-    RenderStatus,
-    SpecTokens,
 )
-from .tokens import own_token_files, prune_token_files
+from .specs.records import Specs
+from .specs.token_files import prune_token_files
 from .write import rewriting
 
 
@@ -59,22 +53,17 @@ def delete_plan(connection: Connection, name: str) -> bool:
     return plan_id is not None
 
 
-def delete_spec(connection: Connection, name: str) -> int | None:
-    """Delete spec ``name``, its lengths and the plans made from them; the plans removed, or None
-    when there is no such spec."""
-    spec_id = connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar()
-    if spec_id is None:
+def remove_spec(connection: Connection, name: str) -> int | None:
+    """Delete spec ``name``, its lengths, the plans made from them and the orders that read it
+    (inside a write); the plans removed, or None when there is no such spec."""
+    specs = Specs(connection)
+    found = specs.find(name)
+    if found is None:
         return None
-    plans = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.spec_id == spec_id)).scalars().all()
+    plans = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.spec_id == found["id"])).scalars().all()
     delete_plans(connection, plans)
     Orders(connection).remove_reading("spec", name)
-    connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
-    connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
-    connection.execute(delete(RenderCause).where(RenderCause.spec_id == spec_id))
-    for summary in (RenderStatus, RenderBlock, LengthChunk):
-        connection.execute(delete(summary).where(summary.spec_id == spec_id))
-    connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
-    connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
+    specs.remove_rows(found["id"])
     return len(plans)
 
 
@@ -101,11 +90,11 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
 def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
     """Delete render spec ``name`` and the packing plans made from it; returns plans removed."""
     with rewriting(store) as connection:
-        named = own_token_files(connection, store)
-        plans = delete_spec(connection, name)
+        named = Specs(connection).own_token_files(store)
+        plans = remove_spec(connection, name)
         if plans is None:
             raise missing("render spec", name, store=store, names=_names(connection, RenderSpecRow))
-        kept = own_token_files(connection, store)
+        kept = Specs(connection).own_token_files(store)
     prune_token_files(store, named, kept)
     return plans
 

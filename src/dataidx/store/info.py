@@ -11,13 +11,12 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from .causes import render_causes
 from .connect import reading
 from .handle import Store, StoreHandle
 from .mixtures.records import Mixtures
 from .orders.records import Orders
-from .records import REASONING_PROBLEMS
 from .revisions import SCHEMA_REVISION
+from .specs.records import Specs
 
 #: Positions of a mixture whose entries train under a spec: what ``DataEngine(render=spec)``
 #: serves. Runs are entry ranges, so both halves are range scans of ``entry_renders``.
@@ -28,37 +27,6 @@ _TRAINING_POSITIONS = (
     "+ (SELECT count(*) FROM mixture_entries AS e JOIN entry_renders AS r ON r.spec_id = {mark} "
     "AND r.entry_id = e.entry_id WHERE e.mixture_id = {mark} AND r.status IN ({trains}))"
 )
-
-
-#: Per dataset of a spec, the entries whose data text holds a plain (not special) added token.
-_ADDED_TOKENS = (
-    "SELECT d.name AS dataset, u.token, u.entries FROM added_token_uses AS u JOIN datasets AS d ON d.id = u.dataset_id "
-    "WHERE u.spec_id = {mark} ORDER BY d.position, u.entries DESC, u.token"
-)
-
-
-#: What each reasoning problem means, for ``dataidx info`` and the report: ``(what, why)``.
-REASONING_SAID = {
-    "dropped": ("reasoning dropped from the trained tokens", "the template does not write it"),
-    "unclosed": ("reasoning unclosed", "the trained turn opens <think> and never closes it"),
-    "no_answer": ("reasoning without an answer", "nothing follows the reasoning: no text, no tool call"),
-    "mode_mismatch": ("reasoning against the thinking switch",
-                      "the user asked /no_think and the turn reasons, or /think and it does not"),
-}
-
-def added_token_uses(handle: StoreHandle, spec_id: int) -> list[dict[str, Any]]:
-    """``{dataset, token, entries}`` of spec ``spec_id``: per dataset, the base entries whose data
-    text holds an added token that is not special (kept as its id, as in v1), most first."""
-    return handle.dicts(_ADDED_TOKENS, spec_id)
-
-
-def reasoning_problems(handle: StoreHandle, spec: str) -> list[dict[str, Any]]:
-    """``{status, entries, dataset, row, cut}`` of spec ``spec``: per reasoning problem that
-    occurs, its base entries and the first of them, worst problem first (counted when rendered)."""
-    found: list[dict[str, Any]] = [
-        {"status": row.cause, "entries": row.entries, "dataset": row.dataset, "row": row.row, "cut": row.cut}
-        for row in render_causes(handle, spec, "reasoning") if row.cause in REASONING_PROBLEMS]
-    return sorted(found, key=lambda problem: REASONING_PROBLEMS.index(problem["status"]))
 
 
 def _training_positions(handle: StoreHandle, mixture_id: int, spec_id: int) -> int:
@@ -101,9 +69,9 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
         specs = handle.dicts("SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
                              "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
         for spec in specs:
-            spec["added_tokens"] = added_token_uses(handle, spec["id"])
-            spec["causes"] = [cause._asdict() for cause in render_causes(handle, spec["name"])]
-            spec["reasoning_problems"] = reasoning_problems(handle, spec["name"])
+            spec["added_tokens"] = Specs(handle).added_token_uses(spec["id"])
+            spec["causes"] = [cause._asdict() for cause in Specs(handle).causes(spec["name"])]
+            spec["reasoning_problems"] = Specs(handle).reasoning_problems(spec["name"])
             stored = handle.dicts("SELECT file, folder, entries, tokens, word_bytes, bytes, bytes_per_token, sha256 "
                                   "FROM token_files WHERE spec = {mark}", spec["name"])
             spec["tokens"] = stored[0] if stored else None  # the spec's token file (render --store-tokens)

@@ -18,7 +18,7 @@ import yaml
 from ..errors import StoreError, UsageError
 from .connect import open_any_revision
 from .location import PostgresStore, store_location, tokens_folder
-from .tokens import TOKENS_SINCE
+from .specs.token_files import TOKENS_SINCE
 
 #: How much of an existing file is read to tell its kind.
 _PEEK = 1 << 20

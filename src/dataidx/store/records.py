@@ -12,14 +12,6 @@ from typing import Any
 
 from .handle import StoreHandle
 
-#: What became of an entry's reasoning, worst first (``entry_renders.reasoning``; NULL: it has
-#: none). The first four are problems ``info``, ``compose`` and the report count.
-REASONING = ("dropped", "unclosed", "no_answer", "mode_mismatch", "inline", "kept")
-REASONING_PROBLEMS = REASONING[:4]
-#: The count of each reasoning problem, as further columns of a select over ``entry_renders AS l``.
-REASONING_PROBLEM_SUMS = "".join(f", sum(CASE WHEN l.reasoning = '{problem}' THEN 1 ELSE 0 END)"
-                                 for problem in REASONING_PROBLEMS)
-
 
 @dataclass(frozen=True, kw_only=True)
 class StoredDataset:

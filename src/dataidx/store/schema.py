@@ -14,13 +14,7 @@ from sqlalchemy import JSON, Float, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .declarative import INT, NAMING, Base
-from .draw_tables import (
-    LENGTH_CHUNK_ENTRIES,
-    DatasetTurns,
-    LengthChunk,
-    RenderBlock,
-    RenderStatus,
-)
+from .draw_tables import DatasetTurns
 from .mixtures.tables import (
     EpochDataset,
     Mixture,
@@ -33,16 +27,16 @@ from .mixtures.tables import (
     RepeatRow,
 )
 from .orders.tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
-from .render_tables import (
+from .render_tables import Pack, PackedEntry, PackingPlanRow, PlanEpoch, PlanMerge
+from .specs.tables import (
+    LENGTH_CHUNK_ENTRIES,
     AddedTokenUse,
     EntryRender,
-    Pack,
-    PackedEntry,
-    PackingPlanRow,
-    PlanEpoch,
-    PlanMerge,
+    LengthChunk,
+    RenderBlock,
     RenderCause,
     RenderSpecRow,
+    RenderStatus,
     SpecTokens,
 )
 from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS

@@ -26,6 +26,7 @@ from .location import PostgresStore, store_location, streams_folder
 from .postgres.publish import postgres_writer, publish_to_postgres, pull_from_postgres, working_folder
 from .postgres.swap import refuse_foreign_schema
 from .revisions import REVISIONS, SCHEMA_REVISION
+from .specs.token_files import prune_token_files, recorded_token_files
 from .sqlite.files import (
     check_writable,
     create_store,
@@ -44,7 +45,6 @@ from .sqlite.files import (
 from .sqlite.migrations import upgrade
 from .sqlite.working_copy import STORE_NAME, WorkingCopy
 from .streams import prune_streams, recorded_streams
-from .tokens import prune_token_files, recorded_token_files
 
 
 @dataclass

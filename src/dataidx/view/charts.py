@@ -18,12 +18,12 @@ import matplotlib.axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..store import STATUSES
+from ..store import Specs
 from .figures import FILL_BINS, PlanFigures
 from .spec_figures import SpecFigures
 
 #: A colour per status, good to bad; colour-blind safe (Okabe-Ito).
-STATUS_COLOURS = dict(zip(STATUSES, ("#009E73", "#E69F00", "#D55E00", "#999999", "#CC79A7")))
+STATUS_COLOURS = dict(zip(Specs.STATUSES, ("#009E73", "#E69F00", "#D55E00", "#999999", "#CC79A7")))
 _BAR = "#0072B2"
 
 
@@ -142,7 +142,7 @@ def length_chart(spec: SpecFigures) -> str:
     cutoff: Any = None  # the last panel's cutoff line, for the legend (there is at least one panel)
     for axes, (dataset, statuses) in zip(panels, by_dataset.items()):
         bottoms: dict[int, int] = defaultdict(int)
-        for status in STATUSES:
+        for status in Specs.STATUSES:
             for bin_number, entries in sorted(statuses.get(status, {}).items()):
                 bar, = axes.bar(bin_number * spec.bin_width, entries, width=spec.bin_width, align="edge",
                                 bottom=bottoms[bin_number], color=STATUS_COLOURS[status])
@@ -155,8 +155,8 @@ def length_chart(spec: SpecFigures) -> str:
         axes.set_ylabel("positions")
         _counts(axes.yaxis)
         axes.spines[["top", "right"]].set_visible(False)
-    handles = [shown[status] for status in STATUSES if status in shown] + [cutoff]
-    figure.legend(handles, [status for status in STATUSES if status in shown] + [f"cutoff {spec.cutoff:,}"],
+    handles = [shown[status] for status in Specs.STATUSES if status in shown] + [cutoff]
+    figure.legend(handles, [status for status in Specs.STATUSES if status in shown] + [f"cutoff {spec.cutoff:,}"],
                   loc="outside upper center", ncols=len(handles), fontsize=9, frameon=False)
     figure.axes[-1].set_xlabel("tokens before truncation")
     return _svg(figure)

@@ -7,17 +7,17 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..store import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, REASONING_SAID, StoreHandle
+from ..store import Specs, StoreHandle
 from .positions import Selection, over_positions
 
 #: What each row of :func:`reasoning_rows` holds, after the dataset: the JSON keys.
 KEYS = ("positions_with_reasoning", "tokens_with_reasoning", "positions_without", "tokens_without",
-        *REASONING_PROBLEMS)
+        *Specs.REASONING_PROBLEMS)
 
 _GROUPS = """
 SELECT d.name, count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN 0 ELSE l.tokens END),
        count(*) - count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN l.tokens ELSE 0 END)""" + \
-    REASONING_PROBLEM_SUMS + """
+    Specs.REASONING_PROBLEM_SUMS + """
 FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
 WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi AND l.status IN ({trains})
   AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
@@ -40,16 +40,16 @@ def reasoning_section(figures: Any) -> str:
     """The section of the report's :class:`.figures.Figures` under its spec."""
     spec = figures.spec
     over = f"epoch {figures.epoch}" if figures.epoch is not None else "all positions"
-    found = [problem for number, problem in enumerate(REASONING_PROBLEMS)
+    found = [problem for number, problem in enumerate(Specs.REASONING_PROBLEMS)
              if any(row[5 + number] for row in spec.reasoning)]
-    said = "".join(f"<li><code>{problem}</code>: {html.escape(REASONING_SAID[problem][0])}: "
-                   f"{html.escape(REASONING_SAID[problem][1])}</li>" for problem in found)
+    said = "".join(f"<li><code>{problem}</code>: {html.escape(Specs.REASONING_SAID[problem][0])}: "
+                   f"{html.escape(Specs.REASONING_SAID[problem][1])}</li>" for problem in found)
     return (f"<section id='reasoning'><h2>Reasoning under spec '{html.escape(spec.name)}', {over}</h2>"
             "<p>Of the positions that train: those whose trained turns have reasoning (reasoning blocks or "
             "inline <code>&lt;think&gt;</code>, which trains as text, as LLaMA-Factory v1 does) and those without, "
             "and the problems found, checked on the rendered text (see docs/rendering.md).</p>"
             + _table(["dataset", "positions with reasoning", "their tokens", "positions without", "their tokens",
-                      *REASONING_PROBLEMS], spec.reasoning)
+                      *Specs.REASONING_PROBLEMS], spec.reasoning)
             + (f"<ul>{said}</ul>" if said else "<p>No reasoning problem found.</p>") + "</section>")
 
 

@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..store import TRAINING_STATUSES, CauseRow, StoreHandle, added_token_uses, render_causes
+from ..store import Specs, StoreHandle
 from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
 from .reasoning import reasoning_rows
 
@@ -39,7 +39,7 @@ class SpecFigures:
     not_training_entries: int
     added_tokens: list[tuple[str, str, int]]
     #: why base entries (not positions) of the spec do not train, per cause (see dataidx.render.causes)
-    causes: list[CauseRow]
+    causes: list[Specs.CauseRow]
     reasoning: list[tuple]
 
     @property
@@ -64,7 +64,7 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
         histogram[dataset, status, bin_number] += positions
         epoch_row = by_epoch.setdefault((epoch, dataset), [0, 0, 0, 0])
         epoch_row[0] += positions
-        if status in TRAINING_STATUSES:
+        if status in Specs.TRAINING_STATUSES:
             totals = supervised.setdefault(dataset, [0, 0, 0])
             totals[0], totals[1], totals[2] = totals[0] + positions, totals[1] + tokens, totals[2] + supervised_tokens
             epoch_row[1:] = [epoch_row[1] + positions, epoch_row[2] + tokens, epoch_row[3] + supervised_tokens]
@@ -82,7 +82,7 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
         reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
         not_training=over_positions(handle, selection, NOT_TRAINING, spec_id, LISTED),
         not_training_entries=over_positions(handle, selection, NOT_TRAINING_COUNT, spec_id)[0][0],
-        added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in added_token_uses(handle, spec_id)],
-        causes=render_causes(handle, name),
+        added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in Specs(handle).added_token_uses(spec_id)],
+        causes=Specs(handle).causes(name),
         reasoning=reasoning_rows(handle, selection, spec_id),
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..read import StoreReader
 from ..render import IGNORE, render_positions
-from ..store import TRAINING_STATUSES
+from ..store import Specs
 from .glyphs import token_texts
 
 #: Characters of a message shown in a report without a render spec; the rest is counted.
@@ -52,7 +52,7 @@ def rendered_samples(path: str, mixture: str, *, spec: str, picks: list[tuple[in
     for epoch, positions in _by_epoch(picks).items():
         renderer, rendered = render_positions(path, mixture, spec, positions, verify=False, epoch=epoch)
         for position, (dataset, row, cut, one) in zip(positions, rendered):
-            trains = one.status in TRAINING_STATUSES
+            trains = one.status in Specs.TRAINING_STATUSES
             heading = (f"{_where(epoch, position, epochs)} · {html.escape(dataset)} row {row}"
                        f"{'' if cut is None else f' cut {cut}'} · <b>{one.status}</b>"
                        f"{'' if not one.detail else ' · ' + html.escape(one.detail)}"

@@ -51,6 +51,10 @@ class WorkingCopy:
             raise StoreError("a read that always answers gave nothing; the store is damaged")
         return row[0]
 
+    def fetch(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        """A reader's fetch, on the copy a writer holds (``{stamped}`` is nothing on a file)."""
+        return self.all(template, *parameters)
+
     def column(self, template: str, *parameters: Any) -> list[Any]:
         """The first column of every row."""
         return [row[0] for row in self.execute(template, *parameters).fetchall()]

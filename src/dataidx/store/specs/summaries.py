@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from .sqlite.read import SQLITE
-from .summary_sql import BLOCK_SUMS, STATUS_COUNTS
+from ..sqlite.read import SQLITE
+from ..summary_sql import BLOCK_SUMS, STATUS_COUNTS
 
 # Spelled once, as a reader's handle spells its templates: a writer fills a SQLite file.
 _STATUSES = SQLITE.sql("INSERT INTO render_statuses (spec_id, dataset_id, status, entries, longest)" + STATUS_COUNTS)

@@ -1,14 +1,13 @@
-"""Reading why a spec's entries do not train, and what became of their reasoning, as
-``dataidx render`` counted them (``render_causes``): a few rows, no scan of the spec's entries,
-and nothing heavier than a read connection to import (``info`` and every command load it)."""
+"""Reading how many of a spec's entries came to each status, why they do not train, and what
+became of their reasoning, as ``dataidx render`` counted them (``render_causes``): a few rows, no
+scan of the spec's entries, and nothing heavier than a read connection to import (``info`` and
+every command load it)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from .connect import reading
-from .dialect import Reads
-from .handle import Store, StoreHandle
+from ..dialect import Reads
 
 
 class CauseRow(NamedTuple):
@@ -22,6 +21,12 @@ class CauseRow(NamedTuple):
     cut: int | None
     detail: str | None
 
+#: ``(dataset, status, entries)`` of a spec, by dataset then status.
+COUNTS = (
+    "SELECT d.name, r.status, count(*) FROM entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id "
+    "JOIN datasets AS d ON d.id = b.dataset_id JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = {mark} "
+    "GROUP BY d.id, r.status ORDER BY d.position, r.status"
+)
 CAUSES_SQL = (
     "SELECT c.cause, c.entries, d.name, b.row, b.cut, r.detail FROM render_causes AS c "
     "JOIN render_specs AS s ON s.id = c.spec_id JOIN base_entries AS b ON b.id = c.example_entry "
@@ -55,12 +60,10 @@ _MIXTURE_CAUSES = (
 )
 
 
-def spec_causes(store: Store | StoreHandle, spec: str, *, mixture: str | None = None) -> list[CauseRow]:
-    """:func:`render_causes` of a store's spec (a location, opened for this, or an open handle);
-    with ``mixture``, only of the entries of the datasets it draws from (``dataidx compose``): read
-    from the spec's rows of those datasets when a dataset outside it has entries that do not train,
-    else the spec's stored causes, which are then the same."""
-    with reading(store) as handle:
-        if mixture is None or handle.one(_CAUSES_OUTSIDE, spec, mixture) is None:
-            return render_causes(handle, spec)
-        return [CauseRow(*row) for row in handle.all(_MIXTURE_CAUSES, spec, mixture)]
+def mixture_causes(reads: Reads, spec: str, mixture: str) -> list[CauseRow]:
+    """:func:`render_causes` of the entries of the datasets ``mixture`` draws from (``dataidx
+    compose``): read from the spec's rows of those datasets when a dataset outside it has entries
+    that do not train, else the spec's stored causes, which are then the same."""
+    if not reads.all(_CAUSES_OUTSIDE, spec, mixture):
+        return render_causes(reads, spec)
+    return [CauseRow(*row) for row in reads.all(_MIXTURE_CAUSES, spec, mixture)]

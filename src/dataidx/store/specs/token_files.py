@@ -11,14 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy import Connection, bindparam, delete, insert, update
-
-from ..errors import StaleStoreError, StoreError
-from .connect import open_any_revision
-from .dialect import Reads
-from .location import PostgresStore, store_location, tokens_folder
-from .schema import EntryRender, SpecTokens
-from .sqlite.working_copy import WorkingCopy
+from ...errors import StaleStoreError, StoreError
+from ..connect import open_any_revision
+from ..dialect import Reads
+from ..location import PostgresStore, store_location, tokens_folder
+from ..sqlite.working_copy import WorkingCopy
 
 logger = logging.getLogger(__name__)
 
@@ -73,48 +70,42 @@ def read_token_file(reads: Reads, spec_id: int) -> StoredTokenFile | None:
                            bytes=size, sha256=sha256)
 
 
-def save_token_file(connection: Connection, spec_id: int, record: StoredTokenFile, *, seconds: float) -> None:
+def save_token_file(copy: WorkingCopy, spec_id: int, record: StoredTokenFile, *, seconds: float) -> None:
     """Record spec ``spec_id``'s token file, in place of any it had."""
-    connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
-    connection.execute(insert(SpecTokens).values(
-        spec_id=spec_id, file=record.file, folder=record.folder, word_bytes=record.word_bytes,
-        entries=record.entries, tokens=record.tokens, bytes=record.bytes, sha256=record.sha256,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=seconds))
+    copy.execute("DELETE FROM spec_tokens WHERE spec_id = {mark}", spec_id)
+    copy.insert_row("spec_tokens", {
+        "spec_id": spec_id, "file": record.file, "folder": record.folder, "word_bytes": record.word_bytes,
+        "entries": record.entries, "tokens": record.tokens, "bytes": record.bytes, "sha256": record.sha256,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": seconds})
 
 
-def place_entry_tokens(connection: Connection, spec_id: int, rows: Iterable[list[EntryTokens]]) -> None:
+_PLACE = ("UPDATE entry_renders SET token_offset = {mark}, side_tokens = {mark}, token_weights = {mark} "
+          "WHERE spec_id = {mark} AND entry_id = {mark}")
+
+
+def place_entry_tokens(copy: WorkingCopy, spec_id: int, rows: Iterable[list[EntryTokens]]) -> None:
     """Set where each entry's words lie, for a spec whose lengths are already stored."""
-    statement = (update(EntryRender)
-                 .where(EntryRender.spec_id == bindparam("spec"), EntryRender.entry_id == bindparam("entry"))
-                 .values(token_offset=bindparam("offset"), side_tokens=bindparam("side"),
-                         token_weights=bindparam("weights")))
     for chunk in rows:
-        if chunk:
-            connection.execute(statement, [{"spec": spec_id, "entry": entry_id, "offset": offset, "side": side,
-                                            "weights": weights} for entry_id, offset, side, weights in chunk])
+        copy.insert_many(_PLACE, [(offset, side, weights, spec_id, entry_id)
+                                  for entry_id, offset, side, weights in chunk])
 
 
 _STORED_LENGTHS = ("SELECT entry_id, tokens, supervised_tokens, full_tokens, status FROM entry_renders "
                    "WHERE spec_id = {mark} AND entry_id BETWEEN {mark} AND {mark} ORDER BY entry_id")
 
 
-def stored_lengths(connection: Connection, spec_id: int, first: int, last: int) -> list[tuple[int, int, int, int, str]]:
+def stored_lengths(reads: Reads, spec_id: int, first: int, last: int) -> list[tuple[int, int, int, int, str]]:
     """``(entry id, tokens, supervised, full, status)`` of entries ``first..last`` under a spec, on a
     writer's working copy: what adding tokens to a stored spec checks its rendering against."""
     return [(row[0], row[1], row[2], row[3], row[4])
-            for row in WorkingCopy(connection).all(_STORED_LENGTHS, spec_id, first, last)]
+            for row in reads.all(_STORED_LENGTHS, spec_id, first, last)]
 
 
-def spec_id_of(connection: Connection, spec: str) -> int:
-    """The id of spec ``spec`` on a writer's working copy (it exists: the writer checked)."""
-    return WorkingCopy(connection).all("SELECT id FROM render_specs WHERE name = {mark}", spec)[0][0]
-
-
-def own_token_files(connection: Connection, store: str | os.PathLike[str], folder: str | None = None) -> set[str]:
+def own_token_files(reads: Reads, store: str | os.PathLike[str], folder: str | None = None) -> set[str]:
     """The token files the specs name in ``folder`` (None: the store's own token folder), on a
     writer's working copy: what :func:`prune_token_files` compares before and after a write, and
     the names a writer may replace there (any other file of that name is not this store's)."""
-    return _in_folder(WorkingCopy(connection).all("SELECT file, folder FROM spec_tokens"), store, folder)
+    return _in_folder(reads.all("SELECT file, folder FROM spec_tokens"), store, folder)
 
 
 def recorded_token_files(store: str | os.PathLike[str] | PostgresStore) -> set[str]:

@@ -1,7 +1,8 @@
 """Writing a render spec: its row, one length row per base entry, the counts a summary shows,
 and its lengths again as arrays (``length_chunks``: what packing and token budgets read).
 
-``dataidx render`` computes the rows; this module is where they meet the store's tables.
+``dataidx render`` computes the rows; :meth:`.records.Specs.save` brings them here, where they
+meet the store's tables in bulk (SQLAlchemy and NumPy, which the Specs object never loads).
 """
 
 from __future__ import annotations
@@ -13,34 +14,13 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from .causes import CauseRow, render_causes
-from .deletes import delete_spec
-from .dialect import Reads
-from .draw_tables import LENGTH_CHUNK_ENTRIES, LengthChunk
-from .mixtures.records import Mixtures
-from .positions import length_chunk_rows
-from .render_summaries import insert_spec_summary
-from .schema import AddedTokenUse, RenderCause, RenderSpecRow
-from .sqlite.working_copy import WorkingCopy
-
-#: ``(dataset, status, entries)`` of a spec, by dataset then status.
-_COUNTS = (
-    "SELECT d.name, r.status, count(*) FROM entry_renders AS r JOIN base_entries AS b ON b.id = r.entry_id "
-    "JOIN datasets AS d ON d.id = b.dataset_id JOIN render_specs AS s ON s.id = r.spec_id WHERE s.name = {mark} "
-    "GROUP BY d.id, r.status ORDER BY d.position, r.status"
-)
-#: One base entry under a spec: ``(entry_id, tokens, supervised_tokens, full_tokens, status, detail,
-#: cause, reasoning)``.
-LengthRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
-#: A :data:`LengthRow` and where the entry's words lie when tokens are stored: ``token_offset``,
-#: ``side_tokens``, ``token_weights`` (all None without tokens; see :mod:`.tokens`).
-StoredRow = tuple[int, int, int, int, str, "str | None", "str | None", "str | None", "int | None", "int | None",
-                  "bytes | None"]
-
-
-def render_counts(reads: Reads, spec: str) -> list[tuple[str, str, int]]:
-    """Entries per dataset and status under spec ``spec``, as the store holds them now."""
-    return reads.all(_COUNTS, spec)
+from ..deletes import remove_spec
+from ..positions import length_chunk_rows
+from ..sqlite.working_copy import WorkingCopy
+from .causes import COUNTS, CauseRow, render_causes
+from .rows import StoredRow
+from .summaries import insert_spec_summary
+from .tables import LENGTH_CHUNK_ENTRIES, AddedTokenUse, LengthChunk, RenderCause, RenderSpecRow
 
 
 def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[StoredRow]], *, entries: int,
@@ -56,7 +36,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     Returns the spec's id, the plans removed, the counts per dataset and status, the causes
     (:func:`render_causes`) and the seconds since ``started``.
     """
-    plans_removed = delete_spec(connection, spec["name"]) or 0
+    plans_removed = remove_spec(connection, spec["name"]) or 0
     inserted = connection.execute(insert(RenderSpecRow).values(
         **spec, entries=entries, kept=training_entries,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
@@ -82,7 +62,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
             {"spec_id": spec_id, "kind": kind, "cause": cause, "entries": n, "example_entry": first}
             for (kind, cause), (n, first) in sorted(causes.items())])
     written = WorkingCopy(connection)
-    counts, found = render_counts(written, spec["name"]), render_causes(written, spec["name"])
+    counts, found = written.all(COUNTS, spec["name"]), render_causes(written, spec["name"])
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return spec_id, plans_removed, counts, found, seconds
@@ -92,14 +72,3 @@ def insert_length_chunks(connection: Connection, spec_id: int) -> None:
     """Copy spec ``spec_id``'s written ``entry_renders`` lengths into its ``length_chunks``."""
     for row in length_chunk_rows(WorkingCopy(connection), spec_id, LENGTH_CHUNK_ENTRIES):
         connection.execute(insert(LengthChunk).values(**row))
-
-
-def budget_mixtures_drawn_before(connection: Connection, spec: str) -> list[str]:
-    """The mixtures drawn by token budgets under spec ``spec`` as it was before it was rendered
-    again (or removed): readers refuse them until they are drawn again."""
-    return list(Mixtures(connection).stale(spec=spec))
-
-
-def move_spec_tokenizer(connection: Connection, spec: str, tokenizer: str) -> None:
-    """Record where spec ``spec``'s tokenizer is now (the same tokenizer, moved)."""
-    connection.execute(update(RenderSpecRow).where(RenderSpecRow.name == spec).values(tokenizer=tokenizer))
