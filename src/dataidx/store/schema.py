@@ -27,18 +27,8 @@ from .draw_tables import (
     RepeatRow,
 )
 from .orders.tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
-from .render_tables import (
-    AddedTokenUse,
-    EntryRender,
-    Pack,
-    PackedEntry,
-    PackingPlanRow,
-    PlanEpoch,
-    PlanMerge,
-    RenderCause,
-    RenderSpecRow,
-    SpecTokens,
-)
+from .plans.tables import Pack, PackedEntry, PackingPlanRow, PlanEpoch, PlanMerge
+from .render_tables import AddedTokenUse, EntryRender, RenderCause, RenderSpecRow, SpecTokens
 from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS
 
 # The render, pack and draw summary tables are declared apart, and imported above so that every table is in
