@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from .identity import identity_of as identity_of
     from .info import REASONING_SAID as REASONING_SAID
     from .info import added_token_uses as added_token_uses
-    from .info import merging_plans as merging_plans
     from .info import store_info as store_info
     from .location import store_folder as store_folder
     from .location import store_location as store_location
@@ -47,9 +46,7 @@ if TYPE_CHECKING:
     from .orders.records import RecordedOrder as RecordedOrder
     from .outputs import check_output as check_output
     from .outputs import check_output_folder as check_output_folder
-    from .packs import EpochPacks as EpochPacks
-    from .packs import save_packing_plan as save_packing_plan
-    from .plan_checks import plan_problems as plan_problems
+    from .plans.records import Plans as Plans
     from .positions import SpecLengths as SpecLengths
     from .positions import base_entry_range as base_entry_range
     from .positions import position_entries as position_entries
@@ -148,7 +145,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "spec_lengths": ".positions",
     "store_info": ".info",
     "added_token_uses": ".info",
-    "merging_plans": ".info",
     "REASONING_SAID": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
@@ -156,7 +152,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "composition": ".compose",
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
-    "plan_problems": ".plan_checks",
     # writing
     "NewStore": ".write",
     "creating": ".write",
@@ -190,8 +185,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "render_causes": ".causes",
     "spec_causes": ".causes",
     "move_spec_tokenizer": ".renders",
-    "save_packing_plan": ".packs",
-    "EpochPacks": ".packs",
     "remove_mixture": ".deletes",
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
@@ -200,6 +193,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # the nouns
     "Orders": ".orders.records",
     "RecordedOrder": ".orders.records",
+    "Plans": ".plans.records",
     # the schema
     "Build": ".schema",
     "Dataset": ".schema",

@@ -8,12 +8,12 @@ the name is not one of them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, delete, select
 
 from .handle import missing
 from .orders.records import Orders
+from .plans.records import Plans
 from .schema import (
     AddedTokenUse,
     EntryRender,
@@ -25,11 +25,6 @@ from .schema import (
     MixtureEpoch,
     MixtureRun,
     MixtureSpan,
-    Pack,
-    PackedEntry,
-    PackingPlanRow,
-    PlanEpoch,
-    PlanMerge,
     RenderBlock,
     RenderCause,
     RenderSpecRow,
@@ -42,38 +37,13 @@ from .tokens import own_token_files, prune_token_files
 from .write import rewriting
 
 
-def delete_plans(connection: Connection, plan_ids: Iterable[int]) -> None:
-    """Delete plans with their packs and members (a rowid range each), and the orders read over them."""
-    for plan_id in plan_ids:
-        name = connection.execute(select(PackingPlanRow.name).where(PackingPlanRow.id == plan_id)).scalar()
-        Orders(connection).remove_reading("plan", name or "")
-        span = connection.execute(
-            select(func.min(Pack.first_member), func.max(Pack.first_member + Pack.members - 1))
-            .where(Pack.plan_id == plan_id)
-        ).one()
-        if span[0] is not None:
-            connection.execute(delete(PackedEntry).where(PackedEntry.id.between(*span)))
-        connection.execute(delete(Pack).where(Pack.plan_id == plan_id))
-        connection.execute(delete(PlanEpoch).where(PlanEpoch.plan_id == plan_id))
-        connection.execute(delete(PlanMerge).where(PlanMerge.plan_id == plan_id))
-        connection.execute(delete(PackingPlanRow).where(PackingPlanRow.id == plan_id))
-
-
-def delete_plan(connection: Connection, name: str) -> bool:
-    """Delete plan ``name`` and its packs and members, if it exists."""
-    plan_id = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.name == name)).scalar()
-    delete_plans(connection, [] if plan_id is None else [plan_id])
-    return plan_id is not None
-
-
 def delete_spec(connection: Connection, name: str) -> int | None:
     """Delete spec ``name``, its lengths and the plans made from them; the plans removed, or None
     when there is no such spec."""
     spec_id = connection.execute(select(RenderSpecRow.id).where(RenderSpecRow.name == name)).scalar()
     if spec_id is None:
         return None
-    plans = connection.execute(select(PackingPlanRow.id).where(PackingPlanRow.spec_id == spec_id)).scalars().all()
-    delete_plans(connection, plans)
+    plans = Plans(connection).remove_of_spec(spec_id)
     Orders(connection).remove_reading("spec", name)
     connection.execute(delete(EntryRender).where(EntryRender.spec_id == spec_id))
     connection.execute(delete(AddedTokenUse).where(AddedTokenUse.spec_id == spec_id))
@@ -82,7 +52,7 @@ def delete_spec(connection: Connection, name: str) -> int | None:
         connection.execute(delete(summary).where(summary.spec_id == spec_id))
     connection.execute(delete(SpecTokens).where(SpecTokens.spec_id == spec_id))
     connection.execute(delete(RenderSpecRow).where(RenderSpecRow.id == spec_id))
-    return len(plans)
+    return plans
 
 
 def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
@@ -98,8 +68,7 @@ def remove_mixture(store: str | os.PathLike[str], name: str) -> int:
                                    .where(Mixture.name == name)).first()
         if found is None:
             raise missing("mixture", name, store=store, names=_names(connection, Mixture))
-        delete_plans(connection, connection.execute(
-            select(PackingPlanRow.id).where(PackingPlanRow.mixture_id == found.id)).scalars().all())
+        Plans(connection).remove_of_mixture(found.id)
         Orders(connection).remove_of_mixture(found.id)
         # Positions are a rowid range, so the delete is a range scan, not a table scan.
         connection.execute(
@@ -130,9 +99,10 @@ def remove_render_spec(store: str | os.PathLike[str], name: str) -> int:
 def remove_packing_plan(store: str | os.PathLike[str], name: str) -> None:
     """Delete packing plan ``name`` with its packs and members."""
     with rewriting(store) as connection:
-        if not delete_plan(connection, name):
-            raise missing("packing plan", name, store=store, names=_names(connection, PackingPlanRow))
+        plans = Plans(connection)
+        if not plans.remove(name):
+            raise plans.missing(name)
 
 
-def _names(connection: Connection, table: type[Mixture] | type[RenderSpecRow] | type[PackingPlanRow]) -> list[str]:
+def _names(connection: Connection, table: type[Mixture] | type[RenderSpecRow]) -> list[str]:
     return list(connection.execute(select(table.name).order_by(table.id)).scalars())
