@@ -111,8 +111,8 @@ def synthetic_spec(store: Path, cutoff: int = 4096) -> None:
     shutil.rmtree(small, ignore_errors=True)
     from dataidx.index import build
     from dataidx.render import RenderRequest, render_store
-    from dataidx.store.render_summaries import insert_spec_summary
-    from dataidx.store.renders import insert_length_chunks
+    from dataidx.store.specs.summaries import insert_spec_summary
+    from dataidx.store.specs.writes import insert_length_chunks
     from dataidx.store.sqlite.files import file_engine
 
     build(generate(small, 50), small / "small.db")

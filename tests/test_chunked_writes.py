@@ -145,13 +145,13 @@ def test_packs_chunked_anywhere_store_their_members_counts_and_tokens(sizes: lis
 
     from sqlalchemy import text
 
-    from dataidx.store.sqlite.bulk import insert_packs
+    from dataidx.store.plans.bulk import insert_packs
     from dataidx.store.sqlite.files import create_store
 
     count = st.one_of(st.integers(1, 2**16 - 1), st.integers(2**16 - 2, 2**16), st.integers(1, 2**31 - 1))
     counts = tokens.draw(st.lists(count, min_size=len(sizes), max_size=len(sizes)))
     engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
-    with mock.patch("dataidx.store.sqlite.bulk.PLAN_ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
+    with mock.patch("dataidx.store.plans.bulk.PLAN_ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
         insert_packs(connection, 7, first_member=first, sizes=np.asarray(sizes, dtype=np.int64),
                      tokens=np.asarray(counts, dtype=np.int32), first_pack=first_pack)
         stored = connection.execute(text("SELECT plan_id, pack, first_member, members, tokens FROM packs "
@@ -172,11 +172,11 @@ def test_members_chunked_anywhere_are_numbered_after_the_last(members: list[tupl
 
     from sqlalchemy import text
 
-    from dataidx.store.sqlite.bulk import insert_pack_members
+    from dataidx.store.plans.bulk import insert_pack_members
     from dataidx.store.sqlite.files import create_store
 
     engine = create_store(Path(tempfile.mkdtemp()) / "s.db")
-    with mock.patch("dataidx.store.sqlite.bulk.PLAN_ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
+    with mock.patch("dataidx.store.plans.bulk.PLAN_ROWS_PER_STATEMENT", chunk), engine.begin() as connection:
         if before:  # another plan's last member
             connection.execute(text("INSERT INTO packed_entries (id, plan_id, position, entry_id) "
                                     "VALUES (:id, 1, 0, 1)"), {"id": before})
@@ -194,7 +194,7 @@ def test_members_numbered_other_than_asked_are_refused(tmp_path: Path) -> None:
     from sqlalchemy import text
 
     from dataidx.errors import StoreError
-    from dataidx.store.sqlite.bulk import insert_pack_members
+    from dataidx.store.plans.bulk import insert_pack_members
     from dataidx.store.sqlite.files import create_store
 
     engine = create_store(tmp_path / "s.db")

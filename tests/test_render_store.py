@@ -620,7 +620,7 @@ def test_length_chunks_hold_what_the_rows_hold(store: Path, tiny_tokenizer: Path
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Packing and token budgets read a spec's lengths from its length_chunks: the same arrays as
     its entry_renders, chunks of 3 entries or one; a spec whose chunks are gone reads its rows."""
-    monkeypatch.setattr("dataidx.store.renders.LENGTH_CHUNK_ENTRIES", per_chunk)
+    monkeypatch.setattr("dataidx.store.specs.writes.LENGTH_CHUNK_ENTRIES", per_chunk)
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
         entries = connection.execute("SELECT count(*) FROM base_entries").fetchone()[0]
@@ -655,7 +655,7 @@ def test_crafted_length_chunks_are_a_damaged_store_in_one_line(store: Path, tiny
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk short, claiming a trillion entries, missing, cut, text, moved or one too many: one
     line from pack, before anything is allocated by what a row claims; the store as it was."""
-    monkeypatch.setattr("dataidx.store.renders.LENGTH_CHUNK_ENTRIES", 3)
+    monkeypatch.setattr("dataidx.store.specs.writes.LENGTH_CHUNK_ENTRIES", 3)
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
         assert connection.execute(change).rowcount > 0

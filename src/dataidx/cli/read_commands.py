@@ -195,8 +195,8 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         TOKEN_COLUMNS,
         Mixtures,
         Orders,
+        Plans,
         composition,
-        merging_plans,
         open_store,
     )
 
@@ -213,9 +213,9 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
     if spec:
         echo(spec_composition_notes(store, spec, mixture, rows))
-        for plan in merging_plans(store, mixture=mixture, spec=spec):
-            echo(merges_said(plan))
     with open_store(store) as handle:
+        for plan in Plans(handle).merging(mixture=mixture, spec=spec) if spec else []:
+            echo(merges_said(plan))
         for line in Orders(handle).skip_lists_said(mixture):
             echo(line)
 

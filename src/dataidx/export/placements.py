@@ -18,23 +18,13 @@ import numpy as np
 from ..errors import StoreError, UsageError
 from ..pack import RenderedPacks
 from ..render import RenderedMixture, TokenFile
-from ..store import Closable
+from ..store import Closable, Plans
 
 #: Entries (or packs) whose placements one query reads.
 ENTRIES_PER_QUERY = 1 << 14
 
 _BY_ENTRY = ("SELECT {stamped}entry_id, token_offset, tokens, side_tokens, token_weights FROM entry_renders "
              "WHERE spec_id = {mark} AND entry_id IN ({ids})")
-# With each member, whether it trains and how many members its pack records: a member row missing
-# or without its length is counted, not dropped (as PackedDataset reads a pack).
-_PACK_MEMBERS = (
-    "SELECT {stamped}k.pack, r.token_offset, r.tokens, r.side_tokens, r.token_weights, "
-    "CASE WHEN r.status IN ({trains}) THEN 1 ELSE 0 END, k.members FROM packs AS k "
-    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
-    "AND e.plan_id = k.plan_id "
-    "LEFT JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
-    "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} ORDER BY k.pack, e.id"
-)
 
 
 @dataclass(frozen=True)
@@ -130,7 +120,8 @@ class PlanWords(Closable):
         for start in range(0, self.documents, size):
             stop = min(start + size, self.documents)
             first = packs.first_pack + start
-            rows = packs.reader.fetch(_PACK_MEMBERS, packs.spec.id, packs.plan_id, first, packs.first_pack + stop - 1)
+            rows = Plans(packs.reader.handle).placements(packs.spec.id, packs.plan_id, first,
+                                                         packs.first_pack + stop - 1)
             numbers = np.array([(row[0], row[5], row[6]) for row in rows], dtype=np.int64).reshape(-1, 3)
             documents = np.bincount(numbers[:, 0] - first, minlength=stop - start)
             if len(documents) != stop - start or not documents.all():

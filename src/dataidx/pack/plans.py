@@ -24,8 +24,8 @@ from ..index import epoch_seed
 from ..render import TokenFile, open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
-    EpochPacks,
     Mixtures,
+    Plans,
     SpecLengths,
     StoreHandle,
     base_entry_range,
@@ -33,7 +33,6 @@ from ..store import (
     open_store,
     rewriting,
     row_starts,
-    save_packing_plan,
     spec_lengths,
 )
 from .merging import MODES, TokenWords, merge_epoch
@@ -124,7 +123,7 @@ def pack_store(
         columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
                    "seed": seed, "dataidx_version": __version__, "merge_cuts": merge_cuts}
 
-        def epochs() -> Iterator[EpochPacks]:
+        def epochs() -> Iterator[Plans.EpochPacks]:
             nonlocal lengths
             for epoch in range(stored_mixture.epochs):
                 entries = Mixtures(handle).entries_of(stored_mixture.at(epoch))
@@ -161,16 +160,16 @@ def pack_store(
         # The first epoch is planned while the store is copied for writing (at 20M entries a
         # 2 GB copy takes as long as the plan); the others, each after the last is written.
         planning = epochs()
-        planned: list[EpochPacks] = []
+        planned: list[Plans.EpochPacks] = []
 
-        def in_order() -> Iterator[EpochPacks]:
+        def in_order() -> Iterator[Plans.EpochPacks]:
             while planned:
                 yield planned.pop()
             yield from planning
 
         with rewriting(store, unchanged=read, task="planning", command="pack",
                        meanwhile=lambda: planned.extend(islice(planning, 1))) as writer:
-            totals = save_packing_plan(writer, columns, in_order(), started)
+            totals = Plans(writer).save(columns, in_order(), started)
     summary.packs, summary.entries, summary.tokens = totals["packs"], totals["entries"], totals["tokens"]
     summary.fill, summary.left_out, summary.seconds = totals["fill"], totals["left_out"], totals["seconds"]
     return summary
@@ -228,7 +227,7 @@ def _training_positions(trains: np.ndarray) -> np.ndarray:
     return positions[:found]
 
 
-def _epoch_packs(entries: np.ndarray, positions: np.ndarray, plan: PlannedPacks) -> EpochPacks:
+def _epoch_packs(entries: np.ndarray, positions: np.ndarray, plan: PlannedPacks) -> Plans.EpochPacks:
     """One epoch's packs from its ``plan`` over the ``positions`` that train (the base entries of
     all its positions: ``entries``). The plan's members, item indices, become ``position << 32 |
     entry_id`` where they are, a chunk at a time."""
@@ -239,12 +238,12 @@ def _epoch_packs(entries: np.ndarray, positions: np.ndarray, plan: PlannedPacks)
         value <<= 32
         value |= entries[at]
         members[start : start + len(at)] = value
-    return EpochPacks(seed=plan.seed, members=members, sizes=plan.sizes, tokens=plan.pack_tokens,
-                      positions=len(positions), left_out=int(len(entries) - len(positions)))
+    return Plans.EpochPacks(seed=plan.seed, members=members, sizes=plan.sizes, tokens=plan.pack_tokens,
+                            positions=len(positions), left_out=int(len(entries) - len(positions)))
 
 
 def _merged_epoch_packs(entries: np.ndarray, lengths: SpecLengths, unmerged: np.ndarray, *, capacity: int, seed: int,
-                        merging: tuple[np.ndarray, TokenWords], summary: PackSummary) -> EpochPacks:
+                        merging: tuple[np.ndarray, TokenWords], summary: PackSummary) -> Plans.EpochPacks:
     """An epoch's plan whose items are merged conversations and the remaining training positions;
     ``unmerged`` holds the training positions' lengths (what the plan without merging packs)."""
     starts, words = merging
@@ -268,6 +267,7 @@ def _merged_epoch_packs(entries: np.ndarray, lengths: SpecLengths, unmerged: np.
     pack_starts = np.cumsum(plan.sizes) - plan.sizes
     sizes = np.add.reduceat(member_counts, pack_starts) if len(plan.sizes) else plan.sizes
     members_at = positions.astype(np.int64) << 32 | entries[positions].astype(np.int64)
-    return EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=plan.pack_tokens, positions=len(positions),
-                      left_out=int(len(entries) - len(positions)), joined=joined,
-                      merges=tuple((o.outcome, o.rows, o.entries, o.cut_tokens, o.tokens) for o in items.outcomes))
+    return Plans.EpochPacks(seed=seed, members=members_at, sizes=sizes, tokens=plan.pack_tokens,
+                            positions=len(positions), left_out=int(len(entries) - len(positions)), joined=joined,
+                            merges=tuple((o.outcome, o.rows, o.entries, o.cut_tokens, o.tokens)
+                                         for o in items.outcomes))

@@ -8,7 +8,6 @@ another tokenization.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -19,30 +18,9 @@ from ..errors import StaleStoreError, StoreError
 from ..read import EntryReader
 from ..render import TokenFile, TokenServer, open_tokens, read_spec
 from ..sources import paused_gc
-from ..store import Closable, Mixtures, Orders
+from ..store import Closable, Mixtures, Orders, Plans
 from .merging import MODES
 from .sequences import merged_sample
-
-# A pack's members with what each needs to be served, and the count its pack records: a member
-# row missing (or another plan's) or a member without its length is found by the count and the
-# outer join, not dropped, at no cost a fetch can measure. ``dataidx verify`` checks the rest.
-_MEMBERS = (
-    "SELECT {stamped}e.entry_id, r.tokens, e.joined, r.status IN ({trains}), k.members FROM packs AS k "
-    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
-    "AND e.plan_id = k.plan_id "
-    "LEFT JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
-    "WHERE k.plan_id = {mark} AND k.pack = {mark} ORDER BY e.id"
-)
-
-#: The packs of a range that hold any of some base entries.
-_PACKS_HOLDING = (
-    "SELECT DISTINCT {stamped}k.pack FROM packs AS k "
-    "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
-    "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} AND e.entry_id IN ({ids})"
-)
-
-_PLAN = ("SELECT p.id, p.capacity, s.name, m.name, p.merge_cuts FROM packing_plans AS p "
-         "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
 
 
 class RenderedPacks(Closable):
@@ -63,15 +41,12 @@ class RenderedPacks(Closable):
         self.plan = plan
         try:
             handle = self.reader.handle
-            row = handle.one(_PLAN, plan)
-            if row is None:
-                raise handle.missing("packing_plans", "packing plan", plan, "; run dataidx pack")
-            self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = row
+            plans = Plans(handle)
+            self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = plans.find(plan)
             if self.merge_cuts not in ("no", *MODES):  # a store's value, read as data
                 raise StoreError(f"{self.reader.path}: plan '{plan}' merges cuts as {self.merge_cuts!r}, which this "
                                  "dataidx does not know; the store is damaged or was made by a newer dataidx")
-            self.epochs = handle.all("SELECT first_pack, packs FROM plan_epochs WHERE plan_id = {mark} ORDER BY epoch",
-                                     self.plan_id)
+            self.epochs = [(epoch.first_pack, epoch.packs) for epoch in plans.epochs(self.plan_id)]
             self.spec = read_spec(handle, spec)
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only or self.merge_cuts != "no")
@@ -105,7 +80,7 @@ class RenderedPacks(Closable):
         if not -self.packs <= index < self.packs:
             raise IndexError(f"pack {index} out of range for plan '{self.plan}' of {self.packs} packs"
                              + (f" in epoch {self.epoch} of {len(self.epochs)}" if len(self.epochs) > 1 else ""))
-        members = self.reader.fetch(_MEMBERS, self.spec.id, self.plan_id, self.first_pack + index % self.packs)
+        members = Plans(self.reader.handle).members(self.spec.id, self.plan_id, self.first_pack + index % self.packs)
         if (not members or len(members) != members[0][4] or not all(m[3] for m in members)
                 or (self.merge_cuts == "no" and any(m[2] for m in members))):
             raise self._damaged(index % self.packs, members)
@@ -132,9 +107,9 @@ class RenderedPacks(Closable):
         wanted = Orders(self.reader.handle).skipped(self.mixture, lists)
         if not wanted:
             return np.empty(0, dtype=np.int64)
-        packs = self.reader.fetch(_PACKS_HOLDING, self.plan_id, self.first_pack, self.first_pack + self.packs - 1,
-                                  json.dumps(wanted))
-        return np.asarray(sorted(pack for pack, in packs), dtype=np.int64) - self.first_pack
+        packs = Plans(self.reader.handle).packs_holding(self.plan_id, self.first_pack,
+                                                        self.first_pack + self.packs - 1, wanted)
+        return np.asarray(packs, dtype=np.int64) - self.first_pack
 
     def member_entries(self, index: int) -> list[int]:
         """The base entry ids of pack ``index``'s members, in slot order (what ``dataidx steps``

@@ -19,10 +19,10 @@ from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, placed, source_files, sources
 from ..spec import DatasetSpec
 from ..store import (
+    Plans,
     StoredDataset,
     composition_problems,
     open_store,
-    plan_problems,
     read_datasets,
     store_folder,
     summary_problems,
@@ -117,7 +117,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += composition_problems(handle)
         damage += summary_problems(handle)
-        damage += plan_problems(handle)
+        damage += Plans(handle).problems()
     report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}

@@ -13,11 +13,9 @@ from __future__ import annotations
 import os
 
 from ..errors import UsageError
-from ..store import Specs, StoreHandle
+from ..store import Plans, Specs, StoreHandle
 from .spec import RenderSpec, read_spec
 
-_PLANS = ("SELECT p.name FROM packing_plans AS p JOIN render_specs AS s ON s.id = p.spec_id WHERE s.name = {mark} "
-          "ORDER BY p.id")
 #: Mixtures drawn by token budgets under the spec's lengths as they are (see store.records' stale ones).
 _BUDGET_MIXTURES = """
 SELECT m.name FROM mixtures AS m JOIN render_specs AS s ON s.name = m.spec
@@ -36,7 +34,7 @@ def refuse_to_replace(handle: StoreHandle, store: str | os.PathLike[str], spec: 
 
         refuse_to_replace(handle, "demo.db", spec, Specs(handle).token_file(stored_id))
     """
-    held = [f"packing plan '{name}'" for name, in handle.all(_PLANS, spec.name)]
+    held = [f"packing plan '{name}'" for name in Plans(handle).of_spec(spec.name)]
     if tokens is not None:
         held.append(f"its stored tokens ({tokens.file})")
     held += [f"mixture '{name}' (drawn by token budgets)" for name, in handle.all(_BUDGET_MIXTURES, spec.name)]

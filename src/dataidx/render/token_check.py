@@ -19,7 +19,7 @@ from ..errors import DataidxError
 from ..progress import CountProgress
 from ..read import EntryReader
 from ..sources import paused_gc
-from ..store import Specs, plan_problems, reading
+from ..store import Plans, Specs, reading
 from .from_tokens import TokenServer
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
@@ -76,7 +76,7 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
             stored = read_spec(handle, name)
             report = TokensReport(spec=name)
             reports.append(report)
-            report.problems += plan_problems(handle, stored.id)  # what the plans over its tokens serve
+            report.problems += Plans(handle).problems(stored.id)  # what the plans over its tokens serve
             record = Specs(handle).token_file(stored.id)
             if record is None:
                 report.problems.append(f"spec '{name}' has no stored tokens; run dataidx render --store-tokens")

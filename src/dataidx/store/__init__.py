@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .handle import StoreHandle as StoreHandle
     from .identity import ReadIdentity as ReadIdentity
     from .identity import identity_of as identity_of
-    from .info import merging_plans as merging_plans
     from .info import store_info as store_info
     from .location import store_folder as store_folder
     from .location import store_location as store_location
@@ -44,9 +43,7 @@ if TYPE_CHECKING:
     from .orders.records import RecordedOrder as RecordedOrder
     from .outputs import check_output as check_output
     from .outputs import check_output_folder as check_output_folder
-    from .packs import EpochPacks as EpochPacks
-    from .packs import save_packing_plan as save_packing_plan
-    from .plan_checks import plan_problems as plan_problems
+    from .plans.records import Plans as Plans
     from .positions import SpecLengths as SpecLengths
     from .positions import base_entry_range as base_entry_range
     from .positions import row_starts as row_starts
@@ -97,14 +94,12 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "row_starts": ".positions",
     "spec_lengths": ".positions",
     "store_info": ".info",
-    "merging_plans": ".info",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
     "REASONING_COLUMNS": ".compose",
     "composition": ".compose",
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
-    "plan_problems": ".plan_checks",
     # writing
     "NewStore": ".write",
     "creating": ".write",
@@ -116,8 +111,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "DrawSummary": ".mixtures.draws",
     "insert_dataset_turns": ".mixtures.draws",
     "row_lengths": ".mixtures.draws",
-    "save_packing_plan": ".packs",
-    "EpochPacks": ".packs",
     "remove_mixture": ".deletes",
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
@@ -128,6 +121,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "Orders": ".orders.records",
     "Specs": ".specs.records",
     "RecordedOrder": ".orders.records",
+    "Plans": ".plans.records",
     # the schema
     "Build": ".schema",
     "Dataset": ".schema",

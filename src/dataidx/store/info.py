@@ -15,6 +15,7 @@ from .connect import reading
 from .handle import Store, StoreHandle
 from .mixtures.records import Mixtures
 from .orders.records import Orders
+from .plans.records import Plans
 from .revisions import SCHEMA_REVISION
 from .specs.records import Specs
 
@@ -79,14 +80,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
             mixture_id = mixture.pop("id")
             mixture["training_samples"] = {spec["name"]: _training_positions(handle, mixture_id, spec["id"])
                                            for spec in specs}
-        plans = handle.dicts("SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
-                             "FROM pack_plans ORDER BY plan")
-        for plan in plans:  # steps per epoch follow the packs of each epoch, not their sum
-            plan["epoch_packs"] = [packs for (packs,) in handle.all(
-                "SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON p.id = e.plan_id "
-                "WHERE p.name = {mark} ORDER BY e.epoch", plan["plan"])]
-            plan["merge_cuts"] = handle.value("SELECT merge_cuts FROM packing_plans WHERE name = {mark}", plan["plan"])
-            plan["merges"] = cut_merges(handle, plan["plan"])
+        plans = Plans(handle).info()
         shown = handle.name
     build = builds[0] if builds else None
     return {
@@ -114,25 +108,3 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                          for spec in specs],
         "pack_plans": plans,
     }
-
-
-def cut_merges(handle: StoreHandle, plan: str) -> list[dict[str, Any]]:
-    """Per outcome of a plan's ``--merge-cuts`` (merged, tree, or why conversations stayed cuts),
-    over its epochs: rows, entries, tokens as cuts and tokens forwarded; [] for a plan without it."""
-    return handle.dicts("SELECT outcome, CAST(sum(rows) AS bigint) AS rows, CAST(sum(entries) AS bigint) AS entries, "
-                        "CAST(sum(cut_tokens) AS bigint) AS cut_tokens, CAST(sum(tokens) AS bigint) AS tokens "
-                        "FROM cut_merges WHERE plan = {mark} GROUP BY outcome "
-                        "ORDER BY min(CASE outcome WHEN 'merged' THEN 0 WHEN 'tree' THEN 1 ELSE 2 END), outcome", plan)
-
-
-def merging_plans(store: Store, *, mixture: str, spec: str) -> list[dict[str, Any]]:
-    """The plans of ``mixture`` under ``spec`` made with ``--merge-cuts``: ``plan``, ``merge_cuts``
-    and ``merges`` (as :func:`cut_merges`), for ``dataidx compose --spec``."""
-    with reading(store) as handle:
-        plans = handle.dicts("SELECT p.name AS plan, p.merge_cuts FROM packing_plans AS p "
-                             "JOIN mixtures AS m ON m.id = p.mixture_id JOIN render_specs AS s ON s.id = p.spec_id "
-                             "WHERE m.name = {mark} AND s.name = {mark} AND p.merge_cuts <> 'no' ORDER BY p.name",
-                             mixture, spec)
-        for plan in plans:
-            plan["merges"] = cut_merges(handle, plan["plan"])
-    return plans

@@ -27,7 +27,7 @@ from .mixtures.tables import (
     RepeatRow,
 )
 from .orders.tables import OrderItem, OrderTrim, SkipListRow, SkippedEntry, TrainingOrderRow
-from .render_tables import Pack, PackedEntry, PackingPlanRow, PlanEpoch, PlanMerge
+from .plans.tables import Pack, PackedEntry, PackingPlanRow, PlanEpoch, PlanMerge
 from .specs.tables import (
     LENGTH_CHUNK_ENTRIES,
     AddedTokenUse,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import StoreError, UsageError
 from ..progress import CountProgress
-from ..store import Mixtures, StoreHandle, composition, store_info
+from ..store import Mixtures, Plans, StoreHandle, composition, store_info
 from .positions import TURNS, Selection, over_positions
 from .spec_figures import SpecFigures, spec_figures
 
@@ -116,41 +116,34 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
     return figures
 
 
-def _plan_row(handle: StoreHandle, name: str, mixture: str) -> tuple:
-    found = handle.all("SELECT p.id, p.name, p.capacity, m.name, p.merge_cuts FROM packing_plans AS p "
-                       "JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}", name)
-    if not found:
-        raise handle.missing("packing_plans", "packing plan", name, "; run dataidx pack")
-    capacity = found[0][2]
+def _plan_row(handle: StoreHandle, name: str, mixture: str) -> tuple[int, str, int, str, str]:
+    """``(id, name, capacity, mixture, merge_cuts)`` of plan ``name``, refused unless it packs ``mixture``."""
+    found = Plans(handle).find(name)
+    capacity = found.capacity
     if type(capacity) is not int or not 0 < capacity < 2**31:  # a store's value, read as data, never as SQL
         raise StoreError(f"{handle.name}: packing plan '{name}' has capacity {capacity!r}, not a count of tokens: "
                          "the store is damaged or was not made by dataidx")
-    if found[0][3] != mixture:
-        raise UsageError(f"packing plan '{name}' packs mixture '{found[0][3]}', not '{mixture}': "
-                         f"pass --mixture {found[0][3]}, or a plan of mixture '{mixture}'")
-    return found[0]
+    if found.mixture != mixture:
+        raise UsageError(f"packing plan '{name}' packs mixture '{found.mixture}', not '{mixture}': "
+                         f"pass --mixture {found.mixture}, or a plan of mixture '{mixture}'")
+    return found.id, name, capacity, found.mixture, found.merge_cuts
 
 
-def _plan_figures(handle: StoreHandle, row: tuple, selection: Selection) -> PlanFigures:
+def _plan_figures(handle: StoreHandle, row: tuple[int, str, int, str, str], selection: Selection) -> PlanFigures:
     plan_id, name, capacity, _, merge_cuts = row
-    epochs = handle.all("SELECT epoch, seed, packs, entries, tokens, fill, left_out FROM plan_epochs "
-                        "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} ORDER BY epoch",
-                        plan_id, selection.first, selection.last)
-    if not epochs:
+    plans = Plans(handle)
+    stored = plans.epochs(plan_id, selection.first, selection.last)
+    if not stored:
         raise UsageError(f"packing plan '{name}' has no epoch {selection.first}")
+    epochs = [(e.epoch, e.seed, e.packs, e.entries, e.tokens, e.fill, e.left_out) for e in stored]
     # Each pack's tokens were stored with it by dataidx pack; an epoch's packs are one stretch.
-    first_pack = handle.value("SELECT min(first_pack) FROM plan_epochs WHERE plan_id = {mark} "
-                              "AND epoch BETWEEN {mark} AND {mark}", plan_id, selection.first, selection.last)
-    packs = sum(e[2] for e in epochs)
-    histogram = handle.all("SELECT min(k.tokens * {mark} / {mark}, {mark}) AS bin, count(*) FROM packs AS k "
-                           "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} GROUP BY bin ORDER BY bin",
-                           FILL_BINS, capacity, FILL_BINS - 1, plan_id, first_pack, first_pack + packs - 1)
-    tokens = sum(e[4] for e in epochs)
-    merges = handle.all("SELECT outcome, sum(rows), sum(entries), sum(cut_tokens), sum(tokens) FROM plan_merges "
-                        "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} GROUP BY outcome "
-                        "ORDER BY min(CASE outcome WHEN 'merged' THEN 0 WHEN 'tree' THEN 1 ELSE 2 END), outcome",
-                        plan_id, selection.first, selection.last)
-    return PlanFigures(name=name, capacity=capacity, packs=packs, entries=sum(e[3] for e in epochs), tokens=tokens,
-                       fill=tokens / (packs * capacity) if packs else 0.0, left_out=sum(e[6] for e in epochs),
+    first_pack = min(e.first_pack for e in stored)
+    packs = sum(e.packs for e in stored)
+    histogram = plans.fill_histogram(plan_id, first_pack, first_pack + packs - 1, capacity, FILL_BINS)
+    tokens = sum(e.tokens for e in stored)
+    merges = plans.merges(name, selection.first, selection.last)
+    return PlanFigures(name=name, capacity=capacity, packs=packs, entries=sum(e.entries for e in stored), tokens=tokens,
+                       fill=tokens / (packs * capacity) if packs else 0.0, left_out=sum(e.left_out for e in stored),
                        fill_histogram=histogram, epochs=epochs, merge_cuts=str(merge_cuts),
-                       merges=[(str(o), int(r), int(e), int(c), int(t)) for o, r, e, c, t in merges])
+                       merges=[(str(m["outcome"]), int(m["rows"]), int(m["entries"]), int(m["cut_tokens"]),
+                                int(m["tokens"])) for m in merges])

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ..dialect import STATUSES, TRAINING_STATUSES
+from ..orders.records import Orders
+from ..plans.records import Plans
 from ..sqlite.working_copy import Access, access, writable
 from . import causes, rows, token_files
 from .reasoning import REASONING, REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, REASONING_SAID
@@ -150,9 +152,22 @@ class Specs:
         """Store ``spec`` with its lengths in place of any spec of its name (see :func:`.writes.save_render_spec`)."""
         from .writes import save_render_spec  # SQLAlchemy and NumPy: writers only
 
-        copy = writable(self.store)
-        return save_render_spec(copy.connection, spec, lengths, entries=entries, training_entries=training_entries,
-                                started=started, added_uses=added_uses, causes=causes)
+        plans_removed = self.remove(spec["name"]) or 0
+        spec_id, counts, found, seconds = save_render_spec(
+            writable(self.store).connection, spec, lengths, entries=entries, training_entries=training_entries,
+            started=started, added_uses=added_uses, causes=causes)
+        return spec_id, plans_removed, counts, found, seconds
+
+    def remove(self, name: str) -> int | None:
+        """Delete spec ``name``, its lengths, the plans made from them and the orders that read it;
+        the plans removed, or None when there is no such spec."""
+        found = self.find(name)
+        if found is None:
+            return None
+        plans = Plans(self.store).remove_of_spec(found["id"])
+        Orders(self.store).remove_reading("spec", name)
+        self.remove_rows(found["id"])
+        return plans
 
     def move_tokenizer(self, name: str, tokenizer: str) -> None:
         """Record where spec ``name``'s tokenizer is now (the same tokenizer, moved)."""

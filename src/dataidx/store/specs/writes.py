@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from ..deletes import remove_spec
 from ..positions import length_chunk_rows
 from ..sqlite.working_copy import WorkingCopy
 from .causes import COUNTS, CauseRow, render_causes
@@ -26,17 +25,16 @@ from .tables import LENGTH_CHUNK_ENTRIES, AddedTokenUse, LengthChunk, RenderCaus
 def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[StoredRow]], *, entries: int,
                      training_entries: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
                      causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
-                     ) -> tuple[int, int, list[tuple[str, str, int]], list[CauseRow], float]:
+                     ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
-    lengths (and where their tokens lie, if stored), chunk by chunk, in place of any spec of its
-    name and the packing plans made from it; ``added_uses``: entries per ``(dataset id, token)``
-    whose data text holds a plain added token;
-    ``causes``: per ``(kind, cause)`` (see :class:`.RenderCause`), the entries and the first one's id.
+    lengths (and where their tokens lie, if stored), chunk by chunk, once any spec of its name is
+    removed (:meth:`.records.Specs.save` removes it); ``added_uses``: entries per ``(dataset id,
+    token)`` whose data text holds a plain added token; ``causes``: per ``(kind, cause)`` (see
+    :class:`.RenderCause`), the entries and the first one's id.
 
-    Returns the spec's id, the plans removed, the counts per dataset and status, the causes
-    (:func:`render_causes`) and the seconds since ``started``.
+    Returns the spec's id, the counts per dataset and status, the causes (:func:`render_causes`)
+    and the seconds since ``started``.
     """
-    plans_removed = remove_spec(connection, spec["name"]) or 0
     inserted = connection.execute(insert(RenderSpecRow).values(
         **spec, entries=entries, kept=training_entries,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), seconds=0.0,
@@ -65,7 +63,7 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     counts, found = written.all(COUNTS, spec["name"]), render_causes(written, spec["name"])
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
-    return spec_id, plans_removed, counts, found, seconds
+    return spec_id, counts, found, seconds
 
 
 def insert_length_chunks(connection: Connection, spec_id: int) -> None:

@@ -1,12 +1,13 @@
-"""The tables ``dataidx render`` and ``dataidx pack`` write: render specs and their lengths, the
-added tokens found in data, packing plans and their packs (the rest is in :mod:`.schema`)."""
+"""The tables of packing plans (``dataidx pack``): a plan, its epochs, its packs and their members,
+and what ``--merge-cuts`` made of its conversations. Read and written by :class:`.records.Plans`
+alone; :mod:`dataidx.store.schema` gathers every noun's tables."""
 
 from __future__ import annotations
 
 from sqlalchemy import Boolean, Float, ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .declarative import INT, Base
+from ..declarative import INT, Base
 
 
 class PackingPlanRow(Base):

@@ -8,7 +8,7 @@ members end to end; each member is the entry at its position, the positions that
 once each and only they; each member trains under the spec; a member joined to the next is
 followed, in its pack, by the next cut of its conversation, and only in a plan that merges cuts;
 each pack holds the tokens its members make, at most the capacity; the epoch and plan rows add
-up. Members are read as arrays (:func:`.positions.key_chunks`), a million at a time, and checked
+up. Members are read as arrays (:func:`dataidx.store.positions.key_chunks`), a million at a time, and checked
 with NumPy: per member, two integers of text read and a few bytes held, no Python object.
 """
 
@@ -19,10 +19,10 @@ from itertools import accumulate
 
 import numpy as np
 
-from ..errors import StoreError
-from .handle import StoreHandle
-from .mixtures.records import Mixtures, StoredMixture
-from .positions import SpecLengths, key_chunks, rendered_lengths, row_starts
+from ...errors import StoreError
+from ..handle import StoreHandle
+from ..mixtures.records import Mixtures, StoredMixture
+from ..positions import SpecLengths, key_chunks, rendered_lengths, row_starts
 
 _PLANS = ("SELECT p.id, p.name, p.spec_id, s.name, p.mixture_id, m.name, p.capacity, p.merge_cuts, p.packs, "
           "p.entries, p.tokens, p.left_out, p.epochs FROM packing_plans AS p "
