@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import Connection, insert, text
 
-from ..draw_tables import DatasetTurns, RepeatCount, RepeatRow
+from ..base.tables import DatasetTurns
+from ..draw_tables import RepeatCount, RepeatRow
 from ..summary_sql import REPEAT_ROWS
 from . import bulk  # its chunk size read at each call, so that tests can make it small
 from .bulk import entry_rows
