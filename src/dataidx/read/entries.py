@@ -18,11 +18,11 @@ import numpy as np
 from ..errors import StoreError
 from ..store import (
     Closable,
+    Datasets,
     Orders,
     StoreHandle,
     identity_of,
     open_store,
-    read_datasets,
     read_mixture,
     served_epoch,
     serving,
@@ -62,7 +62,7 @@ class StoreEntries(Closable):
         handle = open_store(self.path)
         try:
             self.stamp = handle.stamp()
-            self.datasets = read_datasets(handle)
+            self.datasets = Datasets(handle).by_id()
             self._open(handle)
             # What this reader depends on: a later write that leaves it alone never stops it.
             self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
-from ..store import StoredDataset
+from ..store import Datasets
 
 #: The explicit positions of a range that hold any of some base entries (a scan of the range).
 _EXPLICIT_HOLDING = "SELECT {stamped}id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark} AND entry_id IN ({ids})"
@@ -39,7 +39,7 @@ def positions_holding(fetch: Fetch, runs: Sequence[tuple[int, int, int]], low: i
     return np.unique(np.concatenate(found)) - low
 
 
-def row_entries(fetch: Fetch, datasets: dict[int, StoredDataset], store: str, dataset: str, row: int,
+def row_entries(fetch: Fetch, datasets: dict[int, Datasets.Stored], store: str, dataset: str, row: int,
                 cut: int | None = None) -> list[int]:
     """The base entry ids of row ``row`` of dataset ``dataset`` (its entry of cut ``cut``, or all
     of them), in cut order; a dataset the store does not hold is a UsageError naming those it does."""

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaleStoreError, UsageError
-from ..store import StoredDataset, StoreHandle, read_token_file
+from ..store import Datasets, StoreHandle, read_token_file
 from .spec import StoredSpec
 from .token_file import START, TokenFile
 from .tokens import TokenRow, served
@@ -59,7 +59,7 @@ class TokenServer:
     """
 
     def __init__(self, tokens: TokenFile, spec_id: int, handle: StoreHandle,
-                 datasets: dict[int, StoredDataset], store: str) -> None:
+                 datasets: dict[int, Datasets.Stored], store: str) -> None:
         self.tokens, self.spec_id, self.store = tokens, spec_id, store
         starts = handle.all(_DATASET_STARTS)
         self._dataset_starts = [first for first, _ in starts]

@@ -27,11 +27,11 @@ from ..progress import CountProgress
 from ..read import EntryReader
 from ..store import (
     CauseRow,
+    Datasets,
     LengthRow,
     ReadIdentity,
     StoredTokenFile,
     StoreHandle,
-    base_entry_range,
     budget_mixtures_drawn_before,
     move_spec_tokenizer,
     own_token_files,
@@ -246,7 +246,7 @@ class _Stored:
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
-    span = base_entry_range(handle)
+    span = Datasets(handle).entry_range()
     stored = _Stored(first=1, last=0) if span is None else _Stored(first=span[0], last=span[1])
     found = handle.one("SELECT id, fingerprint, tokenizer, clock, kept FROM render_specs WHERE name = {mark}", name)
     if found:

@@ -14,6 +14,7 @@ from .._lazy import lazy_face
 # The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
+    from .base.records import Datasets as Datasets
     from .causes import CauseRow as CauseRow
     from .causes import render_causes as render_causes
     from .causes import spec_causes as spec_causes
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from .info import added_token_uses as added_token_uses
     from .info import merging_plans as merging_plans
     from .info import store_info as store_info
-    from .location import store_folder as store_folder
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
@@ -51,18 +51,14 @@ if TYPE_CHECKING:
     from .packs import save_packing_plan as save_packing_plan
     from .plan_checks import plan_problems as plan_problems
     from .positions import SpecLengths as SpecLengths
-    from .positions import base_entry_range as base_entry_range
     from .positions import position_entries as position_entries
-    from .positions import row_starts as row_starts
     from .positions import spec_lengths as spec_lengths
     from .query import run_query as run_query
     from .records import REASONING as REASONING
     from .records import REASONING_PROBLEM_SUMS as REASONING_PROBLEM_SUMS
     from .records import REASONING_PROBLEMS as REASONING_PROBLEMS
-    from .records import StoredDataset as StoredDataset
     from .records import check_epoch as check_epoch
     from .records import mixture_epochs as mixture_epochs
-    from .records import read_datasets as read_datasets
     from .records import read_mixture as read_mixture
     from .records import served_epoch as served_epoch
     from .records import serving as serving
@@ -73,22 +69,16 @@ if TYPE_CHECKING:
     from .renders import render_counts as render_counts
     from .renders import save_render_spec as save_render_spec
     from .revisions import SCHEMA_REVISION as SCHEMA_REVISION
-    from .schema import Build as Build
-    from .schema import Dataset as Dataset
     from .schema import EpochDataset as EpochDataset
     from .schema import Mixture as Mixture
     from .schema import MixtureDataset as MixtureDataset
     from .schema import MixtureEpoch as MixtureEpoch
-    from .schema import RejectedRow as RejectedRow
     from .sqlite.bounds import interrupt_statements as interrupt_statements
     from .sqlite.bounds import open_bounded as open_bounded
     from .sqlite.bulk import PositionWriter as PositionWriter
     from .sqlite.bulk import draw_counts as draw_counts
-    from .sqlite.bulk import insert_base_entries as insert_base_entries
     from .sqlite.draws import DrawSummary as DrawSummary
-    from .sqlite.draws import insert_dataset_turns as insert_dataset_turns
     from .sqlite.draws import insert_draw_summary as insert_draw_summary
-    from .sqlite.draws import row_lengths as row_lengths
     from .sqlite.draws import summarise_draw as summarise_draw
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
@@ -111,7 +101,6 @@ if TYPE_CHECKING:
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
-    "store_folder": ".location",
     "store_location": ".location",
     # reading
     "SCHEMA_REVISION": ".revisions",
@@ -127,8 +116,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "REASONING": ".records",
     "REASONING_PROBLEMS": ".records",
     "REASONING_PROBLEM_SUMS": ".records",
-    "StoredDataset": ".records",
-    "read_datasets": ".records",
     "read_mixture": ".records",
     "check_epoch": ".records",
     "served_epoch": ".records",
@@ -142,9 +129,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "ReadIdentity": ".identity",
     "identity_of": ".identity",
     "SpecLengths": ".positions",
-    "base_entry_range": ".positions",
     "position_entries": ".positions",
-    "row_starts": ".positions",
     "spec_lengths": ".positions",
     "store_info": ".info",
     "added_token_uses": ".info",
@@ -174,13 +159,10 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "prune_token_files": ".tokens",
     "spec_id_of": ".tokens",
     "stored_lengths": ".tokens",
-    "insert_base_entries": ".sqlite.bulk",
     "PositionWriter": ".sqlite.bulk",
     "draw_counts": ".sqlite.bulk",
     "DrawSummary": ".sqlite.draws",
-    "insert_dataset_turns": ".sqlite.draws",
     "insert_draw_summary": ".sqlite.draws",
-    "row_lengths": ".sqlite.draws",
     "summarise_draw": ".sqlite.draws",
     "save_render_spec": ".renders",
     "budget_mixtures_drawn_before": ".renders",
@@ -198,14 +180,12 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "check_output": ".outputs",
     "check_output_folder": ".outputs",
     # the nouns
+    "Datasets": ".base.records",
     "Orders": ".orders.records",
     "RecordedOrder": ".orders.records",
     # the schema
-    "Build": ".schema",
-    "Dataset": ".schema",
     "Mixture": ".schema",
     "MixtureDataset": ".schema",
     "MixtureEpoch": ".schema",
     "EpochDataset": ".schema",
-    "RejectedRow": ".schema",
 })

@@ -1,6 +1,6 @@
 """The tables of the base index: the build's provenance, its datasets, their base entries, the
-rows it left out and the rows counted by turns; :mod:`dataidx.store.schema` gathers every
-noun's tables."""
+rows it left out and the rows counted by turns. Read and written by :class:`.records.Datasets`
+alone; :mod:`dataidx.store.schema` gathers every noun's tables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Bulk inserts of the index and of packing plans: NumPy arrays in, millions of rows a second out.
+"""Bulk inserts of mixtures and packing plans (the base index's are in :mod:`..base.arrays`): NumPy
+arrays in, millions of rows a second out.
 
 Binding rows one by one through ``executemany`` costs about a microsecond a row, more than
 SQLite's own work. Here each chunk of an array travels as one JSON text that SQLite unpacks in
@@ -26,10 +27,6 @@ ROWS_PER_STATEMENT = 1_000_000
 #: (20M members: 170 MB less at the peak, the same time).
 PLAN_ROWS_PER_STATEMENT = 1 << 18
 
-_BASE = text(
-    "INSERT INTO base_entries (id, dataset_id, row, cut) "
-    "SELECT :first + key, :dataset, value / :k, NULLIF(value % :k, 0) - 1 FROM json_each(:packed)"
-)
 _MIXTURE = text(
     "INSERT INTO mixture_entries (id, mixture_id, entry_id) SELECT :first + key, :mixture, value FROM json_each(:ids)"
 )
@@ -63,22 +60,6 @@ _PACKS = text(
     "SELECT :plan, :pack + key, :first + sum(value >> 32) OVER (ORDER BY key) - (value >> 32), value >> 32, "
     "value & 4294967295 FROM json_each(:packs)"
 )
-
-
-def insert_base_entries(connection: Connection, dataset_id: int, first_id: int, rows: np.ndarray,
-                        cuts: np.ndarray) -> None:
-    """Entries ``first_id, first_id + 1, ...`` of one dataset; a cut below 0 is stored as NULL.
-
-    Row and cut travel packed in one integer, ``row * k + cut + 1`` with ``k`` above every
-    ``cut + 1``, so one JSON array carries both and 0 in the low part means NULL.
-    """
-    k = int(cuts.max(initial=0)) + 2
-    packed = rows.astype(np.int64) * k + np.maximum(cuts.astype(np.int64) + 1, 0)
-    for offset in range(0, len(packed), ROWS_PER_STATEMENT):
-        chunk = packed[offset : offset + ROWS_PER_STATEMENT]
-        connection.execute(
-            _BASE, {"first": first_id + offset, "dataset": dataset_id, "k": k, "packed": json.dumps(chunk.tolist())}
-        )
 
 
 class PositionWriter:
