@@ -83,6 +83,15 @@ class Datasets:
     #: What :meth:`by_id` gives for each dataset.
     Stored: TypeAlias = StoredDataset
 
+    #: A reader's fetches (see :meth:`~dataidx.store.StoreHandle.fetch`), the hot path of every
+    #: sample: ``(id, dataset_id, row, cut)`` of one base entry, of a JSON list of ids, and of
+    #: ids ``first .. last`` in order; ``(id, cut)`` of the entries of a dataset's row.
+    FETCH_ONE = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id = {mark}"
+    FETCH_MANY = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id IN ({ids})"
+    FETCH_BETWEEN = ("SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} "
+                     "ORDER BY id")
+    FETCH_ROW = "SELECT {stamped}id, cut FROM base_entries WHERE dataset_id = {mark} AND row = {mark} ORDER BY id"
+
     def __init__(self, store: Access) -> None:
         self.store = access(store)
 
