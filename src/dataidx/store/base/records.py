@@ -126,6 +126,13 @@ class Datasets:
         first, last = self.store.one(_ENTRY_RANGE) or (None, None)
         return None if first is None or last is None else (first, last)
 
+    def absent(self, entry_ids: Iterable[int]) -> list[int]:
+        """Those of base entry ids ``entry_ids`` the store does not hold, sorted."""
+        wanted = set(entry_ids)
+        held = {entry for entry, in self.store.all("SELECT id FROM base_entries WHERE id IN ({ids})",
+                                                   json.dumps(sorted(wanted)))}
+        return sorted(wanted - held)
+
     def row_starts(self) -> tuple[int, np.ndarray]:
         """``(first, starts)``: whether base entry ``first + i`` is the first entry of its row, for
         every base entry (:func:`.arrays.row_starts`)."""

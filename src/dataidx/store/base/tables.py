@@ -1,6 +1,7 @@
 """The tables of the base index: the build's provenance, its datasets, their base entries, the
-rows it left out and the rows counted by turns. Read and written by :class:`.records.Datasets`
-alone; :mod:`dataidx.store.schema` gathers every noun's tables."""
+rows it left out and the rows counted by turns. Written by :class:`.records.Datasets` alone, and
+read through it but where another noun's SQL joins them (a mixture's composition, a spec's
+causes, the views); :mod:`dataidx.store.schema` gathers every noun's tables."""
 
 from __future__ import annotations
 
