@@ -117,7 +117,7 @@ def test_a_chunk_that_fails_to_write_fails_the_build_and_leaves_no_store(tmp_pat
     """Chunks are written on a writer thread; a failure there, even of the last chunk of the last
     dataset, must stop the build, not commit a dataset whose entries were never written."""
     from dataidx.errors import StoreError
-    from dataidx.store import insert_base_entries
+    from dataidx.store.base.arrays import insert_base_entries
 
     config, _ = write_data(tmp_path)
 
@@ -126,7 +126,7 @@ def test_a_chunk_that_fails_to_write_fails_the_build_and_leaves_no_store(tmp_pat
             raise StoreError("disk full (injected)")
         return insert_base_entries(connection, dataset_id, *args)
 
-    monkeypatch.setattr("dataidx.index.datasets.insert_base_entries", failing)
+    monkeypatch.setattr("dataidx.store.base.arrays.insert_base_entries", failing)
     with pytest.raises(StoreError, match="disk full"):
         build(config, tmp_path / "s.db")
     assert not (tmp_path / "s.db").exists()

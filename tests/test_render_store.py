@@ -511,7 +511,7 @@ def test_a_generic_tokenizer_loads_as_autotokenizer_loads_it_without_importing_t
 
 def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
         store: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dataidx.store import open_store, positions, row_starts, spec_lengths
+    from dataidx.store import Datasets, open_store, positions, spec_lengths
 
     # some entries too long: trains differs
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
@@ -521,7 +521,7 @@ def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
     with open_store(store) as handle:
         spec_id = handle.value("SELECT id FROM render_specs WHERE name = 'default'")
         lengths = spec_lengths(handle, spec_id)
-        first, starts = row_starts(handle)
+        first, starts = Datasets(handle).row_starts()
     assert lengths.first == first == stored[0][0] and len(stored) % 7
     assert lengths.tokens.tolist() == [tokens for _, tokens, _, _ in stored]
     assert lengths.trains.tolist() == [bool(trains) for _, _, trains, _ in stored]
@@ -591,7 +591,7 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
         store: Path, tiny_tokenizer: Path, change: str) -> None:
     """A length past 31 bits would spill into the entry's bits of the packed integer, and text
     would be read as the number it starts with: each is refused in one line."""
-    from dataidx.store import open_store, row_starts
+    from dataidx.store import Datasets, open_store
     from dataidx.store.positions import rendered_lengths as spec_lengths
 
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
@@ -600,7 +600,7 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
         connection.execute(change.format(second=second))
     with open_store(store) as handle, pytest.raises(StoreError, match="the store is damaged") as raised:
         spec_lengths(handle, handle.value("SELECT id FROM render_specs WHERE name = 'default'"))
-        row_starts(handle)
+        Datasets(handle).row_starts()
     said = "tokens that no render writes" if "entry_renders" in change else "a row no build writes"
     assert said in str(raised.value)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 
 from ..convert import NO_CUT, TableCuts, collecting_drops, converters, row_expansion
 from ..errors import ConversionError, SourceError
@@ -45,7 +45,7 @@ from ..sources import (
     sources,
 )
 from ..spec import DatasetSpec
-from ..store import Dataset, RejectedRow, insert_base_entries, insert_dataset_turns, row_lengths
+from ..store import Datasets
 from .empty import refuse_empty
 from .mixtures import MixtureWriter
 from .unread import refuse_unread
@@ -125,7 +125,7 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
     turns = np.zeros(1, dtype=np.int64)  # rows by their number of entries; a chunk holds whole rows
     for found in _converted(rows, converter, dataset):
         writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found)
-        counted = np.bincount(row_lengths(found.rows))
+        counted = np.bincount(_row_lengths(found.rows))
         turns = np.pad(turns, (0, max(0, len(counted) - len(turns))))
         turns[: len(counted)] += counted
         record["entries"] += len(found.rows)
@@ -152,11 +152,18 @@ def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec) -> Iter
 
 
 def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: TableCuts) -> None:
-    insert_base_entries(connection, dataset_id, first_id, found.rows, found.cuts)
-    if found.rejects:
-        connection.execute(insert(RejectedRow), [
-            {"dataset_id": dataset_id, "row": row, "reason": reason} for row, reason in found.rejects
-        ])
+    datasets = Datasets(connection)
+    datasets.add_entries(dataset_id, first_id, found.rows, found.cuts)
+    datasets.add_rejects(dataset_id, found.rejects)
+
+
+def _row_lengths(rows: np.ndarray) -> np.ndarray:
+    """Entries of each row in ``rows``, the row of each entry in entry order (a row's entries
+    are consecutive)."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    return np.diff(np.r_[starts, len(rows)])
 
 
 def _write_record(connection: Connection, record: dict[str, Any], *, fingerprints: Future[list[dict[str, Any]]],
@@ -169,8 +176,9 @@ def _write_record(connection: Connection, record: dict[str, Any], *, fingerprint
     if moved:
         raise SourceError(f"dataset '{record['name']}': {', '.join(moved)} changed while the build read it; "
                           "build again once it is written")
-    connection.execute(insert(Dataset), {**record, "files": files})
-    insert_dataset_turns(connection, record["id"], turns)
+    datasets = Datasets(connection)
+    datasets.add({**record, "files": files})
+    datasets.add_turns(record["id"], turns)
     mixture.add(record["id"], record["name"], first_entry=record["first_entry"], entries=record["entries"],
                 rows=record["rows"] - record["rejected"])
     return DatasetSummary(name=record["name"], rows=record["rows"], entries=record["entries"], drops=record["drops"],

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import Dataset, DrawSummary, Mixtures, rewriting
+from ..store import Datasets, DrawSummary, Mixtures, rewriting
 from .budgets import budget_draw
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
@@ -226,9 +226,7 @@ def _check_budgets(config: Config, sampling: str, lengths: MixtureLengths | None
 def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str, epochs: int = 1,
                   lengths: MixtureLengths | None = None) -> MixtureSummary:
     """Draw mixture ``name`` from the config's sizes, weights and budgets over a store's datasets."""
-    query = select(Dataset.id, Dataset.name, Dataset.first_entry, Dataset.entries, Dataset.rows,
-                   Dataset.rejected).order_by(Dataset.position)
-    stored = {row.name: row for row in connection.execute(query)}
+    stored = {dataset.name: dataset for dataset in Datasets(connection).by_id().values()}
     missing = [dataset.name for dataset in config.datasets if dataset.name not in stored]
     if missing:
         raise NotFoundError(

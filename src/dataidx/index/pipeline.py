@@ -16,14 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import insert
-
 from .._version import __version__
 from ..config import load_config
 from ..progress import MessageProgress
 from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
-from ..store import Build, NewStore, creating, store_folder
+from ..store import Datasets, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
 from .mixtures import MixtureSummary, MixtureWriter
 
@@ -83,7 +81,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
         writes = Writes(writer)
         first_entry = 1
         written = []
-        folder = store_folder(new.location)  # the sources' places relative to it are recorded too
+        folder = Datasets.folder_of(new.location)  # the sources' places relative to it are recorded too
         for position, dataset in enumerate(config.datasets):
             say(f"loading dataset '{dataset.name}' from {dataset.path}"
                 + (f" (streaming, materialised into {new.streams})" if dataset.streaming else ""))
@@ -103,15 +101,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
                 ", ".join(drawn.taken_whole))
         summary = BuildSummary(store=str(new.location), datasets=datasets, mixture=drawn,
                                seconds=time.perf_counter() - started)
-        connection.execute(
-            insert(Build),
-            {
-                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "config_origin": config.origin,
-                "config_text": config.text,
-                "config_sha256": config.sha256,
-                "dataidx_version": __version__,
-                "seconds": summary.seconds,
-            },
-        )
+        Datasets(connection).add_build(
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), config_origin=config.origin,
+            config_text=config.text, config_sha256=config.sha256, dataidx_version=__version__, seconds=summary.seconds)
     return summary

@@ -24,15 +24,14 @@ from ..index import epoch_seed
 from ..render import TokenFile, open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
+    Datasets,
     Mixtures,
     Plans,
     SpecLengths,
     StoreHandle,
-    base_entry_range,
     identity_of,
     open_store,
     rewriting,
-    row_starts,
     spec_lengths,
 )
 from .merging import MODES, TokenWords, merge_epoch
@@ -114,7 +113,7 @@ def pack_store(
         merging = None
         if merge_cuts != "no":
             assert tokens is not None  # required: refused above without them
-            _, starts = row_starts(handle)
+            _, starts = Datasets(handle).row_starts()
             _, words, index = tokens.mapped()
             merging = (starts, TokenWords(words=words, starts=index, first_entry=tokens.first_entry,
                                           mask=(1 << (words.dtype.itemsize * 8 - 1)) - 1))
@@ -179,7 +178,7 @@ def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -
     """The spec's lengths: from its token file's index when its tokens are stored and it indexes
     every base entry (0.05 s at 2M entries), else from the store (about 0.5 s a million)."""
     if tokens is not None:
-        found = base_entry_range(handle)
+        found = Datasets(handle).entry_range()
         if found is not None and found[0] == tokens.first_entry and found[1] - found[0] + 1 == tokens.entries:
             return tokens.lengths()
     return spec_lengths(handle, spec_id)

@@ -51,7 +51,7 @@ class RenderedPacks(Closable):
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only or self.merge_cuts != "no")
             self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
-            self.server = (TokenServer(self.tokens, self.spec.id, handle, self.reader.datasets, self.reader.path)
+            self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
             self._serve(Mixtures.check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:

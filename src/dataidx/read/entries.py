@@ -18,19 +18,19 @@ import numpy as np
 from ..errors import StoreError
 from ..store import (
     Closable,
+    Datasets,
     Mixtures,
     Orders,
     StoreHandle,
     identity_of,
     open_store,
-    read_datasets,
 )
 from .holding import positions_holding
 from .process import ProcessState, freeze_inherited_objects
 
-# A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid.
-_ENTRY_ONE = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id = {mark}"
-_ENTRY_MANY = "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id IN ({ids})"
+# A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid. The
+# base index's fetches are its noun's templates, taken once here: a fetch looks up no attribute.
+_ENTRY_ONE, _ENTRY_MANY, _ENTRY_RANGE = Datasets.FETCH_ONE, Datasets.FETCH_MANY, Datasets.FETCH_BETWEEN
 _POSITION_ONE = (
     "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = {mark}"
@@ -40,10 +40,6 @@ _POSITION_MANY = (
     "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
 )
 _EXPLICIT_ENTRIES = "SELECT {stamped}id, entry_id FROM mixture_entries WHERE id IN ({ids})"
-
-_ENTRY_RANGE = (
-    "SELECT {stamped}id, dataset_id, row, cut FROM base_entries WHERE id BETWEEN {mark} AND {mark} ORDER BY id"
-)
 
 
 class StoreEntries(Closable):
@@ -60,7 +56,7 @@ class StoreEntries(Closable):
         handle = open_store(self.path)
         try:
             self.stamp = handle.stamp()
-            self.datasets = read_datasets(handle)
+            self.datasets = Datasets(handle).by_id()
             self._open(handle)
             # What this reader depends on: a later write that leaves it alone never stops it.
             self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})

@@ -12,7 +12,7 @@ from typing import cast
 
 from ..convert import Sample, SFTSample, collecting_drops, convert_row, converters
 from ..errors import StoreError
-from ..store import StoredDataset
+from ..store import Datasets
 from .process import ProcessState
 from .rows import open_rows
 
@@ -21,7 +21,7 @@ _WARNED: set[tuple[str, str]] = set()
 logger = logging.getLogger(__name__)
 
 
-def fetcher(local: ProcessState, dataset: StoredDataset) -> Fetcher:
+def fetcher(local: ProcessState, dataset: Datasets.Stored) -> Fetcher:
     """The process's fetcher of ``dataset``, opened on its first fetch."""
     found = local.fetchers.get(dataset.id)
     if found is None:
@@ -37,7 +37,7 @@ class Fetcher:
     did not record (the converter changed since) is logged once per dataset and process.
     """
 
-    def __init__(self, dataset: StoredDataset, store: str) -> None:
+    def __init__(self, dataset: Datasets.Stored, store: str) -> None:
         self.name = dataset.name
         self.rows = open_rows(dataset)
         plugin = converters.get(dataset.converter)

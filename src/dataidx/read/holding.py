@@ -10,11 +10,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
-from ..store import StoredDataset
+from ..store import Datasets
 
 #: The explicit positions of a range that hold any of some base entries (a scan of the range).
 _EXPLICIT_HOLDING = "SELECT {stamped}id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark} AND entry_id IN ({ids})"
-_ROW_ENTRIES = "SELECT {stamped}id, cut FROM base_entries WHERE dataset_id = {mark} AND row = {mark} ORDER BY id"
 
 #: A reader's ``fetch``: a read template and its parameters -> rows.
 Fetch = Callable[..., list[Any]]
@@ -39,12 +38,12 @@ def positions_holding(fetch: Fetch, runs: Sequence[tuple[int, int, int]], low: i
     return np.unique(np.concatenate(found)) - low
 
 
-def row_entries(fetch: Fetch, datasets: dict[int, StoredDataset], store: str, dataset: str, row: int,
+def row_entries(fetch: Fetch, datasets: dict[int, Datasets.Stored], store: str, dataset: str, row: int,
                 cut: int | None = None) -> list[int]:
     """The base entry ids of row ``row`` of dataset ``dataset`` (its entry of cut ``cut``, or all
     of them), in cut order; a dataset the store does not hold is a UsageError naming those it does."""
     ids = {stored.name: dataset_id for dataset_id, stored in datasets.items()}
     if dataset not in ids:
         raise UsageError(f"{store}: no dataset '{dataset}' (datasets: {', '.join(ids)})")
-    return [entry_id for entry_id, entry_cut in fetch(_ROW_ENTRIES, ids[dataset], row)
+    return [entry_id for entry_id, entry_cut in fetch(Datasets.FETCH_ROW, ids[dataset], row)
             if cut is None or entry_cut == cut]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from ..convert import Sample
 from ..errors import StaleStoreError
 from ..sources import paused_gc
-from ..store import StoredDataset
+from ..store import Datasets
 from .entries import MixtureEntries, StoreEntries
 from .fetcher import fetcher
 from .verify import dataset_problems, datasets_as_found
@@ -41,7 +41,7 @@ class EntryReader(StoreEntries):
             for dataset in self.datasets.values():
                 self._verify(dataset)
 
-    def _verify(self, dataset: StoredDataset) -> None:
+    def _verify(self, dataset: Datasets.Stored) -> None:
         problems = dataset_problems(dataset, folder=self.folder)
         if problems:
             raise StaleStoreError(

@@ -9,17 +9,17 @@ from __future__ import annotations
 from ..errors import StaleStoreError
 from ..sources import ArrowRows, DatasetRows, RenamedRows, RowSource, arrow_files_state, load
 from ..spec import DatasetSpec
-from ..store import StoredDataset
+from ..store import Datasets
 
 
-def open_rows(dataset: StoredDataset) -> RowSource:
+def open_rows(dataset: Datasets.Stored) -> RowSource:
     """The dataset's raw rows, under the names its converter expects (the ``columns`` map)."""
     rows = _open_source_rows(dataset)
     columns = dataset.info.get("columns")
     return RenamedRows(rows, columns, dataset.name) if columns else rows
 
 
-def _open_source_rows(dataset: StoredDataset) -> RowSource:
+def _open_source_rows(dataset: Datasets.Stored) -> RowSource:
     """Map the recorded Arrow files; if they are gone, load the source again and check its length."""
     files = dataset.arrow_files or []
     state = arrow_files_state(files) if files else "missing"

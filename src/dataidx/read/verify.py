@@ -18,26 +18,18 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, placed, source_files, sources
 from ..spec import DatasetSpec
-from ..store import (
-    Plans,
-    StoredDataset,
-    composition_problems,
-    open_store,
-    read_datasets,
-    store_folder,
-    summary_problems,
-)
+from ..store import Datasets, Plans, composition_problems, open_store, summary_problems
 
 
-def datasets_as_found(datasets: dict[int, StoredDataset],
-                      store: str | os.PathLike[str]) -> tuple[str | None, dict[int, StoredDataset]]:
+def datasets_as_found(datasets: dict[int, Datasets.Stored],
+                      store: str | os.PathLike[str]) -> tuple[str | None, dict[int, Datasets.Stored]]:
     """The store's folder (None in PostgreSQL) and its ``datasets`` by id
-    (:func:`~dataidx.store.read_datasets`), each :func:`as_found` there."""
-    folder = store_folder(store)
+    (:meth:`~dataidx.store.Datasets.by_id`), each :func:`as_found` there."""
+    folder = Datasets.folder_of(store)
     return folder, {id_: as_found(dataset, folder) for id_, dataset in datasets.items()}
 
 
-def as_found(dataset: StoredDataset, folder: str | None) -> StoredDataset:
+def as_found(dataset: Datasets.Stored, folder: str | None) -> Datasets.Stored:
     """``dataset`` with its paths where its files are now, for a store in ``folder``.
 
     A store's sources are those at their places relative to it, when its first file is there: a
@@ -82,7 +74,7 @@ def _moved_path(path: str, before: str, after: str) -> str:
     return path
 
 
-def dataset_problems(dataset: StoredDataset, *, deep: bool = False, folder: str | None = None) -> list[str]:
+def dataset_problems(dataset: Datasets.Stored, *, deep: bool = False, folder: str | None = None) -> list[str]:
     """What changed for one stored dataset (:func:`as_found`) of a store in ``folder`` since the
     build; empty when it is unchanged."""
     problems = changed_files(dataset.files, deep=deep, folder=folder)
@@ -113,7 +105,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Deep check of a whole store: ``{"ok": bool, "datasets": {name: [problems]}, "store": [...]}``."""
 
     with open_store(path) as handle:
-        folder, datasets = datasets_as_found(read_datasets(handle), path)
+        folder, datasets = datasets_as_found(Datasets(handle).by_id(), path)
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += composition_problems(handle)
         damage += summary_problems(handle)

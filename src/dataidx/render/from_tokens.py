@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaleStoreError, UsageError
-from ..store import Specs, StoredDataset, StoreHandle
+from ..store import Datasets, Specs, StoreHandle
 from .spec import StoredSpec
 from .token_file import START, TokenFile
 from .tokens import TokenRow, served
@@ -25,7 +25,6 @@ from .tokens import TokenRow, served
 #: A flagged entry's extras: ``(entry id, side tokens, token weights)``.
 _EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
            "WHERE spec_id = {mark} AND entry_id IN ({ids})")
-_DATASET_STARTS = "SELECT first_entry, id FROM datasets ORDER BY first_entry"
 _START = int(START)
 
 
@@ -54,16 +53,16 @@ class TokenServer:
     ``fetch`` runs a read template in the reader's process (``EntryReader.fetch``): used only for
     flagged entries. Example::
 
-        server = TokenServer(tokens, spec_id, handle, datasets, "demo.db")
+        server = TokenServer(tokens, spec_id, datasets, "demo.db")
         server.get([17, 3], reader.fetch)
     """
 
-    def __init__(self, tokens: TokenFile, spec_id: int, handle: StoreHandle,
-                 datasets: dict[int, StoredDataset], store: str) -> None:
+    def __init__(self, tokens: TokenFile, spec_id: int, datasets: dict[int, Datasets.Stored], store: str) -> None:
         self.tokens, self.spec_id, self.store = tokens, spec_id, store
-        starts = handle.all(_DATASET_STARTS)
-        self._dataset_starts = [first for first, _ in starts]
-        self._dataset_names = [datasets[dataset_id].name for _, dataset_id in starts]
+        # an entry's dataset is the last to start at or before it (one without entries starts where the next does)
+        starts = sorted((dataset.first_entry, dataset.id, dataset.name) for dataset in datasets.values())
+        self._dataset_starts = [first for first, _, _ in starts]
+        self._dataset_names = [name for _, _, name in starts]
 
     def one(self, entry_id: int, fetch: Any) -> dict[str, Any]:
         """The served dict of one base entry (``get`` of one, without its lists: a fetch's whole cost

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..progress import CountProgress
 from ..read import EntryReader
-from ..store import Mixtures, ReadIdentity, Specs, StoreHandle, base_entry_range, rewriting
+from ..store import Datasets, Mixtures, ReadIdentity, Specs, StoreHandle, rewriting
 from .passes import RangeRendered, RenderPass, entry_ranges, run_passes
 from .replacing import refuse_to_replace
 from .request import RenderRequest
@@ -146,7 +146,7 @@ class _Stored:
 
 
 def _stored(handle: StoreHandle, name: str) -> _Stored:
-    span = base_entry_range(handle)
+    span = Datasets(handle).entry_range()
     stored = _Stored(first=1, last=0) if span is None else _Stored(first=span[0], last=span[1])
     specs = Specs(handle)
     found = specs.find(name)

@@ -55,7 +55,7 @@ class RenderedMixture(Closable):
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only)
             self.renderer: Renderer | None = None if self.tokens is not None else self.spec.renderer(tokenizer)
-            self.server = (TokenServer(self.tokens, self.spec.id, handle, self.reader.datasets, self.reader.path)
+            self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
             self._find_positions()
         except BaseException:

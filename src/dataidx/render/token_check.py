@@ -122,7 +122,7 @@ def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: T
     if sample is not None and sample < len(entry_ids):
         entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))
     renderer = spec.renderer(tokenizer)
-    server = TokenServer(tokens, spec.id, reader.handle, reader.datasets, reader.path)
+    server = TokenServer(tokens, spec.id, reader.datasets, reader.path)
     for start in range(0, len(entry_ids), VERIFY_BATCH):
         batch = entry_ids[start: start + VERIFY_BATCH]
         triples = reader.entries_by_id(batch)

@@ -14,6 +14,7 @@ from .._lazy import lazy_face
 # The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
+    from .base.records import Datasets as Datasets
     from .compose import COMPOSITION_COLUMNS as COMPOSITION_COLUMNS
     from .compose import REASONING_COLUMNS as REASONING_COLUMNS
     from .compose import TOKEN_COLUMNS as TOKEN_COLUMNS
@@ -31,13 +32,10 @@ if TYPE_CHECKING:
     from .identity import ReadIdentity as ReadIdentity
     from .identity import identity_of as identity_of
     from .info import store_info as store_info
-    from .location import store_folder as store_folder
     from .location import store_location as store_location
     from .location import streams_folder as streams_folder
     from .location import tokens_folder as tokens_folder
     from .mixtures.draws import DrawSummary as DrawSummary
-    from .mixtures.draws import insert_dataset_turns as insert_dataset_turns
-    from .mixtures.draws import row_lengths as row_lengths
     from .mixtures.records import Mixtures as Mixtures
     from .orders.records import Orders as Orders
     from .orders.records import RecordedOrder as RecordedOrder
@@ -45,20 +43,12 @@ if TYPE_CHECKING:
     from .outputs import check_output_folder as check_output_folder
     from .plans.records import Plans as Plans
     from .positions import SpecLengths as SpecLengths
-    from .positions import base_entry_range as base_entry_range
-    from .positions import row_starts as row_starts
     from .positions import spec_lengths as spec_lengths
     from .query import run_query as run_query
-    from .records import StoredDataset as StoredDataset
-    from .records import read_datasets as read_datasets
     from .revisions import SCHEMA_REVISION as SCHEMA_REVISION
-    from .schema import Build as Build
-    from .schema import Dataset as Dataset
-    from .schema import RejectedRow as RejectedRow
     from .specs.records import Specs as Specs
     from .sqlite.bounds import interrupt_statements as interrupt_statements
     from .sqlite.bounds import open_bounded as open_bounded
-    from .sqlite.bulk import insert_base_entries as insert_base_entries
     from .sqlite.read import stopped_read as stopped_read
     from .sqlite.sql_functions import refused_function as refused_function
     from .summary_checks import summary_problems as summary_problems
@@ -70,8 +60,9 @@ if TYPE_CHECKING:
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
     # where a store lives
-    "store_folder": ".location",
     "store_location": ".location",
+    "streams_folder": ".location",
+    "tokens_folder": ".location",
     # reading
     "SCHEMA_REVISION": ".revisions",
     "open_store": ".connect",
@@ -80,50 +71,39 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "Closable": ".handle",
     "Store": ".handle",
     "StoreHandle": ".handle",
-    "stopped_read": ".sqlite.read",
-    "StoredDataset": ".records",
-    "read_datasets": ".records",
+    "ReadIdentity": ".identity",
+    "identity_of": ".identity",
     "run_query": ".query",
+    "stopped_read": ".sqlite.read",
     "refused_function": ".sqlite.sql_functions",
     "open_bounded": ".sqlite.bounds",
     "interrupt_statements": ".sqlite.bounds",
-    "ReadIdentity": ".identity",
-    "identity_of": ".identity",
+    # the nouns
+    "Datasets": ".base.records",
+    "Mixtures": ".mixtures.records",
+    "Specs": ".specs.records",
+    "Plans": ".plans.records",
+    "Orders": ".orders.records",
+    "RecordedOrder": ".orders.records",
+    "DrawSummary": ".mixtures.draws",
     "SpecLengths": ".positions",
-    "base_entry_range": ".positions",
-    "row_starts": ".positions",
     "spec_lengths": ".positions",
+    # across the nouns
     "store_info": ".info",
+    "composition": ".compose",
     "COMPOSITION_COLUMNS": ".compose",
     "TOKEN_COLUMNS": ".compose",
     "REASONING_COLUMNS": ".compose",
-    "composition": ".compose",
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
-    # writing
-    "NewStore": ".write",
-    "creating": ".write",
-    "migrate_store": ".write",
-    "rewriting": ".write",
-    "streams_folder": ".location",
-    "tokens_folder": ".location",
-    "insert_base_entries": ".sqlite.bulk",
-    "DrawSummary": ".mixtures.draws",
-    "insert_dataset_turns": ".mixtures.draws",
-    "row_lengths": ".mixtures.draws",
     "remove_mixture": ".deletes",
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",
+    # writing
+    "NewStore": ".write",
+    "creating": ".write",
+    "rewriting": ".write",
+    "migrate_store": ".write",
     "check_output": ".outputs",
     "check_output_folder": ".outputs",
-    # the nouns
-    "Mixtures": ".mixtures.records",
-    "Orders": ".orders.records",
-    "Specs": ".specs.records",
-    "RecordedOrder": ".orders.records",
-    "Plans": ".plans.records",
-    # the schema
-    "Build": ".schema",
-    "Dataset": ".schema",
-    "RejectedRow": ".schema",
 })

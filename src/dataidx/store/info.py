@@ -7,10 +7,10 @@ answer in a fraction of a second, and importing SQLAlchemy alone costs a quarter
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import Any
 
+from .base.records import Datasets
 from .connect import reading
 from .handle import Store, StoreHandle
 from .mixtures.records import Mixtures
@@ -37,9 +37,9 @@ def _training_positions(handle: StoreHandle, mixture_id: int, spec_id: int) -> i
 def store_info(store: Store | StoreHandle) -> dict[str, Any]:
     """Provenance and counts of a store (a location, or an open handle); stable keys for ``--json``."""
     with reading(store) as handle:
-        builds = handle.dicts("SELECT * FROM builds ORDER BY id DESC LIMIT 1")
-        datasets = handle.dicts("SELECT * FROM datasets ORDER BY position")
-        names = {d["id"]: d["name"] for d in datasets}
+        build = Datasets(handle).last_build()
+        datasets = list(Datasets(handle).by_id().values())
+        names = {d.id: d.name for d in datasets}
         mixtures = []
         stale = Mixtures(handle).stale()
         for mixture in handle.dicts("SELECT * FROM mixtures ORDER BY id"):
@@ -82,7 +82,6 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                                            for spec in specs}
         plans = Plans(handle).info()
         shown = handle.name
-    build = builds[0] if builds else None
     return {
         "store": str(shown),
         "schema_revision": SCHEMA_REVISION,
@@ -96,10 +95,11 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
         },
         "datasets": [
             {
-                **{key: d[key] for key in ("name", "path", "source", "split", "converter", "converter_version",
-                                           "rows", "entries", "drops", "rejected", "on_error", "empty_rows")},
-                "files": json.loads(d["files"]),
-                "arrow_files": [f["path"] for f in json.loads(d["arrow_files"] or "null") or []],
+                **{key: getattr(d, key) for key in ("name", "path", "source", "split", "converter",
+                                                    "converter_version", "rows", "entries", "drops", "rejected",
+                                                    "on_error", "empty_rows")},
+                "files": d.files,
+                "arrow_files": [f["path"] for f in d.arrow_files or []],
             }
             for d in datasets
         ],

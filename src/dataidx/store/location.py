@@ -77,14 +77,6 @@ def store_location(store: str | os.PathLike[str] | PostgresStore) -> Path | Post
     return PostgresStore(clean.render_as_string(hide_password=False), schema, shown)
 
 
-def store_folder(store: str | os.PathLike[str] | PostgresStore) -> str | None:
-    """The folder a SQLite store's file is in, links resolved: what its sources' recorded places
-    are relative to (see :mod:`dataidx.sources.fingerprints`). None for a store in PostgreSQL,
-    which has no folder."""
-    location = store_location(store)
-    return None if isinstance(location, PostgresStore) else os.path.dirname(os.path.realpath(location))
-
-
 def streams_folder(location: Path | PostgresStore) -> Path:
     """Where a store's streaming sources are materialised: ``<store>.streams`` beside a file; in
     the dataidx cache folder of the building machine for a store in PostgreSQL."""

@@ -42,7 +42,9 @@ def _id_range(handle: LengthReads, table: str, column: str, where: str = "", *pa
 
 
 def base_entry_range(handle: LengthReads) -> tuple[int, int] | None:
-    """``(first, last)`` base entry id, or None for a store without entries."""
+    """``(first, last)`` base entry id, or None for a store without entries: what a spec's lengths
+    cover. Elsewhere ``Datasets(handle).entry_range()``; not here, as the base index reads its row
+    starts through :func:`key_chunks` and the two modules would import each other."""
     return _id_range(handle, "base_entries", "id")
 
 
@@ -216,28 +218,3 @@ def length_chunk_rows(reads: WorkingCopy, spec_id: int, entries_per_chunk: int) 
         arrays = {column: ((found.tokens[at].astype("<u4") << 1) | found.trains[at]).astype("<u4").tobytes()
                   for column, found in zip(LENGTH_COLUMNS, lengths)}
         yield {"spec_id": spec_id, "first_entry": first + start, "entries": at.stop - at.start, **arrays}
-
-
-def row_starts(handle: StoreHandle) -> tuple[int, np.ndarray]:
-    """``(first, starts)``: whether base entry ``first + i`` is the first entry of its row, for
-    every base entry. The cuts of a row are consecutive entries (the build writes them in order),
-    so a row is the entries from one start to the next: what merging a row's cuts needs to know.
-
-    Read a million entries at a time (:func:`key_chunks`), like the lengths."""
-    found = base_entry_range(handle)
-    if found is None:
-        return 1, np.zeros(0, dtype=bool)
-    first, last = found
-    rows = np.zeros(last - first + 1, dtype=np.int64)
-    for start, values in key_chunks(
-            handle, "base_entries", "id", 'CAST("row" AS bigint)', '"row" BETWEEN 0 AND 4294967295', first, last,
-            refused="a base entry names a row no build writes (negative, past 2**32 - 1 or not a number); the store "
-                    "is damaged",
-            gaps="base entries are not numbered without gaps; the store is damaged"):
-        rows[start - first : start - first + len(values)] = values
-    starts = np.ones(len(rows), dtype=bool)
-    starts[1:] = rows[1:] != rows[:-1]
-    datasets = np.array([entry for (entry,) in handle.all("SELECT first_entry FROM datasets")], dtype=np.int64)
-    datasets = datasets[(datasets >= first) & (datasets <= last)] - first
-    starts[datasets] = True  # row 0 of a dataset after a one-row dataset
-    return first, starts

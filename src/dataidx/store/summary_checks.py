@@ -10,16 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import StoreError
+from .base.records import Datasets
 from .handle import StoreHandle
 from .positions import LENGTH_COLUMNS, rendered_lengths, spec_lengths
 from .summary_sql import BLOCK_SUMS, REPEAT_ROWS, STATUS_COUNTS
 
-# Rows per row count: what build counted into dataset_turns.
-_TURNS = (
-    'SELECT dataset_id, n, count(*) FROM (SELECT dataset_id, "row", count(*) AS n FROM base_entries '
-    'GROUP BY dataset_id, "row") AS counted GROUP BY dataset_id, n',
-    "SELECT dataset_id, turns, rows FROM dataset_turns",
-)
 # How many times a mixture draws each row of a dataset over its epochs: its most drawn entry's times.
 _ROW_TIMES = ('SELECT b.dataset_id AS dataset_id, b."row" AS shown_row, max(drawn.times) AS times '
               "FROM (SELECT entry_id, count(*) AS times FROM mixture_positions WHERE mixture_id = {mark} "
@@ -63,7 +58,7 @@ def _differences(handle: StoreHandle, pair: tuple[str, str], *key: int) -> int:
 def summary_problems(handle: StoreHandle) -> list[str]:
     """One line per summary table of a mixture, spec or the base index that differs from its recount."""
     problems = []
-    if found := _differences(handle, _TURNS):
+    if found := Datasets(handle).turns_differing():
         problems.append(f"dataset_turns: {found} rows differ from a recount of base_entries")
     for mixture_id, name in handle.all("SELECT id, name FROM mixtures ORDER BY id"):
         for table, pair in (("repeat_counts", _REPEAT_COUNTS), ("repeat_rows", _REPEAT_ROWS)):

@@ -1,10 +1,9 @@
-"""The summary rows written beside the base index and each mixture's draw (:mod:`.tables`, :mod:`..draw_tables`):
-a dataset's rows by turns, and per mixture the base entries it uses as spans and its rows by
-the times it draws them (a row's times are those of its most drawn entry: a conversation of six
-turns drawn once shows six entries, once each, and is drawn once).
+"""The summary rows written beside each mixture's draw (:mod:`.tables`): the base entries it
+uses as spans and its rows by the times it draws them (a row's times are those of its most drawn
+entry: a conversation of six turns drawn once shows six entries, once each, and is drawn once).
 
-They are counted from arrays the writer holds (a dataset's rows, a draw's count per entry), so
-questions the cookbook asks of 20M positions read a few hundred rows instead of every position.
+They are counted from arrays the writer holds (a draw's count per entry), so questions the
+cookbook asks of 20M positions read a few hundred rows instead of every position.
 A draw's rows are read from the store only when its counts do not tell them: not when each row
 gave one entry, and, when every entry is drawn equally often, only until each level has its
 first rows.
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import Connection, insert, text
 
-from ..draw_tables import DatasetTurns
 from ..sqlite import bulk  # its chunk size read at each call, so that tests can make it small
 from ..sqlite.bulk import entry_rows
 from ..summary_sql import REPEAT_ROWS
@@ -29,24 +27,6 @@ _SPANS = text(
     "INSERT INTO mixture_spans (mixture_id, first_entry, entries) "
     "SELECT :mixture, :first + (value >> 32), value & 4294967295 FROM json_each(:spans)"
 )
-
-
-def row_lengths(rows: np.ndarray) -> np.ndarray:
-    """Entries of each row in ``rows``, the row of each entry in entry order (a row's entries
-    are consecutive)."""
-    if not len(rows):
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    return np.diff(np.r_[starts, len(rows)])
-
-
-def insert_dataset_turns(connection: Connection, dataset_id: int, histogram: np.ndarray) -> None:
-    """``histogram[k]``: how many of the dataset's rows have ``k`` entries."""
-    levels = np.flatnonzero(histogram)
-    if len(levels):
-        connection.execute(insert(DatasetTurns), [
-            {"dataset_id": dataset_id, "turns": int(turns), "rows": int(histogram[turns])} for turns in levels
-        ])
 
 
 @dataclass

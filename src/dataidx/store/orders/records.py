@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ...errors import UsageError
+from ..base.records import Datasets
 from ..handle import missing
 from ..sqlite.working_copy import Access, access, writable
 
@@ -122,9 +123,9 @@ class Orders:
         if copy.one("SELECT id FROM skip_lists WHERE mixture_id = {mark} AND name = {mark}", mixture_id, name):
             raise UsageError(f"{copy.name}: mixture '{mixture}' already has a skip list '{name}'; "
                              "dataidx unskip removes it")
-        known = copy.column("SELECT id FROM base_entries WHERE id IN ({ids})", json.dumps(unique))
-        if len(known) != len(unique):
-            raise UsageError(f"{copy.name}: entries {sorted(set(unique) - set(known))[:5]} are not in the store")
+        absent = Datasets(copy).absent(unique)
+        if absent:
+            raise UsageError(f"{copy.name}: entries {absent[:5]} are not in the store")
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         list_id = copy.insert("INSERT INTO skip_lists (mixture_id, name, who, why, request, entries, created_at) "
                               "VALUES ({mark}, {mark}, {mark}, {mark}, {mark}, {mark}, {mark})",

@@ -20,9 +20,10 @@ from itertools import accumulate
 import numpy as np
 
 from ...errors import StoreError
+from ..base.records import Datasets
 from ..handle import StoreHandle
 from ..mixtures.records import Mixtures, StoredMixture
-from ..positions import SpecLengths, key_chunks, rendered_lengths, row_starts
+from ..positions import SpecLengths, key_chunks, rendered_lengths
 
 _PLANS = ("SELECT p.id, p.name, p.spec_id, s.name, p.mixture_id, m.name, p.capacity, p.merge_cuts, p.packs, "
           "p.entries, p.tokens, p.left_out, p.epochs FROM packing_plans AS p "
@@ -99,7 +100,7 @@ def _plan_problems(handle: StoreHandle, plan: _Plan, totals: tuple, lengths: dic
     if plan.spec_id not in lengths:
         lengths[plan.spec_id] = rendered_lengths(handle, plan.spec_id, partial=True)
     if plan.merge_cuts != "no" and not starts:
-        starts.append(row_starts(handle)[1])
+        starts.append(Datasets(handle).row_starts()[1])
     problems, offset = [], first_member or 0
     sums = np.zeros(4, dtype=np.int64)  # packs, entries, tokens, left out
     for (epoch, first, count, entries, tokens, left_out), (start, positions) in zip(epochs, drawn):
