@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .connect import check_store as check_store
     from .connect import open_store as open_store
     from .connect import reading as reading
+    from .cookbook import COOKBOOK as COOKBOOK
     from .deletes import remove_mixture as remove_mixture
     from .deletes import remove_packing_plan as remove_packing_plan
     from .deletes import remove_render_spec as remove_render_spec
@@ -138,6 +139,8 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
     "plan_problems": ".plan_checks",
+    # the documented SQL (docs/sql.md)
+    "COOKBOOK": ".cookbook",
     # writing
     "NewStore": ".write",
     "creating": ".write",

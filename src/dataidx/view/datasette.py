@@ -19,8 +19,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ..store import check_store, interrupt_statements, store_location
-from .cookbook import COOKBOOK
+from ..store import COOKBOOK, check_store, interrupt_statements, store_location
 from .errors_page import quiet_errors
 from .guard import loopback_only, read_functions_only, served_name, store_database
 
