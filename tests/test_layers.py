@@ -400,7 +400,7 @@ def base_table_names(path: Path, tables: set[str]) -> list[str]:
 NOT_YET_MOVED = {
     "export.placements", "index.token_counts",
     "pack.plans", "pack.served", "read.entries", "read.holding", "render.from_tokens", "render.lengths",
-    "render.provenance", "render.replacing", "render.spec", "render.token_check", "view.datasette",
+    "render.provenance", "render.replacing", "render.spec", "render.token_check",
     "view.figures", "view.positions", "view.reasoning", "view.spec_figures",
 }
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .deletes import remove_mixture as remove_mixture
     from .deletes import remove_packing_plan as remove_packing_plan
     from .deletes import remove_render_spec as remove_render_spec
+    from .descriptions import DESCRIPTIONS as DESCRIPTIONS
     from .dialect import STATUSES as STATUSES
     from .dialect import TRAINING_STATUSES as TRAINING_STATUSES
     from .handle import Closable as Closable
@@ -139,8 +140,9 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
     "plan_problems": ".plan_checks",
-    # the documented SQL (docs/sql.md)
+    # the documented SQL (docs/sql.md) and what each table and view holds
     "COOKBOOK": ".cookbook",
+    "DESCRIPTIONS": ".descriptions",
     # writing
     "NewStore": ".write",
     "creating": ".write",
