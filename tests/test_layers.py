@@ -401,7 +401,7 @@ NOT_YET_MOVED = {
     "export.placements", "index.token_counts",
     "pack.plans", "pack.served", "read.entries", "read.holding", "render.from_tokens", "render.lengths",
     "render.provenance", "render.replacing", "render.spec", "render.token_check",
-    "view.figures", "view.positions", "view.reasoning", "view.spec_figures",
+    "view.figures", "view.spec_figures",
 }
 
 

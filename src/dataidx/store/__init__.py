@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .descriptions import DESCRIPTIONS as DESCRIPTIONS
     from .dialect import STATUSES as STATUSES
     from .dialect import TRAINING_STATUSES as TRAINING_STATUSES
+    from .figures import PositionFigures as PositionFigures
     from .handle import Closable as Closable
     from .handle import Store as Store
     from .handle import StoreHandle as StoreHandle
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
     from .positions import spec_lengths as spec_lengths
     from .query import run_query as run_query
     from .records import REASONING as REASONING
-    from .records import REASONING_PROBLEM_SUMS as REASONING_PROBLEM_SUMS
     from .records import REASONING_PROBLEMS as REASONING_PROBLEMS
     from .records import StoredDataset as StoredDataset
     from .records import read_datasets as read_datasets
@@ -115,7 +115,6 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "TRAINING_STATUSES": ".dialect",
     "REASONING": ".records",
     "REASONING_PROBLEMS": ".records",
-    "REASONING_PROBLEM_SUMS": ".records",
     "StoredDataset": ".records",
     "read_datasets": ".records",
     "render_counts": ".renders",
@@ -140,6 +139,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
     "plan_problems": ".plan_checks",
+    "PositionFigures": ".figures",
     # the documented SQL (docs/sql.md) and what each table and view holds
     "COOKBOOK": ".cookbook",
     "DESCRIPTIONS": ".descriptions",

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import StoreError, UsageError
 from ..progress import CountProgress
 from ..store import Mixtures, StoreHandle, composition, store_info
-from .positions import TURNS, Selection, over_positions
+from .positions import Selection
 from .spec_figures import SpecFigures, spec_figures
 
 #: Fill bins of a packing plan (of 5% each).
@@ -99,7 +99,7 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
     figures = Figures(info=info, mixture=chosen, selection=selection, epochs=epochs,
                       composition=composition(handle, mixture, epoch=epoch), epoch_draws=draws)
     step()
-    figures.turns = over_positions(handle, selection, TURNS)
+    figures.turns = selection.figures(handle).turns()
     step()
     figures.reject_counts = handle.all("SELECT dataset, count(*) FROM rejects GROUP BY dataset ORDER BY dataset")
     figures.rejects = handle.all("SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {mark}", LISTED)
