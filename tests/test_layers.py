@@ -400,8 +400,8 @@ def base_table_names(path: Path, tables: set[str]) -> list[str]:
 NOT_YET_MOVED = {
     "export.placements", "index.token_counts",
     "pack.plans", "read.entries", "read.holding", "render.from_tokens",
-    "render.provenance", "render.replacing", "render.spec", "render.token_check", "view.cookbook", "view.datasette",
-    "view.figures", "view.positions", "view.reasoning", "view.spec_figures",
+    "render.provenance", "render.replacing", "render.spec", "render.token_check",
+    "view.spec_figures",
 }
 
 

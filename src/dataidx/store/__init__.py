@@ -23,9 +23,12 @@ if TYPE_CHECKING:
     from .connect import check_store as check_store
     from .connect import open_store as open_store
     from .connect import reading as reading
+    from .cookbook import COOKBOOK as COOKBOOK
     from .deletes import remove_mixture as remove_mixture
     from .deletes import remove_packing_plan as remove_packing_plan
     from .deletes import remove_render_spec as remove_render_spec
+    from .descriptions import DESCRIPTIONS as DESCRIPTIONS
+    from .figures import PositionFigures as PositionFigures
     from .handle import Closable as Closable
     from .handle import Store as Store
     from .handle import StoreHandle as StoreHandle
@@ -96,6 +99,10 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "REASONING_COLUMNS": ".compose",
     "composition_problems": ".compose",
     "summary_problems": ".summary_checks",
+    "PositionFigures": ".figures",
+    # the documented SQL (docs/sql.md) and what each table and view holds
+    "COOKBOOK": ".cookbook",
+    "DESCRIPTIONS": ".descriptions",
     "remove_mixture": ".deletes",
     "remove_packing_plan": ".deletes",
     "remove_render_spec": ".deletes",

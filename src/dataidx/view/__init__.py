@@ -9,7 +9,7 @@ from .._lazy import lazy_face
 # The same names for type checkers and editors (tests/test_layers.py keeps them equal); `name as name`
 # re-exports each (PEP 484), so a checker reading an installed, py.typed dataidx finds it public.
 if TYPE_CHECKING:
-    from .cookbook import COOKBOOK as COOKBOOK
+    from .datasette import COOKBOOK as COOKBOOK
     from .datasette import DESCRIPTIONS as DESCRIPTIONS
     from .datasette import VIEWS as VIEWS
     from .datasette import datasette_app as datasette_app
@@ -29,7 +29,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "report_figures": ".report",
     "token_texts": ".glyphs",
     "split_characters": ".glyphs",
-    "COOKBOOK": ".cookbook",
+    "COOKBOOK": ".datasette",
     "DESCRIPTIONS": ".datasette",
     "VIEWS": ".datasette",
     "datasette_metadata": ".datasette",

@@ -3,8 +3,8 @@ Python, so a report of millions of entries takes seconds and flat memory.
 
 Every figure is over the mixture's positions (:mod:`.positions`): all its epochs, or the one
 ``--epoch`` names, with a breakdown by epoch. A dataset's share and repeats come from
-:func:`composition`; what each epoch drew and against which budgets from ``mixture_datasets``
-and ``epoch_datasets``; lengths and tokens under a spec from :mod:`.spec_figures`.
+:func:`composition`; what each epoch drew and against which budgets from :class:`Mixtures`;
+lengths and tokens under a spec from :mod:`.spec_figures`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import StoreError, UsageError
 from ..progress import CountProgress
 from ..store import Mixtures, Plans, StoreHandle, composition, store_info
-from .positions import TURNS, Selection, over_positions
+from .positions import Selection
 from .spec_figures import SpecFigures, spec_figures
 
 #: Fill bins of a packing plan (of 5% each).
@@ -86,23 +86,20 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
         if progress is not None:
             progress(done, steps)
 
-    found = Mixtures(handle).get(mixture, 0 if epoch is None else epoch)  # or a NotFoundError
+    mixtures = Mixtures(handle)
+    found = mixtures.get(mixture, 0 if epoch is None else epoch)  # or a NotFoundError
     info = store_info(handle)
     chosen = next(m for m in info["mixtures"] if m["name"] == mixture)
     plan_row = _plan_row(handle, plan, mixture) if plan is not None else None
     first, last = (0, found.epochs - 1) if epoch is None else (epoch, epoch)
     selection = Selection(mixture_id=found.id, first=first, last=last, epoch=epoch)
     step()
-    epochs = handle.all("SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
-                        found.id)
-    draws = handle.all("SELECT ed.epoch, d.name, ed.seed, ed.entries, ed.distinct_rows, ed.training_entries, "
-                       "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
-                       "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} AND {mark} "
-                       "ORDER BY ed.epoch, d.position", found.id, selection.first, selection.last)
+    epochs = mixtures.epoch_rows(found.id)
+    draws = mixtures.epoch_draws(found.id, selection.first, selection.last)
     figures = Figures(info=info, mixture=chosen, selection=selection, epochs=epochs,
                       composition=composition(handle, mixture, epoch=epoch), epoch_draws=draws)
     step()
-    figures.turns = over_positions(handle, selection, TURNS)
+    figures.turns = selection.figures(handle).turns()
     step()
     figures.reject_counts = handle.all("SELECT dataset, count(*) FROM rejects GROUP BY dataset ORDER BY dataset")
     figures.rejects = handle.all("SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {mark}", LISTED)

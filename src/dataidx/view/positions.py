@@ -1,19 +1,13 @@
-"""The SQL of a mixture's positions, for the report's figures: every figure counts positions (a
-repeated entry as often as it is drawn), over every epoch of the mixture or over one.
-
-A mixture stores runs of consecutive base entries as one row (``mixture_runs``) and scattered
-positions one by one (``mixture_entries``). :data:`SPANS` reads the positions of the chosen
-epochs as ranges of base entry ids, each tagged with its epoch, so a figure is a range join
-of a few rows per run rather than a row per position. The SQL reads the same in SQLite and
-PostgreSQL (no braces: the templates go through :meth:`Dialect.sql`).
-"""
+"""The positions a report is about: every figure counts positions (a repeated entry as often as
+it is drawn), over every epoch of the mixture or over the one ``--epoch`` names. The SQL over
+them joins a mixture's runs to base entries, datasets and a spec's lengths, so it is the store's
+(:class:`dataidx.store.PositionFigures`); the report says which positions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from ..store import StoreHandle
+from ..store import PositionFigures, StoreHandle
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,75 +20,6 @@ class Selection:
     last: int
     epoch: int | None
 
-    @property
-    def parameters(self) -> tuple[int, int, int, int]:
-        """The parameters of :data:`SPANS`, in order."""
-        return (self.mixture_id, self.first, self.last, self.mixture_id)
-
-
-#: ``spans(epoch, lo, hi)``: the chosen positions as inclusive ranges of base entry ids. A run is
-#: clipped to the epochs' stretch, so a run is never counted outside the epochs asked for.
-SPANS = """WITH chosen AS (
-    SELECT epoch, start AS lo, start + entries - 1 AS hi FROM mixture_epochs
-    WHERE mixture_id = {mark} AND epoch BETWEEN {mark} AND {mark}
-),
-spans AS (
-    SELECT c.epoch AS epoch, r.first_entry + CASE WHEN c.lo > r.start THEN c.lo - r.start ELSE 0 END AS lo,
-           r.first_entry + CASE WHEN c.hi < r.start + r.length - 1 THEN c.hi - r.start ELSE r.length - 1 END AS hi
-    FROM chosen AS c JOIN mixture_runs AS r
-      ON r.mixture_id = {mark} AND r.start <= c.hi AND r.start + r.length - 1 >= c.lo
-    UNION ALL
-    SELECT c.epoch, e.entry_id, e.entry_id FROM chosen AS c JOIN mixture_entries AS e ON e.id BETWEEN c.lo AND c.hi
-)
-"""
-
-
-def over_positions(handle: StoreHandle, selection: Selection, sql: str, *parameters: Any) -> list[tuple]:
-    """Rows of ``sql`` (which reads ``spans``) over the selection; ``parameters`` follow the spans' own."""
-    return handle.all(SPANS + sql, *selection.parameters, *parameters)
-
-
-#: Rows the positions draw, by the entries (supervised turns) each row has in the base index.
-TURNS = """, drawn AS (
-    SELECT DISTINCT b.dataset_id AS dataset_id, b.row AS row FROM spans CROSS JOIN base_entries AS b
-    WHERE b.id BETWEEN spans.lo AND spans.hi
-),
-counted AS (
-    SELECT b.dataset_id AS dataset_id, b.row AS row, count(*) AS turns FROM base_entries AS b
-    JOIN drawn AS w ON w.dataset_id = b.dataset_id AND w.row = b.row GROUP BY b.dataset_id, b.row
-)
-SELECT d.name, c.turns, count(*) FROM counted AS c JOIN datasets AS d ON d.id = c.dataset_id
-GROUP BY d.position, d.name, c.turns ORDER BY d.position, c.turns
-"""
-
-#: Positions by epoch, dataset, status and length bin under a spec: every length figure is a sum of these.
-LENGTH_GROUPS = """
-SELECT spans.epoch, d.name, l.status, l.full_tokens / {mark} AS bin, count(*), sum(l.tokens),
-       sum(l.supervised_tokens), min(l.detail)
-FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
-WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi
-  AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
-GROUP BY spans.epoch, d.position, d.name, l.status, bin ORDER BY spans.epoch, d.position, l.status, bin
-"""
-
-#: The longest entry the positions draw under a spec (the histogram's range).
-LONGEST = """
-SELECT max(l.full_tokens) FROM spans CROSS JOIN entry_renders AS l
-WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi
-"""
-
-#: Distinct entries drawn that do not train, most often drawn first, with how often.
-NOT_TRAINING = """
-SELECT d.name, b.row, b.cut, l.status, l.full_tokens, l.detail, count(*) AS drawn
-FROM spans CROSS JOIN entry_renders AS l CROSS JOIN base_entries AS b CROSS JOIN datasets AS d
-WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi AND l.status NOT IN ({trains})
-  AND b.id = l.entry_id AND d.id = b.dataset_id
-GROUP BY l.entry_id, d.name, b.row, b.cut, l.status, l.full_tokens, l.detail
-ORDER BY drawn DESC, l.entry_id LIMIT {mark}
-"""
-
-#: How many distinct entries drawn do not train.
-NOT_TRAINING_COUNT = """
-SELECT count(DISTINCT l.entry_id) FROM spans CROSS JOIN entry_renders AS l
-WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi AND l.status NOT IN ({trains})
-"""
+    def figures(self, handle: StoreHandle) -> PositionFigures:
+        """The store's reads over these positions, through ``handle``."""
+        return PositionFigures(handle, self.mixture_id, self.first, self.last)

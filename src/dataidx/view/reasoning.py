@@ -1,6 +1,7 @@
 """The report's reasoning figures: per dataset, the positions that train with reasoning and
-without (and their tokens), and the reasoning problems among them (``entry_renders.reasoning``,
-set by :mod:`dataidx.render.reasoning`). One range join over the positions, like every figure."""
+without (and their tokens), and the reasoning problems among them (set by
+:mod:`dataidx.render.reasoning`). One range join over the positions, like every figure, read by
+:meth:`dataidx.store.PositionFigures.reasoning`."""
 
 from __future__ import annotations
 
@@ -8,26 +9,16 @@ import html
 from typing import Any
 
 from ..store import Specs, StoreHandle
-from .positions import Selection, over_positions
+from .positions import Selection
 
 #: What each row of :func:`reasoning_rows` holds, after the dataset: the JSON keys.
 KEYS = ("positions_with_reasoning", "tokens_with_reasoning", "positions_without", "tokens_without",
         *Specs.REASONING_PROBLEMS)
 
-_GROUPS = """
-SELECT d.name, count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN 0 ELSE l.tokens END),
-       count(*) - count(l.reasoning), sum(CASE WHEN l.reasoning IS NULL THEN l.tokens ELSE 0 END)""" + \
-    Specs.REASONING_PROBLEM_SUMS + """
-FROM spans CROSS JOIN entry_renders AS l CROSS JOIN datasets AS d
-WHERE l.spec_id = {mark} AND l.entry_id BETWEEN spans.lo AND spans.hi AND l.status IN ({trains})
-  AND l.entry_id BETWEEN d.first_entry AND d.first_entry + d.entries - 1
-GROUP BY d.position, d.name ORDER BY d.position
-"""
-
 
 def reasoning_rows(handle: StoreHandle, selection: Selection, spec_id: int) -> list[tuple]:
     """``(dataset, *KEYS)`` per dataset over the selection's positions that train under the spec."""
-    rows = over_positions(handle, selection, _GROUPS, spec_id)
+    rows = selection.figures(handle).reasoning(spec_id)
     return [(dataset, *(int(value or 0) for value in counts)) for dataset, *counts in rows]
 
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..store import Specs, StoreHandle
-from .positions import LENGTH_GROUPS, LONGEST, NOT_TRAINING, NOT_TRAINING_COUNT, Selection, over_positions
+from .positions import Selection
 from .reasoning import reasoning_rows
 
 #: Bars per length histogram; distinct entries that do not train listed one by one (most drawn first).
@@ -52,10 +52,10 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
     if found is None:
         raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
     spec_id, cutoff = found
-    longest = over_positions(handle, selection, LONGEST, spec_id)[0][0] or 0
-    width = max(1, math.ceil((longest + 1) / LENGTH_BINS))
+    drawn = selection.figures(handle)
+    width = max(1, math.ceil((drawn.longest(spec_id) + 1) / LENGTH_BINS))
     # One pass over the positions; every figure is a sum of its few groups.
-    groups = over_positions(handle, selection, LENGTH_GROUPS, width, spec_id)
+    groups = drawn.length_groups(spec_id, width)
     histogram: dict[tuple[str, str, int], int] = defaultdict(int)
     supervised: dict[str, list[int]] = {}
     by_epoch: dict[tuple[int, str], list[int]] = {}
@@ -80,8 +80,8 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
         by_epoch=[(epoch, dataset, positions, trains, tokens, supervised_tokens)
                   for (epoch, dataset), (positions, trains, tokens, supervised_tokens) in by_epoch.items()],
         reasons=[(dataset, status, n, detail) for (dataset, status), (n, detail) in reasons.items()],
-        not_training=over_positions(handle, selection, NOT_TRAINING, spec_id, LISTED),
-        not_training_entries=over_positions(handle, selection, NOT_TRAINING_COUNT, spec_id)[0][0],
+        not_training=drawn.not_training(spec_id, LISTED),
+        not_training_entries=drawn.not_training_count(spec_id),
         added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in Specs(handle).added_token_uses(spec_id)],
         causes=Specs(handle).causes(name),
         reasoning=reasoning_rows(handle, selection, spec_id),

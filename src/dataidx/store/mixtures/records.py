@@ -68,6 +68,20 @@ class Mixtures:
         return self.store.all("SELECT start, entries FROM mixture_epochs WHERE mixture_id = {mark} ORDER BY epoch",
                               mixture_id)
 
+    def epoch_rows(self, mixture_id: int) -> list[tuple[int, int, int]]:
+        """``(epoch, seed, positions)`` of each epoch of a mixture, in epoch order: what the report shows."""
+        return self.store.all("SELECT epoch, seed, entries FROM mixture_epochs WHERE mixture_id = {mark} "
+                              "ORDER BY epoch", mixture_id)
+
+    def epoch_draws(self, mixture_id: int, first: int, last: int) -> list[tuple]:
+        """``(epoch, dataset, seed, entries, distinct_rows, training_entries, tokens, supervised_tokens)``
+        of each dataset's draw in epochs ``first..last``, in epoch then config order (tokens only
+        for a mixture drawn under a spec)."""
+        return self.store.all("SELECT ed.epoch, d.name, ed.seed, ed.entries, ed.distinct_rows, ed.training_entries, "
+                              "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
+                              "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} "
+                              "AND {mark} ORDER BY ed.epoch, d.position", mixture_id, first, last)
+
     def epoch_count(self, name: str) -> int:
         """How many epochs mixture ``name`` holds."""
         return self.get(name).epochs

@@ -1,7 +1,8 @@
 """The cookbook of docs/sql.md as data: the questions people ask a store, and their SQL.
 
-Datasette offers them as canned queries (``dataidx serve``); tests keep them equal to the docs and
-run each one.
+The store's own documented SQL: it reads the documented views and, where no view answers, the
+tables, so it lives with the schema, the one place that names a table. Datasette offers it as
+canned queries (``dataidx serve``); tests keep it equal to the docs and run each query.
 """
 
 from __future__ import annotations
