@@ -831,7 +831,8 @@ def test_a_read_that_runs_on_stops_at_the_read_deadline_and_at_ctrl_c(
     import subprocess
     import sys
 
-    from dataidx.store import open_store, stopped_read
+    from dataidx.store import open_store
+    from dataidx.store.sqlite.read import stopped_read
 
     monkeypatch.setattr("dataidx.store.sqlite.read.READ_SECONDS", 0.5)
     started = time.perf_counter()

@@ -18,7 +18,8 @@ from dataidx.errors import StaleStoreError, StoreError
 from dataidx.index import add_mixture
 from dataidx.pack import pack_store
 from dataidx.render import IGNORE, RenderRequest, render_store
-from dataidx.store import SpecLengths, remove_mixture
+from dataidx.store import remove_mixture
+from dataidx.store.specs.rows import SpecLengths
 from dataidx.training import Collator, PackedDataset, block_causal_mask
 
 from .helpers import REPO, engine_length, engine_samples, train_tokenizer, write_jsonl
@@ -511,7 +512,9 @@ def test_a_generic_tokenizer_loads_as_autotokenizer_loads_it_without_importing_t
 
 def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
         store: Path, tiny_tokenizer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dataidx.store import Datasets, open_store, positions, spec_lengths
+    from dataidx.store import Datasets, open_store
+    from dataidx.store.specs import lengths as positions
+    from dataidx.store.specs.lengths import spec_lengths
 
     # some entries too long: trains differs
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
@@ -530,7 +533,7 @@ def test_a_specs_lengths_and_row_starts_read_in_chunks_equal_the_stored_rows(
 
 
 def test_an_integer_list_numpy_cannot_read_is_a_damaged_store() -> None:
-    from dataidx.store import positions
+    from dataidx.store.specs import lengths as positions
 
     class Answers:  # a handle whose one read answers ``text``
         def __init__(self, text: str | None) -> None:
@@ -550,7 +553,7 @@ def test_a_chunk_read_in_any_order_is_put_in_entry_order_and_a_missing_entry_is_
     """A chunk's integers carry each entry's offset in their low bits: the values land at their
     offsets whatever order the database returned them in (SQL promises none for an aggregate), and
     an entry missing, twice or out of the chunk is a damaged store."""
-    from dataidx.store import positions
+    from dataidx.store.specs import lengths as positions
 
     def read(*pairs: tuple[int, int]) -> np.ndarray:
         return np.array([value << positions._OFFSET_BITS | offset for value, offset in pairs], dtype=np.int64)
@@ -573,7 +576,7 @@ def test_a_spec_missing_an_entry_is_a_damaged_store(store: Path, tiny_tokenizer:
     """The first, the last or a middle entry's row gone: never another entry's length in its place
     (the rows' reader: a spec without length_chunks, and verify's comparison)."""
     from dataidx.store import open_store
-    from dataidx.store.positions import rendered_lengths as spec_lengths
+    from dataidx.store.specs.lengths import rendered_lengths as spec_lengths
 
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
@@ -592,7 +595,7 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
     """A length past 31 bits would spill into the entry's bits of the packed integer, and text
     would be read as the number it starts with: each is refused in one line."""
     from dataidx.store import Datasets, open_store
-    from dataidx.store.positions import rendered_lengths as spec_lengths
+    from dataidx.store.specs.lengths import rendered_lengths as spec_lengths
 
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=30, truncation="drop"))
     with sqlite3.connect(store) as connection:
@@ -607,8 +610,8 @@ def test_a_crafted_length_or_row_is_a_damaged_store_not_another_number(
 
 def _lengths(store: Path, column: str = "tokens") -> tuple[SpecLengths, SpecLengths]:
     """``(spec_lengths, rendered_lengths)`` of spec 'default': from its length_chunks and from its rows."""
-    from dataidx.store import open_store, spec_lengths
-    from dataidx.store.positions import rendered_lengths
+    from dataidx.store import open_store
+    from dataidx.store.specs.lengths import rendered_lengths, spec_lengths
 
     with open_store(store) as handle:
         spec_id = handle.value("SELECT id FROM render_specs WHERE name = 'default'")

@@ -25,7 +25,7 @@ from .errors import StoreError
 from .paths import cache_dir
 from .read import StoreReader
 from .spec import DEFAULT_SEED, YAML_SUFFIXES
-from .store import SCHEMA_REVISION, streams_folder
+from .store import SCHEMA_REVISION, Datasets
 
 logger = logging.getLogger("dataidx")
 
@@ -108,7 +108,7 @@ def cached_stores(folder: str | os.PathLike[str] | None = None) -> list[tuple[Pa
     folder = Path(folder) if folder is not None else cache_dir()
     found = []
     for store in filter(_made_here, folder.glob("*.db")):
-        streams = streams_folder(store)
+        streams = Datasets.streams_folder(store)
         size = store.stat().st_size + sum(p.stat().st_size for p in streams.rglob("*") if p.is_file())
         found.append((store, size, max(store.stat().st_atime, store.stat().st_mtime)))
     return sorted(found, key=lambda item: item[2])
@@ -125,7 +125,7 @@ def clean_cache(older_than_days: float, folder: str | os.PathLike[str] | None = 
         with open(folder / f".{store.name}.lock", "a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             store.unlink(missing_ok=True)
-            shutil.rmtree(streams_folder(store), ignore_errors=True)
+            shutil.rmtree(Datasets.streams_folder(store), ignore_errors=True)
         (folder / f".{store.name}.lock").unlink(missing_ok=True)
         removed.append(store)
     return removed

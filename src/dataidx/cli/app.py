@@ -17,7 +17,7 @@ import click
 from .._version import __version__
 from ..errors import DataidxError
 from ..plugins import load_plugin_modules
-from ..store import stopped_read
+from ..store import Bounds
 from . import (
     export_commands,
     order_commands,
@@ -44,7 +44,7 @@ class Group(click.Group):
         except DataidxError as exc:
             raise click.ClickException(printable(str(exc))) from None
         except sqlite3.OperationalError as exc:  # a read SQLite stopped: its deadline passed, or Ctrl-C
-            stopped = stopped_read(exc)
+            stopped = Bounds.stopped(exc)
             if stopped is None:
                 raise
             if isinstance(stopped, KeyboardInterrupt):

@@ -16,7 +16,7 @@ import click
 from ..errors import hide_passwords
 from ..render import cause_advice, describe_cause
 from ..spec import DEFAULT_SEED, SAMPLING_MODES
-from ..store import REASONING_COLUMNS, Specs, open_store
+from ..store import Mixtures, Specs, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -243,8 +243,8 @@ def spec_composition_notes(store: str, spec: str, mixture: str, rows: list[dict[
     """What ``dataidx compose --spec`` says under its main table: reasoning per dataset (of the
     entries that train), then why the spec's entries of the mixture's datasets that do not train do not."""
     reasoning = ("\nreasoning, of the entries that train (dataidx info explains the problems):\n"
-                 + table(["dataset", *REASONING_COLUMNS],
-                         [(row["dataset"], *(row[c] for c in REASONING_COLUMNS)) for row in rows]))
+                 + table(["dataset", *Mixtures.REASONING_COLUMNS],
+                         [(row["dataset"], *(row[c] for c in Mixtures.REASONING_COLUMNS)) for row in rows]))
     with open_store(store) as handle:
         found = Specs(handle).causes_in(spec, mixture)
     causes = causes_note(spec, found, within=f"mixture '{mixture}'")

@@ -191,8 +191,6 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
     from ..store import (
-        COMPOSITION_COLUMNS,
-        TOKEN_COLUMNS,
         Mixtures,
         Orders,
         Plans,
@@ -209,7 +207,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     if as_json:
         echo_json(rows)
         return
-    columns = list(COMPOSITION_COLUMNS) + (list(TOKEN_COLUMNS) if spec else [])
+    columns = list(Mixtures.COMPOSITION_COLUMNS) + (list(Mixtures.TOKEN_COLUMNS) if spec else [])
     echo(table(columns, [tuple(row[c] for c in columns) for row in rows]))
     if spec:
         echo(spec_composition_notes(store, spec, mixture, rows))

@@ -18,13 +18,12 @@ import numpy as np
 from ..errors import StoreError, UsageError
 from ..pack import RenderedPacks
 from ..render import RenderedMixture, TokenFile
-from ..store import Closable, Plans
+from ..store import Closable, Plans, Specs
 
 #: Entries (or packs) whose placements one query reads.
 ENTRIES_PER_QUERY = 1 << 14
 
-_BY_ENTRY = ("SELECT {stamped}entry_id, token_offset, tokens, side_tokens, token_weights FROM entry_renders "
-             "WHERE spec_id = {mark} AND entry_id IN ({ids})")
+_BY_ENTRY = Specs.FETCH_PLACEMENTS
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import time
 
 from ..errors import UsageError
 from ..progress import CountProgress
-from ..store import check_output_folder
+from ..store import check_output
 from .formats import writer_for
 from .placements import MixtureWords, PlanWords
 from .words import decoded
@@ -40,7 +40,7 @@ def export_tokens(store: str | os.PathLike[str], output: str | os.PathLike[str],
         raise UsageError("a token export needs --spec (the render spec whose tokens to write) or --plan")
     if plan is not None and writer_class.refuses_packs:
         raise UsageError(writer_class.refuses_packs)
-    check_output_folder(output, store=store, force=force)
+    check_output(output, "folder", store=store, force=force)
     started = time.perf_counter()
     source = (PlanWords(store, plan, spec=spec, mixture=mixture, epoch=epoch, verify=verify) if plan is not None
               else MixtureWords(store, spec or "", mixture=mixture or "default", epoch=epoch, verify=verify))

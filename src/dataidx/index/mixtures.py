@@ -19,7 +19,7 @@ from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import Datasets, DrawSummary, Mixtures, rewriting
+from ..store import Datasets, Mixtures, rewriting
 from .budgets import budget_draw
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
@@ -162,8 +162,8 @@ class MixtureWriter:
         self.epoch_start = self.position
         self.summary.tokens.append({})
 
-    def _insert_dataset(self, dataset_id: int, name: str, *, base_entries: int, drawn: int, counted: DrawSummary,
-                        seed: int) -> None:
+    def _insert_dataset(self, dataset_id: int, name: str, *, base_entries: int, drawn: int,
+                        counted: Mixtures.DrawSummary, seed: int) -> None:
         dataset = self.datasets[name]
         budget = dict.fromkeys(("token_budget", "supervised_token_budget"))
         if dataset.budget is not None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..store import ReadIdentity, SpecLengths, identity_of, open_store, spec_lengths
+from ..store import ReadIdentity, Specs, open_store
 from .budgets import Lengths
 
 
@@ -22,10 +22,10 @@ class MixtureLengths:
 
     spec: str
     fingerprint: str
-    tokens: SpecLengths
-    supervised: SpecLengths
+    tokens: Specs.Lengths
+    supervised: Specs.Lengths
 
-    def _slice(self, lengths: SpecLengths, first_entry: int, entries: int) -> slice:
+    def _slice(self, lengths: Specs.Lengths, first_entry: int, entries: int) -> slice:
         start = first_entry - lengths.first
         if start < 0 or start + entries > len(lengths.tokens):
             raise ValueError(f"render spec '{self.spec}' does not cover entries {first_entry}..")
@@ -50,10 +50,8 @@ class MixtureLengths:
 def read_mixture_lengths(store: str | os.PathLike[str], spec: str) -> tuple[MixtureLengths, ReadIdentity]:
     """Spec ``spec``'s lengths in ``store``, and what they were read from."""
     with open_store(store) as handle:
-        found = handle.one("SELECT id, fingerprint FROM render_specs WHERE name = {mark}", spec)
-        if found is None:
-            raise handle.missing("render_specs", "render spec", spec, "; run dataidx render")
-        spec_id, fingerprint = found
-        lengths = MixtureLengths(spec, fingerprint, spec_lengths(handle, spec_id),
-                                 spec_lengths(handle, spec_id, "supervised_tokens"))
-        return lengths, identity_of(handle, spec=spec)
+        specs = Specs(handle)
+        found = specs.get(spec)
+        spec_id, fingerprint = found["id"], found["fingerprint"]
+        lengths = MixtureLengths(spec, fingerprint, specs.lengths(spec_id), specs.lengths(spec_id, "supervised_tokens"))
+        return lengths, ReadIdentity.of(handle, spec=spec)

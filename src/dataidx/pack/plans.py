@@ -27,12 +27,11 @@ from ..store import (
     Datasets,
     Mixtures,
     Plans,
-    SpecLengths,
+    ReadIdentity,
+    Specs,
     StoreHandle,
-    identity_of,
     open_store,
     rewriting,
-    spec_lengths,
 )
 from .merging import MODES, TokenWords, merge_epoch
 from .planner import PlannedPacks, assign_bins, count_packs, ordered_packs, plan_packs
@@ -98,18 +97,15 @@ def pack_store(
     if merge_cuts not in ("no", *MODES):
         raise UsageError(f"merge_cuts must be one of no, {', '.join(MODES)}; got {merge_cuts!r}")
     with open_store(store) as handle:
-        read = identity_of(handle, mixture=mixture, spec=spec)
+        read = ReadIdentity.of(handle, mixture=mixture, spec=spec)
         stored_spec = read_spec(handle, spec)
         stored_mixture = Mixtures(handle).get(mixture)
-        pairs = [name for (name,) in handle.all(
-            "SELECT d.name FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
-            "WHERE md.mixture_id = {mark} AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position",
-            stored_mixture.id)]
+        pairs = Mixtures(handle).pair_datasets(stored_mixture.id)
         if pairs:
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
         tokens = open_tokens(handle, store, stored_spec, required=merge_cuts != "no")
-        lengths: SpecLengths | None = _spec_lengths(handle, stored_spec.id, tokens)
+        lengths: Specs.Lengths | None = _spec_lengths(handle, stored_spec.id, tokens)
         merging = None
         if merge_cuts != "no":
             assert tokens is not None  # required: refused above without them
@@ -174,21 +170,21 @@ def pack_store(
     return summary
 
 
-def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -> SpecLengths:
+def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -> Specs.Lengths:
     """The spec's lengths: from its token file's index when its tokens are stored and it indexes
     every base entry (0.05 s at 2M entries), else from the store (about 0.5 s a million)."""
     if tokens is not None:
         found = Datasets(handle).entry_range()
         if found is not None and found[0] == tokens.first_entry and found[1] - found[0] + 1 == tokens.entries:
             return tokens.lengths()
-    return spec_lengths(handle, spec_id)
+    return Specs(handle).lengths(spec_id)
 
 
 #: Positions whose lengths are looked up at a time (what a chunk's temporaries hold: 8-16 MB).
 _POSITIONS_PER_CHUNK = 1 << 20
 
 
-def _training_lengths(entries: np.ndarray, lengths: SpecLengths, *, capacity: int, store: str | os.PathLike[str],
+def _training_lengths(entries: np.ndarray, lengths: Specs.Lengths, *, capacity: int, store: str | os.PathLike[str],
                       mixture: str, spec: str) -> tuple[np.ndarray, np.ndarray]:
     """``(trains, lengths)``: whether each of an epoch's positions (their base entries
     ``entries``) trains under the spec, and the lengths of those that do, in position order; an
@@ -241,7 +237,7 @@ def _epoch_packs(entries: np.ndarray, positions: np.ndarray, plan: PlannedPacks)
                             positions=len(positions), left_out=int(len(entries) - len(positions)))
 
 
-def _merged_epoch_packs(entries: np.ndarray, lengths: SpecLengths, unmerged: np.ndarray, *, capacity: int, seed: int,
+def _merged_epoch_packs(entries: np.ndarray, lengths: Specs.Lengths, unmerged: np.ndarray, *, capacity: int, seed: int,
                         merging: tuple[np.ndarray, TokenWords], summary: PackSummary) -> Plans.EpochPacks:
     """An epoch's plan whose items are merged conversations and the remaining training positions;
     ``unmerged`` holds the training positions' lengths (what the plan without merging packs)."""

@@ -21,25 +21,18 @@ from ..store import (
     Datasets,
     Mixtures,
     Orders,
+    ReadIdentity,
     StoreHandle,
-    identity_of,
     open_store,
 )
 from .holding import positions_holding
 from .process import ProcessState, freeze_inherited_objects
 
 # A position inside a run is an entry id by arithmetic; any other is a mixture_entries rowid. The
-# base index's fetches are its noun's templates, taken once here: a fetch looks up no attribute.
+# fetches are the nouns' templates, taken once here: a fetch looks up no attribute.
 _ENTRY_ONE, _ENTRY_MANY, _ENTRY_RANGE = Datasets.FETCH_ONE, Datasets.FETCH_MANY, Datasets.FETCH_BETWEEN
-_POSITION_ONE = (
-    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
-    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = {mark}"
-)
-_POSITION_MANY = (
-    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
-    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
-)
-_EXPLICIT_ENTRIES = "SELECT {stamped}id, entry_id FROM mixture_entries WHERE id IN ({ids})"
+_POSITION_ONE, _POSITION_MANY, _EXPLICIT_ENTRIES = (Mixtures.FETCH_POSITION, Mixtures.FETCH_POSITIONS,
+                                                    Mixtures.FETCH_EXPLICIT)
 
 
 class StoreEntries(Closable):
@@ -59,7 +52,7 @@ class StoreEntries(Closable):
             self.datasets = Datasets(handle).by_id()
             self._open(handle)
             # What this reader depends on: a later write that leaves it alone never stops it.
-            self.identity = identity_of(handle, **{**self._reads(), **(reads or {})})
+            self.identity = ReadIdentity.of(handle, **{**self._reads(), **(reads or {})})
             self._check()
         except BaseException:
             handle.close()
@@ -148,9 +141,7 @@ class MixtureEntries(StoreEntries):
         self.epochs = found.stretches
         self.start, self.length = found.start, found.positions
         # A handful per dataset: kept in memory, so a position in a run costs no mixture lookup.
-        self._runs = handle.all(
-            "SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} ORDER BY start",
-            self.mixture_id)
+        self._runs = Mixtures(handle).runs(self.mixture_id)
         self._run_starts = [run[0] for run in self._runs]
 
     def __len__(self) -> int:

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
-from ..store import Datasets
+from ..store import Datasets, Mixtures
 
 #: The explicit positions of a range that hold any of some base entries (a scan of the range).
-_EXPLICIT_HOLDING = "SELECT {stamped}id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark} AND entry_id IN ({ids})"
+_EXPLICIT_HOLDING = Mixtures.FETCH_HOLDING
 
 #: A reader's ``fetch``: a read template and its parameters -> rows.
 Fetch = Callable[..., list[Any]]

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ..errors import StaleStoreError
-from ..store import ReadIdentity, StoreHandle, identity_of, open_store
+from ..store import ReadIdentity, StoreHandle, open_store
 
 _FROZEN_IN: int | None = None
 
@@ -56,7 +56,7 @@ class ProcessState:
         """A StaleStoreError, naming what changed, unless what this reader reads is as it was."""
         if self.identity is None:
             raise StaleStoreError.replaced(self.path)
-        changed = self.identity.changed(identity_of(self.handle, **self.identity.names()))
+        changed = self.identity.changed(ReadIdentity.of(self.handle, **self.identity.names()))
         if changed:
             raise StaleStoreError(f"{self.path}: {changed} after this reader opened it; open it again")
 

@@ -18,7 +18,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, placed, source_files, sources
 from ..spec import DatasetSpec
-from ..store import Datasets, Plans, composition_problems, open_store, summary_problems
+from ..store import Datasets, Plans, open_store, recount_problems
 
 
 def datasets_as_found(datasets: dict[int, Datasets.Stored],
@@ -107,8 +107,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open_store(path) as handle:
         folder, datasets = datasets_as_found(Datasets(handle).by_id(), path)
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
-        damage += composition_problems(handle)
-        damage += summary_problems(handle)
+        damage += recount_problems(handle)
         damage += Plans(handle).problems()
     report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())

@@ -23,8 +23,7 @@ from .token_file import START, TokenFile
 from .tokens import TokenRow, served
 
 #: A flagged entry's extras: ``(entry id, side tokens, token weights)``.
-_EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
-           "WHERE spec_id = {mark} AND entry_id IN ({ids})")
+_EXTRAS = Specs.FETCH_EXTRAS
 _START = int(START)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import DataidxError, shown
-from ..store import Store, StoreHandle, reading
+from ..store import Specs, Store, StoreHandle, reading
 from .templates import BUILTIN_TEMPLATES
 from .tokenizer_folder import load_tokenizer
 
@@ -22,7 +22,7 @@ def template_problems(store: Store | StoreHandle) -> dict[str, list[str]]:
     """``{spec: [problems]}`` for every render spec of ``store``; an empty list is a template
     that is what the spec says it is."""
     with reading(store) as handle:
-        specs = handle.all("SELECT name, template, template_text, tokenizer FROM render_specs ORDER BY id")
+        specs = Specs(handle).templates()
     return {name: _problems(template, text, tokenizer) for name, template, text, tokenizer in specs}
 
 

@@ -13,16 +13,8 @@ from __future__ import annotations
 import os
 
 from ..errors import UsageError
-from ..store import Plans, Specs, StoreHandle
+from ..store import Mixtures, Plans, Specs, StoreHandle
 from .spec import RenderSpec, read_spec
-
-#: Mixtures drawn by token budgets under the spec's lengths as they are (see store.records' stale ones).
-_BUDGET_MIXTURES = """
-SELECT m.name FROM mixtures AS m JOIN render_specs AS s ON s.name = m.spec
-WHERE s.name = {mark} AND s.fingerprint = m.spec_fingerprint
-  AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
-              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))
-ORDER BY m.id"""
 
 
 def refuse_to_replace(handle: StoreHandle, store: str | os.PathLike[str], spec: RenderSpec,
@@ -37,7 +29,8 @@ def refuse_to_replace(handle: StoreHandle, store: str | os.PathLike[str], spec: 
     held = [f"packing plan '{name}'" for name in Plans(handle).of_spec(spec.name)]
     if tokens is not None:
         held.append(f"its stored tokens ({tokens.file})")
-    held += [f"mixture '{name}' (drawn by token budgets)" for name, in handle.all(_BUDGET_MIXTURES, spec.name)]
+    held += [f"mixture '{name}' (drawn by token budgets)"
+             for name in Mixtures(handle).drawn_by_budgets_under(spec.name)]
     if not held:
         return
     stored = read_spec(handle, spec.name)

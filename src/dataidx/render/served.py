@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import StaleStoreError
 from ..read import StoreReader
 from ..sources import paused_gc
-from ..store import Closable, Mixtures, StoreHandle, spec_lengths
+from ..store import Closable, Mixtures, Specs, StoreHandle
 from .from_tokens import TokenServer, open_tokens
 from .renderer import Rendered, Renderer
 from .spec import StoredSpec, read_spec
@@ -75,7 +75,7 @@ class RenderedMixture(Closable):
             mixtures = Mixtures(handle)
             entries = mixtures.entries_of(mixtures.get(self.reader.mixture, self.reader.epoch))
             trains = (self.tokens.trains(entries) if self.tokens is not None
-                      else spec_lengths(handle, self.spec.id).of(entries)[1])
+                      else Specs(handle).lengths(self.spec.id).of(entries)[1])
             self.positions = np.flatnonzero(trains)
 
     def set_epoch(self, epoch: int) -> None:

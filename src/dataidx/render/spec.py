@@ -18,7 +18,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import RenderError, StaleStoreError
-from ..store import StoreHandle
+from ..store import Specs, StoreHandle
 from .chat_text import reads_clock
 from .renderer import Renderer
 from .templates import choose_template
@@ -161,18 +161,11 @@ class StoredSpec:
                         escapes=self.escapes)
 
 
-_SPEC = ("SELECT id, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept, "
-         "dataidx_version, clock, escapes FROM render_specs WHERE name = {mark}")
-
-
 def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
     """The stored spec ``name``, or a NotFoundError listing the specs there are."""
-    row = handle.one(_SPEC, name)
-    if row is None:
-        raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
-    (id_, name, fingerprint, tokenizer, tokenizer_sha256, template_text, cutoff, truncation, entries, kept,
-     dataidx_version, clock, escapes) = row
-    return StoredSpec(id=id_, name=name, fingerprint=fingerprint, tokenizer_path=tokenizer,
-                      tokenizer_sha256=tokenizer_sha256, template_text=template_text, cutoff=cutoff,
-                      truncation=truncation, entries=entries, training_entries=kept, version=dataidx_version,
-                      clock=clock, escapes=escapes)
+    row = Specs(handle).get(name)
+    return StoredSpec(id=row["id"], name=row["name"], fingerprint=row["fingerprint"], tokenizer_path=row["tokenizer"],
+                      tokenizer_sha256=row["tokenizer_sha256"], template_text=row["template_text"],
+                      cutoff=row["cutoff"], truncation=row["truncation"], entries=row["entries"],
+                      training_entries=row["kept"], version=row["dataidx_version"], clock=row["clock"],
+                      escapes=row["escapes"])

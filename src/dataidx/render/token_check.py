@@ -26,11 +26,7 @@ from .token_file import START, TokenFile
 
 #: Entries rendered and compared at a time: one tokenizer batch.
 VERIFY_BATCH = 256
-_SPECS = ("SELECT s.name FROM render_specs AS s JOIN spec_tokens AS t ON t.spec_id = s.id "
-          "ORDER BY s.id")
-_TRAINING = "SELECT entry_id FROM entry_renders WHERE spec_id = {mark} AND status IN ({trains}) ORDER BY entry_id"
-_PLACES = ("SELECT {stamped}entry_id, token_offset, tokens FROM entry_renders WHERE spec_id = {mark} "
-           "AND entry_id IN ({ids})")
+_PLACES = Specs.FETCH_PLACES
 
 
 @dataclass(kw_only=True)
@@ -70,7 +66,7 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
     """
     with EntryReader(store) as reader:
         handle = reader.handle
-        names = [spec] if spec is not None else [name for name, in handle.all(_SPECS)]
+        names = [spec] if spec is not None else Specs(handle).names_with_tokens()
         reports = []
         for name in names:
             stored = read_spec(handle, name)
@@ -102,10 +98,10 @@ def token_file_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
     ``dataidx verify`` checks of token files, at no cost; ``--tokens`` reads them whole."""
     found: dict[str, list[str]] = {}
     with reading(store) as handle:
-        for name, in handle.all(_SPECS):
+        for name in Specs(handle).names_with_tokens():
             stored = read_spec(handle, name)
             record = Specs(handle).token_file(stored.id)
-            assert record is not None  # _SPECS names the specs that have one
+            assert record is not None  # names_with_tokens names the specs that have one
             try:
                 TokenFile(record.path(store), spec=name, fingerprint=stored.fingerprint, word_bytes=record.word_bytes,
                           words=record.tokens)
@@ -117,7 +113,7 @@ def token_file_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
 
 def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: TokensReport, *, sample: int | None,
              seed: int, tokenizer: Any, progress: CountProgress | None) -> None:
-    entry_ids = [entry_id for entry_id, in reader.handle.all(_TRAINING, spec.id)]
+    entry_ids = Specs(reader.handle).training_entries(spec.id)
     report.entries = len(entry_ids)
     if sample is not None and sample < len(entry_ids):
         entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))

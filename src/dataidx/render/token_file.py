@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import StaleStoreError, StoreError
-from ..store import SpecLengths
+from ..store import Specs
 
 MAGIC = b"DIDXTOK2"
 #: magic, word bytes, reserved, words, entries indexed, first entry id, the spec's fingerprint (raw)
@@ -260,7 +260,7 @@ class TokenFile:
         """Where each base entry's words start (``entries + 1`` of them, bit 63 the extras flag)."""
         return self.mapped()[2]
 
-    def lengths(self) -> SpecLengths:
+    def lengths(self) -> Specs.Lengths:
         """Every indexed entry's tokens and whether it trains (it has words), from the index alone:
         what ``spec_lengths`` reads from the store with an O(entries) query, at memory speed."""
         _, _, index = self.mapped()
@@ -268,7 +268,7 @@ class TokenFile:
         if counts.size and counts.min() < 0:  # the ends are checked on open: a count under 0 is the only edit left
             at = int(np.argmax(counts < 0))
             raise self.damaged(self.first_entry + at, int(index[at] & START), int(index[at + 1] & START))
-        return SpecLengths(self.first_entry, counts.astype(np.int32), counts > 0)
+        return Specs.Lengths(self.first_entry, counts.astype(np.int32), counts > 0)
 
     def trains(self, entry_ids: np.ndarray) -> np.ndarray:
         """Whether each of base entries ``entry_ids`` trains under the spec (it has words), from the

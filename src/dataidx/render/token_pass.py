@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaleStoreError
-from ..store import Specs, store_location, tokens_folder
+from ..store import Specs, store_location
 from .token_file import EXTRAS, TokenFileWriter, token_file_name
 from .tokens import word_dtype
 
@@ -40,7 +40,7 @@ class TokenSink:
         self.store, self.dtype = store, word_dtype(vocabulary)
         #: what the store records (see Specs.default_token_folder): a store file's folder goes where it goes
         self.recorded_folder = str(Path(folder).resolve()) if folder is not None else Specs.default_token_folder(store)
-        where = Path(self.recorded_folder) if self.recorded_folder else tokens_folder(store_location(store))
+        where = Path(self.recorded_folder) if self.recorded_folder else Specs.tokens_folder(store_location(store))
         self.writer = TokenFileWriter(where, fingerprint, self.dtype)
         self.entries = 0
         self.first_entry: int | None = None

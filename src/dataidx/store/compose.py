@@ -9,17 +9,8 @@ from typing import Any
 
 from .connect import reading
 from .handle import Store, StoreHandle
-from .mixtures.records import Mixtures, StoredMixture
-from .specs.reasoning import REASONING_PROBLEM_SUMS, REASONING_PROBLEMS
-
-COMPOSITION_COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows",
-                       "max_repeats", "coverage")
-#: Added with a render spec: of the entries drawn, those that train, and their tokens.
-TOKEN_COLUMNS = ("training_entries", "tokens", "supervised_tokens", "share_of_tokens")
-#: Also with a render spec: of those training entries, the ones with reasoning and without (and
-#: their tokens), and the reasoning problems among them (``entry_renders.reasoning``).
-REASONING_COLUMNS = ("reasoning_entries", "reasoning_tokens", "plain_entries", "plain_tokens",
-                     *(f"reasoning_{problem}" for problem in REASONING_PROBLEMS))
+from .mixtures.records import REASONING_COLUMNS, Mixtures, StoredMixture
+from .specs.reasoning import REASONING_PROBLEM_SUMS
 
 # One row per dataset: mixture_datasets holds the counts over every epoch, epoch_datasets each
 # epoch's, both made when the mixture was written. Coverage: distinct rows seen out of all rows.

@@ -39,6 +39,11 @@ class ReadIdentity:
 
     parts: tuple[tuple[str, str, str], ...]
 
+    @classmethod
+    def of(cls, reads: Reads, **names: str | None) -> ReadIdentity:
+        """What a reader reads of a store now (see :func:`identity_of`)."""
+        return identity_of(reads, **names)
+
     def changed(self, other: ReadIdentity) -> str | None:
         """What differs in ``other``, in words (the first part that does), or None."""
         found = {(kind, name): digest for kind, name, digest in other.parts}

@@ -28,12 +28,17 @@ def check_output(output: str | os.PathLike[str], kind: str, *, store: str | os.P
                  reads: Iterable[str | os.PathLike[str]] = (), force: bool = False) -> None:
     """Refuse (UsageError) to write ``output`` over ``store``, a source file of it, a file in
     ``reads``, or (unless ``force``) an existing file that is not of ``kind`` (html, jsonl,
-    parquet, yaml).
+    parquet, yaml); kind ``folder`` is :func:`check_output_folder`'s (a folder written whole).
 
     Example::
 
         check_output("report.html", "html", store="demo.db")
     """
+    if kind == "folder":
+        if store is None:
+            raise UsageError(f"{output}: a folder output is checked against the store it is written from")
+        check_output_folder(output, store=store, force=force)
+        return
     target = Path(output)
     if not target.exists():
         return

@@ -11,8 +11,9 @@ import numpy as np
 
 from ..errors import StoreError
 from .base.records import Datasets
+from .compose import composition_problems
 from .handle import StoreHandle
-from .positions import LENGTH_COLUMNS, rendered_lengths, spec_lengths
+from .specs.lengths import LENGTH_COLUMNS, rendered_lengths, spec_lengths
 from .summary_sql import BLOCK_SUMS, REPEAT_ROWS, STATUS_COUNTS
 
 # How many times a mixture draws each row of a dataset over its epochs: its most drawn entry's times.
@@ -92,3 +93,10 @@ def _length_chunk_problem(handle: StoreHandle, spec_id: int) -> str | None:
         if differ:
             return f"{differ} entries' {column} differ from its entry_renders"
     return None
+
+
+def recount_problems(handle: StoreHandle) -> list[str]:
+    """Every count a store keeps beside its rows, counted again (``dataidx verify``): each
+    mixture's composition (:func:`~dataidx.store.compose.composition_problems`), then the summary
+    rows of draws and specs (:func:`summary_problems`)."""
+    return composition_problems(handle) + summary_problems(handle)

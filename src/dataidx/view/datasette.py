@@ -19,7 +19,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ..store import COOKBOOK, DESCRIPTIONS, check_store, interrupt_statements, store_location
+from ..store import COOKBOOK, DESCRIPTIONS, Bounds, open_store, store_location
 from .errors_page import quiet_errors
 from .guard import loopback_only, read_functions_only, served_name, store_database
 
@@ -95,7 +95,7 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
     if not isinstance(location, Path):
         raise UsageError(f"{store}: dataidx serve shows a store file; a PostgreSQL store is served by any "
                          "PostgreSQL client (see docs/postgres.md)")
-    check_store(location)  # a dataidx store of a revision this dataidx reads, or a clear error
+    open_store(location).close()  # a dataidx store of a revision this dataidx reads, or a clear error
     try:
         import uvicorn  # here, not at import: the extra dataidx[web] brings Datasette and its server
         from datasette.utils import tilde_encode
@@ -112,7 +112,7 @@ def serve_store(store: str | os.PathLike[str], port: int = 8001, announce: Calla
             # stopped at their next step rather than run to their end.
             super().handle_exit(sig, frame)
             self.force_exit = True
-            interrupt_statements()
+            Bounds.interrupt()
 
     server = Server(uvicorn.Config(app, log_level="warning", access_log=False))
     with listening:

@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..store import open_bounded, refused_function
+from ..store import Bounds
 
 Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[dict[str, Any]], Awaitable[None]]],
                 Awaitable[None]]
@@ -34,7 +34,7 @@ Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[dict[st
 def _functions_only(action: int, _first: str | None, second: str | None, *_rest: Any) -> int:
     """An authorizer that refuses a function a read does not need and leaves the rest to
     Datasette (it reads the schema with PRAGMAs) and to the immutable file."""
-    return sqlite3.SQLITE_DENY if refused_function(action, second) else sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY if Bounds.refused(action, second) else sqlite3.SQLITE_OK
 
 
 @cache
@@ -113,7 +113,7 @@ def store_database(datasette: Any, path: Path) -> Any:
         def connect(self, write: bool = False) -> sqlite3.Connection:
             if write:
                 raise sqlite3.OperationalError("the store is served read-only")
-            connection = open_bounded(uri)  # every statement bounded, Datasette's own and the user's
+            connection = Bounds.open(uri)  # every statement bounded, Datasette's own and the user's
             self._all_file_connections.append(connection)
             return connection
 

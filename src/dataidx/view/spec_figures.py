@@ -48,10 +48,8 @@ class SpecFigures:
 
 
 def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFigures:
-    found = handle.one("SELECT id, cutoff FROM render_specs WHERE name = {mark}", name)
-    if found is None:
-        raise handle.missing("render_specs", "render spec", name, "; run dataidx render")
-    spec_id, cutoff = found
+    found = Specs(handle).get(name)
+    spec_id, cutoff = found["id"], found["cutoff"]
     drawn = selection.figures(handle)
     width = max(1, math.ceil((drawn.longest(spec_id) + 1) / LENGTH_BINS))
     # One pass over the positions; every figure is a sum of its few groups.

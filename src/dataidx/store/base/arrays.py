@@ -11,7 +11,7 @@ import json
 import numpy as np
 from sqlalchemy import Connection, text
 
-from ..positions import LengthReads, key_chunks
+from ..specs.lengths import LengthReads, key_chunks
 from ..sqlite import bulk  # its chunk size read at each call, so that tests can make it small
 
 _BASE = text(

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..location import PostgresStore, store_location
+from ..location import PostgresStore, store_location, streams_folder
 from ..sqlite.working_copy import Access, access, writable
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ class Datasets:
 
     def __init__(self, store: Access) -> None:
         self.store = access(store)
+
+    #: Where a store's streaming sources are materialised (``<store>.streams`` beside a file).
+    streams_folder = staticmethod(streams_folder)
 
     @staticmethod
     def folder_of(store: str | os.PathLike[str] | PostgresStore) -> str | None:

@@ -8,18 +8,30 @@ in bulk, are :mod:`.positions` and :mod:`.draws`, imported when a method needs t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ...errors import StaleStoreError
+from ..specs.reasoning import REASONING_PROBLEMS
 from ..sqlite.working_copy import Access, access, writable
 from .epochs import StoredMixture, check_epoch, served_epoch, serving
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from . import draws
     from .draws import DrawSummary
     from .positions import PositionWriter
 
+
+#: The keys of each row :func:`dataidx.store.composition` gives, per dataset of a mixture.
+COMPOSITION_COLUMNS = ("dataset", "entries", "share", "base_entries", "distinct_entries", "distinct_rows",
+                       "max_repeats", "coverage")
+#: Added with a render spec: of the entries drawn, those that train, and their tokens.
+TOKEN_COLUMNS = ("training_entries", "tokens", "supervised_tokens", "share_of_tokens")
+#: Also with a render spec: of those training entries, the ones with reasoning and without (and
+#: their tokens), and the reasoning problems among them (``entry_renders.reasoning``).
+REASONING_COLUMNS = ("reasoning_entries", "reasoning_tokens", "plain_entries", "plain_tokens",
+                     *(f"reasoning_{problem}" for problem in REASONING_PROBLEMS))
 
 # Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those
 # drawn by: of every mixture, of one, or of those drawn under one spec.
@@ -28,9 +40,31 @@ SELECT m.name, m.spec, s.fingerprint IS NULL FROM mixtures AS m LEFT JOIN render
 WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint)
   AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
               AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))"""
+#: Mixtures drawn by token budgets under a spec's lengths as they are (the stale ones' complement).
+_BUDGETS_UNDER = """
+SELECT m.name FROM mixtures AS m JOIN render_specs AS s ON s.name = m.spec
+WHERE s.name = {mark} AND s.fingerprint = m.spec_fingerprint
+  AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
+              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))
+ORDER BY m.id"""
 _STALE_OF = {"all": _STALE_BUDGETS + " ORDER BY m.id",
              "mixture": _STALE_BUDGETS + " AND m.name = {mark} ORDER BY m.id",
              "spec": _STALE_BUDGETS + " AND m.spec = {mark} ORDER BY m.id"}
+
+
+# A reader's fetches of positions (stamped: a store replaced meanwhile is found). A position inside
+# a run is an entry id by arithmetic; any other is a mixture_entries rowid.
+_POSITION_ONE = (
+    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
+    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id = {mark}"
+)
+_POSITION_MANY = (
+    "SELECT {stamped}me.id, b.dataset_id, b.row, b.cut FROM mixture_entries AS me "
+    "JOIN base_entries AS b ON b.id = me.entry_id WHERE me.id IN ({ids})"
+)
+_EXPLICIT_ENTRIES = "SELECT {stamped}id, entry_id FROM mixture_entries WHERE id IN ({ids})"
+#: The explicit positions of a range that hold any of some base entries (a scan of the range).
+_EXPLICIT_HOLDING = "SELECT {stamped}id FROM mixture_entries WHERE id BETWEEN {mark} AND {mark} AND entry_id IN ({ids})"
 
 
 class Mixtures:
@@ -42,6 +76,16 @@ class Mixtures:
         with open_store("demo.db") as handle:
             Mixtures(handle).get("default", epoch=1).positions
     """
+
+    #: A reader's fetch templates, run on its per-process handle: a position's entry (one, or many),
+    #: explicit positions' entries, and the explicit positions of a range holding some entries.
+    FETCH_POSITION, FETCH_POSITIONS, FETCH_EXPLICIT = _POSITION_ONE, _POSITION_MANY, _EXPLICIT_ENTRIES
+    FETCH_HOLDING = _EXPLICIT_HOLDING
+
+    #: What a composition row holds (see :func:`dataidx.store.composition`).
+    COMPOSITION_COLUMNS, TOKEN_COLUMNS, REASONING_COLUMNS = COMPOSITION_COLUMNS, TOKEN_COLUMNS, REASONING_COLUMNS
+    #: One dataset's draw over every epoch, as the bulk writer counts it (:mod:`.draws`).
+    DrawSummary: TypeAlias = "draws.DrawSummary"
 
     check_epoch = staticmethod(check_epoch)
     served_epoch = staticmethod(served_epoch)
@@ -81,6 +125,23 @@ class Mixtures:
                               "ed.tokens, ed.supervised_tokens FROM epoch_datasets AS ed JOIN datasets AS d "
                               "ON d.id = ed.dataset_id WHERE ed.mixture_id = {mark} AND ed.epoch BETWEEN {mark} "
                               "AND {mark} ORDER BY ed.epoch, d.position", mixture_id, first, last)
+
+    def runs(self, mixture_id: int) -> list[tuple[int, int, int]]:
+        """``(start, first entry, length)`` of each run of a mixture's positions, in position order:
+        a handful per dataset, which a reader keeps in memory."""
+        return self.store.all("SELECT start, first_entry, length FROM mixture_runs WHERE mixture_id = {mark} "
+                              "ORDER BY start", mixture_id)
+
+    def pair_datasets(self, mixture_id: int) -> list[str]:
+        """The datasets of preference pairs a mixture draws from, in config order."""
+        return [name for name, in self.store.all(
+            "SELECT d.name FROM mixture_datasets AS md JOIN datasets AS d ON d.id = md.dataset_id "
+            "WHERE md.mixture_id = {mark} AND md.entries > 0 AND d.converter = 'pair' ORDER BY d.position",
+            mixture_id)]
+
+    def drawn_by_budgets_under(self, spec: str) -> list[str]:
+        """The mixtures drawn by token budgets under spec ``spec``'s lengths as they are now."""
+        return [name for name, in self.store.all(_BUDGETS_UNDER, spec)]
 
     def epoch_count(self, name: str) -> int:
         """How many epochs mixture ``name`` holds."""

@@ -23,7 +23,8 @@ from ...errors import StoreError
 from ..base.records import Datasets
 from ..handle import StoreHandle
 from ..mixtures.records import Mixtures, StoredMixture
-from ..positions import SpecLengths, key_chunks, rendered_lengths
+from ..specs.lengths import key_chunks, rendered_lengths
+from ..specs.rows import SpecLengths
 
 _PLANS = ("SELECT p.id, p.name, p.spec_id, s.name, p.mixture_id, m.name, p.capacity, p.merge_cuts, p.packs, "
           "p.entries, p.tokens, p.left_out, p.epochs FROM packing_plans AS p "

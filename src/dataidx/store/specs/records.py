@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ..dialect import STATUSES, TRAINING_STATUSES
+from ..location import tokens_folder
 from ..orders.records import Orders
 from ..plans.records import Plans
 from ..sqlite.working_copy import Access, access, writable
@@ -31,6 +32,8 @@ _PLACES = ("SELECT {stamped}entry_id, token_offset, tokens FROM entry_renders WH
            "AND entry_id IN ({ids})")
 _EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
            "WHERE spec_id = {mark} AND entry_id IN ({ids})")
+_PLACEMENTS = ("SELECT {stamped}entry_id, token_offset, tokens, side_tokens, token_weights FROM entry_renders "
+               "WHERE spec_id = {mark} AND entry_id IN ({ids})")
 #: Per dataset of a spec, the entries whose data text holds a plain (not special) added token.
 _ADDED_TOKENS = (
     "SELECT d.name AS dataset, u.token, u.entries FROM added_token_uses AS u JOIN datasets AS d ON d.id = u.dataset_id "
@@ -60,10 +63,15 @@ class Specs:
     CauseRow: TypeAlias = causes.CauseRow
     LengthRow: TypeAlias = rows.LengthRow
     StoredRow: TypeAlias = rows.StoredRow
+    Lengths: TypeAlias = rows.SpecLengths
     EntryTokens: TypeAlias = token_files.EntryTokens
     StoredTokenFile: TypeAlias = token_files.StoredTokenFile
+    #: A reader's fetch templates, run on its per-process handle: where entries' words lie in the
+    #: token file, their sides' extras, and both at once (an export).
+    FETCH_PLACES, FETCH_EXTRAS, FETCH_PLACEMENTS = _PLACES, _EXTRAS, _PLACEMENTS
     # The token files of a store's own folder: what a write names, what it may remove after.
     default_token_folder = staticmethod(token_files.default_token_folder)
+    tokens_folder = staticmethod(tokens_folder)
     prune_token_files = staticmethod(token_files.prune_token_files)
 
     def __init__(self, store: Access) -> None:
@@ -116,6 +124,13 @@ class Specs:
         text holds an added token that is not special (kept as its id, as in v1), most first."""
         found = self.store.all(_ADDED_TOKENS, spec_id)
         return [{"dataset": dataset, "token": token, "entries": entries} for dataset, token, entries in found]
+
+    def lengths(self, spec_id: int, column: str = "tokens") -> rows.SpecLengths:
+        """Every base entry's ``column`` (``tokens`` or ``supervised_tokens``) under spec ``spec_id``
+        and whether it trains, as arrays by entry id (what packing and token budgets read)."""
+        from .lengths import spec_lengths  # NumPy: only readers of every length load it
+
+        return spec_lengths(self.store, spec_id, column)
 
     def training_entries(self, spec_id: int) -> list[int]:
         """The base entries that train under spec ``spec_id``, in entry order."""

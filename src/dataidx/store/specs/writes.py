@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from ..positions import length_chunk_rows
 from ..sqlite.working_copy import WorkingCopy
 from .causes import COUNTS, CauseRow, render_causes
+from .lengths import length_chunk_rows
 from .rows import StoredRow
 from .summaries import insert_spec_summary
 from .tables import LENGTH_CHUNK_ENTRIES, AddedTokenUse, LengthChunk, RenderCause, RenderSpecRow

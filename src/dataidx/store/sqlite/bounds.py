@@ -26,6 +26,9 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
+from .read import stopped_read
+from .sql_functions import refused_function
+
 #: The most bytes one value may hold: well above any a store holds (a length chunk is 4 MiB).
 VALUE_BYTES = 16 << 20
 #: The most memory an answer's rows may hold in Python.
@@ -258,3 +261,14 @@ def interrupt_statements() -> None:
     whose statements run in Datasette's threads."""
     for connection in list(_OPEN):
         connection.interrupt()
+
+
+class Bounds:
+    """What bounds a user's SQL (``dataidx query`` and ``dataidx serve``), as one name for the
+    stages that run it: a bounded connection, the functions refused past their work, the
+    interrupt of every running statement, and the words for a read stopped by its deadline."""
+
+    open = staticmethod(open_bounded)
+    interrupt = staticmethod(interrupt_statements)
+    refused = staticmethod(refused_function)
+    stopped = staticmethod(stopped_read)

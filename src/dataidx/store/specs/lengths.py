@@ -8,16 +8,16 @@ that entry's token count and status. Runs expand by arithmetic and only explicit
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
-from ..errors import StoreError
-from .handle import StoreHandle
+from ...errors import StoreError
+from ..handle import StoreHandle
+from .rows import SpecLengths
 
 if TYPE_CHECKING:
-    from .sqlite.working_copy import WorkingCopy
+    from ..sqlite.working_copy import WorkingCopy
 
 #: What reads a spec's lengths: a store handle, or a writer's working copy (which writes them).
 LengthReads: TypeAlias = "StoreHandle | WorkingCopy"
@@ -46,18 +46,6 @@ def base_entry_range(handle: LengthReads) -> tuple[int, int] | None:
     cover. Elsewhere ``Datasets(handle).entry_range()``; not here, as the base index reads its row
     starts through :func:`key_chunks` and the two modules would import each other."""
     return _id_range(handle, "base_entries", "id")
-
-
-@dataclass(frozen=True)
-class SpecLengths:
-    """Token counts and "trains" flags of one spec, indexed by ``entry_id - first``."""
-
-    first: int
-    tokens: np.ndarray
-    trains: np.ndarray
-
-    def of(self, entry_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.tokens[entry_ids - self.first], self.trains[entry_ids - self.first]
 
 
 #: What :func:`spec_lengths` can read as an entry's length: ``(length, trains)`` as one integer
