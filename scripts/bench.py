@@ -32,68 +32,21 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale_data import write_config
+import bench_merges
+import bench_orders
+from bench_common import (
+    ROUNDS_VARIABLE,
+    PrefetchedDataset,
+    generate,
+    generate_tool_calls,
+    loader_run,
+    print_table,
+    rates,
+    repeats,
+)
+from bench_render import RATIO_HEADER, render_ratio_table, render_table
+from bench_tokens import tokens_table
 from scratch import scratch_folder
-
-
-def _alpaca_rows(folder: Path, rows: int, rng: random.Random) -> Callable[[int], str]:
-    """Write ``rows`` alpaca rows of generated words; return the generator of ``n`` words."""
-    words = "the of and a to in is you that it he was for on are as with his they at be this have from".split()
-
-    def text(n: int) -> str:
-        return " ".join(rng.choice(words) for _ in range(n))
-
-    with (folder / "alpaca.jsonl").open("w") as out:
-        for _ in range(rows):
-            out.write(json.dumps({"instruction": text(12), "input": text(rng.randint(0, 8)), "output": text(40)})
-                      + "\n")
-    return text
-
-
-def generate(folder: Path, alpaca: int, sharegpt: int) -> Path:
-    """Deterministic alpaca and multi-turn sharegpt files plus their v1 YAML."""
-    rng = random.Random(0)
-    text = _alpaca_rows(folder, alpaca, rng)
-    with (folder / "sharegpt.jsonl").open("w") as out:
-        for _ in range(sharegpt):
-            turns = []
-            for _ in range(rng.randint(1, 6)):
-                turns += [{"from": "human", "value": text(10)}, {"from": "gpt", "value": text(30)}]
-            out.write(json.dumps({"conversations": turns}) + "\n")
-    return write_config(folder)
-
-
-def generate_tool_calls(folder: Path, alpaca: int, sharegpt: int) -> Path:
-    """Multi-turn-heavy data shaped like glaive's function-calling sets: ``sharegpt`` conversations
-    of 2-7 exchanges, 40% of them a ``function_call`` (a tenth of those invalid JSON, which the
-    build drops) and its ``observation`` before the answer; half the rows carry ``tools``, drawn
-    from three times as many tool sets as there are such rows, so about 85% of them are distinct
-    (LLaMA-Factory's glaive demo: 162 distinct in 191); plus ``alpaca`` single-turn rows."""
-    rng = random.Random(0)
-    text = _alpaca_rows(folder, alpaca, rng)
-
-    def tool_set() -> list[dict[str, Any]]:
-        return [{"name": f"tool_{rng.randrange(1000)}", "description": text(8), "parameters": {
-            "type": "object", "properties": {text(1): {"type": "string", "description": text(5)}
-                                             for _ in range(rng.randint(1, 3))}, "required": []}}
-                for _ in range(rng.randint(1, 3))]
-
-    tool_sets = [json.dumps(tool_set()) for _ in range(max(1, 3 * sharegpt // 2))]
-    with (folder / "sharegpt.jsonl").open("w") as out:
-        for _ in range(sharegpt):
-            turns = []
-            for _ in range(rng.randint(2, 7)):
-                turns.append({"from": "human", "value": text(10)})
-                if rng.random() < 0.4:
-                    call = json.dumps({"name": f"tool_{rng.randrange(1000)}", "arguments": {text(1): text(3)}})
-                    turns.append({"from": "function_call", "value": call if rng.random() >= 0.1 else call[:-1]})
-                    turns.append({"from": "observation", "value": json.dumps({"result": text(12)})})
-                turns.append({"from": "gpt", "value": text(30)})
-            row: dict[str, Any] = {"conversations": turns}
-            if rng.random() < 0.5:
-                row["tools"] = rng.choice(tool_sets)
-            out.write(json.dumps(row) + "\n")
-    return write_config(folder)
 
 
 class V1StyleEngine:
@@ -135,88 +88,6 @@ class V1StyleEngine:
         if cut is not None:
             sample = {**sample, "messages": sample["messages"][:cut]}
         return {"_dataset_name": name, **sample}
-
-
-def one_pass(engine: Any, indices: list, batch: int) -> float:
-    """Samples per second fetching ``indices`` one by one (batch 1) or in lists of ``batch``."""
-    started = time.perf_counter()
-    if batch == 1:
-        for i in indices:
-            engine[i]
-    else:
-        for k in range(0, len(indices), batch):
-            engine[indices[k : k + batch]]
-    return len(indices) / (time.perf_counter() - started)
-
-
-#: ``--rounds``: how many times every best-of or median-of figure is taken (1: a smoke run); the
-#: sections in other scripts read it from the environment, through :func:`repeats`.
-ROUNDS_VARIABLE = "DATAIDX_BENCH_ROUNDS"
-
-
-def repeats(default: int) -> int:
-    """How many times to take a figure whose best (or median) is printed: ``default``, or ``--rounds``."""
-    return int(os.environ.get(ROUNDS_VARIABLE) or default)
-
-
-def rates(engines: list[tuple[Any, list]], batch: int, rounds: int = 3) -> list[float]:
-    """The best of ``rounds`` passes per engine, the engines taking turns within each round, so
-    a busy moment of a shared machine does not fall on one engine only."""
-    best = [0.0] * len(engines)
-    for _ in range(repeats(rounds)):
-        for number, (engine, indices) in enumerate(engines):
-            best[number] = max(best[number], one_pass(engine, indices, batch))
-    return best
-
-
-def private_dirty_mib(pid: int) -> float:
-    """Private dirty memory of a process: its heap plus pages copied on write since the fork."""
-    with open(f"/proc/{pid}/smaps_rollup") as handle:
-        for line in handle:
-            if line.startswith("Private_Dirty:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no Private_Dirty in smaps_rollup")
-
-
-def loader_run(engine: Any, count: int, workers: int = 2, collate: Any = list) -> tuple[float, float]:
-    """Samples/s through DataLoader(``workers`` workers, batch 32, random order) and the largest
-    growth of a worker's private memory between its first batches and the end of the pass (MiB;
-    0.0 without workers)."""
-    import torch
-    from torch.utils.data import DataLoader, RandomSampler
-
-    sampler = RandomSampler(engine, num_samples=min(count, len(engine)), generator=torch.Generator().manual_seed(0))
-    loader = DataLoader(engine, batch_size=32, sampler=sampler, num_workers=workers, collate_fn=collate,
-                        persistent_workers=workers > 0)
-    iterator = iter(loader)
-    started = time.perf_counter()
-    batches = 0
-    baseline: dict[int, float] = {}
-    settled = min(20, len(loader) // 2)  # the 20th batch, or halfway through a short pass
-    for number, _ in enumerate(iterator):
-        batches += 1
-        if number == settled and workers:
-            baseline = {w.pid: private_dirty_mib(w.pid) for w in iterator._workers}
-    seconds = time.perf_counter() - started
-    growth = max((private_dirty_mib(pid) - before for pid, before in baseline.items()), default=0.0)
-    if workers:
-        iterator._shutdown_workers()
-    fetched = min(count, len(engine))
-    return fetched / seconds, growth
-
-
-class PrefetchedDataset:
-    """Serves samples fetched in advance, so a DataLoader over it measures only its own costs:
-    workers pickling batches, the main process unpickling them. No engine can beat it."""
-
-    def __init__(self, samples: list[Any], length: int) -> None:
-        self.samples, self.length = samples, length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __getitem__(self, index: int) -> Any:
-        return self.samples[index % len(self.samples)]
 
 
 def next_fit(lengths: list[int], capacity: int) -> int:
@@ -335,74 +206,6 @@ def drops_table(work: Path, conversations: int, fetches: int) -> list[tuple[str,
             logging.getLogger("dataidx").removeHandler(handler)
         lines.append((label, f"{fetches / seconds:,.0f}", f"{len(logged):,}"))
     return lines
-
-
-def render_table(work: Path, rows: int) -> tuple[int, list[tuple[str, ...]], str]:
-    """Entries/s of ``dataidx render`` (all cores, one core), of its ceiling (the tokenizer alone,
-    encoding the texts the renderer tokenizes, in batches) and of LLaMA-Factory v1's way: per
-    entry, ``apply_chat_template`` and the tokenizer on the whole conversation and on its prompt."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.helpers import train_tokenizer
-
-    from dataidx.index import build
-    from dataidx.pack import pack_store
-    from dataidx.read import EntryReader
-    from dataidx.render import CHATML, Renderer, RenderRequest, chat_messages, render_store
-
-    folder = work / "render"
-    folder.mkdir()
-    config = generate(folder, rows, rows // 4)
-    corpus = [json.loads(line)["output"] for _, line in zip(range(5000), (folder / "alpaca.jsonl").open())]
-    tokenizer = train_tokenizer(folder / "tokenizer", vocab_size=8000, chat_template=CHATML, corpus=corpus)
-    store = folder / "render.db"
-    build(config, store)
-    reader = EntryReader(store)
-    renderer = Renderer(tokenizer, CHATML, cutoff=4096)
-    texts = []
-    for _, dataset_id, row, cut in reader.entries_between(1, 2**62):
-        chat = chat_messages(reader.sample(dataset_id, row, cut)["messages"])
-        texts += [renderer.chat.text(chat, None, False), renderer.chat.text(chat[:-1], None, True)]
-
-    def render_rate(jobs: int | None, name: str) -> float:
-        summary = render_store(RenderRequest(store, folder / "tokenizer", cutoff=4096, jobs=jobs, name=name))
-        return summary.entries / summary.seconds
-
-    def ceiling_rate() -> float:
-        started = time.perf_counter()
-        for start in range(0, len(texts), 4000):
-            renderer.backend.encode_batch(texts[start : start + 4000], add_special_tokens=False)
-        return len(texts) / 2 / (time.perf_counter() - started)
-
-    # Render and ceiling taken in turns, three pairs: a shared VM moves single runs by 20-30%,
-    # and a pair measured side by side shares the same slow or fast minute.
-    pairs = [(render_rate(None, f"all-{attempt}"), ceiling_rate()) for attempt in range(repeats(3))]
-    single = max(render_rate(1, f"one-{attempt}") for attempt in range(repeats(2)))
-    entries = len(texts) // 2
-    best, ceiling = max(r for r, _ in pairs), max(c for _, c in pairs)
-    ratios = sorted(r / c for r, c in pairs)
-    lines = [
-        (f"dataidx render, {os.cpu_count()} processes (best of 3)", f"{best:,.0f}", f"{entries / best:.2f}"),
-        ("dataidx render, 1 process (best of 2)", f"{single:,.0f}", f"{entries / single:.2f}"),
-        ("ceiling: the tokenizer alone on the same texts (whole and prompt), batches of 4000 (best of 3)",
-         f"{ceiling:,.0f}", f"{entries / ceiling:.2f}"),
-        (f"  dataidx render, {os.cpu_count()} processes / ceiling, pair by pair", " ".join(f"{r:.2f}" for r in ratios),
-         f"median {ratios[len(ratios) // 2]:.2f}"),
-    ]
-    step = max(1, entries // 2000)  # every step-th entry: both datasets, short and long
-    sample = [t for t in reader.entries_between(1, entries) if t[0] % step == 0][:2000]
-    started = time.perf_counter()
-    for _, dataset_id, row, cut in sample:  # LLaMA-Factory v1's Renderer: whole and prompt, apart
-        messages = chat_messages(reader.sample(dataset_id, row, cut)["messages"])
-        tokenizer(tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False)
-        tokenizer(tokenizer.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True),
-                  add_special_tokens=False)
-    seconds = time.perf_counter() - started
-    lines.append(("v1's rule: apply_chat_template + tokenizer, whole and prompt, 1 process",
-                  f"{len(sample) / seconds:,.0f}", "-"))
-    plan = pack_store(store, "all-0", capacity=4096)
-    packed = (f"dataidx pack on those lengths: {plan.entries:,} entries -> {plan.packs:,} packs, "
-              f"{plan.fill:.2%} full, {plan.seconds:.2f} s")
-    return entries, lines, packed
 
 
 #: Families whose real templates the family figures render (tests/conformance/families).
@@ -789,8 +592,6 @@ def main() -> None:
 
 
 def print_render_ratio(work: Path, args: argparse.Namespace) -> None:
-    from bench_render import RATIO_HEADER, render_ratio_table
-
     entries, lines = render_ratio_table(work, args.render_rows)
     print(f"\nrendering against its ceiling: {entries:,} base entries (alpaca + multi-turn sharegpt), cutoff 4096, "
           f"{os.cpu_count()} processes; ceiling: the tokenizer's encode_batch over each entry's whole text, once "
@@ -799,8 +600,6 @@ def print_render_ratio(work: Path, args: argparse.Namespace) -> None:
 
 
 def print_tokens(work: Path, args: argparse.Namespace) -> None:
-    from bench_tokens import tokens_table
-
     entries, lines, notes = tokens_table(work, args.tokens_rows, args.tokens_fetches, args.tokens_loader)
     print(f"\nstored tokens (render --store-tokens) against rendering on every fetch: {entries:,} training entries "
           "of one store, byte-level BPE of 8k trained here, chatml, cutoff 4096; rates best of 3, in turns")
@@ -810,27 +609,24 @@ def print_tokens(work: Path, args: argparse.Namespace) -> None:
 
 
 def print_orders(work: Path, args: argparse.Namespace) -> None:
-    from bench_orders import GLOBAL_BATCH, RANK, WORLD, orders_table
-
-    positions, lines = orders_table(work, args.orders_positions)
-    print(f"\ntraining orders: a mixture of {positions:,} positions, {WORLD} ranks, global batch {GLOBAL_BATCH:,} "
-          f"(rank {RANK} timed); medians")
+    positions, lines = bench_orders.orders_table(work, args.orders_positions)
+    print(f"\ntraining orders: a mixture of {positions:,} positions, {bench_orders.WORLD} ranks, global batch "
+          f"{bench_orders.GLOBAL_BATCH:,} (rank {bench_orders.RANK} timed); medians")
     print_table(("figure", "dataidx", "DistributedSampler", "ratio", "target", ""), lines)
 
 
 def print_merges(work: Path, args: argparse.Namespace) -> None:
-    from bench_merges import CAPACITY, GLOBAL_BATCH, merges_table, planning_table
-
-    entries, lines = merges_table(work, args.merges_conversations)
+    entries, lines = bench_merges.merges_table(work, args.merges_conversations)
     print(f"\ncut merges (pack --merge-cuts): {entries:,} cut entries of {args.merges_conversations:,} multi-turn "
-          f"conversations, capacity {CAPACITY:,}, steps per epoch at {GLOBAL_BATCH} packs a step; tokenizers built "
-          "like each family's (tests/conformance)")
+          f"conversations, capacity {bench_merges.CAPACITY:,}, steps per epoch at {bench_merges.GLOBAL_BATCH} packs "
+          "a step; tokenizers built like each family's (tests/conformance)")
     print_table(("template", "mode", "conversations merged", "kept as cuts (why)", "tokens as cuts", "tokens merged",
                  "fewer", "steps as cuts", "steps merged"), lines, left=(0, 1, 2, 3))
     store = args.merges_scale or work / "merges" / "merges.db"
     spec = args.merges_spec if args.merges_scale else "qwen2_5"
     print(f"\nplanning with --merge-cuts on {store} (spec {spec}); fresh processes, best of 2")
-    print_table(("command", "seconds", "vs pack", "what it said"), planning_table(store, spec), left=(0, 3))
+    print_table(("command", "seconds", "vs pack", "what it said"), bench_merges.planning_table(store, spec),
+                left=(0, 3))
 
 
 def print_families(work: Path, args: argparse.Namespace) -> None:
@@ -848,13 +644,6 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], None]] = {
     "tokens": print_tokens, "orders": print_orders, "merges": print_merges, "families": print_families,
     "render": print_render_ratio,
 }
-
-
-def print_table(header: tuple[str, ...], lines: list[tuple[str, ...]], left: tuple[int, ...] = (0,)) -> None:
-    """Columns padded to their widest cell: text columns (``left``) flush left, figures right."""
-    widths = [max(len(r[i]) for r in lines + [header]) for i in range(len(header))]
-    for line in [header] + lines:
-        print("  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))).rstrip())
 
 
 def _llamafactory_version() -> str:

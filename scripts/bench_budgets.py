@@ -23,7 +23,8 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import measured, print_table, snippet, synthetic_spec
+from bench_common import print_table
+from scale_common import measured, snippet, synthetic_spec
 from scale_data import generate
 from scratch import scratch_folder
 

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench_common import generate, repeats
+
 REPO = Path(__file__).resolve().parents[1]
 DATAIDX = [sys.executable, "-m", "dataidx"]
 CAPACITY, GLOBAL_BATCH = 8192, 64
@@ -58,8 +60,6 @@ def _plan(store: Path, name: str) -> dict:
 def merges_table(work: Path, conversations: int) -> tuple[int, list[tuple[str, ...]]]:
     """One line per template and merge mode: what merged, what did not and why, tokens and steps."""
     sys.path.insert(0, str(REPO))
-    sys.path.insert(0, str(REPO / "scripts"))
-    from bench import generate
     from tests.conformance import build_tokenizer
 
     folder = work / "merges"
@@ -92,7 +92,6 @@ def merges_table(work: Path, conversations: int) -> tuple[int, list[tuple[str, .
 
 def planning_table(store: Path, spec: str) -> list[tuple[str, ...]]:
     """``dataidx pack`` against ``--merge-cuts --trees`` on ``store``, fresh processes, best of 2."""
-    from bench import repeats  # here: bench imports this module
     lines = []
     seconds: dict[str, float] = {}
     for label, flags in (("dataidx pack", []), ("dataidx pack --merge-cuts", ["--merge-cuts"]),

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_common import generate
+
 GLOBAL_BATCH, WORLD, RANK = 1024, 8, 3
 RESUME_AT = 12_345_678
 
@@ -39,8 +41,6 @@ def median_ms(run: Any, times: int) -> float:
 
 def orders_table(work: Path, positions: int) -> tuple[int, list[tuple[str, ...]]]:
     """Lines ``(figure, dataidx, DistributedSampler, ratio, target, verdict)`` and the positions."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench import generate
     from torch.utils.data import DistributedSampler
 
     from dataidx import DataEngine, OrderSampler

@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "scripts"), str(REPO)]
 
-from bench import generate, print_table  # noqa: E402
+from bench_common import generate, print_table  # noqa: E402
 from scratch import scratch_folder  # noqa: E402
 
 

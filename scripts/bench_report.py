@@ -27,7 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "scripts"), str(REPO)]
 
-from bench import generate, print_table  # noqa: E402
+from bench_common import generate, print_table  # noqa: E402
 
 from dataidx.index import build  # noqa: E402
 from dataidx.pack import pack_store  # noqa: E402

@@ -25,12 +25,15 @@ every training entry of the store (the issue asks for it on a store of 100k entr
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_common import PrefetchedDataset, generate, loader_run, rates, repeats
 
 #: Spec names of the table (one store holds all three).
 RERENDER, TOKENS, TOKENS32 = "rerender", "tokens", "tokens32"
@@ -109,7 +112,6 @@ def added_tokens_size(store: Path, tokenizer: Path, spec: str) -> dict[str, floa
 def render_turns(store: Path, tokenizer: Path, rounds: int = 3) -> list[tuple[float, float]]:
     """``(render --store-tokens, render)`` seconds, pair by pair, each a new spec on a copy of the
     store; the two take turns, so a busy minute of a shared machine falls on both."""
-    from bench import repeats  # here: bench imports this module
     copy = store.with_name("turns.db")
     shutil.copyfile(store, copy)
     pairs = []
@@ -161,9 +163,6 @@ def tokens_table(work: Path, rows: int, fetches: int, loader: int) -> tuple[int,
     """The stored-tokens table: its entries, lines ``(figure, tokens, re-render, ratio, target,
     verdict)``, and notes (the modules check, the equality check)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import random
-
-    from bench import PrefetchedDataset, generate, loader_run, rates, repeats
     from tests.helpers import train_tokenizer
 
     from dataidx import Collator, DataEngine

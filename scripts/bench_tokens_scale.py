@@ -30,7 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "scripts"), str(REPO)]
 
-from bench_scale import DATAIDX, FETCH, FETCHES, prepared_work, print_table, rows_by_size, snippet  # noqa: E402
+from bench_common import print_table  # noqa: E402
+from scale_common import DATAIDX, FETCH, FETCHES, prepared_work, rows_by_size, snippet  # noqa: E402
 from scale_data import generate  # noqa: E402
 
 from dataidx.export.formats import FORMATS  # noqa: E402
