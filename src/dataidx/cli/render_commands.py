@@ -16,8 +16,8 @@ from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, rend
 @click.command()
 @click.argument("store")
 @click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a fast tokenizer.")
-@click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain) or a .jinja "
-              "file; default: the tokenizer's own chat_template.")
+@click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain, fallback) or a "
+              ".jinja file; default: the tokenizer's own chat_template, else v1's fallback ChatML.")
 @click.option("--cutoff", required=True, type=click.IntRange(1, 2**31 - 1), help="Most tokens an entry may train on.")
 @click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
               help="Entries over the cutoff: drop (status too_long), keep the start (right) or the end (left).")

@@ -21,7 +21,7 @@ from .render_commands import render_into
 @mixture_options
 @click.option("--tokenizer", help="Also render every entry with this tokenizer (see dataidx render), as spec "
               "'default'.")
-@click.option("--template", help="With --tokenizer: the template (default: the tokenizer's own).")
+@click.option("--template", help="With --tokenizer: the template (default: the tokenizer's own, else v1's fallback).")
 @click.option("--cutoff", type=click.IntRange(1, 2**31 - 1), default=4096, show_default=True, help="With --tokenizer.")
 @click.option("--truncation", type=click.Choice(["drop", "right", "left"]), default="drop", show_default=True,
               help="With --tokenizer.")

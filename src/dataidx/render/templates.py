@@ -151,6 +151,19 @@ PLAIN = "".join([
     "{%- if add_generation_prompt %}{{- 'Assistant: ' }}{%- endif %}",
 ])
 
+#: LLaMA-Factory v1's fallback for a tokenizer with no chat_template (``_FALLBACK_CHATML_JINJA``,
+#: ``core/rendering/format.py`` at ff6d4d12; its Renderer sets it in ``_render_messages``): ChatML
+#: without tools, BOS, EOS or ``{% generation %}``. Copied verbatim, so the same entries render the
+#: same ids as v1's; kept apart from ``chatml``, whose text (and so fingerprint) differs.
+FALLBACK = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}"
+    "{{'<|im_start|>assistant\n'}}"
+    "{% endif %}"
+)
+
 #: Built-in templates by name. ``qwen`` is the ChatML one, which writes tools and calls in Qwen2.5's
 #: format (``<tools>`` in the system turn, ``<tool_call>`` JSON); unlike Qwen's own template it adds
 #: no default system prompt and gives each tool result its own turn. Prefer a Qwen tokenizer's own
@@ -162,22 +175,26 @@ BUILTIN_TEMPLATES = {
     "llama2": LLAMA2,
     "internlm2": INTERNLM2,
     "plain": PLAIN,
+    "fallback": FALLBACK,
 }
 
 
 def choose_template(tokenizer: Any, name: str | None) -> tuple[str, str]:
     """``(name, text)`` of the template to render with.
 
-    ``None`` takes the tokenizer's own ``chat_template``; otherwise a built-in name, or a path to
+    ``None`` takes the tokenizer's own ``chat_template``, or v1's :data:`FALLBACK` (named
+    ``fallback``) when it has none, as v1's Renderer does; otherwise a built-in name, or a path to
     a Jinja file. Raises RenderError naming the choices when none applies.
     """
     choices = ", ".join(BUILTIN_TEMPLATES)
     if name is None:
         own = getattr(tokenizer, "chat_template", None)
+        if not own:
+            return "fallback", FALLBACK
         if isinstance(own, dict):
             own = own.get("default")
-        if not own:
-            raise RenderError("the tokenizer has no chat_template; pass --template "
+        if not own:  # named templates and no default: transformers (so v1) refuses it too
+            raise RenderError("the tokenizer has named chat templates and none is 'default'; pass --template "
                               f"(one of {choices}, or a .jinja file)")
         return "tokenizer", own
     if name in BUILTIN_TEMPLATES:
