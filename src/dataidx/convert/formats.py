@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from ..errors import InvalidRow, shown
 from . import json_text
-from .expansion import ROLES
+from .expansion import ROLES, kind_of
 from .media import MediaSplitter, text_blocks
 from .registry import converters, drop, present
 from .samples import Content, Message, PairSample, Sample, SFTSample
@@ -95,14 +95,23 @@ def _sharegpt(raw: dict[str, Any], cut: int | None) -> SFTSample:
     if media is not None and cut is None:
         media.finish()
     sample: SFTSample = {"messages": messages}
-    tools = row.get("tools")
-    if tools:
-        # v1 keeps any valid JSON, "[]" included, re-serialised; an invalid string is left out.
-        try:
-            sample["tools"] = json_text.dumps(loads(tools, "tools"))
-        except _NOT_JSON:
-            drop("tools is not valid JSON")
+    tools = _tools(row)
+    if tools is not None:
+        sample["tools"] = tools
     return sample
+
+
+def _tools(row: dict[str, Any]) -> str | None:
+    """A row's ``tools`` as v1's sharegpt and pair converters keep them: any valid JSON, "[]"
+    included, re-serialised; None when absent or empty, or (a drop) when not valid JSON."""
+    tools = row.get("tools")
+    if not tools:
+        return None
+    try:
+        return json_text.dumps(loads(tools, "tools"))
+    except _NOT_JSON:
+        drop("tools is not valid JSON")
+        return None
 
 
 @converters.register("sharegpt", version="1", fast=sharegpt_cuts, prefix=_sharegpt)
@@ -126,21 +135,29 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -
     return messages
 
 
-@converters.register("pair", version="1", fast=pair_cuts)
+@converters.register("pair", version="2", fast=pair_cuts)
 def pair(raw: dict[str, Any]) -> PairSample:
-    """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
+    """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media.
+    ``tools`` is kept as v1's ``pair_converter`` keeps it (version 1 dropped it)."""
     row = present(raw)
     wrong = [key for key in ("chosen", "rejected")
              if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
     if wrong:
         raise InvalidRow(_not_message_lists(row, wrong))
+    if row.get("tools") and not isinstance(row["tools"], str):  # v1's json.loads fails on it (TypeError)
+        raise InvalidRow(f"key 'tools' is {kind_of(row['tools'])}, not JSON text: v1's pair converter reads "
+                         "it with json.loads, so write the list of tool schemas as a JSON string")
     sides: dict[str, list[Message]] = {}
     for key in ("chosen", "rejected"):
         media = MediaSplitter.for_row(row)
         sides[key] = _openai_messages(row.get(key) or [], media)
         if media is not None:
             media.finish()
-    return {"chosen_messages": sides["chosen"], "rejected_messages": sides["rejected"]}
+    sample: PairSample = {"chosen_messages": sides["chosen"], "rejected_messages": sides["rejected"]}
+    tools = _tools(row)
+    if tools is not None:
+        sample["tools"] = tools
+    return sample
 
 
 def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:
