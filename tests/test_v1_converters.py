@@ -1,7 +1,8 @@
-"""Issue 52, item 1: ``pair`` keeps ``tools``, as LLaMA-Factory v1's converter does. Each row is compared with
+"""Issue 52, items 1 and 2: ``pair`` keeps ``tools`` and ``alpaca`` keeps placeholders written in
+``system`` or ``output`` as text, as LLaMA-Factory v1's converters do. Each row is compared with
 v1's own converter, imported from its source when DATAIDX_LLAMAFACTORY names it (ff6d4d12's src),
 else with its output transcribed below from that run (v1/plugins/data_plugins/converter.py,
-``pair_converter``)."""
+``pair_converter`` and ``alpaca_converter``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 
 from dataidx import DataEngine
 from dataidx.cli import cli
-from dataidx.convert import collecting_drops, converters
+from dataidx.convert import MediaMismatch, collecting_drops, converters
 from dataidx.errors import InvalidRow
 
 from .conformance.v1 import v1_converter
@@ -52,12 +53,22 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ("pair", {"chosen": Q, "rejected": Q, "tools": "{broken"},  # v1: "Invalid tools format" warning
      {"chosen_messages": [USER], "rejected_messages": [USER]}, ["tools is not valid JSON"]),
     ("pair", {"chosen": Q, "rejected": Q, "tools": ""}, {"chosen_messages": [USER], "rejected_messages": [USER]}, []),
+    ("alpaca", {"system": "Answer with <image> tags kept.", "instruction": "What is <image>?", "input": "",
+                "output": "A cat, see <image>, <video> and <audio>.", "images": ["cat.jpg"]},
+     {"messages": [msg("system", 0.0, text("Answer with <image> tags kept.")),
+                   msg("user", 0.0, text("What is "), ("image_url", "cat.jpg"), text("?")),
+                   msg("assistant", 1.0, text("A cat, see <image>, <video> and <audio>."))]}, []),
+    ("alpaca", {"system": "<image>", "instruction": "q", "output": "<audio>"},
+     {"messages": [msg("system", 0.0, text("<image>")), msg("user", 0.0, text("q")),
+                   msg("assistant", 1.0, text("<audio>"))]}, []),
 ]
 
 #: Rows v1 refuses (its exception type), and dataidx's refusal.
 REFUSED: list[tuple[str, dict[str, Any], str, type[Exception], str]] = [
     ("pair", {"chosen": Q, "rejected": Q, "tools": [{"name": "weather"}]}, "TypeError", InvalidRow,
      "key 'tools' is a list, not JSON text"),
+    ("alpaca", {"system": "<image>", "instruction": "q", "output": "a", "images": ["x.jpg"]}, "ValueError",
+     MediaMismatch, "1 files in column 'images' but only 0 <image> placeholders"),
 ]
 
 
@@ -120,3 +131,11 @@ def test_a_pair_row_with_tools_not_json_text_is_one_line_naming_dataset_row_and_
         "converter reads it with json.loads, so write the list of tool schemas as a JSON string\n")), result.output
     assert not (tmp_path / "s.db").exists()
 
+
+def test_alpaca_rows_with_placeholders_in_system_or_output_build(tmp_path: Path, make_store) -> None:
+    rows = [case[1] for case in CASES if case[0] == "alpaca" and "images" not in case[1]] * 3
+    store = make_store(f"qa:\n  path: {write_jsonl(tmp_path / 'a.jsonl', rows)}\n  source: local\n"
+                       "  converter: alpaca\n")
+    with DataEngine(store) as engine:
+        assert len(engine) == 3
+        assert engine[2]["messages"] == CASES[-1][2]["messages"]

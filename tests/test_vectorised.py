@@ -136,6 +136,7 @@ def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
         ("pair", [{"chosen": [{"role": "tool", "content": "{bad"}], "rejected": [{"role": "user", "content": "q"}]}]),
         ("pair", [{"chosen": [{"role": "user", "content": "q"}], "rejected": [], "tools": "{bad"},
                   {"chosen": [], "rejected": [{"role": "user", "content": "q"}], "tools": '[{"name": "f"}]'}]),
+        ("alpaca", [{"system": "<image>", "instruction": "q", "output": "see <video>"}]),  # text, as in v1
     ],
 )
 def test_fast_paths_take_ordinary_tables(name: str, rows: list[dict]) -> None:

@@ -40,20 +40,25 @@ def _tool_call_blocks(value: str, what: str) -> list[Content] | None:
     return [{"type": "tool_call", "value": json_text.dumps(call)} for call in calls]
 
 
-@converters.register("alpaca", version="1", fast=alpaca_cuts)
+@converters.register("alpaca", version="2", fast=alpaca_cuts)
 def alpaca(raw: dict[str, Any]) -> SFTSample:
-    """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages."""
+    """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages.
+
+    As v1's ``alpaca_converter``, only the user text's placeholders take media: ``<image>`` in
+    ``system`` or ``output`` is text (version 1 split those too, and refused a row without files).
+    """
     row = present(raw)
     media = MediaSplitter.for_row(row)
     messages = []
     if "system" in row:
-        messages.append({"role": "system", "content": text_blocks(media, row["system"]), "loss_weight": 0.0})
+        messages.append({"role": "system", "content": [{"type": "text", "value": row["system"]}], "loss_weight": 0.0})
     if "instruction" in row or "input" in row:
         # v1 concatenates with no separator; keep it identical.
         text = row.get("instruction", "") + row.get("input", "")
         messages.append({"role": "user", "content": text_blocks(media, text), "loss_weight": 0.0})
     if "output" in row:
-        messages.append({"role": "assistant", "content": text_blocks(media, row["output"]), "loss_weight": 1.0})
+        messages.append({"role": "assistant", "content": [{"type": "text", "value": row["output"]}],
+                         "loss_weight": 1.0})
     if media is not None:
         media.finish()
     return {"messages": messages}

@@ -109,8 +109,10 @@ def _rows_without_lists(table: pa.Table, columns: tuple[str, ...]) -> int:
 def alpaca_cuts(table: pa.Table) -> TableCuts | None:
     """alpaca: one entry per row; its cut counts system, user and assistant messages."""
     columns = [c for c in ("system", "instruction", "input", "output") if c in table.column_names]
-    if _has_media(table) or any(not _is_text(table[c].type) or _has_placeholder(table[c]) for c in columns):
+    if _has_media(table) or any(not _is_text(table[c].type) for c in columns):
         return None
+    if any(_has_placeholder(table[c]) for c in columns if c in ("instruction", "input")):
+        return None  # only the user text's placeholders take media (v1): system and output are text
     count = _valid(table, "system").astype(np.int64) + (_valid(table, "instruction") | _valid(table, "input"))
     supervised = _valid(table, "output")
     return _one_per_row(np.where(supervised, count + 1, NO_CUT))
