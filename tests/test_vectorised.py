@@ -92,6 +92,7 @@ pair_message = st.fixed_dictionaries(
 pair_row = st.fixed_dictionaries({}, optional={
     "chosen": RARELY_NONE(st.lists(pair_message, max_size=4)),
     "rejected": RARELY_NONE(st.lists(pair_message, max_size=4)),
+    "tools": MAYBE(JSONISH),
 })
 
 SETTINGS = settings(max_examples=examples(300),  # the profile's suppressed checks, and filtering
@@ -133,6 +134,9 @@ def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
                                 {"role": "assistant", "content": [{"type": "text", "value": "a"}],
                                  "loss_weight": 0.0}]}]),
         ("pair", [{"chosen": [{"role": "tool", "content": "{bad"}], "rejected": [{"role": "user", "content": "q"}]}]),
+        ("pair", [{"chosen": [{"role": "user", "content": "q"}], "rejected": [], "tools": "{bad"},
+                  {"chosen": [], "rejected": [{"role": "user", "content": "q"}], "tools": '[{"name": "f"}]'}]),
+        ("alpaca", [{"system": "<image>", "instruction": "q", "output": "see <video>"}]),  # text, as in v1
     ],
 )
 def test_fast_paths_take_ordinary_tables(name: str, rows: list[dict]) -> None:
@@ -152,4 +156,5 @@ def test_forged_roles_and_json_nested_too_deep_go_down_the_row_path() -> None:
 def test_media_and_placeholders_go_down_the_row_path() -> None:
     assert check("alpaca", [{"instruction": "<image>", "output": "a", "images": ["x.png"]}]) == "row"
     assert check("alpaca", [{"instruction": "<image>", "output": "a"}]) == "row"
+    assert check("pair", [{"chosen": [], "rejected": [], "tools": [{"name": "f"}]}]) == "row"  # refused there
     assert check("sharegpt", [{"conversations": [{"from": "human", "value": None}]}]) == "row"

@@ -58,15 +58,32 @@ def refusal_number(refusal: str, refusals: list[str]) -> int:
     return refusals.index(refusal)
 
 
-def v1_renderer_class(source: Path) -> Any:
-    """v1's ``Renderer``, imported from its source without ``llamafactory/__init__`` (v0's stack)."""
+def _v1_package(source: Path) -> None:
+    """``llamafactory`` importable from ``source`` without its ``__init__`` (v0's stack), once."""
+    if "llamafactory" in sys.modules:
+        return
     sys.path.insert(0, str(source))
     package = types.ModuleType("llamafactory")
     package.__path__ = [str(source / "llamafactory")]
     sys.modules["llamafactory"] = package
+
+
+def v1_renderer_class(source: Path) -> Any:
+    """v1's ``Renderer``, imported from its source."""
+    _v1_package(source)
     from llamafactory.v1.core.rendering.rendering import Renderer  # type: ignore[import-not-found]
 
     return Renderer
+
+
+def v1_converter(source: Path, name: str) -> Any:
+    """v1's converter plugin ``name`` (plugins/data_plugins/converter.py), imported from its source."""
+    _v1_package(source)
+    from llamafactory.v1.plugins.data_plugins.converter import (  # type: ignore[import-not-found]
+        DataConverterPlugin,
+    )
+
+    return DataConverterPlugin(name)
 
 
 #: The date the goldens were rendered at, for the templates that write it (Llama 3.2's "Today Date",

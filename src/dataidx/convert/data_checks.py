@@ -33,3 +33,16 @@ def standard_roles(roles: pa.ChunkedArray | pa.Array) -> bool:
     # Made here, not at import: pyarrow's first pa.array imports pandas (as in .vectorised).
     found = pc.is_in(roles, value_set=pa.array(ROLES, type=roles.type))
     return bool(pc.fill_null(found, False).to_numpy(zero_copy_only=False).all())
+
+
+def tools_drops(table: pa.Table) -> int | None:
+    """How many rows' ``tools`` the sharegpt and pair converters leave out as not JSON; None when
+    one is not text or nests too deep (the converter fails on that row: the row path names it)."""
+    if "tools" not in table.column_names or pa.types.is_null(table["tools"].type):
+        return 0
+    tools = table["tools"]
+    if not (pa.types.is_string(tools.type) or pa.types.is_large_string(tools.type)):
+        return None
+    present = pc.and_(pc.is_valid(tools), pc.not_equal(pc.fill_null(tools, ""), ""))
+    invalid = not_json(tools.filter(present).to_pylist())
+    return None if invalid is None else int(np.count_nonzero(invalid))

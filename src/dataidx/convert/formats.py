@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from ..errors import InvalidRow, shown
 from . import json_text
-from .expansion import ROLES
+from .expansion import ROLES, kind_of
 from .media import MediaSplitter, text_blocks
 from .registry import converters, drop, present
 from .samples import Content, Message, PairSample, Sample, SFTSample
@@ -40,20 +40,25 @@ def _tool_call_blocks(value: str, what: str) -> list[Content] | None:
     return [{"type": "tool_call", "value": json_text.dumps(call)} for call in calls]
 
 
-@converters.register("alpaca", version="1", fast=alpaca_cuts)
+@converters.register("alpaca", version="2", fast=alpaca_cuts)
 def alpaca(raw: dict[str, Any]) -> SFTSample:
-    """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages."""
+    """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages.
+
+    As v1's ``alpaca_converter``, only the user text's placeholders take media: ``<image>`` in
+    ``system`` or ``output`` is text (version 1 split those too, and refused a row without files).
+    """
     row = present(raw)
     media = MediaSplitter.for_row(row)
     messages = []
     if "system" in row:
-        messages.append({"role": "system", "content": text_blocks(media, row["system"]), "loss_weight": 0.0})
+        messages.append({"role": "system", "content": [{"type": "text", "value": row["system"]}], "loss_weight": 0.0})
     if "instruction" in row or "input" in row:
         # v1 concatenates with no separator; keep it identical.
         text = row.get("instruction", "") + row.get("input", "")
         messages.append({"role": "user", "content": text_blocks(media, text), "loss_weight": 0.0})
     if "output" in row:
-        messages.append({"role": "assistant", "content": text_blocks(media, row["output"]), "loss_weight": 1.0})
+        messages.append({"role": "assistant", "content": [{"type": "text", "value": row["output"]}],
+                         "loss_weight": 1.0})
     if media is not None:
         media.finish()
     return {"messages": messages}
@@ -95,14 +100,23 @@ def _sharegpt(raw: dict[str, Any], cut: int | None) -> SFTSample:
     if media is not None and cut is None:
         media.finish()
     sample: SFTSample = {"messages": messages}
-    tools = row.get("tools")
-    if tools:
-        # v1 keeps any valid JSON, "[]" included, re-serialised; an invalid string is left out.
-        try:
-            sample["tools"] = json_text.dumps(loads(tools, "tools"))
-        except _NOT_JSON:
-            drop("tools is not valid JSON")
+    tools = _tools(row)
+    if tools is not None:
+        sample["tools"] = tools
     return sample
+
+
+def _tools(row: dict[str, Any]) -> str | None:
+    """A row's ``tools`` as v1's sharegpt and pair converters keep them: any valid JSON, "[]"
+    included, re-serialised; None when absent or empty, or (a drop) when not valid JSON."""
+    tools = row.get("tools")
+    if not tools:
+        return None
+    try:
+        return json_text.dumps(loads(tools, "tools"))
+    except _NOT_JSON:
+        drop("tools is not valid JSON")
+        return None
 
 
 @converters.register("sharegpt", version="1", fast=sharegpt_cuts, prefix=_sharegpt)
@@ -126,21 +140,29 @@ def _openai_messages(turns: list[dict[str, Any]], media: MediaSplitter | None) -
     return messages
 
 
-@converters.register("pair", version="1", fast=pair_cuts)
+@converters.register("pair", version="2", fast=pair_cuts)
 def pair(raw: dict[str, Any]) -> PairSample:
-    """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media."""
+    """``chosen``/``rejected`` role-content lists -> preference sample; each side owns the media.
+    ``tools`` is kept as v1's ``pair_converter`` keeps it (version 1 dropped it)."""
     row = present(raw)
     wrong = [key for key in ("chosen", "rejected")
              if row.get(key) and not isinstance(row[key], list)]  # "" is none, as in v1
     if wrong:
         raise InvalidRow(_not_message_lists(row, wrong))
+    if row.get("tools") and not isinstance(row["tools"], str):  # v1's json.loads fails on it (TypeError)
+        raise InvalidRow(f"key 'tools' is {kind_of(row['tools'])}, not JSON text: v1's pair converter reads "
+                         "it with json.loads, so write the list of tool schemas as a JSON string")
     sides: dict[str, list[Message]] = {}
     for key in ("chosen", "rejected"):
         media = MediaSplitter.for_row(row)
         sides[key] = _openai_messages(row.get(key) or [], media)
         if media is not None:
             media.finish()
-    return {"chosen_messages": sides["chosen"], "rejected_messages": sides["rejected"]}
+    sample: PairSample = {"chosen_messages": sides["chosen"], "rejected_messages": sides["rejected"]}
+    tools = _tools(row)
+    if tools is not None:
+        sample["tools"] = tools
+    return sample
 
 
 def _not_message_lists(row: dict[str, Any], wrong: list[str]) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrow_compute import pc
-from .data_checks import not_json, standard_roles
+from .data_checks import not_json, standard_roles, tools_drops
 from .expansion import SUPERVISED_EPSILON
 from .media import MEDIA_COLUMNS
 
@@ -109,8 +109,10 @@ def _rows_without_lists(table: pa.Table, columns: tuple[str, ...]) -> int:
 def alpaca_cuts(table: pa.Table) -> TableCuts | None:
     """alpaca: one entry per row; its cut counts system, user and assistant messages."""
     columns = [c for c in ("system", "instruction", "input", "output") if c in table.column_names]
-    if _has_media(table) or any(not _is_text(table[c].type) or _has_placeholder(table[c]) for c in columns):
+    if _has_media(table) or any(not _is_text(table[c].type) for c in columns):
         return None
+    if any(_has_placeholder(table[c]) for c in columns if c in ("instruction", "input")):
+        return None  # only the user text's placeholders take media (v1): system and output are text
     count = _valid(table, "system").astype(np.int64) + (_valid(table, "instruction") | _valid(table, "input"))
     supervised = _valid(table, "output")
     return _one_per_row(np.where(supervised, count + 1, NO_CUT))
@@ -201,19 +203,9 @@ _SHAREGPT_TAGS = ("system", "human", "gpt", "observation", "function_call")
 
 def sharegpt_cuts(table: pa.Table) -> TableCuts | None:
     """sharegpt: unknown tags and function calls that are not JSON are dropped before ranking."""
-    if "conversations" not in table.column_names or _has_media(table):
+    tool_drops = tools_drops(table)
+    if "conversations" not in table.column_names or _has_media(table) or tool_drops is None:
         return None
-    has_tools = "tools" in table.column_names and not pa.types.is_null(table["tools"].type)
-    if has_tools and not _is_text(table["tools"].type):
-        return None
-    tool_drops = 0
-    if has_tools:
-        tools = table["tools"]
-        present = pc.and_(pc.is_valid(tools), pc.not_equal(pc.fill_null(tools, ""), ""))
-        invalid = not_json(tools.filter(present).to_pylist())
-        if invalid is None:
-            return None
-        tool_drops = int(np.count_nonzero(invalid))
     if _no_messages(table["conversations"]):
         return _one_per_row(np.full(table.num_rows, NO_CUT), tool_drops)
     if not _list_of_struct(table["conversations"].type, ("from", "value")):
@@ -269,10 +261,10 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
 
 
 def pair_cuts(table: pa.Table) -> TableCuts | None:
-    """pair: one entry per row with no cut; only tool messages that are not JSON are dropped."""
-    if _has_media(table):
+    """pair: one entry per row with no cut; only tool messages and ``tools`` that are not JSON are dropped."""
+    drops = tools_drops(table)
+    if _has_media(table) or drops is None:
         return None
-    drops = 0
     held = np.zeros(table.num_rows, dtype=bool)  # rows with a message left on either side
     for side in ("chosen", "rejected"):
         if side not in table.column_names or _no_messages(table[side]):
