@@ -83,6 +83,9 @@ def test_a_modelscope_plugin_builds_fetches_and_verifies(hub: Path, registered: 
     listed = runner.invoke(cli, ["query", store, "SELECT path, source FROM datasets", "--json"])
     assert json.loads(listed.stdout) == [{"path": "someone/ds", "source": "modelscope"}]  # as written
     assert runner.invoke(cli, [*with_plugin, "verify", store]).exit_code == 0
+    write_jsonl(hub / "work" / "someone" / "ds" / "other.jsonl", ROWS)  # a folder here named like the id
+    verified = runner.invoke(cli, [*with_plugin, "verify", store])  # is not the source's: its files are its own
+    assert verified.exit_code == 0, verified.output
     write_jsonl(hub / "hub" / "someone" / "ds" / "train.jsonl", [*ROWS, *ROWS])
     verified = runner.invoke(cli, [*with_plugin, "verify", store])  # its files were fingerprinted
     changed = str(hub / "hub" / "someone" / "ds" / "train.jsonl")
@@ -170,3 +173,13 @@ def test_an_installed_package_registers_a_source(tmp_path: Path, monkeypatch: py
     assert "ms" in load_entry_point_plugins()
     assert sources.get("modelscope").version == "1"
     sys.modules.pop("fake_dataidx_source_module", None)
+
+
+def test_a_source_that_fails_is_one_line_naming_it(hub: Path, registered: list[str]) -> None:
+    registered.append("modelscope")
+    write_yaml(hub / "ms.yaml", "ms:\n  path: someone/ds\n  source: modelscope\n  split: test\n")
+    found = CliRunner().invoke(cli, ["--plugins", str(hub / "modelscope.py"), "build", str(hub / "ms.yaml"),
+                                     "-o", str(hub / "ms.db"), "-q"])
+    one_line_error(found, "dataset 'ms': cannot load someone/ds through source 'modelscope': "
+                          "someone/ds has no split 'test' on the hub")
+    assert not (hub / "ms.db").exists()

@@ -26,6 +26,8 @@ from .registry import Loaded, checked, sources
 if TYPE_CHECKING:
     from datasets import Dataset
 
+#: The sources whose ``path`` is a local file or folder, or a hub id, as :func:`source_files` reads it.
+BUILTIN_SOURCES = ("local", "hf_hub")
 #: File extension -> ``datasets`` builder, as v1's local loader maps them.
 BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet", "arrow": "arrow", "txt": "text"}
 
@@ -101,8 +103,11 @@ def source_files(spec: DatasetSpec) -> list[str]:
     """The local files a dataset is read from, listed as its loader lists them (none for a hub id).
 
     Opening a store compares this listing with the recorded one, so a file added to a dataset
-    folder is noticed as surely as a changed one.
+    folder is noticed as surely as a changed one. A user's source names its files itself (its
+    path, as written, need not be a path here): none are listed for it.
     """
+    if spec.source not in BUILTIN_SOURCES:
+        return []
     if os.path.isfile(spec.path):
         return [spec.path]
     if not os.path.isdir(spec.path):
