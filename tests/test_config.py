@@ -63,7 +63,9 @@ three:
         f"dataset 'one': unknown key 'sise' (valid: {', '.join(VALID_KEYS)})",
         "dataset 'two': missing required key 'path'",
         f"dataset 'two': key 'converter': unknown converter 'alpacca' (known: {', '.join(converters.names())})",
-        "dataset 'three': key 'source': unknown source 'ftp' (known: hf_hub, local)",
+        "dataset 'three': key 'source': unknown source 'ftp' (known: hf_hub, local); register a loader with "
+        "@dataidx.register_source in a module passed to dataidx --plugins, or installed under the entry point "
+        "group dataidx.plugins",
         "dataset 'three': key 'size' must be an integer >= 0, got -1",
         "dataset 'three': key 'weight' must be a finite number >= 0, got 'heavy'",
         "dataset 'three': key 'streaming' must be true or false, got 'yes'",

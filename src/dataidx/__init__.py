@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from .read import verify_store as verify_store
     from .render import RenderRequest as RenderRequest
     from .render import render_store as render_store
+    from .sources import Loaded as Loaded
+    from .sources import register_source as register_source
     from .store import composition as composition
     from .store import migrate_store as migrate_store
     from .store import remove_mixture as remove_mixture
@@ -90,6 +92,8 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "store_info": ".store",
     # plugins
     "register_converter": ".convert",
+    "register_source": ".sources",
+    "Loaded": ".sources",
     # errors: one tree, DataidxError at its root
     "ConfigError": ".errors",
     "ConversionError": ".errors",

@@ -33,7 +33,8 @@ DEFAULT_SEED = 42
 
 @dataclass(frozen=True, kw_only=True)
 class DatasetSpec:
-    """One dataset of a config, with v1's defaults filled in and ``path`` made absolute."""
+    """One dataset of a config, with v1's defaults filled in and a local ``path`` made absolute
+    (a path given to any other source stays as the YAML wrote it)."""
 
     name: str
     path: str

@@ -97,7 +97,9 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
             problems.append(f"{where}: key '{key}' must be a string, got {shown(info[key])}")
     source = info.get("source", "hf_hub")
     if plugins and isinstance(source, str) and source not in sources:
-        problems.append(f"{where}: key 'source': unknown source '{source}' (known: {', '.join(sources.names())})")
+        problems.append(f"{where}: key 'source': unknown source '{source}' (known: {', '.join(sources.names())}); "
+                        "register a loader with @dataidx.register_source in a module passed to dataidx --plugins, "
+                        "or installed under the entry point group dataidx.plugins")
     converter = info.get("converter")
     if plugins and isinstance(converter, str) and converter not in converters:
         problems.append(
@@ -155,8 +157,10 @@ def _check_columns(where: str, columns: Any) -> list[str]:
 def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
     source = info.get("source") or "hf_hub"
     path = info["path"]
-    # v1 resolves relative paths against the working directory; a hub id stays as written.
-    if source != "hf_hub" or os.path.exists(path):
+    # v1 resolves relative paths against the working directory. A hub id, and any path given to
+    # a user's source (a ModelScope id, a bucket key), reaches its loader as written: only a
+    # local file, or a local folder read by hf_hub, is a path on this machine.
+    if source == "local" or (source == "hf_hub" and os.path.exists(path)):
         path = os.path.abspath(path)
     weight = info.get("weight")
     return DatasetSpec(

@@ -12,7 +12,8 @@ from .fingerprints import (
     placed,
 )
 from .json_depth import MAX_NESTING, too_deep
-from .loaders import Loaded, load, materialising_streams_into, source_files, sources
+from .loaders import load, materialising_streams_into, source_files
+from .registry import Loaded, register_source, sources
 from .renamed import RenamedRows
 from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource, paused_gc
 
@@ -38,6 +39,7 @@ __all__ = [
     "materialising_streams_into",
     "paused_gc",
     "placed",
+    "register_source",
     "source_files",
     "sources",
     "too_deep",

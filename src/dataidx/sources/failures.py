@@ -31,7 +31,8 @@ def why_not_loaded(spec: DatasetSpec, exc: BaseException, files: Sequence[str]) 
         for path in files:
             if path.endswith((".json", ".jsonl")) and (found := malformed_json(path)):
                 return f"dataset '{spec.name}': {path}: {found}"
-    return f"dataset '{spec.name}': cannot load {spec.path}: {root_cause(exc)}"
+    through = "" if spec.source in ("local", "hf_hub") else f" through source '{spec.source}'"
+    return f"dataset '{spec.name}': cannot load {spec.path}{through}: {root_cause(exc)}"
 
 
 def _local_path_on_hub(spec: DatasetSpec) -> str | None:

@@ -11,64 +11,25 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
-from ..plugins import Registry
 from ..spec import DatasetSpec
 from .failures import local_path_not_found, why_not_loaded
 from .json_depth import MAX_NESTING, too_deep
 from .json_surrogates import lone_surrogate
+from .registry import Loaded, checked, sources
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
+#: The sources whose ``path`` is a local file or folder, or a hub id, as :func:`source_files` reads it.
+BUILTIN_SOURCES = ("local", "hf_hub")
 #: File extension -> ``datasets`` builder, as v1's local loader maps them.
 BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet", "arrow": "arrow", "txt": "text"}
-
-
-class Loaded:
-    """A loaded dataset and the source files it came from (empty for a remote hub dataset).
-
-    A loader that knows the Arrow files holding the whole split, in order, passes them as
-    ``arrow_paths`` with ``open_dataset`` instead of a dataset: the build then reads those files
-    itself and the ``datasets.Dataset`` is opened only if something asks for it. Opening one maps
-    its files and touches most of their pages, which count in the process's memory while it
-    lives: 0.7 GiB for a 1 GiB cache.
-    """
-
-    def __init__(self, dataset: Dataset | None = None, files: Sequence[str] = (), *,
-                 arrow_paths: list[str] | None = None, open_dataset: Callable[[], Dataset] | None = None) -> None:
-        if dataset is None and open_dataset is None:
-            raise TypeError("Loaded needs a dataset or open_dataset")
-        self._dataset, self._open, self.files = dataset, open_dataset, list(files)
-        self.arrow_paths = arrow_paths
-
-    @property
-    def dataset(self) -> Dataset:
-        if self._dataset is None:
-            assert self._open is not None
-            self._dataset = self._open()
-        return self._dataset
-
-    @dataset.setter
-    def dataset(self, dataset: Dataset) -> None:
-        """A plugin that wraps a loader may put another dataset in place: its own files then."""
-        self._dataset, self.arrow_paths = dataset, None
-
-    def cache_paths(self) -> list[str]:
-        """The Arrow cache files of the dataset, without opening it when they are known."""
-        if self.arrow_paths is not None:
-            return self.arrow_paths
-        return [entry["filename"] for entry in self.dataset.cache_files]
-
-
-#: ``loader(spec, *, refresh=False)``; ``refresh`` asks it to bypass any cache of the source.
-Loader = Callable[..., Loaded]
-sources: Registry[Loader] = Registry("source")
 
 
 def load(spec: DatasetSpec) -> Loaded:
@@ -82,9 +43,9 @@ def load(spec: DatasetSpec) -> Loaded:
     loader = sources.get(spec.source)
     try:
         with _quiet_datasets():
-            loaded = loader.func(spec)
+            loaded = checked(loader.func(spec), spec)
             if _cache_older_than_sources(loaded):
-                loaded = loader.func(spec, refresh=True)
+                loaded = checked(loader.func(spec, refresh=True), spec)
             return loaded
     except SourceError:
         raise
@@ -142,8 +103,11 @@ def source_files(spec: DatasetSpec) -> list[str]:
     """The local files a dataset is read from, listed as its loader lists them (none for a hub id).
 
     Opening a store compares this listing with the recorded one, so a file added to a dataset
-    folder is noticed as surely as a changed one.
+    folder is noticed as surely as a changed one. A user's source names its files itself (its
+    path, as written, need not be a path here): none are listed for it.
     """
+    if spec.source not in BUILTIN_SOURCES:
+        return []
     if os.path.isfile(spec.path):
         return [spec.path]
     if not os.path.isdir(spec.path):
