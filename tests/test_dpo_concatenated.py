@@ -56,7 +56,7 @@ def v1_from_source(source: Path, tokenizer: str) -> dict[str, list]:
 
     from .conformance.v1 import frozen_clock, v1_renderer_class
 
-    renderer = v1_renderer_class(source)(AutoTokenizer.from_pretrained(RENDERED / tokenizer / "tokenizer"))
+    renderer = v1_renderer_class(source)(AutoTokenizer.from_pretrained(str(RENDERED / tokenizer / "tokenizer")))
     from llamafactory.v1.core.utils.collation import pad_and_truncate  # type: ignore[import-not-found]
 
     samples = read_jsonl(GOLDEN / f"{NAME}.samples.jsonl")
@@ -95,7 +95,7 @@ def served_batch(store: Path, spec: str) -> dict[str, Any]:
     order = [row for row, _ in read_jsonl(GOLDEN / f"{NAME}.index.jsonl")]
     with DataEngine(store, render=spec) as engine:
         assert len(engine) == len(order) == 10  # every pair trains: engine index = position
-        pairs = engine[[positions[row] for row in order]]
+        pairs = [engine[positions[row]] for row in order]
     batch = Collator(pad_token_id=0, pairs="concatenated")(pairs)  # v1 pads ids with 0
     return {key: value.tolist() if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
 
