@@ -33,3 +33,11 @@ def standard_roles(roles: pa.ChunkedArray | pa.Array) -> bool:
     # Made here, not at import: pyarrow's first pa.array imports pandas (as in .vectorised).
     found = pc.is_in(roles, value_set=pa.array(ROLES, type=roles.type))
     return bool(pc.fill_null(found, False).to_numpy(zero_copy_only=False).all())
+
+
+def held_lists(table: pa.Table, column: str) -> np.ndarray:
+    """A mask of the rows whose ``column`` holds a non-empty list (a side of a preference pair)."""
+    if column not in table.column_names or not (pa.types.is_list(table[column].type)
+                                                or pa.types.is_large_list(table[column].type)):
+        return np.zeros(table.num_rows, dtype=bool)
+    return pc.fill_null(pc.list_value_length(table[column]), 0).to_numpy(zero_copy_only=False) > 0
