@@ -140,3 +140,63 @@ def test_a_batch_whose_weights_a_models_own_loss_would_drop_says_so_once(monkeyp
     mine = Collator(pad_token_id=PAD)
     trainer = Mixed(data_collator=mine)
     assert trainer.data_collator.weighted and not mine.weighted  # the caller's own collator is left as it was
+
+
+def _concatenated_reference(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """LLaMA-Factory v1's pair layout (``Renderer.process_samples``, ff6d4d12) padded row by row:
+    chosen then rejected, token types 1 and 2, positions from 0 on each side; the rejected side's
+    first label unlabelled, as a pack's second sample's."""
+    out = _packed_reference([[pair["chosen"], pair["rejected"]] for pair in pairs])
+    out["token_type_ids"] = out["sample_ids"]
+    return out
+
+
+@given(st.lists(st.fixed_dictionaries({"chosen": _samples(), "rejected": _samples()}), min_size=1, max_size=5))
+def test_concatenated_pairs_are_one_row_each_chosen_then_rejected(pairs: list[dict[str, Any]]) -> None:
+    batch = _as_lists(Collator(pad_token_id=PAD, pairs="concatenated")(pairs))
+    reference = _concatenated_reference(pairs)
+    reference["loss_weights"] = _float32(reference["loss_weights"])
+    assert list(batch) == ["input_ids", "labels", "loss_weights", "position_ids", "sample_ids", "attention_mask",
+                           "cu_seq_lens", "max_length", "token_type_ids"]
+    assert batch == reference
+
+
+def test_pairs_stay_stacked_by_default() -> None:
+    chosen = {"input_ids": [1, 2, 3], "labels": [IGNORE, 2, 3], "loss_weights": [0.0, 1.0, 1.0]}
+    rejected = {"input_ids": [1, 4], "labels": [IGNORE, 4], "loss_weights": [0.0, 1.0]}
+    pair = {"chosen": chosen, "rejected": rejected}
+    stacked = Collator(pad_token_id=PAD)([pair, pair])
+    assert stacked["input_ids"].tolist() == [[1, 2, 3], [1, 2, 3], [1, 4, PAD], [1, 4, PAD]]
+    assert "token_type_ids" not in stacked
+    concatenated = Collator(pad_token_id=PAD, pairs="concatenated")([pair, pair])
+    assert concatenated["input_ids"].tolist() == [[1, 2, 3, 1, 4]] * 2
+    assert concatenated["token_type_ids"].tolist() == [[1, 1, 1, 2, 2]] * 2
+    assert concatenated["position_ids"].tolist() == [[0, 1, 2, 0, 1]] * 2
+
+
+def test_concatenated_pairs_reach_the_model_as_two_sequences() -> None:
+    """The model gets ids, positions and a mask in which no rejected token sees a chosen one;
+    ``token_type_ids`` stay with the loss (v1's DPO trainer passes the model no more)."""
+    from dataidx import model_inputs
+
+    chosen = {"input_ids": [1, 2], "labels": [IGNORE, 2], "loss_weights": [0.0, 1.0]}
+    rejected = {"input_ids": [1, 3, 4], "labels": [IGNORE, 3, 4], "loss_weights": [0.0, 1.0, 1.0]}
+    batch = Collator(pad_token_id=PAD, pairs="concatenated")([{"chosen": chosen, "rejected": rejected}])
+    inputs = model_inputs(batch)
+    assert sorted(inputs) == ["attention_mask", "input_ids", "position_ids"]
+    mask = inputs["attention_mask"][0, 0]
+    assert not mask[2:, :2].any() and mask[2:, 2:].tolist() == torch.ones(3, 3, dtype=torch.bool).tril().tolist()
+
+
+def test_an_unknown_pair_layout_is_one_error_naming_the_choices() -> None:
+    with pytest.raises(UsageError, match=r"pairs must be one of 'stacked', 'concatenated', got 'concat'"):
+        Collator(pad_token_id=0, pairs="concat")
+
+
+@pytest.mark.parametrize("pairs", ["stacked", "concatenated"])
+def test_a_batch_mixing_pairs_and_single_sequences_is_refused(pairs: str) -> None:
+    single = {"input_ids": [1, 2], "labels": [IGNORE, 2], "loss_weights": [0.0, 1.0]}
+    pair = {"chosen": single, "rejected": single}
+    for batch in ([pair, single], [single, pair]):
+        with pytest.raises(UsageError, match=r"mixes preference pairs \(chosen/rejected\) and single sequences \(1 of"):
+            Collator(pad_token_id=0, pairs=pairs)(batch)

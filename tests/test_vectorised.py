@@ -133,9 +133,12 @@ def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
         ("none", [{"messages": [{"role": "user", "content": [{"type": "text", "value": "q"}]},
                                 {"role": "assistant", "content": [{"type": "text", "value": "a"}],
                                  "loss_weight": 0.0}]}]),
-        ("pair", [{"chosen": [{"role": "tool", "content": "{bad"}], "rejected": [{"role": "user", "content": "q"}]}]),
-        ("pair", [{"chosen": [{"role": "user", "content": "q"}], "rejected": [], "tools": "{bad"},
-                  {"chosen": [], "rejected": [{"role": "user", "content": "q"}], "tools": '[{"name": "f"}]'}]),
+        ("pair", [{"chosen": [{"role": "user", "content": "q"}, {"role": "tool", "content": "{bad"}],
+                   "rejected": [{"role": "user", "content": "q"}]}]),
+        ("pair", [{"chosen": [{"role": "user", "content": "q"}], "rejected": [{"role": "user", "content": "r"}],
+                   "tools": "{bad"},
+                  {"chosen": [{"role": "user", "content": "q"}], "rejected": [{"role": "user", "content": "r"}],
+                   "tools": '[{"name": "f"}]'}]),
         ("alpaca", [{"system": "<image>", "instruction": "q", "output": "see <video>"}]),  # text, as in v1
     ],
 )
@@ -151,6 +154,13 @@ def test_forged_roles_and_json_nested_too_deep_go_down_the_row_path() -> None:
     assert check("pair", [{"chosen": [{"role": "tool", "content": "[" * 100_000}], "rejected": []}]) == "row"
     assert check("sharegpt", [{"conversations": [{"from": "human", "value": "q"}], "tools": "[" * 100_000}]) == "row"
     assert check("sharegpt", [{"conversations": [{"from": "function_call", "value": "[" * 100_000}]}]) == "row"
+
+
+def test_a_pair_left_with_one_side_goes_down_the_row_path_which_refuses_it() -> None:
+    lone = [{"role": "tool", "content": "{bad"}]  # dropped: the chosen side is left empty
+    assert check("pair", [{"chosen": lone, "rejected": [{"role": "user", "content": "q"}]}]) == "row"
+    question = [{"role": "user", "content": [{"type": "text", "value": "q"}]}]
+    assert check("none", [{"chosen_messages": question}]) == "row"
 
 
 def test_media_and_placeholders_go_down_the_row_path() -> None:

@@ -46,3 +46,11 @@ def tools_drops(table: pa.Table) -> int | None:
     present = pc.and_(pc.is_valid(tools), pc.not_equal(pc.fill_null(tools, ""), ""))
     invalid = not_json(tools.filter(present).to_pylist())
     return None if invalid is None else int(np.count_nonzero(invalid))
+
+
+def held_lists(table: pa.Table, column: str) -> np.ndarray:
+    """A mask of the rows whose ``column`` holds a non-empty list (a side of a preference pair)."""
+    if column not in table.column_names or not (pa.types.is_list(table[column].type)
+                                                or pa.types.is_large_list(table[column].type)):
+        return np.zeros(table.num_rows, dtype=bool)
+    return pc.fill_null(pc.list_value_length(table[column]), 0).to_numpy(zero_copy_only=False) > 0

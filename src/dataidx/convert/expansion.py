@@ -46,7 +46,19 @@ def sample_problem(sample: Mapping[str, Any]) -> str | None:
             elif content is not None:
                 return (f"{key} {number}: content is {kind_of(content)}, not a list of {{type, value}} blocks"
                         + _hint(content))
-    return None
+    return _one_sided(sample)
+
+
+def _one_sided(sample: Mapping[str, Any]) -> str | None:
+    """Why a preference pair with messages on one side only cannot train: a pairwise loss needs
+    both (it used to build, and fail at render with the template's own words)."""
+    chosen, rejected = (bool(sample.get(key)) for key in ("chosen_messages", "rejected_messages"))
+    if chosen == rejected:
+        return None
+    missing = "rejected_messages" if chosen else "chosen_messages"
+    state = "missing" if sample.get(missing) is None else "empty"
+    return (f"{missing} is {state}: a preference pair needs a chosen and a rejected side (a row with one answer "
+            "is SFT data: give it as messages)")
 
 
 def kind_of(value: Any) -> str:

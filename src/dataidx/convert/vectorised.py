@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrow_compute import pc
-from .data_checks import not_json, standard_roles, tools_drops
+from .data_checks import held_lists, not_json, standard_roles, tools_drops
 from .expansion import SUPERVISED_EPSILON
 from .media import MEDIA_COLUMNS
 
@@ -98,12 +98,7 @@ def _one_per_row(cuts: np.ndarray, drops: int = 0, empty: int = -1) -> TableCuts
 
 def _rows_without_lists(table: pa.Table, columns: tuple[str, ...]) -> int:
     """Rows where none of ``columns`` holds a non-empty list: no preference pair to train on."""
-    held = np.zeros(table.num_rows, dtype=bool)
-    for column in columns:
-        if column in table.column_names and (pa.types.is_list(table[column].type)
-                                             or pa.types.is_large_list(table[column].type)):
-            held |= pc.fill_null(pc.list_value_length(table[column]), 0).to_numpy(zero_copy_only=False) > 0
-    return int(np.count_nonzero(~held))
+    return int(np.count_nonzero(~np.logical_or.reduce([held_lists(table, column) for column in columns])))
 
 
 def alpaca_cuts(table: pa.Table) -> TableCuts | None:
@@ -234,6 +229,8 @@ def none_cuts(table: pa.Table) -> TableCuts | None:
     """Rows already standard: supervised = assistant with loss_weight > 1e-6 (missing counts as 1)."""
     if not all(_side_roles_standard(table, side) for side in ("chosen_messages", "rejected_messages")):
         return None
+    if (held_lists(table, "chosen_messages") != held_lists(table, "rejected_messages")).any():
+        return None  # a pair with one side: the row path refuses it, naming the row
     if "messages" not in table.column_names or _no_messages(table["messages"]):
         return _one_per_row(np.full(table.num_rows, NO_CUT),
                             empty=_rows_without_lists(table, ("chosen_messages", "rejected_messages")))
@@ -265,7 +262,7 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
     drops = tools_drops(table)
     if _has_media(table) or drops is None:
         return None
-    held = np.zeros(table.num_rows, dtype=bool)  # rows with a message left on either side
+    held = {side: np.zeros(table.num_rows, dtype=bool) for side in ("chosen", "rejected")}  # a message left
     for side in ("chosen", "rejected"):
         if side not in table.column_names or _no_messages(table[side]):
             continue
@@ -288,5 +285,7 @@ def pair_cuts(table: pa.Table) -> TableCuts | None:
         kept[tool_at[invalid]] = False
         drops += int((~kept).sum())
         kept_before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
-        held |= kept_before[offsets[1:]] > kept_before[offsets[:-1]]
-    return _one_per_row(np.full(table.num_rows, NO_CUT), drops, empty=int(np.count_nonzero(~held)))
+        held[side] = kept_before[offsets[1:]] > kept_before[offsets[:-1]]
+    if (held["chosen"] != held["rejected"]).any():
+        return None  # a pair with one side: the row path refuses it, naming the row
+    return _one_per_row(np.full(table.num_rows, NO_CUT), drops, empty=int(np.count_nonzero(~held["chosen"])))

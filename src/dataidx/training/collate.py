@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 #: Whether this process has said that a batch's weights would be dropped (said once: a run's
 #: batches all come from the same data).
 _said_unweighted = False
+#: How a batch of preference pairs is laid out (``Collator(pairs=...)``).
+PAIR_LAYOUTS = ("stacked", "concatenated")
 
 
 def _weights(sample: dict[str, Any]) -> list[float]:
@@ -50,7 +52,9 @@ class Collator:
     """``collate_fn`` for ``DataEngine(render=...)`` (padded) and ``PackedDataset`` (packed).
 
     Preference entries become one padded batch of every chosen side followed by every rejected
-    side (``2 * batch`` rows), as pairwise trainers expect.
+    side (``2 * batch`` rows), as pairwise trainers expect; with ``pairs="concatenated"``, one row
+    a pair, chosen then rejected, as LLaMA-Factory v1's DPO and RM trainers take them
+    (:meth:`concatenated`).
 
     A batch holding prefix trees carries a 4-D ``attention_mask``: booleans by default (SDPA,
     and the reference for FlexAttention's block mask); with ``tree_mask_dtype`` a floating dtype,
@@ -67,19 +71,41 @@ class Collator:
     """
 
     def __init__(self, pad_token_id: int, *, tree_mask_dtype: torch.dtype | None = None,
-                 weighted: bool = False) -> None:
+                 weighted: bool = False, pairs: str = "stacked") -> None:
         if tree_mask_dtype is not None and not tree_mask_dtype.is_floating_point:
             raise UsageError(f"tree_mask_dtype must be a floating dtype (the model's), got {tree_mask_dtype}")
+        if pairs not in PAIR_LAYOUTS:
+            raise UsageError(f"pairs must be one of {', '.join(map(repr, PAIR_LAYOUTS))}, got {pairs!r}: 'stacked' "
+                             "gives every chosen side then every rejected side (2 * batch rows), 'concatenated' "
+                             "one row a pair, chosen then rejected (LLaMA-Factory v1's DPO input)")
         self.pad_token_id = pad_token_id
+        self.pairs = pairs
         self.tree_mask_dtype = tree_mask_dtype
         self.weighted = weighted
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         if batch and isinstance(batch[0], list):
             return self.packed(batch)
-        if batch and "chosen" in batch[0]:
-            return self.padded([item["chosen"] for item in batch] + [item["rejected"] for item in batch])
-        return self.padded(batch)
+        if not _pair_batch(batch):
+            return self.padded(batch)
+        if self.pairs == "concatenated":
+            return self.concatenated(batch)
+        return self.padded([item["chosen"] for item in batch] + [item["rejected"] for item in batch])
+
+    def concatenated(self, pairs: list[dict[str, Any]]) -> dict[str, Any]:
+        """One row per preference pair, as LLaMA-Factory v1's ``Renderer.process_samples`` lays a
+        pair out: chosen then rejected, ``token_type_ids`` 1 on chosen tokens, 2 on rejected, 0 on
+        padding; ``position_ids`` restarting at 0 on each side (v1 stores them from 1, and its DPO
+        and RM trainers feed the model ``0..`` per side, recomputed from ``token_type_ids``).
+
+        A row is a pack of its two sides, so it has what a packed row has (``sample_ids`` equal to
+        ``token_type_ids``, ``cu_seq_lens``, ``max_length``: the sides kept apart by varlen kernels
+        or :func:`block_causal_mask`), and the rejected side's first label is -100 as a pack's
+        later sample's is: it would be predicted from the chosen side's last token (v1 keeps it;
+        it is a prompt token, unlabelled anyway, whenever the rejected side has a prompt)."""
+        batch = self.packed([[pair["chosen"], pair["rejected"]] for pair in pairs])
+        batch["token_type_ids"] = batch["sample_ids"].clone()
+        return batch
 
     def padded(self, samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """One row per sample, right-padded to the longest."""
@@ -136,6 +162,18 @@ class Collator:
             _say_unweighted(labels, weights)
         return {"input_ids": _filled(real, ids, self.pad_token_id), "labels": _filled(real, labels, IGNORE),
                 "loss_weights": _filled(real, weights, 0.0)}
+
+
+def _pair_batch(batch: list[Any]) -> bool:
+    """Whether a batch is of preference pairs; a batch mixing pairs with single sequences is refused
+    (stacked, its rows would no longer be chosen sides then rejected ones; concatenated, its rows
+    would not all be pairs for the loss that splits them by ``token_type_ids``)."""
+    pairs = sum(isinstance(item, dict) and "chosen" in item for item in batch)
+    if 0 < pairs < len(batch):
+        raise UsageError(f"a batch mixes preference pairs (chosen/rejected) and single sequences ({pairs} of its "
+                         f"{len(batch)} items are pairs): the Collator batches one kind at a time (keep pair and "
+                         "SFT data in separate stores or mixtures)")
+    return bool(pairs)
 
 
 def _say_unweighted(labels: np.ndarray, weights: np.ndarray) -> None:

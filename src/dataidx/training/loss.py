@@ -23,9 +23,11 @@ from .collate import Collator, block_causal_mask
 
 #: v1's guard against a batch that trains nothing (``w.sum() + 1e-6``).
 EPSILON = 1e-6
-#: What a Collator's batch holds besides a transformers model's inputs.
+#: What a Collator's batch holds besides a transformers model's inputs (``token_type_ids`` of
+#: concatenated pairs tell the loss the sides apart, as v1's DPO trainer reads them; the model
+#: gets them as ``sample_ids``' block mask).
 NOT_MODEL_INPUTS = ("labels", "loss_weights", "sample_ids", "segment_ids", "segment_ancestors", "cu_seq_lens",
-                    "max_length")
+                    "max_length", "token_type_ids")
 
 
 def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, loss_weights: torch.Tensor) -> torch.Tensor:
