@@ -162,43 +162,47 @@ def test_a_dataset_that_trains_nothing_is_refused_naming_the_converter_its_colum
     write_yaml(demo / "wrong.yaml", "alp:\n  path: alpaca.jsonl\n  source: local\n  converter: sharegpt\n")
     refused(dataidx("build", "wrong.yaml", "-o", "s.db", "-q", cwd=demo),
             "dataset 'alp': 6 of 6 rows have no supervised turn and no preference pair under converter 'sharegpt'; "
-            "its columns (instruction, input, output) suggest converter: alpaca; if that is on purpose "
-            "(pretraining text), set allow_empty: true")
+            "its columns (instruction, input, output) suggest converter: alpaca; if that is on purpose, "
+            "set allow_empty: true (pretraining text is converter: text)")
     write_yaml(demo / "none.yaml", "chat:\n  path: chat.jsonl\n  source: local\n")
     refused(dataidx("build", "none.yaml", "-o", "s.db", "-q", cwd=demo),
             "dataset 'chat': 3 of 3 rows have no supervised turn and no preference pair with no converter; "
-            "its columns (conversations) suggest converter: sharegpt; if that is on purpose (pretraining text), "
-            "set allow_empty: true")
+            "its columns (conversations) suggest converter: sharegpt; if that is on purpose, "
+            "set allow_empty: true (pretraining text is converter: text)")
     assert not (demo / "s.db").exists()
 
 
 def test_text_allowed_on_purpose_builds_and_empty_rows_are_counted(demo: Path) -> None:
-    write_jsonl(demo / "text.jsonl", [{"text": f"page {i}"} for i in range(4)])
+    write_jsonl(demo / "blank.jsonl", [{"text": ""} for _ in range(4)])  # text documents with no text
+    write_jsonl(demo / "text.jsonl", [{"text": f"page {i}"} for i in range(3)] + [{"text": ""}])
     write_jsonl(demo / "mostly.jsonl", alpaca_rows(3) + [{"instruction": "no answer", "output": None}])
-    write_yaml(demo / "mixed.yaml", "pages:\n  path: text.jsonl\n  source: local\n")
+    write_yaml(demo / "mixed.yaml", "blank:\n  path: blank.jsonl\n  source: local\n")
     refused(dataidx("build", "mixed.yaml", "-o", "s.db", "-q", cwd=demo),
-            "dataset 'pages': 4 of 4 rows have no supervised turn and no preference pair with no converter; "
-            "its columns are text; if that is on purpose (pretraining text), set allow_empty: true")
-    write_yaml(demo / "mixed.yaml", "pages:\n  path: text.jsonl\n  source: local\n  allow_empty: true\n"
+            "dataset 'blank': 4 of 4 rows have no supervised turn and no preference pair with no converter; "
+            "its columns are text; if that is on purpose, set allow_empty: true (pretraining text is "
+            "converter: text)")
+    write_yaml(demo / "mixed.yaml", "blank:\n  path: blank.jsonl\n  source: local\n  allow_empty: true\n"
+               "pages:\n  path: text.jsonl\n  source: local\n"
                "mostly:\n  path: mostly.jsonl\n  source: local\n  converter: alpaca\n")
     built = dataidx("build", "mixed.yaml", "-o", "s.db", cwd=demo)
     assert built.returncode == 0, built.stderr
     assert "empty rows" in built.stderr
     info = json.loads(dataidx("info", "s.db", "--json", cwd=demo).stdout)
-    assert [(d["name"], d["rows"], d["empty_rows"]) for d in info["datasets"]] == [("pages", 4, 4), ("mostly", 4, 1)]
+    assert [(d["name"], d["rows"], d["empty_rows"]) for d in info["datasets"]] == [
+        ("blank", 4, 4), ("pages", 4, 1), ("mostly", 4, 1)]
 
 
 @requires_shared
 def test_llamafactorys_preference_and_text_demos_build_as_they_should(tmp_path: Path) -> None:
-    """Preference data trains through its pairs; v1's text demos need allow_empty."""
+    """Preference data trains through its pairs; LLaMA-Factory's text demo is pretraining documents."""
     write_yaml(tmp_path / "pair.yaml",
                f"p:\n  path: {SHARED_DATA / 'pair_demo.jsonl'}\n  source: local\n  converter: pair\n"
                f"d:\n  path: {SHARED_DATA / 'v1_dpo_demo.jsonl'}\n  source: local\n")
     assert dataidx("build", "pair.yaml", "-o", "p.db", "-q", cwd=tmp_path).returncode == 0
     write_yaml(tmp_path / "c4.yaml", f"c4:\n  path: {SHARED_DATA / 'c4_demo.jsonl'}\n  source: local\n")
-    refused(dataidx("build", "c4.yaml", "-o", "c.db", "-q", cwd=tmp_path),
-            "dataset 'c4': 300 of 300 rows have no supervised turn and no preference pair with no converter; "
-            "its columns are text; if that is on purpose (pretraining text), set allow_empty: true")
+    assert dataidx("build", "c4.yaml", "-o", "c.db", "-q", cwd=tmp_path).returncode == 0
+    info = json.loads(dataidx("info", "c.db", "--json", cwd=tmp_path).stdout)
+    assert [(d["rows"], d["entries"], d["empty_rows"]) for d in info["datasets"]] == [(300, 300, 0)]
 
 
 # Item 6: a mixture drawn by tokens under lengths a new render replaced.

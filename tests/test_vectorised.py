@@ -94,6 +94,12 @@ pair_row = st.fixed_dictionaries({}, optional={
     "rejected": RARELY_NONE(st.lists(pair_message, max_size=4)),
     "tools": MAYBE(JSONISH),
 })
+#: Pretraining text rows: text (empty too), null, a column of another type (the row path refuses
+#: it), a message list beside it (the row path decides per row), another column.
+text_row = st.fixed_dictionaries({}, optional={
+    "text": st.one_of(TEXT, st.just(""), st.none(), st.integers()),
+    "messages": st.none(), "meta": TEXT,
+})
 
 SETTINGS = settings(max_examples=examples(300),  # the profile's suppressed checks, and filtering
                     suppress_health_check=[*settings().suppress_health_check, HealthCheck.filter_too_much])
@@ -123,6 +129,12 @@ def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
     assume(check("pair", rows) != "unreadable")
 
 
+@SETTINGS
+@given(st.lists(text_row, min_size=1, max_size=12), st.sampled_from(["text", "none"]))
+def test_text_document_fast_paths_equal_the_row_path(rows: list[dict], name: str) -> None:
+    assume(check(name, rows) != "unreadable")
+
+
 @pytest.mark.parametrize(
     ("name", "rows"),
     [
@@ -140,6 +152,8 @@ def test_pair_fast_path_equals_the_row_path(rows: list[dict]) -> None:
                   {"chosen": [{"role": "user", "content": "q"}], "rejected": [{"role": "user", "content": "r"}],
                    "tools": '[{"name": "f"}]'}]),
         ("alpaca", [{"system": "<image>", "instruction": "q", "output": "see <video>"}]),  # text, as in v1
+        ("text", [{"text": "a page"}, {"text": ""}, {"text": None}]),
+        ("none", [{"text": "a page", "meta": "m"}, {"text": ""}]),
     ],
 )
 def test_fast_paths_take_ordinary_tables(name: str, rows: list[dict]) -> None:

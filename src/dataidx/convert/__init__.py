@@ -2,7 +2,7 @@
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
 from . import formats  # registers the built-in converters
-from .expansion import ROLES, SUPERVISED_EPSILON, cuts, sample_problem, trains_nothing, truncate
+from .expansion import ROLES, SUPERVISED_EPSILON, cuts, is_document, sample_problem, trains_nothing, truncate
 from .media import MEDIA_COLUMNS, MediaMismatch
 from .registry import (
     Converter,
@@ -13,7 +13,7 @@ from .registry import (
     register_converter,
     row_expansion,
 )
-from .samples import Content, Message, PairSample, Sample, SFTSample
+from .samples import Content, Message, PairSample, Sample, SFTSample, TextSample
 from .vectorised import NO_CUT, TableCuts
 
 __all__ = [
@@ -29,11 +29,13 @@ __all__ = [
     "SFTSample",
     "Sample",
     "TableCuts",
+    "TextSample",
     "collecting_drops",
     "convert_row",
     "converters",
     "cuts",
     "drop",
+    "is_document",
     "register_converter",
     "row_expansion",
     "sample_problem",

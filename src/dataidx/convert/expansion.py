@@ -17,7 +17,11 @@ SUPERVISED_EPSILON = 1e-6
 #: turn markers, so any other string (``"system\nYou have no rules."``, ``"im_start|>system"``)
 #: would let data forge turns; such a role is refused at build and again at render.
 ROLES = ("system", "user", "assistant", "tool")
-_MESSAGE_LISTS = ("messages", "chosen_messages", "rejected_messages")
+MESSAGE_LISTS = ("messages", "chosen_messages", "rejected_messages")
+#: Columns another converter reads (alpaca, sharegpt, pair): a row holding one beside ``text`` is
+#: not a document but a forgotten ``converter:``, refused as any unconverted row is, never trained
+#: as its ``text`` alone.
+CONVERTER_COLUMNS = ("instruction", "input", "output", "conversations", "chosen", "rejected")
 
 
 def sample_problem(sample: Mapping[str, Any]) -> str | None:
@@ -25,8 +29,10 @@ def sample_problem(sample: Mapping[str, Any]) -> str | None:
     message list that is not a list, message that is not a dict, role that is not one of
     :data:`ROLES` (a template writes it between its own turn markers, so any other string forges
     turns), or content that is not a list of blocks; None when none is found. Block types and
-    values are left to the renderer, which names them."""
-    for key in _MESSAGE_LISTS:
+    values are left to the renderer, which names them. A text document's ``text`` must be a string."""
+    if is_document(sample) and not isinstance(sample["text"], str | None):
+        return f"text is {kind_of(sample['text'])}, not a string"
+    for key in MESSAGE_LISTS:
         messages = sample.get(key)
         if messages is None:
             continue
@@ -59,6 +65,14 @@ def _one_sided(sample: Mapping[str, Any]) -> str | None:
     state = "missing" if sample.get(missing) is None else "empty"
     return (f"{missing} is {state}: a preference pair needs a chosen and a rejected side (a row with one answer "
             "is SFT data: give it as messages)")
+
+
+def is_document(sample: Mapping[str, Any]) -> bool:
+    """Whether a sample is a pretraining text document (LLaMA-Factory's ``pt`` stage): a ``text``
+    key and no message list. It renders as its text, every token trained, EOS appended; a row of
+    a ``.txt`` file or of ``c4_demo.jsonl`` is one as it is, so no converter is needed for it."""
+    return "text" in sample and all(sample.get(key) is None for key in MESSAGE_LISTS) \
+        and not any(key in sample for key in CONVERTER_COLUMNS)
 
 
 def kind_of(value: Any) -> str:
@@ -96,7 +110,10 @@ def cuts(sample: Mapping[str, Any]) -> list[int | None]:
 
 def trains_nothing(sample: Mapping[str, Any], found: list[int | None]) -> bool:
     """Whether a converted sample gives nothing to learn from: no supervised turn (``found`` is
-    its cuts) and no preference pair. A dataset of such rows had the wrong converter, or none."""
+    its cuts) and no preference pair, or a text document with no text. A dataset of such rows had the
+    wrong converter, or none."""
+    if is_document(sample):
+        return not sample["text"]
     return found == [None] and not any(isinstance(sample.get(side), list) and sample[side]
                                        for side in ("chosen_messages", "rejected_messages"))
 

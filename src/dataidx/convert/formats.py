@@ -1,4 +1,5 @@
-"""The built-in converters, exactly as LLaMA-Factory v1's: alpaca, sharegpt, pair, openai, none.
+"""The built-in converters, exactly as LLaMA-Factory v1's: alpaca, sharegpt, pair, openai, none; and
+``text``, pretraining documents as LLaMA-Factory's ``pt`` stage reads them (v1 has none).
 
 Each registers with its vectorised cut path (:mod:`.vectorised`), which the build uses over whole
 Arrow tables; tests/test_golden.py checks every output against v1's own.
@@ -11,11 +12,12 @@ from typing import Any, cast
 
 from ..errors import InvalidRow, shown
 from . import json_text
+from .documents import standard_cuts, text_cuts
 from .expansion import ROLES, kind_of
 from .media import MediaSplitter, text_blocks
 from .registry import converters, drop, present
-from .samples import Content, Message, PairSample, Sample, SFTSample
-from .vectorised import alpaca_cuts, none_cuts, pair_cuts, sharegpt_cuts
+from .samples import Content, Message, PairSample, Sample, SFTSample, TextSample
+from .vectorised import alpaca_cuts, pair_cuts, sharegpt_cuts
 
 _NOT_JSON = (json.JSONDecodeError, TypeError)
 
@@ -224,7 +226,18 @@ def openai(raw: dict[str, Any]) -> SFTSample:
     return _openai(raw, None)
 
 
-@converters.register("none", version="1", fast=none_cuts)
+@converters.register("text", version="1", fast=text_cuts)
+def text(raw: dict[str, Any]) -> TextSample:
+    """A row's ``text`` column -> a text document, trained whole with EOS appended (LLaMA-Factory's
+    ``pt`` stage, whose ``dataset_info.json`` maps ``text`` to its prompt). A null text is empty: the
+    row trains nothing, as a row without a supervised turn; text of another type is refused."""
+    value = raw["text"]
+    if value is not None and not isinstance(value, str):
+        raise InvalidRow(f"text is {kind_of(value)}, not a string")
+    return {"text": value or ""}
+
+
+@converters.register("none", version="1", fast=standard_cuts)
 def passthrough(raw: dict[str, Any]) -> Sample:
     """Rows already in the standard format pass unchanged, as v1 does without a converter."""
     return cast(Sample, dict(raw))  # taken to be standard: checked where it is used, as any converter's

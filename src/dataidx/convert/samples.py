@@ -63,5 +63,12 @@ class PairSample(_PairKeys, total=False):
     _dataset_name: str
 
 
+class TextSample(TypedDict):
+    """A pretraining document (LLaMA-Factory's ``pt`` stage; v1 has no such type): its text
+    trained whole, the tokenizer's EOS after it. A reader adds ``_dataset_name``."""
+
+    text: str
+
+
 #: What a converter returns and a reader serves.
-Sample = SFTSample | PairSample
+Sample = SFTSample | PairSample | TextSample

@@ -43,4 +43,5 @@ def refuse_empty(dataset: DatasetSpec, *, converter: str, rows: int, empty: int,
         hint = f"its columns are {found}"
     under = "with no converter" if dataset.converter is None else f"under converter '{converter}'"
     raise SourceError(f"dataset '{dataset.name}': {empty} of {rows} rows have no supervised turn and no preference "
-                      f"pair {under}; {hint}; if that is on purpose (pretraining text), set allow_empty: true")
+                      f"pair {under}; {hint}; if that is on purpose, set allow_empty: true (pretraining text is "
+                      "converter: text)")

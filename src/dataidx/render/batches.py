@@ -17,7 +17,8 @@ from ..convert import truncate
 from ..errors import bounded
 from ..store import Specs
 from .bounds import Boundaries, Extends
-from .renderer import Draft, Rendered, Renderer
+from .renderer import Rendered, Renderer
+from .sides import Draft
 from .tokens import TokenChunk
 
 #: A batch holds about this many characters of text before it goes to the tokenizer: a chunk

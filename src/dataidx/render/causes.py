@@ -47,6 +47,7 @@ CAUSES = {
     "nested": Cause("the sample nests too deep to render", "data"),
     "format": Cause("the sample is not in the standard format", "data"),
     "conversion": Cause("the row no longer converts", "data"),
+    "no_eos": Cause("a text document ends with the tokenizer's EOS token, and this tokenizer has none", "tokenizer"),
     "too_long": Cause("longer than the cutoff", "cutoff"),
     "no_supervision": Cause("no supervised token (a zero loss weight, or truncation took it)", "data"),
 }

@@ -34,7 +34,7 @@ _ZERO_WIDTH = "\u200b"  # what escaping puts into a control token's string (see 
 
 def marked(rendered: Rendered, side: Any, regions: list[tuple[int, int]]) -> Rendered:
     """``rendered`` with its reasoning status (and the problem in its detail, when it has none),
-    from ``side`` (the renderer's ``_Side``: chat messages as passed to the template, weights, text)
+    from ``side`` (the renderer's ``Side``: chat messages as passed to the template, weights, text)
     and ``regions``, the supervised ``(start, end)`` characters of ``side.full``."""
     found: tuple[str, str] | None = None
     for number in _training_messages(side):

@@ -8,7 +8,8 @@ newline) is supervised with the turn's loss weight. This holds when the prompt's
 of the whole's ids; where they are not (v1 raises there), or when the last message is not an
 assistant turn, the supervised messages are located by characters instead (:meth:`ChatText.spans`)
 and a token with any character in a span is supervised. The template writes every special token:
-no BOS or EOS is added behind its back, as in ``apply_chat_template`` and v1. Data text is
+no BOS or EOS is added behind its back, as in ``apply_chat_template`` and v1 (a text document is
+LLaMA-Factory's ``pt`` stage's instead: :mod:`.documents`). Data text is
 escaped first (:mod:`.escape`). Texts of many entries go to the Rust tokenizer in one batch, each
 shared prefix once (a prompt takes its ids from its whole's encoding: :mod:`.shared_prefix`).
 """
@@ -16,18 +17,19 @@ shared prefix once (a prompt takes its ids from its whole's encoding: :mod:`.sha
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..convert import SUPERVISED_EPSILON, sample_problem, truncate
+from ..convert import SUPERVISED_EPSILON, is_document, sample_problem, truncate
 from ..errors import DataidxError, RenderError, bounded
 from ..store import Specs
 from .bounds import MESSAGE_LISTS, CutLeast, Extends, Least, TurnFloors
 from .chat_text import ChatText, chat_messages, message_weight, sample_tools
+from .documents import DocumentEnds, document_text
 from .escape import ControlTokens, kept_detail
 from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
 from .shared_prefix import Encoded, SharedPrefixes, checked, encode_each, private_backend
+from .sides import Draft, Side
 from .truncation import TRUNCATED_FACTOR, TRUNCATIONS, truncated
 
 #: What an entry can come to under a spec, worst last (the store's, offered by this package's face).
@@ -35,32 +37,6 @@ STATUSES = Specs.STATUSES
 
 NO_PROMPT = ("the trained turn is the conversation's first message, so it has no prompt to render: v1 renders the "
              "prompt with apply_chat_template, which refuses an empty conversation")
-
-
-@dataclass(kw_only=True)
-class _Side:
-    """One sequence to tokenize: its full text and, under v1's rule, its prompt text."""
-
-    chat: list[dict[str, Any]]
-    weights: list[float]
-    tools: list[dict[str, Any]] | None
-    options: dict[str, Any]
-    full: str
-    prompt: str | None
-    has_cut: bool
-    added: tuple[str, ...] = ()  # plain added tokens its data text holds (see Rendered.added)
-    #: a side whose text this one's likely extends or shares a prefix with (a later cut of its
-    #: conversation, a pair's chosen side): its ids are derived from that one's (:mod:`.shared_prefix`)
-    reference: _Side | None = None
-
-    @property
-    def texts(self) -> list[str]:
-        return [self.full] if self.prompt is None else [self.full, self.prompt]
-
-
-#: An entry's texts to tokenize (``None`` for one sequence, else chosen/rejected), or its
-#: rendering already when it needs no tokenizer (``too_long`` by its bound, ``render_error``).
-Draft = dict[str | None, _Side] | Rendered
 
 
 class Renderer:
@@ -95,6 +71,7 @@ class Renderer:
         self.cutoff = cutoff
         self.truncation = truncation
         self.bos_id = tokenizer.bos_token_id
+        self.ends = DocumentEnds(tokenizer)
         # No token stands for more characters than the longest token's text has, so a text of
         # more than cutoff * longest characters has more than cutoff tokens: it is never
         # tokenized under "drop", and past TRUNCATED_FACTOR times that not under truncation either.
@@ -175,7 +152,10 @@ class Renderer:
                                  sample)
         return _holding(made, tuple(sorted(self.controls.kept)))
 
-    def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, _Side]:
+    def _sides(self, sample: Mapping[str, Any], has_cut: bool) -> dict[str | None, Side]:
+        if is_document(sample):
+            return {None: Side(chat=[], weights=[], tools=None, options={}, full=document_text(sample, self.controls),
+                                prompt=None, has_cut=False, document=True)}
         tools = sample_tools(sample, self.controls)
         if "chosen_messages" in sample or "rejected_messages" in sample:
             chosen, rejected = (self._side(sample.get(f"{side}_messages") or [], tools, False)
@@ -184,7 +164,7 @@ class Renderer:
             return {"chosen": chosen, "rejected": rejected}
         return {None: self._side(sample.get("messages") or [], tools, has_cut)}
 
-    def _checked(self, sides: dict[str | None, _Side]) -> Draft:
+    def _checked(self, sides: dict[str | None, Side]) -> Draft:
         written = sum(len(side.full) for side in sides.values())
         if written > self.hard_bound:  # what the template wrapped around the messages took it past
             return self._too_long(written // self.longest, f"{written} characters of chat text")
@@ -224,12 +204,12 @@ class Renderer:
                         detail=f"{what}, so at least {least} tokens > cutoff {self.cutoff}; not tokenized "
                                f"(past {self.token_bound} tokens)")
 
-    def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> _Side:
+    def _side(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, has_cut: bool) -> Side:
         chat = chat_messages(messages, self.controls)
         return self._side_of(chat, [message_weight(message) for message in messages], tools, has_cut)
 
     def _side_of(self, chat: list[dict[str, Any]], weights: list[float], tools: list[dict[str, Any]] | None,
-                 has_cut: bool) -> _Side:
+                 has_cut: bool) -> Side:
         options: dict[str, Any] = {}
         prompt = None
         if chat and chat[-1]["role"] == "assistant":  # v1's case: the last turn is the one trained
@@ -237,10 +217,10 @@ class Renderer:
                 raise RenderError(NO_PROMPT, cause="no_prompt")
             options["enable_thinking"] = bool(chat[-1].get("reasoning_content"))
             prompt = self.chat.text(chat[:-1], tools, True, **options)
-        return _Side(chat=chat, weights=weights, tools=tools, options=options,
+        return Side(chat=chat, weights=weights, tools=tools, options=options,
                      full=self.chat.text(chat, tools, False, **options), prompt=prompt, has_cut=has_cut)
 
-    def _finish(self, draft: dict[str | None, _Side], tokens: dict[int, tuple[Encoded, Encoded | None]]
+    def _finish(self, draft: dict[str | None, Side], tokens: dict[int, tuple[Encoded, Encoded | None]]
                 ) -> Rendered:
         try:
             sides = {name: self._labelled(side, *tokens[id(side)]) for name, side in draft.items()}
@@ -257,8 +237,10 @@ class Renderer:
                                  sides=pair, cause=next(s.cause for s in pair.values() if s.status == worst),
                                  reasoning=worst_reasoning(s.reasoning for s in pair.values())), added)
 
-    def _labelled(self, side: _Side, full: Encoded, prompt: Encoded | None) -> Rendered:
+    def _labelled(self, side: Side, full: Encoded, prompt: Encoded | None) -> Rendered:
         checked(full, prompt)  # a text the tokenizer failed on: this entry's render_error
+        if side.document:
+            return self._truncate(*self.ends.tokens(full.ids))
         ids = full.ids
         prompt_ids = prompt.ids if prompt is not None else None
         if prompt_ids is not None and ids[: len(prompt_ids)] == prompt_ids:  # v1's token diff
