@@ -89,9 +89,10 @@ def engine_store(target: str | os.PathLike[str], *, seed: int = DEFAULT_SEED,
 
     As v1's ``_get_dataset_info``: a ``.yaml`` path is a local config, else ``org/repo/file.yaml``
     in a hub dataset repo; an existing data file or folder is one dataset named ``default`` (no
-    converter, as v1 loads it); ``org/name`` that is no local path is a hub dataset. A hub file
-    comes through ``huggingface_hub``'s cache, which fails at once when offline and the name is
-    not cached, where ``datasets`` would retry for 25 s first.
+    converter, as v1 loads it; a folder holding no data file is said to be no store); ``org/name``
+    that is no local path is a hub dataset. A hub file comes through ``huggingface_hub``'s cache,
+    which fails at once when offline and the name is not cached, where ``datasets`` would retry
+    for 25 s first.
 
     Example::
 
@@ -105,8 +106,12 @@ def engine_store(target: str | os.PathLike[str], *, seed: int = DEFAULT_SEED,
             return cached_store(text, seed=seed, sampling=sampling)[0]
         repo, filename = text.rsplit("/", 1)
         return cached_store(_from_hub(text, repo, filename), seed=seed, sampling=sampling)[0]
-    suffix = os.path.splitext(text)[1].lstrip(".").lower()
-    if os.path.isdir(text) or (os.path.isfile(text) and suffix in BUILDERS):
+    if os.path.isdir(text):
+        if not any(_suffix(name) in BUILDERS for _, _, names in os.walk(text) for name in names):
+            raise StoreError(f"{text}: is a folder, not a store file, and holds no data files; DataEngine "
+                             f"takes {TAKES}")
+        return cached_store(text, seed=seed, sampling=sampling)[0]
+    if os.path.isfile(text) and _suffix(text) in BUILDERS:
         return cached_store(text, seed=seed, sampling=sampling)[0]
     if os.path.exists(text):
         return target  # a store, or a file the store reader says what is wrong with
@@ -115,6 +120,11 @@ def engine_store(target: str | os.PathLike[str], *, seed: int = DEFAULT_SEED,
         config = Config(origin=text, text=f"default:\n  path: {text}\n", datasets=parse_datasets(mapping, text))
         return _cached(config, text.split("/")[1], seed=seed, sampling=sampling, folder=None)[0]
     raise StoreError(f"{text}: store not found, and not anything else DataEngine takes: {TAKES}")
+
+
+def _suffix(path: str) -> str:
+    """A file's extension as v1's local loader maps it to a builder (``.JSONL`` is ``jsonl``)."""
+    return os.path.splitext(path)[1].lstrip(".").lower()
 
 
 def _in_hub_repo(path: str) -> bool:
