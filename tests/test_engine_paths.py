@@ -79,12 +79,16 @@ def test_a_local_folder_of_json_files_is_one_dataset(tmp_path: Path, cache: Path
     assert len(list(cache.glob("chats-*.db"))) == 1
 
 
-def test_a_hub_dataset_id_comes_from_the_local_hub_cache(hub: Path, cache: Path) -> None:
+def test_a_hub_dataset_id_comes_from_the_local_hub_cache(hub: Path, cache: Path, caplog) -> None:
     rows = "".join(json.dumps(row) + "\n" for row in messages_rows(4))
     cached_repo(hub, "someorg/chats", {"data/train.jsonl": rows})
     with DataEngine("someorg/chats") as engine:
         assert len(engine) == 4 and engine[3]["messages"][0]["content"][0]["value"] == "question 3"
     assert len(list(cache.glob("chats-*.db"))) == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dataidx"), DataEngine("someorg/chats") as engine:
+        assert len(engine) == 4
+    assert caplog.text == ""  # opened, not built again
 
 
 def test_a_yaml_in_a_hub_repo_comes_from_the_local_hub_cache(tmp_path: Path, hub: Path, cache: Path) -> None:
@@ -104,6 +108,13 @@ def test_offline_a_hub_name_not_cached_is_one_line_at_once(hub: Path, cache: Pat
     assert time.monotonic() - started < 5  # not datasets' 25 s of retries
     assert "\n" not in message and name in message
     assert "not in the local Hugging Face cache" in message and "offline" in message
+
+
+def test_a_hub_yaml_missing_from_a_cached_repo_is_one_line(hub: Path, cache: Path) -> None:
+    cached_repo(hub, "someorg/configs", {"sft.yaml": "qa:\n  path: x.jsonl\n"})
+    with pytest.raises(StoreError, match="no file dpo.yaml in hub dataset repo someorg/configs") as caught:
+        DataEngine("someorg/configs/dpo.yaml")
+    assert "\n" not in str(caught.value)
 
 
 def test_a_path_that_is_nothing_dataengine_takes_says_what_it_takes(tmp_path: Path, cache: Path) -> None:

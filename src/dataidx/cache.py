@@ -140,10 +140,9 @@ def _from_hub(name: str, repo: str, filename: str | None = None) -> str:
     import huggingface_hub  # here, not at import: only a hub name needs it
     from huggingface_hub import constants, errors
 
-    try:
-        if filename is None:
-            return huggingface_hub.snapshot_download(repo, repo_type="dataset")
-        return huggingface_hub.hf_hub_download(repo, filename, repo_type="dataset")
+    try:  # snapshot_download for one file too: hf_hub_download retries an unreachable hub for 23 s
+        snapshot = huggingface_hub.snapshot_download(repo, repo_type="dataset",
+                                                     allow_patterns=None if filename is None else [filename])
     except errors.LocalEntryNotFoundError:
         why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else "the hub cannot be reached"
         raise StoreError(f"{name}: not in the local Hugging Face cache ({constants.HF_HUB_CACHE}) and the "
@@ -152,6 +151,10 @@ def _from_hub(name: str, repo: str, filename: str | None = None) -> str:
     except (errors.HfHubHTTPError, errors.EntryNotFoundError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"{name}: cannot be fetched from the Hugging Face hub: {first}") from None
+    if filename is not None and not os.path.isfile(os.path.join(snapshot, filename)):
+        raise StoreError(f"{name}: no file {filename} in hub dataset repo {repo} as the local Hugging Face cache "
+                         f"holds it ({snapshot}); offline, fetch it once where the hub is reachable")
+    return snapshot if filename is None else os.path.join(snapshot, filename)
 
 
 def _problem(store: Path) -> str | None:
