@@ -199,7 +199,7 @@ def test_wrong_on_error_value_is_a_config_error(tmp_path: Path) -> None:
 
 def bad_stores(tmp_path: Path, make_store) -> dict[str, tuple[Path, str]]:
     good, _ = alpaca_store(tmp_path, make_store)
-    plain = tmp_path / "plain.txt"
+    plain = tmp_path / "plain.bin"  # not .txt: DataEngine builds a .txt file as v1 does, as text data
     plain.write_text("not a database")
     truncated = tmp_path / "truncated.db"
     truncated.write_bytes(good.read_bytes()[:1500])

@@ -12,12 +12,13 @@ from .fingerprints import (
     placed,
 )
 from .json_depth import MAX_NESTING, too_deep
-from .loaders import load, materialising_streams_into, source_files
+from .loaders import BUILDERS, load, materialising_streams_into, source_files
 from .registry import Loaded, register_source, sources
 from .renamed import RenamedRows
 from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource, paused_gc
 
 __all__ = [
+    "BUILDERS",
     "ArrowRows",
     "BadRow",
     "DatasetRows",

@@ -13,7 +13,7 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
-from ..cache import cached_store, is_config_path
+from ..cache import engine_store
 from ..convert import Sample
 from ..errors import hide_passwords
 from ..pack import RenderedPacks
@@ -53,15 +53,19 @@ class DataEngine(Closable, Dataset):
     ``epoch`` (or :meth:`set_epoch`, as with ``DistributedSampler``) serves one epoch of a
     mixture stored with ``dataidx mix --epochs N``; each epoch is its own seeded draw.
 
-    ``path`` may also be a LLaMA-Factory v1 YAML: the store is built on first use into the
+    ``path`` may also be what LLaMA-Factory v1's ``DataEngine`` takes: a v1 YAML (a local file, or
+    ``org/repo/file.yaml`` in a hub dataset repo), a local data file or folder (one dataset named
+    ``default``), or a hub dataset id (``org/name``). The store is built on first use into the
     cache folder (``$DATAIDX_CACHE``, default ``~/.cache/dataidx``) with ``seed`` and
-    ``sampling``, and rebuilt, with a warning, when a source changes.
+    ``sampling``, and rebuilt, with a warning, when a source changes. A hub name comes through the
+    local Hugging Face cache; offline and not cached, it is one error line at once.
 
     Example::
 
         with DataEngine("demo.db") as engine:
             engine[0], engine[-1], engine[2:5], engine[[7, 3]]
         DataEngine("data/demo_sft.yaml")   # drop-in for LLaMA-Factory v1's DataEngine(yaml)
+        DataEngine("data/alpaca_en_demo.json"), DataEngine("org/dataset")   # a data file, a hub dataset
         DataLoader(engine, batch_size=32, num_workers=2, collate_fn=list)
         DataLoader(DataEngine("demo.db", render="default"), batch_size=8, collate_fn=Collator(pad_token_id=0))
     """
@@ -73,8 +77,9 @@ class DataEngine(Closable, Dataset):
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
                  render: str | None = None, tokenizer: Any = None, seed: int = DEFAULT_SEED,
                  sampling: str = "exact", epoch: int = 0) -> None:
-        if is_config_path(path):  # a v1 YAML: built into the cache once, opened from there after
-            path, _ = cached_store(path, seed=seed, sampling=sampling)
+        # What v1's DataEngine takes (a YAML, local or in a hub repo, a data file or folder, a hub
+        # dataset id) is built into the cache once and opened from there after; a store is itself.
+        path = engine_store(path, seed=seed, sampling=sampling)
         self.mixture = mixture
         self.reader: StoreReader | RenderedMixture
         if render is None:
