@@ -43,6 +43,9 @@ def info(store: str, as_json: bool) -> None:
         echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
                    f"{mixture['sampling']} sampling, config sha256 {mixture['config_sha256'][:12]}, "
                    f"dataidx {mixture['dataidx_version']}, {mixture['created_at']}")
+        if mixture["held_out_rows"] is not None:
+            echo(f"held out for evaluation: {mixture['held_out_rows']} rows (every cut), which no other mixture "
+                 "draws")
         if mixture["spec"]:
             echo(f"tokens counted under render spec '{mixture['spec']}'")
         if mixture["stale"]:

@@ -23,6 +23,7 @@ from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
 from ..store import Datasets, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
+from .holdout import DeferredDraws, check_val_size, hold_out
 from .mixtures import MixtureSummary, MixtureWriter
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class BuildSummary:
     datasets: list[DatasetSummary]
     mixture: MixtureSummary
     seconds: float
+    #: the held-out mixture ``eval``, with ``val_size``
+    evaluation: MixtureSummary | None = None
 
 
 def build(
@@ -48,6 +51,7 @@ def build(
     progress: MessageProgress | None = None,
     replace: bool = False,
     specs: Collection[str] = (),
+    val_size: float | None = None,
 ) -> BuildSummary:
     """Build a store at ``output`` (a file or a PostgreSQL URL) from a v1 dataset YAML (or a bare
     data file or folder).
@@ -59,15 +63,18 @@ def build(
 
     A store already at ``output`` that holds more than this build writes again (mixture
     ``default``, and the render ``specs`` the caller renders next) is refused unless ``replace``.
+    With ``val_size`` (a fraction in (0, 1) or a count of rows), a seeded draw of the rows is held
+    out as mixture ``eval``, which the default mixture and later ones leave out (:mod:`.holdout`).
     """
     started = time.perf_counter()
+    held = None if val_size is None else check_val_size(val_size)
     config = config if isinstance(config, Config) else load_config(config)
     with creating(output, progress, replace=replace, specs=specs) as new:
-        return _write(config, new, seed=seed, sampling=sampling, progress=progress, started=started)
+        return _write(config, new, seed=seed, sampling=sampling, progress=progress, started=started, val_size=held)
 
 
 def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress: MessageProgress | None,
-           started: float) -> BuildSummary:
+           started: float, val_size: float | int | None) -> BuildSummary:
     """Fill the new store: every dataset, the default mixture and the build's provenance."""
     say = progress or (lambda _message: None)
     with (
@@ -77,7 +84,8 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
     ):
         # SQLite's inserts release the GIL: one chunk is written, and each dataset drawn into
         # the default mixture after its last chunk, while the next chunk is converted.
-        mixture = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True)
+        mixture = (DeferredDraws() if val_size is not None  # drawn once every dataset's rows are known
+                   else MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True))
         writes = Writes(writer)
         first_entry = 1
         written = []
@@ -93,14 +101,18 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
             written.append(done)
         writes.drain()
         datasets = [future.result() for future in written]
-        drawn = mixture.finish()
+        if isinstance(mixture, DeferredDraws):
+            assert val_size is not None
+            drawn, evaluation = hold_out(connection, config, mixture, val_size=val_size, seed=seed, sampling=sampling)
+        else:
+            drawn, evaluation = mixture.finish(), None
         if drawn.taken_whole:
             logger.warning(
                 "datasets with a token budget (%s) are whole in the default mixture: a budget counts tokens under a "
                 "render spec, so draw it with dataidx render, then dataidx mix STORE CONFIG --name NAME --spec SPEC",
                 ", ".join(drawn.taken_whole))
         summary = BuildSummary(store=str(new.location), datasets=datasets, mixture=drawn,
-                               seconds=time.perf_counter() - started)
+                               seconds=time.perf_counter() - started, evaluation=evaluation)
         Datasets(connection).add_build(
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), config_origin=config.origin,
             config_text=config.text, config_sha256=config.sha256, dataidx_version=__version__, seconds=summary.seconds)

@@ -1,0 +1,112 @@
+"""Evaluation rows held out of training: ``dataidx build --val-size``, LLaMA-Factory's ``val_size``.
+
+The hold-out is mixture ``eval`` (``Mixtures.HELD_OUT``), a mixture like any other, so
+``DataEngine(store, mixture="eval")`` serves it; what makes it held out is that every other mixture,
+the build's and ``dataidx mix``'s, leaves out each row it holds, all the row's cuts. Rows are
+drawn, not entries, so no cut of an eval row is trained on. As LLaMA-Factory's ``split_dataset``
+(``train_test_split(test_size=val_size, seed=seed)``), the draw is over all the datasets' rows
+together: a fraction in (0, 1) holds out ``ceil(fraction * rows)``, an int that many rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sqlalchemy import Connection
+
+from ..errors import UsageError
+from ..spec import Config
+from ..store import Datasets, Mixtures
+from .sampling import derive_seed
+
+if TYPE_CHECKING:
+    from .mixtures import MixtureSummary
+
+
+@dataclass
+class _Added:
+    """One dataset's arguments to :meth:`MixtureWriter.add`, kept until every dataset is written."""
+
+    dataset_id: int
+    name: str
+    first_entry: int
+    entries: int
+    rows: int
+
+
+@dataclass
+class DeferredDraws:
+    """Stands in for the build's :class:`MixtureWriter`: a hold-out draws from every dataset's rows
+    at once, so the datasets' draws wait until the last one is written."""
+
+    added: list[_Added] = field(default_factory=list)
+
+    def add(self, dataset_id: int, name: str, *, first_entry: int, entries: int, rows: int) -> None:
+        self.added.append(_Added(dataset_id, name, first_entry, entries, rows))
+
+
+def check_val_size(val_size: float) -> float | int:
+    """A fraction in (0, 1), or a whole count of rows (1 or more), as LLaMA-Factory reads ``val_size``."""
+    if 0 < val_size < 1:
+        return val_size
+    if val_size >= 1 and float(val_size).is_integer():
+        return int(val_size)
+    raise UsageError(f"--val-size {val_size:g}: give a fraction of the rows in (0, 1), or a whole number of rows")
+
+
+def _held_count(val_size: float | int, rows: int) -> int:
+    """How many of ``rows`` rows to hold out; refused if no row would be left to train on."""
+    count = math.ceil(val_size * rows) if isinstance(val_size, float) else val_size
+    if count >= rows:
+        raise UsageError(f"--val-size {val_size:g} holds out {count:,} of the {rows:,} rows with entries; "
+                         "at least one must be left to train on")
+    return count
+
+
+def hold_out(connection: Connection, config: Config, deferred: DeferredDraws, *, val_size: float | int,
+             seed: int, sampling: str) -> tuple[MixtureSummary, MixtureSummary]:
+    """Draw the held-out rows, write mixture ``eval`` (every cut of them, once, in base order),
+    then the default mixture from the other rows; their summaries, the default's first."""
+    from .mixtures import MixtureWriter  # which draws training mixtures with not_held_out
+
+    datasets = Datasets(connection)
+    entry_rows = [datasets.entry_rows(added.first_entry, added.entries) for added in deferred.added]
+    distinct = [np.unique(rows) for rows in entry_rows]
+    total = sum(len(rows) for rows in distinct)
+    count = _held_count(val_size, total)
+    rng = np.random.default_rng(derive_seed(seed, Mixtures.HELD_OUT))
+    chosen = np.zeros(total, dtype=bool)
+    chosen[rng.permutation(total)[:count]] = True
+    held: list[tuple[np.ndarray, int]] = []  # per dataset: its held-out entries, and rows
+    start = 0
+    for rows, each in zip(entry_rows, distinct):
+        picked = each[chosen[start : start + len(each)]]
+        held.append((np.isin(rows, picked), len(picked)))
+        start += len(each)
+    evaluation = MixtureWriter(connection, config, Mixtures.HELD_OUT, seed=seed, sampling="exact", whole=True)
+    for added, (mask, held_rows) in zip(deferred.added, held):
+        evaluation.add(added.dataset_id, added.name, first_entry=added.first_entry, entries=added.entries,
+                       rows=held_rows, keep=np.flatnonzero(mask))
+    held_summary = evaluation.finish()  # its positions taken, the default mixture's follow
+    training = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True)
+    for added, (mask, held_rows) in zip(deferred.added, held):
+        training.add(added.dataset_id, added.name, first_entry=added.first_entry, entries=added.entries,
+                     rows=added.rows - held_rows, keep=np.flatnonzero(~mask))
+    return training.finish(), held_summary
+
+
+def not_held_out(connection: Connection, datasets: list[Datasets.Stored]) -> dict[int, tuple[np.ndarray, int]]:
+    """Per dataset with held-out rows: the offsets of its entries a training mixture may draw (every
+    cut of a held-out row is left out), and how many rows are held out."""
+    if not Mixtures(connection).exists(Mixtures.HELD_OUT):
+        return {}
+    kept = {}
+    for dataset in datasets:
+        held = Mixtures(connection).held_out_rows(dataset.id)
+        if held:
+            rows = Datasets(connection).entry_rows(dataset.first_entry, dataset.entries)
+            kept[dataset.id] = (np.flatnonzero(~np.isin(rows, held)), len(held))
+    return kept
