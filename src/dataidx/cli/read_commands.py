@@ -219,6 +219,11 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
             echo(merges_said(plan))
         for line in Orders(handle).skip_lists_said(mixture):
             echo(line)
+        held = Mixtures(handle).held_out_row_count()
+    if held:
+        echo(f"held out for evaluation: {held} rows (every cut), which no other mixture draws"
+             if mixture == Mixtures.HELD_OUT else
+             f"leaves out the {held} rows held out for evaluation in mixture '{Mixtures.HELD_OUT}'")
 
 
 @click.command()
