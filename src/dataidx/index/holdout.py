@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Connection
 
 from ..errors import UsageError
-from ..spec import Config
 from ..store import Datasets, Mixtures
 from .sampling import derive_seed
-
-if TYPE_CHECKING:
-    from .mixtures import MixtureSummary
 
 
 @dataclass
@@ -66,12 +61,10 @@ def _held_count(val_size: float | int, rows: int) -> int:
     return count
 
 
-def hold_out(connection: Connection, config: Config, deferred: DeferredDraws, *, val_size: float | int,
-             seed: int, sampling: str) -> tuple[MixtureSummary, MixtureSummary]:
-    """Draw the held-out rows, write mixture ``eval`` (every cut of them, once, in base order),
-    then the default mixture from the other rows; their summaries, the default's first."""
-    from .mixtures import MixtureWriter  # which draws training mixtures with not_held_out
-
+def held_out_entries(connection: Connection, deferred: DeferredDraws, *, val_size: float | int,
+                      seed: int) -> list[tuple[np.ndarray, int]]:
+    """Draw the held-out rows over every dataset's rows together (seeded, as LLaMA-Factory's
+    ``train_test_split``); per dataset, which of its entries they are (every cut) and how many rows."""
     datasets = Datasets(connection)
     entry_rows = [datasets.entry_rows(added.first_entry, added.entries) for added in deferred.added]
     distinct = [np.unique(rows) for rows in entry_rows]
@@ -80,22 +73,13 @@ def hold_out(connection: Connection, config: Config, deferred: DeferredDraws, *,
     rng = np.random.default_rng(derive_seed(seed, Mixtures.HELD_OUT))
     chosen = np.zeros(total, dtype=bool)
     chosen[rng.permutation(total)[:count]] = True
-    held: list[tuple[np.ndarray, int]] = []  # per dataset: its held-out entries, and rows
+    held: list[tuple[np.ndarray, int]] = []
     start = 0
     for rows, each in zip(entry_rows, distinct):
         picked = each[chosen[start : start + len(each)]]
         held.append((np.isin(rows, picked), len(picked)))
         start += len(each)
-    evaluation = MixtureWriter(connection, config, Mixtures.HELD_OUT, seed=seed, sampling="exact", whole=True)
-    for added, (mask, held_rows) in zip(deferred.added, held):
-        evaluation.add(added.dataset_id, added.name, first_entry=added.first_entry, entries=added.entries,
-                       rows=held_rows, keep=np.flatnonzero(mask))
-    held_summary = evaluation.finish()  # its positions taken, the default mixture's follow
-    training = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True)
-    for added, (mask, held_rows) in zip(deferred.added, held):
-        training.add(added.dataset_id, added.name, first_entry=added.first_entry, entries=added.entries,
-                     rows=added.rows - held_rows, keep=np.flatnonzero(~mask))
-    return training.finish(), held_summary
+    return held
 
 
 def not_held_out(connection: Connection, datasets: list[Datasets.Stored]) -> dict[int, tuple[np.ndarray, int]]:

@@ -16,14 +16,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+import numpy as np
+from sqlalchemy import Connection
+
 from .._version import __version__
 from ..config import load_config
 from ..progress import MessageProgress
 from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
-from ..store import Datasets, NewStore, creating
+from ..store import Datasets, Mixtures, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
-from .holdout import DeferredDraws, check_val_size, hold_out
+from .holdout import DeferredDraws, check_val_size, held_out_entries
 from .mixtures import MixtureSummary, MixtureWriter
 
 logger = logging.getLogger(__name__)
@@ -103,7 +106,8 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
         datasets = [future.result() for future in written]
         if isinstance(mixture, DeferredDraws):
             assert val_size is not None
-            drawn, evaluation = hold_out(connection, config, mixture, val_size=val_size, seed=seed, sampling=sampling)
+            drawn, evaluation = _hold_out(connection, config, mixture, val_size=val_size, seed=seed,
+                                          sampling=sampling)
         else:
             drawn, evaluation = mixture.finish(), None
         if drawn.taken_whole:
@@ -117,3 +121,20 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), config_origin=config.origin,
             config_text=config.text, config_sha256=config.sha256, dataidx_version=__version__, seconds=summary.seconds)
     return summary
+
+
+def _hold_out(connection: Connection, config: Config, deferred: DeferredDraws, *, val_size: float | int,
+              seed: int, sampling: str) -> tuple[MixtureSummary, MixtureSummary]:
+    """Write mixture ``eval`` (every cut of the held-out rows, once, in base order), then the default
+    mixture from the other rows; their summaries, the default's first."""
+    held = held_out_entries(connection, deferred, val_size=val_size, seed=seed)
+    evaluation = MixtureWriter(connection, config, Mixtures.HELD_OUT, seed=seed, sampling="exact", whole=True)
+    for added, (mask, held_rows) in zip(deferred.added, held):
+        evaluation.add(added.dataset_id, added.name, first_entry=added.first_entry, entries=added.entries,
+                       rows=held_rows, keep=np.flatnonzero(mask))
+    held_summary = evaluation.finish()  # its positions taken, the default mixture's follow
+    training = MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True)
+    for added, (mask, held_rows) in zip(deferred.added, held):
+        training.add(added.dataset_id, added.name, first_entry=added.first_entry, entries=added.entries,
+                     rows=added.rows - held_rows, keep=np.flatnonzero(~mask))
+    return training.finish(), held_summary
