@@ -92,3 +92,40 @@ def test_a_mixture_cannot_take_the_eval_name(tmp_path, config) -> None:
     result = CliRunner().invoke(cli, ["mix", str(store), str(config), "--name", "eval"])
     one_line_error(result, "mixture 'eval' is the held-out evaluation set")
     assert run_query(store, "SELECT mixture, count(*) FROM entries GROUP BY mixture ORDER BY 1")[1] == before
+
+
+@pytest.fixture
+def eval_config(tmp_path: Path) -> Path:
+    rows = write_jsonl(tmp_path / "sources" / "eval.jsonl", chat_rows([2, 1, 1]))
+    return write_yaml(tmp_path / "eval.yaml", f"held:\n  path: {rows}\n  source: local\n  converter: sharegpt\n")
+
+
+def test_eval_yaml_is_mixture_eval_and_never_trained_on(tmp_path, config, eval_config) -> None:
+    store = tmp_path / "s.db"
+    assert build(config, store, "--eval", str(eval_config)).exit_code == 0
+    by_mixture = "SELECT mixture, dataset, count(*) FROM entries GROUP BY 1, 2 ORDER BY 1, 2"
+    assert run_query(store, by_mixture)[1] == [("default", "alpaca", 60), ("default", "chat", sum(TURNS)),
+                                               ("eval", "held", 4)]
+    assert run_query(store, OVERLAP)[1] == [(0,)]
+    assert engine_length(store, mixture="eval") == 4
+    info = {mixture["name"]: mixture for mixture in store_info(store)["mixtures"]}
+    assert info["eval"]["held_out_rows"] == 3
+    refused = CliRunner().invoke(cli, ["mix", str(store), str(eval_config), "--name", "m"])
+    one_line_error(refused, "dataset 'held' is held out whole for evaluation")
+
+
+def test_eval_yaml_reading_a_train_file_is_refused(tmp_path, config) -> None:
+    chat = tmp_path / "sources" / "chat.jsonl"
+    overlapping = write_yaml(tmp_path / "bad.yaml", f"again:\n  path: {tmp_path}/sources/../sources/chat.jsonl\n"
+                                                    "  source: local\n  converter: sharegpt\n")
+    store = tmp_path / "s.db"
+    one_line_error(build(config, store, "--eval", str(overlapping)), f"reads {chat} (split 'train') as train dataset")
+    clash = write_yaml(tmp_path / "clash.yaml", f"chat:\n  path: {tmp_path}/other.jsonl\n  source: local\n")
+    one_line_error(build(config, store, "--eval", str(clash)), "dataset 'chat' is also a dataset of")
+    assert not store.exists()
+
+
+def test_eval_and_val_size_together_are_refused(tmp_path, config, eval_config) -> None:
+    store = tmp_path / "s.db"
+    one_line_error(build(config, store, "--eval", str(eval_config), "--val-size", "0.1"), "not both")
+    assert not store.exists()

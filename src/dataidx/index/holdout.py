@@ -11,12 +11,14 @@ together: a fraction in (0, 1) holds out ``ceil(fraction * rows)``, an int that 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import Connection
 
 from ..errors import UsageError
+from ..spec import Config
 from ..store import Datasets, Mixtures
 from .sampling import derive_seed
 
@@ -50,6 +52,36 @@ def check_val_size(val_size: float) -> float | int:
     if val_size >= 1 and float(val_size).is_integer():
         return int(val_size)
     raise UsageError(f"--val-size {val_size:g}: give a fraction of the rows in (0, 1), or a whole number of rows")
+
+
+def with_evaluation(train: Config, evaluation: Config) -> tuple[Config, set[str]]:
+    """One config of the train datasets then the eval ones (v1's ``train_dataset`` and
+    ``eval_dataset``), and the eval datasets' names; refused if a name is in both or an eval
+    dataset reads a train dataset's file and split, which would evaluate on training rows."""
+    names = {dataset.name for dataset in train.datasets}
+    read = {(_place(dataset.path, dataset.source), dataset.split): dataset.name for dataset in train.datasets}
+    for dataset in evaluation.datasets:
+        if dataset.name in names:
+            raise UsageError(f"{evaluation.origin}: dataset '{dataset.name}' is also a dataset of {train.origin}; "
+                             "give the eval datasets names of their own")
+        same = read.get((_place(dataset.path, dataset.source), dataset.split))
+        if same is not None:
+            raise UsageError(f"{evaluation.origin}: dataset '{dataset.name}' reads {dataset.path} (split "
+                             f"'{dataset.split}') as train dataset '{same}' does: eval rows would be trained on")
+    text = f"{train.text.rstrip()}\n# eval datasets (--eval {evaluation.origin}):\n{evaluation.text}"
+    return (Config(origin=train.origin, text=text, datasets=[*train.datasets, *evaluation.datasets]),
+            {dataset.name for dataset in evaluation.datasets})
+
+
+def _place(path: str, source: str) -> str:
+    """Where a dataset reads: a local path resolved (links, ``..``), any other source's as written."""
+    return os.path.realpath(path) if source == "local" else path
+
+
+def whole_datasets(deferred: DeferredDraws, names: set[str]) -> list[tuple[np.ndarray, int]]:
+    """As :func:`held_out_entries` for ``--eval``: datasets ``names`` held out whole, the rest not at all."""
+    return [(np.full(added.entries, added.name in names), added.rows if added.name in names else 0)
+            for added in deferred.added]
 
 
 def _held_count(val_size: float | int, rows: int) -> int:

@@ -264,6 +264,9 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
         for dataset in config.datasets:
             row = stored[dataset.name]
             keep, held_rows = kept.get(row.id, (None, 0))
+            if keep is not None and not len(keep):
+                raise UsageError(f"{config.origin}: dataset '{row.name}' is held out whole for evaluation (mixture "
+                                 f"'{Mixtures.HELD_OUT}'): no training mixture draws it")
             writer.add(row.id, row.name, first_entry=row.first_entry, entries=row.entries,
                        rows=row.rows - row.rejected - held_rows, keep=keep)
     return writer.finish()
