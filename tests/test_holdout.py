@@ -62,6 +62,7 @@ def test_val_size_holds_out_whole_rows_that_no_training_mixture_draws(tmp_path, 
     assert f"held out for evaluation: {len(held)} rows" in shown
     composed = CliRunner().invoke(cli, ["compose", str(store), "--mixture", "eval"])
     assert composed.exit_code == 0 and "held out for evaluation" in composed.output + composed.stderr
+    assert CliRunner().invoke(cli, ["verify", str(store)]).exit_code == 0  # the draw summaries add up
 
 
 def test_val_size_count_is_rows_and_the_seed_decides_which(tmp_path, config) -> None:
