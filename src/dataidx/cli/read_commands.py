@@ -43,6 +43,9 @@ def info(store: str, as_json: bool) -> None:
         echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
                    f"{mixture['sampling']} sampling, config sha256 {mixture['config_sha256'][:12]}, "
                    f"dataidx {mixture['dataidx_version']}, {mixture['created_at']}")
+        if mixture["held_out_rows"] is not None:
+            echo(f"held out for evaluation: {mixture['held_out_rows']} rows (every cut), which no other mixture "
+                 "draws")
         if mixture["spec"]:
             echo(f"tokens counted under render spec '{mixture['spec']}'")
         if mixture["stale"]:
@@ -216,6 +219,11 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
             echo(merges_said(plan))
         for line in Orders(handle).skip_lists_said(mixture):
             echo(line)
+        held = Mixtures(handle).held_out_row_count()
+    if held:
+        echo(f"held out for evaluation: {held} rows (every cut), which no other mixture draws"
+             if mixture == Mixtures.HELD_OUT else
+             f"leaves out the {held} rows held out for evaluation in mixture '{Mixtures.HELD_OUT}'")
 
 
 @click.command()

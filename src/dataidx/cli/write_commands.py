@@ -27,10 +27,15 @@ from .render_commands import render_into
               help="With --tokenizer.")
 @click.option("--replace", is_flag=True, help="Build over a store even if it holds mixtures, render specs or packing "
               "plans that the build does not write again (they are deleted).")
+@click.option("--eval", "evaluation", metavar="EVAL_YAML", help="Datasets to evaluate on (v1's eval_dataset), "
+              "stored as mixture 'eval', which no training mixture draws; none may read a train dataset's file.")
+@click.option("--val-size", type=float, help="Hold out a seeded draw of the rows (a fraction in (0, 1), or a number "
+              "of rows; every cut of a row goes together) as mixture 'eval', which no training mixture draws.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.pass_context
 def build(context: click.Context, config: str, output: str, seed: int, sampling: str, tokenizer: str | None,
-          template: str | None, cutoff: int, truncation: str, replace: bool, quiet: bool) -> None:
+          template: str | None, cutoff: int, truncation: str, replace: bool, evaluation: str | None,
+          val_size: float | None, quiet: bool) -> None:
     """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
 
     With --tokenizer, the entries' token lengths and statuses are recorded too, as render spec
@@ -41,6 +46,8 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
     Example:
         dataidx build data/demo_sft.yaml -o demo.db --seed 7
         dataidx build data/demo_sft.yaml -o demo.db --tokenizer data/demo_tokenizer --cutoff 256
+        dataidx build data/demo_sft.yaml -o demo.db --val-size 0.1
+        dataidx build train.yaml --eval eval.yaml -o demo.db
         dataidx build data/demo_sft.yaml -o 'postgresql://me@db/training?schema=sft'
     """
     from .. import index
@@ -57,7 +64,8 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
     before = file_state(location) if isinstance(location, Path) else None
     try:
         summary = index.build(config, output, seed=seed, sampling=sampling, progress=progress, replace=replace,
-                              specs=("default",) if tokenizer is not None else ())
+                              specs=("default",) if tokenizer is not None else (), val_size=val_size,
+                              evaluation=evaluation)
         if not quiet:
             _say_built(summary, seed, sampling)
         if tokenizer is None:
@@ -81,6 +89,9 @@ def _say_built(summary: Any, seed: int, sampling: str) -> None:
                    "dataidx mix STORE CONFIG --name NAME --spec SPEC", err=True)
     echo(f"wrote {summary.store}: mixture 'default' of {summary.mixture.entries} entries "
          f"(seed {seed}, {sampling}) in {summary.seconds:.2f} s", err=True)
+    if summary.evaluation is not None:
+        echo(f"held out mixture 'eval' of {summary.evaluation.entries} entries, which no training mixture draws",
+             err=True)
 
 
 def _left_by_build(output: str, location: object, before: tuple[int, int] | None) -> str:

@@ -47,6 +47,7 @@ from ..sources import (
 from ..spec import DatasetSpec
 from ..store import Datasets
 from .empty import refuse_empty
+from .holdout import DeferredDraws
 from .mixtures import MixtureWriter
 from .unread import refuse_unread
 
@@ -91,7 +92,7 @@ class Writes:
 
 
 def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, connection: Connection, writes: Writes,
-                  hashing: Executor, mixture: MixtureWriter,
+                  hashing: Executor, mixture: MixtureWriter | DeferredDraws,
                   folder: str | None = None) -> tuple[dict[str, Any], Future[DatasetSummary]]:
     """Load ``dataset``, convert it chunk by chunk and hand each chunk's entries to
     ``writes``; its record and its draw into ``mixture`` follow its last chunk. Its files are
@@ -167,7 +168,7 @@ def _row_lengths(rows: np.ndarray) -> np.ndarray:
 
 
 def _write_record(connection: Connection, record: dict[str, Any], *, fingerprints: Future[list[dict[str, Any]]],
-                  before: dict[str, tuple[int, int]], mixture: MixtureWriter, started: float,
+                  before: dict[str, tuple[int, int]], mixture: MixtureWriter | DeferredDraws, started: float,
                   turns: np.ndarray) -> DatasetSummary:
     """After a dataset's last chunk: its record, then its draw into the mixture; refused if a
     source file changed between the stat before loading, the fingerprint and now."""

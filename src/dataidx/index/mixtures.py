@@ -21,6 +21,7 @@ from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
 from ..store import Datasets, Mixtures, rewriting
 from .budgets import budget_draw
+from .holdout import not_held_out
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
 
@@ -65,7 +66,8 @@ class MixtureWriter:
     """
 
     def __init__(self, connection: Connection, config: Config, name: str, *, seed: int, sampling: str,
-                 epochs: int = 1, lengths: MixtureLengths | None = None, whole_budgets: bool = False) -> None:
+                 epochs: int = 1, lengths: MixtureLengths | None = None, whole_budgets: bool = False,
+                 whole: bool = False) -> None:
         check_sampling(sampling)
         if not -(2**63) <= seed < 2**63:
             raise UsageError(f"seed {seed} does not fit in 64 bits")
@@ -77,7 +79,7 @@ class MixtureWriter:
             raise UsageError(f"mixture '{name}' already exists; remove it first or choose another --name")
         self.config = config
         self.datasets = {dataset.name: dataset for dataset in config.datasets}
-        self.lengths, self.whole_budgets = lengths, whole_budgets
+        self.lengths, self.whole_budgets, self.whole = lengths, whole_budgets, whole
         # Position space is shared: each mixture takes the stretch after the last one.
         self.start = self.position = self.epoch_start = self.mixtures.next_start()
         self.epoch = 0
@@ -92,15 +94,24 @@ class MixtureWriter:
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
 
-    def add(self, dataset_id: int, name: str, *, first_entry: int, entries: int, rows: int) -> None:
+    def add(self, dataset_id: int, name: str, *, first_entry: int, entries: int, rows: int,
+            keep: np.ndarray | None = None) -> None:
         """Draw dataset ``name`` (entries ``first_entry ...`` from ``rows`` rows that were not
-        rejected) into the current epoch, by its budget or by its size and weight."""
+        rejected) into the current epoch, by its budget or by its size and weight; with ``keep``,
+        from those entry offsets alone (the rest are held out, or are the hold-out's complement)."""
         summary = self.summary
         dataset_seed = derive_seed(epoch_seed(summary.seed, self.epoch), name)
-        chosen = self._draw(name, first_entry, entries, dataset_seed)
+        if keep is not None and self.lengths is not None and self.datasets[name].budget is not None:
+            raise UsageError(f"{self.config.origin}: dataset '{name}': a token budget over a store with held-out "
+                             f"rows (mixture '{Mixtures.HELD_OUT}') is not supported; give it a size or weight")
+        chosen = self._draw(name, first_entry, entries if keep is None else len(keep), dataset_seed)
         positions = self.mixtures.position_writer(self.mixture_id, self.position)
         for chunk in chosen.chunks():
-            if isinstance(chunk, OffsetRange):
+            if keep is not None:
+                ranged = isinstance(chunk, OffsetRange)
+                offsets = keep[chunk.start : chunk.start + chunk.length] if ranged else keep[chunk]
+                positions.add_ids(offsets + first_entry)
+            elif isinstance(chunk, OffsetRange):
                 positions.add_run(first_entry + chunk.start, chunk.length)
             else:
                 positions.add_ids(chunk + first_entry)
@@ -108,6 +119,9 @@ class MixtureWriter:
         drawn = len(chosen)
         self.position += drawn
         counts = chosen.counts()
+        if keep is not None:  # counted over every entry of the dataset, held out ones never drawn
+            counts = np.zeros(entries, dtype=counts.dtype)
+            counts[keep] = chosen.counts()
         # One epoch: its counts are the mixture's, and one pass counts the epoch's row and the summary.
         counted = self.mixtures.summarise_draw(first_entry, counts, rows) if summary.epochs == 1 else None
         distinct_entries, distinct_rows, max_repeats = (
@@ -133,6 +147,8 @@ class MixtureWriter:
 
     def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
         dataset = self.datasets[name]
+        if self.whole:  # the hold-out: every entry it keeps, once
+            return draw(entries, None, None, "exact", seed)
         if dataset.budget is None:
             _check_reach(self.config.origin, name, size=dataset.size, weight=dataset.weight, entries=entries)
             return draw(entries, dataset.size, dataset.weight, self.summary.sampling, seed)
@@ -169,8 +185,12 @@ class MixtureWriter:
         if dataset.budget is not None:
             budget["token_budget" if dataset.budget[0] == "tokens" else "supervised_token_budget"] = dataset.budget[1]
         requested = None if dataset.budget is not None else requested_count(base_entries, dataset.size, dataset.weight)
+        size, weight = dataset.size, dataset.weight
+        if self.whole:  # the hold-out asks for its rows' entries, not the config's sizes
+            size, weight, requested = None, None, drawn
+            budget = dict.fromkeys(budget)
         self.mixtures.add_dataset(
-            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=dataset.size, weight=dataset.weight,
+            mixture_id=self.mixture_id, dataset_id=dataset_id, seed=seed, size=size, weight=weight,
             base_entries=base_entries, requested=requested, entries=drawn, distinct_entries=counted.distinct_entries,
             distinct_rows=counted.distinct_rows, max_repeats=counted.max_repeats, **budget,
         )
@@ -233,13 +253,22 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
             f"{config.origin}: mixture '{name}': datasets not in the store: {', '.join(missing)} "
             f"(the store has: {', '.join(stored)})"
         )
+    if name == Mixtures.HELD_OUT:
+        raise UsageError(f"mixture '{name}' is the held-out evaluation set, made by dataidx build --val-size; "
+                         "choose another --name")
     writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths)
+    kept = not_held_out(connection, [stored[dataset.name] for dataset in config.datasets])
     for epoch in range(epochs):
         if epoch:
             writer.next_epoch()
         for dataset in config.datasets:
             row = stored[dataset.name]
-            writer.add(row.id, row.name, first_entry=row.first_entry, entries=row.entries, rows=row.rows - row.rejected)
+            keep, held_rows = kept.get(row.id, (None, 0))
+            if keep is not None and not len(keep):
+                raise UsageError(f"{config.origin}: dataset '{row.name}' is held out whole for evaluation (mixture "
+                                 f"'{Mixtures.HELD_OUT}'): no training mixture draws it")
+            writer.add(row.id, row.name, first_entry=row.first_entry, entries=row.entries,
+                       rows=row.rows - row.rejected - held_rows, keep=keep)
     return writer.finish()
 
 

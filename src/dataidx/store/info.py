@@ -57,6 +57,9 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 "created_at": mixture["created_at"],
                 "spec": mixture["spec"],
                 "stale": stale.get(mixture["name"]),
+                # the evaluation rows: every other mixture leaves them out
+                "held_out_rows": (Mixtures(handle).held_out_row_count() if mixture["name"] == Mixtures.HELD_OUT
+                                  else None),
                 "epochs": [entries for _, entries in Mixtures(handle).epochs_of(mixture["id"])],
                 "skip_lists": [asdict(skips) for skips in Orders(handle).skip_lists(mixture["name"])],
                 "datasets": {

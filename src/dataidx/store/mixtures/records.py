@@ -35,6 +35,21 @@ REASONING_COLUMNS = ("reasoning_entries", "reasoning_tokens", "plain_entries", "
 
 # Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those
 # drawn by: of every mixture, of one, or of those drawn under one spec.
+#: The evaluation mixture's name: its rows are held out of every other mixture.
+HELD_OUT = "eval"
+_HELD_OUT_ROWS = """
+SELECT DISTINCT b."row" FROM mixture_positions AS p
+JOIN mixtures AS m ON m.id = p.mixture_id
+JOIN base_entries AS b ON b.id = p.entry_id
+WHERE m.name = {mark} AND b.dataset_id = {mark}
+ORDER BY b."row"
+"""
+_HELD_OUT_COUNT = """
+SELECT count(*) FROM (SELECT DISTINCT b.dataset_id, b."row" FROM mixture_positions AS p
+JOIN mixtures AS m ON m.id = p.mixture_id
+JOIN base_entries AS b ON b.id = p.entry_id
+WHERE m.name = {mark}) AS held
+"""
 _STALE_BUDGETS = """
 SELECT m.name, m.spec, s.fingerprint IS NULL FROM mixtures AS m LEFT JOIN render_specs AS s ON s.name = m.spec
 WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint)
@@ -86,6 +101,9 @@ class Mixtures:
     COMPOSITION_COLUMNS, TOKEN_COLUMNS, REASONING_COLUMNS = COMPOSITION_COLUMNS, TOKEN_COLUMNS, REASONING_COLUMNS
     #: One dataset's draw over every epoch, as the bulk writer counts it (:mod:`.draws`).
     DrawSummary: TypeAlias = "draws.DrawSummary"
+
+    #: The evaluation mixture, held out of every other (:meth:`held_out_rows`).
+    HELD_OUT = HELD_OUT
 
     check_epoch = staticmethod(check_epoch)
     served_epoch = staticmethod(served_epoch)
@@ -168,6 +186,15 @@ class Mixtures:
         from .positions import position_entries  # NumPy: only readers of every position load it
 
         return position_entries(self.store, mixture)
+
+    def held_out_rows(self, dataset_id: int) -> list[int]:
+        """The rows of dataset ``dataset_id`` that mixture :data:`HELD_OUT` holds: evaluation rows,
+        which every other mixture leaves out (all their cuts), so no eval row is trained on."""
+        return [row for row, in self.store.all(_HELD_OUT_ROWS, HELD_OUT, dataset_id)]
+
+    def held_out_row_count(self) -> int:
+        """How many rows, over all datasets, mixture :data:`HELD_OUT` holds (0 with none)."""
+        return self.store.value(_HELD_OUT_COUNT, HELD_OUT) or 0
 
     # Writes: a mixture is drawn inside one write (dataidx.index's MixtureWriter).
 
