@@ -44,7 +44,49 @@ _OPEN: weakref.WeakSet[StoreHandle] = weakref.WeakSet()
 _UNCLOSED: list[str] = []
 
 
-class StoreHandle(Closable):
+class TemplateReads:
+    """Rows of a read template, whoever runs it: a reader's :class:`StoreHandle` or a writer's
+    working copy (``store.sqlite.working_copy.WorkingCopy``) implement ``execute`` and ``name``,
+    and read the rest the same way."""
+
+    name: Any
+
+    def execute(self, template: str, *parameters: Any) -> Cursor:
+        raise NotImplementedError
+
+    def one(self, template: str, *parameters: Any) -> tuple[Any, ...] | None:
+        """The first row of a read, or None."""
+        row = self.execute(template, *parameters).fetchone()
+        return None if row is None else tuple(row)
+
+    def value(self, template: str, *parameters: Any) -> Any:
+        """The first column of the first row of a read that always has one (``count(*)``, ``max``)."""
+        row = self.one(template, *parameters)
+        if row is None:
+            raise StoreError(f"{self.name}: a read that always answers gave nothing; the store is damaged")
+        return row[0]
+
+    def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
+        """Every row of a read, as tuples."""
+        return [tuple(row) for row in self.execute(template, *parameters).fetchall()]
+
+    def column(self, template: str, *parameters: Any) -> list[Any]:
+        """The first column of every row."""
+        return [row[0] for row in self.execute(template, *parameters).fetchall()]
+
+    def dicts(self, template: str, *parameters: Any) -> list[dict[str, Any]]:
+        """Every row of a read, as dicts keyed by column name."""
+        cursor = self.execute(template, *parameters)
+        columns = [column[0] for column in cursor.description]
+        return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+    def missing(self, table: str, kind: str, name: str, hint: str = "") -> NotFoundError:
+        """The error for a missing mixture, spec or plan, listing the names the store does have."""
+        return missing(kind, name, store=self.name, names=self.column(f"SELECT name FROM {table} ORDER BY id"),
+                       hint=hint)
+
+
+class StoreHandle(Closable, TemplateReads):
     """A read-only connection to a current store, with its name for messages.
 
     Example::
@@ -81,28 +123,6 @@ class StoreHandle(Closable):
         """A cursor over one read; ``{mark}`` takes the ``parameters`` in order."""
         return self._connection().execute(self.sql(template), parameters)
 
-    def one(self, template: str, *parameters: Any) -> tuple[Any, ...] | None:
-        """The first row of a read, or None."""
-        row = self.execute(template, *parameters).fetchone()
-        return None if row is None else tuple(row)
-
-    def value(self, template: str, *parameters: Any) -> Any:
-        """The first column of the first row of a read that always has one (``count(*)``, ``max``)."""
-        row = self.one(template, *parameters)
-        if row is None:
-            raise StoreError(f"{self.name}: a read that always answers gave nothing; the store is damaged")
-        return row[0]
-
-    def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
-        """Every row of a read, as tuples."""
-        return [tuple(row) for row in self.execute(template, *parameters).fetchall()]
-
-    def dicts(self, template: str, *parameters: Any) -> list[dict[str, Any]]:
-        """Every row of a read, as dicts keyed by column name."""
-        cursor = self.execute(template, *parameters)
-        columns = [column[0] for column in cursor.description]
-        return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
     def fetch(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
         """Rows of a read whose select list starts with ``{stamped}``: a StaleStoreError if the
         store was replaced since it was opened and what its reader reads changed (see
@@ -124,11 +144,6 @@ class StoreHandle(Closable):
     def tune_for_fetches(self) -> None:
         """Settings for a handle that serves a training run's random reads."""
         self._connection().tune_for_fetches()
-
-    def missing(self, table: str, kind: str, name: str, hint: str = "") -> NotFoundError:
-        """The error for a missing mixture, spec or plan, listing the names the store does have."""
-        names = [row[0] for row in self.all(f"SELECT name FROM {table} ORDER BY id")]
-        return missing(kind, name, store=self.name, names=names, hint=hint)
 
     def close(self) -> None:
         """Give the connection back; later reads are refused. Closing twice is harmless."""

@@ -33,34 +33,29 @@ TOKEN_COLUMNS = ("training_entries", "tokens", "supervised_tokens", "share_of_to
 REASONING_COLUMNS = ("reasoning_entries", "reasoning_tokens", "plain_entries", "plain_tokens",
                      *(f"reasoning_{problem}" for problem in REASONING_PROBLEMS))
 
-# Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those
-# drawn by: of every mixture, of one, or of those drawn under one spec.
 #: The evaluation mixture's name: its rows are held out of every other mixture.
 HELD_OUT = "eval"
-_HELD_OUT_ROWS = """
-SELECT DISTINCT b."row" FROM mixture_positions AS p
+# The rows (all cuts together) a mixture's positions hold: of one dataset, and counted over all.
+_HELD_ROWS_FROM = """FROM mixture_positions AS p
 JOIN mixtures AS m ON m.id = p.mixture_id
 JOIN base_entries AS b ON b.id = p.entry_id
-WHERE m.name = {mark} AND b.dataset_id = {mark}
-ORDER BY b."row"
-"""
-_HELD_OUT_COUNT = """
-SELECT count(*) FROM (SELECT DISTINCT b.dataset_id, b."row" FROM mixture_positions AS p
-JOIN mixtures AS m ON m.id = p.mixture_id
-JOIN base_entries AS b ON b.id = p.entry_id
-WHERE m.name = {mark}) AS held
-"""
-_STALE_BUDGETS = """
+WHERE m.name = {mark}"""
+_HELD_OUT_ROWS = f'SELECT DISTINCT b."row" {_HELD_ROWS_FROM} AND b.dataset_id = {{mark}} ORDER BY b."row"'
+_HELD_OUT_COUNT = f'SELECT count(*) FROM (SELECT DISTINCT b.dataset_id, b."row" {_HELD_ROWS_FROM}) AS held'
+
+#: A mixture ``m`` one of whose datasets was drawn by a token budget.
+_DRAWN_BY_BUDGETS = """EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
+              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))"""
+# Mixtures drawn by token budgets whose render spec is gone or holds other lengths than those
+# drawn by: of every mixture, of one, or of those drawn under one spec.
+_STALE_BUDGETS = f"""
 SELECT m.name, m.spec, s.fingerprint IS NULL FROM mixtures AS m LEFT JOIN render_specs AS s ON s.name = m.spec
 WHERE m.spec IS NOT NULL AND (s.fingerprint IS NULL OR s.fingerprint <> m.spec_fingerprint)
-  AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
-              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))"""
+  AND {_DRAWN_BY_BUDGETS}"""
 #: Mixtures drawn by token budgets under a spec's lengths as they are (the stale ones' complement).
-_BUDGETS_UNDER = """
+_BUDGETS_UNDER = f"""
 SELECT m.name FROM mixtures AS m JOIN render_specs AS s ON s.name = m.spec
-WHERE s.name = {mark} AND s.fingerprint = m.spec_fingerprint
-  AND EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
-              AND (md.token_budget IS NOT NULL OR md.supervised_token_budget IS NOT NULL))
+WHERE s.name = {{mark}} AND s.fingerprint = m.spec_fingerprint AND {_DRAWN_BY_BUDGETS}
 ORDER BY m.id"""
 _STALE_OF = {"all": _STALE_BUDGETS + " ORDER BY m.id",
              "mixture": _STALE_BUDGETS + " AND m.name = {mark} ORDER BY m.id",

@@ -111,16 +111,16 @@ class Plans:
     def members(self, spec_id: int, plan_id: int, pack: int) -> list[tuple[int, int, int, int, int]]:
         """``(entry id, tokens, joined to the next, trains, members its pack records)`` of pack
         ``pack``'s members under spec ``spec_id``, in slot order: one fetch, a reader's hot path."""
-        return self._fetch(_MEMBERS, spec_id, plan_id, pack)
+        return self.store.fetch(_MEMBERS, spec_id, plan_id, pack)
 
     def packs_holding(self, plan_id: int, first: int, last: int, entry_ids: list[int]) -> list[int]:
         """Packs ``first..last`` of a plan that hold any of base entries ``entry_ids``, sorted."""
-        return sorted(pack for pack, in self._fetch(_PACKS_HOLDING, plan_id, first, last, json.dumps(entry_ids)))
+        return sorted(pack for pack, in self.store.fetch(_PACKS_HOLDING, plan_id, first, last, json.dumps(entry_ids)))
 
     def placements(self, spec_id: int, plan_id: int, first: int, last: int) -> list[tuple]:
         """Per member of packs ``first..last``, in served order: ``(pack, token offset, tokens, side
         tokens, token weights, trains, members its pack records)`` under spec ``spec_id``."""
-        return self._fetch(_PLACEMENTS, spec_id, plan_id, first, last)
+        return self.store.fetch(_PLACEMENTS, spec_id, plan_id, first, last)
 
     def fill_histogram(self, plan_id: int, first: int, last: int, capacity: int, bins: int) -> list[tuple[int, int]]:
         """``(bin, packs)`` of packs ``first..last`` by how full they are, in ``bins`` equal bins."""
@@ -130,12 +130,12 @@ class Plans:
         """Per outcome of plan ``plan``'s ``--merge-cuts`` (merged, tree, or why conversations stayed
         cuts), over epochs ``first..last``: rows, entries, tokens as cuts and tokens forwarded; []
         for a plan without it."""
-        return self._dicts(_MERGES, plan, first, last)
+        return self.store.dicts(_MERGES, plan, first, last)
 
     def merging(self, *, mixture: str, spec: str) -> list[dict[str, Any]]:
         """The plans of ``mixture`` under ``spec`` made with ``--merge-cuts``: ``plan``, ``merge_cuts``
         and ``merges`` (as :meth:`merges`), for ``dataidx compose --spec``."""
-        plans = self._dicts(_MERGING, mixture, spec)
+        plans = self.store.dicts(_MERGING, mixture, spec)
         for plan in plans:
             plan["merges"] = self.merges(plan["plan"])
         return plans
@@ -148,7 +148,7 @@ class Plans:
         """Every plan as ``dataidx info --json`` shows it, by name: the view ``pack_plans``'s
         columns, ``epoch_packs`` (steps per epoch follow them, not their sum), ``merge_cuts`` and
         ``merges``."""
-        plans = self._dicts(_INFO)
+        plans = self.store.dicts(_INFO)
         for plan in plans:
             plan["epoch_packs"] = [packs for packs, in self.store.all(_EPOCH_PACKS, plan["plan"])]
             plan["merge_cuts"] = self.store.value("SELECT merge_cuts FROM packing_plans WHERE name = {mark}",
@@ -232,22 +232,6 @@ class Plans:
             for table in ("packs", "plan_epochs", "plan_merges"):
                 copy.execute(f"DELETE FROM {table} WHERE plan_id = {{mark}}", plan_id)
             copy.execute("DELETE FROM packing_plans WHERE id = {mark}", plan_id)
-
-    def _fetch(self, template: str, *parameters: Any) -> list[Any]:
-        """Rows of a read whose select list starts with ``{stamped}``: a reader's handle checks the
-        store is the one it opened; a working copy is its writer's own."""
-        store = self.store
-        if isinstance(store, StoreHandle):
-            return store.fetch(template, *parameters)
-        return store.all(template, *parameters)
-
-    def _dicts(self, template: str, *parameters: Any) -> list[dict[str, Any]]:
-        """Every row of a read, as dicts keyed by column name."""
-        store = self.store
-        if isinstance(store, StoreHandle):
-            return store.dicts(template, *parameters)
-        result = store.execute(template, *parameters)  # a writer's: SQLAlchemy's result names its columns
-        return [dict(zip(result.keys(), row)) for row in result.fetchall()]
 
     def _handle(self) -> StoreHandle:
         """The reader's handle a recount reads its arrays through (a write has none)."""

@@ -122,8 +122,7 @@ class Specs:
     def added_token_uses(self, spec_id: int) -> list[dict[str, Any]]:
         """``{dataset, token, entries}`` of spec ``spec_id``: per dataset, the base entries whose data
         text holds an added token that is not special (kept as its id, as in v1), most first."""
-        found = self.store.all(_ADDED_TOKENS, spec_id)
-        return [{"dataset": dataset, "token": token, "entries": entries} for dataset, token, entries in found]
+        return self.store.dicts(_ADDED_TOKENS, spec_id)
 
     def lengths(self, spec_id: int, column: str = "tokens") -> rows.SpecLengths:
         """Every base entry's ``column`` (``tokens`` or ``supervised_tokens``) under spec ``spec_id``

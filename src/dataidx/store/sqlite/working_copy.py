@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ...errors import NotFoundError, StoreError
-from ..handle import StoreHandle, missing
+from ...errors import StoreError
+from ..handle import StoreHandle, TemplateReads
 from .read import SQLITE
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 STORE_NAME = "dataidx.store"
 
 
-class WorkingCopy:
+class WorkingCopy(TemplateReads):
     """Templates run on a writer's connection: the reads of a handle, and writes."""
 
     #: the spelling its templates take (what a reader's handle names ``dialect``)
@@ -38,26 +38,14 @@ class WorkingCopy:
         """A cursor over one statement; ``{mark}`` takes the ``parameters`` in order."""
         return self.connection.exec_driver_sql(SQLITE.sql(template), parameters)
 
-    def all(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in self.execute(template, *parameters).fetchall()]
-
-    def one(self, template: str, *parameters: Any) -> tuple[Any, ...] | None:
-        row = self.execute(template, *parameters).fetchone()
-        return None if row is None else tuple(row)
-
-    def value(self, template: str, *parameters: Any) -> Any:
-        row = self.one(template, *parameters)
-        if row is None:
-            raise StoreError("a read that always answers gave nothing; the store is damaged")
-        return row[0]
+    def dicts(self, template: str, *parameters: Any) -> list[dict[str, Any]]:
+        """Every row of a read, as dicts keyed by column name (SQLAlchemy's result names them)."""
+        result = self.execute(template, *parameters)
+        return [dict(zip(result.keys(), row)) for row in result.fetchall()]
 
     def fetch(self, template: str, *parameters: Any) -> list[tuple[Any, ...]]:
         """A reader's fetch, on the copy a writer holds (``{stamped}`` is nothing on a file)."""
         return self.all(template, *parameters)
-
-    def column(self, template: str, *parameters: Any) -> list[Any]:
-        """The first column of every row."""
-        return [row[0] for row in self.execute(template, *parameters).fetchall()]
 
     def insert(self, template: str, *parameters: Any) -> int:
         """Run one ``INSERT`` and return the new row's id."""
@@ -74,11 +62,6 @@ class WorkingCopy:
         rows = list(rows)
         if rows:
             self.connection.exec_driver_sql(SQLITE.sql(template), rows)
-
-    def missing(self, table: str, kind: str, name: str, hint: str = "") -> NotFoundError:
-        """The error for a missing mixture, spec or plan, as a handle words it."""
-        return missing(kind, name, store=self.name, names=self.column(f"SELECT name FROM {table} ORDER BY id"),
-                       hint=hint)
 
 
 #: What a noun reads (and, a working copy, writes) through: a reader's handle, a writer's working
