@@ -128,7 +128,7 @@ CREATE TABLE render_specs (
 	kept INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, 
+	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, trust_remote_code BOOLEAN DEFAULT 0 NOT NULL, 
 	CONSTRAINT pk_render_specs PRIMARY KEY (id), 
 	CONSTRAINT uq_render_specs_name UNIQUE (name)
 );
@@ -139,7 +139,7 @@ CREATE TABLE entry_renders (
 	supervised_tokens INTEGER NOT NULL, 
 	full_tokens INTEGER NOT NULL, 
 	status VARCHAR NOT NULL, 
-	detail TEXT, cause VARCHAR, reasoning VARCHAR, token_offset INTEGER, side_tokens INTEGER, token_weights BLOB, 
+	detail TEXT, cause VARCHAR, reasoning VARCHAR, token_offset INTEGER, side_tokens INTEGER, token_weights BLOB, extra_info TEXT, 
 	CONSTRAINT pk_entry_renders PRIMARY KEY (spec_id, entry_id), 
 	CONSTRAINT fk_entry_renders_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_entry_renders_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
@@ -477,4 +477,4 @@ CREATE TABLE length_chunks (
 	CONSTRAINT fk_length_chunks_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
 )
  WITHOUT ROWID;
-INSERT INTO alembic_version (version_num) VALUES ('0016');
+INSERT INTO alembic_version (version_num) VALUES ('0017');

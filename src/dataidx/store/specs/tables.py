@@ -6,7 +6,7 @@ writers beside it; :mod:`dataidx.store.schema` gathers every noun's tables."""
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, LargeBinary, String, Text
+from sqlalchemy import Boolean, Float, ForeignKey, LargeBinary, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..declarative import INT, Base
@@ -39,6 +39,8 @@ class RenderSpecRow(Base):
     clock: Mapped[str | None] = mapped_column(String, nullable=True)
     #: which tokens data text may not produce as ids: ``special`` (v1's) or ``added`` (every added token)
     escapes: Mapped[str] = mapped_column(String, nullable=False, server_default="special")
+    #: the tokenizer's class came from Python files in its folder (``--trust-remote-code``, 0017)
+    trust_remote_code: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
 
 
 class AddedTokenUse(Base):
@@ -90,6 +92,8 @@ class EntryRender(Base):
     side_tokens: Mapped[int | None] = mapped_column(INT, nullable=True)
     #: loss weights as runs (``uint32`` count, ``float64`` weight); NULL: supervised 1, the rest 0
     token_weights: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    #: the sample's ``extra_info`` (v1's, a KTO label say), kept with its stored tokens (0017)
+    extra_info: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class SpecTokens(Base):
