@@ -289,7 +289,7 @@ def test_words_and_weight_runs_give_back_any_rendering_bit_for_bit(drawn: tuple[
     dtype = word_dtype(vocabulary)
     stored = encode_tokens(rendered, dtype)
     words = np.concatenate([np.zeros(3, dtype=dtype), stored.words])  # not at offset 0
-    back, = served(words, [(3, len(stored.words), stored.side_tokens, stored.weights)], ["d"])
+    back, = served(words, [(3, len(stored.words), stored.side_tokens, stored.weights, None)], ["d"])
     assert back.pop("_dataset_name") == "d" and back == rendered.as_dict()
     assert json.dumps(back) == json.dumps(rendered.as_dict())  # -0.0 and 1e-9 stay what they were
 
@@ -301,6 +301,8 @@ def test_a_batch_of_entries_decodes_each_as_alone_in_any_order(drawn: tuple[int,
     vocabulary, entries, rng = drawn
     dtype = word_dtype(vocabulary)
     renderings = [_rendered(sides) for sides in entries]
+    for k, rendered in enumerate(renderings[::3]):  # some carry v1's extra_info, which comes back with them
+        rendered.extra_info = json.dumps({"kto_label": k % 2 == 0})
     stored = [encode_tokens(rendered, dtype) for rendered in renderings]
     # Stored in one order, asked for in another: a batch reads in stored order, answers in the asked one.
     placed = list(range(len(stored)))
@@ -311,7 +313,8 @@ def test_a_batch_of_entries_decodes_each_as_alone_in_any_order(drawn: tuple[int,
         words.append(stored[k].words)
     asked = list(range(len(stored)))
     rng.shuffle(asked)
-    rows = [(offsets[k], len(stored[k].words), stored[k].side_tokens, stored[k].weights) for k in asked]
+    rows = [(offsets[k], len(stored[k].words), stored[k].side_tokens, stored[k].weights, renderings[k].extra_info)
+            for k in asked]
     back = served(np.concatenate(words), rows, [f"d{k}" for k in asked])
     assert [one.pop("_dataset_name") for one in back] == [f"d{k}" for k in asked]
     assert back == [renderings[k].as_dict() for k in asked]

@@ -63,8 +63,8 @@ def test_llamafactorys_kto_demo_under_openai_is_refused_naming_its_label(tmp_pat
     config = write_yaml(tmp_path / "kto.yaml", f"kto:\n  path: {demo}\n  source: local\n  converter: openai\n")
     refused(run("build", config, "-o", tmp_path / "s.db", "-q"),
             "dataset 'kto': column label (a KTO label) would be ignored under converter 'openai', which trains every "
-            "answer, those labelled false too; no converter trains a KTO label yet (LLaMA-Factory v1 has none); if "
-            "ignoring it is meant, set ignore_columns: [label]")
+            "answer, those labelled false too; converter kto takes these rows (their label becomes v1's extra_info); "
+            "if ignoring it is meant, set ignore_columns: [label]")
     config.write_text(config.read_text() + "  ignore_columns: [label]\n")
     built = build(config, tmp_path / "s.db")
     assert built.datasets[0].rows == 300

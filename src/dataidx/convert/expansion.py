@@ -29,9 +29,13 @@ def sample_problem(sample: Mapping[str, Any]) -> str | None:
     message list that is not a list, message that is not a dict, role that is not one of
     :data:`ROLES` (a template writes it between its own turn markers, so any other string forges
     turns), or content that is not a list of blocks; None when none is found. Block types and
-    values are left to the renderer, which names them. A text document's ``text`` must be a string."""
+    values are left to the renderer, which names them. A text document's ``text`` must be a string,
+    and ``extra_info`` text, as v1 types it (stored beside the entry's tokens, served as written)."""
     if is_document(sample) and not isinstance(sample["text"], str | None):
         return f"text is {kind_of(sample['text'])}, not a string"
+    if not isinstance(sample.get("extra_info"), str | None):
+        return (f"extra_info is {kind_of(sample['extra_info'])}, not text: LLaMA-Factory v1's extra_info is a "
+                "string (write a label or a record as JSON text)")
     for key in MESSAGE_LISTS:
         messages = sample.get(key)
         if messages is None:

@@ -226,6 +226,32 @@ def openai(raw: dict[str, Any]) -> SFTSample:
     return _openai(raw, None)
 
 
+#: What a KTO row's ``extra_info`` says: ``{"kto_label": true}`` for a desirable answer.
+KTO_LABEL = "kto_label"
+
+
+@converters.register("kto", version="1")
+def kto(raw: dict[str, Any]) -> SFTSample:
+    """A KTO row (LLaMA-Factory's ``kto_en_demo.json``: OpenAI-shaped ``messages`` and a boolean
+    ``label``, whether the answer is desirable) -> one entry training its last assistant turn,
+    the label as v1's ``extra_info`` (``{"kto_label": true}``, JSON text), which a KTO loss reads
+    per entry. Earlier assistant turns are the prompt's: v1 has no KTO, so this follows TRL's
+    ``KTOTrainer``, whose completion is the last answer. A label that is not true or false is
+    refused: ``"false"`` as text would train an undesirable answer as desirable."""
+    label = raw.get("label")
+    if not isinstance(label, bool):
+        raise InvalidRow(f"key 'label' is {'missing' if label is None else kind_of(label)}, not true or false: a KTO "
+                         "label says whether the row's answer is desirable")
+    sample = _openai(raw, None)
+    messages = sample["messages"]
+    last = max((number for number, message in enumerate(messages) if message["role"] == "assistant"), default=None)
+    for number, message in enumerate(messages):
+        if message["role"] == "assistant" and number != last:
+            message["loss_weight"] = 0.0
+    sample["extra_info"] = json_text.dumps({KTO_LABEL: label})
+    return sample
+
+
 @converters.register("text", version="1", fast=text_cuts)
 def text(raw: dict[str, Any]) -> TextSample:
     """A row's ``text`` column -> a text document, trained whole with EOS appended (LLaMA-Factory's

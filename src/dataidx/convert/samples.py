@@ -44,10 +44,12 @@ class _SFTKeys(TypedDict):
 
 
 class SFTSample(_SFTKeys, total=False):
-    """A conversation; ``tools`` is JSON text. A reader adds ``_dataset_name``, and serves an
-    entry's ``messages`` cut to its prefix."""
+    """A conversation; ``tools`` is JSON text; ``extra_info`` is text v1 hands to the trainer
+    beside the entry's model inputs (a KTO label, say). A reader adds ``_dataset_name``, and
+    serves an entry's ``messages`` cut to its prefix."""
 
     tools: str
+    extra_info: str
     _dataset_name: str
 
 
@@ -60,6 +62,7 @@ class PairSample(_PairKeys, total=False):
     """A preference pair (v1's ``DPOSample``): both sides whole, each with its prompt."""
 
     tools: str
+    extra_info: str
     _dataset_name: str
 
 

@@ -6,8 +6,10 @@ A pack's row has ``input_ids`` (its sequences end to end), ``seq_start_id`` (whe
 starts, 0 first, the end left out) and ``loss_mask`` (int8, already rolled by one as
 ``fill_packing_strategy`` rolls it: 1 at ``t`` when token ``t + 1`` of the same sequence is
 supervised, 0 at each sequence's last token), plus our unrolled ``labels`` and ``loss_weights``,
-which Bridge ignores (it reads its three columns by name). Columns are built from flat NumPy
-arrays and offsets, a chunk at a time: no Python list per entry.
+which Bridge ignores (it reads its three columns by name). ``extra_info`` is LLaMA-Factory v1's
+(a KTO label, say): an entry's text, null where it has none; a pack's list of its sequences'.
+Columns are built from flat NumPy arrays and offsets, a chunk at a time: no Python list per
+entry (but for ``extra_info``, where some entry has one).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ PACKS = "data.idx.parquet"
 
 def schema(packed: bool) -> pa.Schema:
     ints, floats = pa.list_(pa.int32()), pa.list_(pa.float32())
-    fields = [("input_ids", ints), ("labels", ints), ("loss_weights", floats)]
+    fields = [("input_ids", ints), ("labels", ints), ("loss_weights", floats),
+              ("extra_info", pa.list_(pa.string()) if packed else pa.string())]
     if packed:
         fields[1:1] = [("seq_start_id", ints), ("loss_mask", pa.list_(pa.int8()))]
     return pa.schema(fields)
@@ -44,6 +47,7 @@ class ParquetTokenWriter(TokenWriter):
 
     format = "parquet"
     ids_dtype = np.dtype(np.int32)
+    keeps_extra_info = True
 
     def __init__(self, folder: Path, shape: Shape) -> None:
         super().__init__(folder, shape)
@@ -55,7 +59,8 @@ class ParquetTokenWriter(TokenWriter):
         offsets = np.concatenate(([0], np.cumsum(sizes)))
         columns = {"input_ids": _lists(offsets, words.ids.astype(np.int32), pa.int32()),
                    "labels": _lists(offsets, words.labels(), pa.int32()),
-                   "loss_weights": _lists(offsets, words.weights, pa.float32())}
+                   "loss_weights": _lists(offsets, words.weights, pa.float32()),
+                   "extra_info": self._extra_info(words)}
         if self.packed:
             ends = np.cumsum(words.lengths)
             starts = ends - words.lengths
@@ -67,3 +72,13 @@ class ParquetTokenWriter(TokenWriter):
             mask[ends - 1] = 0
             columns["loss_mask"] = _lists(offsets, mask, pa.int8())
         self.writer.write_table(pa.table(columns, schema=schema(self.packed)), row_group_size=ROW_GROUP)
+
+    def _extra_info(self, words: Words) -> pa.Array:
+        """Each entry's ``extra_info`` (a pack's: its sequences'), null where there is none."""
+        documents = len(words.documents)
+        if not self.packed:
+            return pa.array(words.extra_info, type=pa.string()) if words.extra_info is not None else pa.nulls(
+                documents, pa.string())
+        values = words.extra_info if words.extra_info is not None else [None] * len(words.lengths)
+        sequences = np.concatenate(([0], np.cumsum(words.documents)))
+        return pa.ListArray.from_arrays(pa.array(sequences.astype(np.int32)), pa.array(values, type=pa.string()))

@@ -38,18 +38,23 @@ class Placements:
     pairs: np.ndarray
     #: sequence number in this chunk -> its loss weights as runs, where they are not the usual 1/0
     weights: dict[int, bytes]
+    #: sequence number in this chunk -> its ``extra_info``, where it has one
+    extra_info: dict[int, str]
     #: sequences per document
     documents: np.ndarray
 
 
 def _placements(first: int, rows: list[tuple], documents: np.ndarray, store: str, spec: str) -> Placements:
-    """Placements from ``(key, offset, tokens, side tokens, weights)`` rows in served order."""
+    """Placements from ``(key, offset, tokens, side tokens, weights, ..., extra info)`` rows in
+    served order."""
     if any(row[1] is None for row in rows):
         raise StoreError(f"{store}: an entry of spec '{spec}' trains but has no stored tokens; the store is damaged: "
                          "run dataidx render --store-tokens again")
     numbers = np.array([(row[1], row[2], row[3] is not None) for row in rows], dtype=np.int64).reshape(-1, 3)
     weights = {number: row[4] for number, row in enumerate(rows) if row[4] is not None}
-    return Placements(first, numbers[:, 0], numbers[:, 1], numbers[:, 2].astype(bool), weights, documents)
+    extra_info = {number: row[-1] for number, row in enumerate(rows) if row[-1] is not None}
+    return Placements(first, numbers[:, 0], numbers[:, 1], numbers[:, 2].astype(bool), weights, extra_info,
+                      documents)
 
 
 class MixtureWords(Closable):

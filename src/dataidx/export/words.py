@@ -36,6 +36,8 @@ class Words:
     documents: np.ndarray
     #: the first document here whose weights are not 1 where supervised and 0 elsewhere, if any
     weighted: int | None
+    #: per sequence, its ``extra_info`` (None where it has none); None when no sequence here has one
+    extra_info: list[str | None] | None = None
 
     def labels(self) -> np.ndarray:
         """Hugging Face labels: the id where supervised, -100 elsewhere (int32)."""
@@ -98,4 +100,6 @@ def _decode(tokens: TokenFile, chunk: Placements, start: int, stop: int, first_s
         if weighted is None:
             document = int(np.searchsorted(np.cumsum(chunk.documents), sequence, side="right"))
             weighted = chunk.first + document
-    return Words(chunk.first + start, ids, supervised, weights, lengths, chunk.documents[start:stop], weighted)
+    extra_info = [chunk.extra_info.get(number) for number in range(low, high)] if chunk.extra_info else None
+    return Words(chunk.first + start, ids, supervised, weights, lengths, chunk.documents[start:stop], weighted,
+                 extra_info)

@@ -9,6 +9,7 @@ the summary and manifest of a finished export. A new format is a subclass with :
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from abc import ABC, abstractmethod
@@ -23,6 +24,8 @@ import numpy as np
 from .._version import __version__
 from .output import publishing
 from .words import Words
+
+logger = logging.getLogger(__name__)
 
 #: What every export folder holds besides the format's files: what it was made from.
 MANIFEST = "dataidx_export.json"
@@ -76,6 +79,8 @@ class TokenWriter(ABC):
     refuses_packs: ClassVar[str | None] = None
     #: the ids' dtype in its files (the manifest says it: a reader may have to be told)
     ids_dtype: np.dtype
+    #: whether its files hold each sequence's ``extra_info`` (a format without it says so once)
+    keeps_extra_info: ClassVar[bool] = False
 
     def __init__(self, folder: Path, shape: Shape) -> None:
         self.folder, self.shape = folder, shape
@@ -83,6 +88,7 @@ class TokenWriter(ABC):
         self.documents = self.sequences = self.tokens = 0
         self._files: list[Path] = []  # the export's files, whose bytes the summary counts
         self._closing = ExitStack()  # every file opened, closed (and scratch removed) once, in reverse
+        self._said_extra_info = False
 
     @classmethod
     @contextmanager
@@ -130,6 +136,13 @@ class TokenWriter(ABC):
 
     def write(self, words: Words) -> None:
         """Encode ``words`` and count them."""
+        if words.extra_info is not None and not self.keeps_extra_info and not self._said_extra_info:
+            self._said_extra_info = True
+            first = words.first + int(np.searchsorted(np.cumsum(words.documents), next(
+                number for number, info in enumerate(words.extra_info) if info is not None), side="right"))
+            logger.warning("%s: %s %d and others carry extra_info (LLaMA-Factory v1's, a KTO label say), which "
+                           "format %s cannot hold: left out of the export; --format parquet keeps it",
+                           self.shape.what, "pack" if self.shape.packed else "training entry", first, self.format)
         self.encode(words)
         self.documents += len(words.documents)
         self.sequences += len(words.lengths)

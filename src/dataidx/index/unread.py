@@ -5,8 +5,8 @@ converter that does not read them trains the row as if they were not there, and 
 through: LLaMA-Factory's ``dpo_en_demo.json`` under ``sharegpt`` trained its prompts' turns and
 neither answer, ``kto_en_demo.json`` under ``openai`` trained its 150 answers labelled false as
 targets. The build refuses such a dataset from its column names, once, before a row is
-converted, naming the converter that takes the rows, or saying that none does yet; a dataset
-that means it says ``ignore_columns``.
+converted, naming the converter that takes the rows (``pair``, ``kto``), or saying that none
+does yet; a dataset that means it says ``ignore_columns``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ MEANINGFUL = {"chosen": "a preference pair", "rejected": "a preference pair", "l
 #: The meaningful columns each built-in converter reads. A converter not named here (a user's)
 #: is not checked: it reads what it was written to read.
 READS: dict[str, tuple[str, ...]] = {"alpaca": (), "sharegpt": (), "openai": (), "none": (),
-                                     "pair": ("chosen", "rejected")}
+                                     "pair": ("chosen", "rejected"), "kto": ("label",)}
 #: A prompt column beside ``chosen``/``rejected``: single answers, LLaMA-Factory v0's ranking shape.
 _V0_PROMPTS = ("conversations", "instruction")
 
@@ -65,7 +65,7 @@ def _consequence(unread: list[str]) -> str:
 def _taker(unread: list[str], columns: Sequence[str]) -> str:
     """Which converter takes rows with these columns, or that none does yet."""
     if "label" in unread:
-        return "no converter trains a KTO label yet (LLaMA-Factory v1 has none)"
+        return "converter kto takes these rows (their label becomes v1's extra_info)"
     prompt = next((column for column in _V0_PROMPTS if column in columns), None)
     if prompt is not None:
         return (f"no converter takes these rows yet: {prompt} beside single chosen and rejected answers is "

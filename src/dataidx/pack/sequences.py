@@ -81,6 +81,8 @@ def merged_sample(cuts: list[dict[str, Any]], *, trees: bool) -> dict[str, Any]:
     sample: dict[str, Any] = {"_dataset_name": cuts[0].get("_dataset_name"), "input_ids": ids,
                               "labels": labels_out.tolist(), "loss_weights": weights_out.tolist(),
                               "attention_mask": [1] * len(ids)}
+    if cuts[0].get("extra_info") is not None:  # a row's cuts share its sample's
+        sample["extra_info"] = cuts[0]["extra_info"]
     if trees:
         order = sorted(range(len(segments)), key=lambda k: segments[k][0])
         renumbered = {old: new for new, old in enumerate(order)}

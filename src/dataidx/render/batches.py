@@ -44,6 +44,8 @@ class Batch:
         self.characters = 0
         self.dataset = 0  #: the dataset whose entries are being added
         self.uses: Counter[tuple[int, str]] = Counter()  #: entries per (dataset, plain added token)
+        #: the ``extra_info`` of entries waiting whose sample has one, by entry id
+        self.extra_info: dict[int, str] = {}
 
     def add(self, entry_ids: list[int], drafts: list[Draft]) -> None:
         self.ids += entry_ids
@@ -57,10 +59,10 @@ class Batch:
         """Render what waits; ``(entry id, draft, rendering)`` of each, for a caller to learn from."""
         done = list(zip(self.ids, self.drafts, self.renderer.finish_many(self.drafts))) if self.drafts else []
         self.rows += [length_row(entry_id, rendered) for entry_id, _, rendered in done]
-        if self.tokens is not None:
-            for entry_id, _, rendered in done:
-                if rendered.trains:
-                    self.tokens.add(entry_id, rendered)
+        for entry_id, _, rendered in done:
+            rendered.extra_info = self.extra_info.pop(entry_id, None)
+            if self.tokens is not None and rendered.trains:
+                self.tokens.add(entry_id, rendered)
         self.uses.update((dataset, token) for dataset, (_, _, rendered) in zip(self.datasets, done)
                          for token in rendered.added)
         self.drafts, self.ids, self.datasets, self.characters = [], [], [], 0

@@ -3,8 +3,8 @@
 A reader opens the spec's token file when the store records one (checked against the record:
 one line if it is missing, truncated or another rendering's). A fetch then finds each entry's
 words through the file's own index, with no SQL: only a position outside a mixture's runs, or
-an entry whose index start is flagged (a preference pair's split, unusual loss weights), is
-looked up in the store. A spec without stored tokens is rendered on fetch, as before.
+an entry whose index start is flagged (a preference pair's split, unusual loss weights, an
+``extra_info``), is looked up in the store. A spec without stored tokens is rendered on fetch, as before.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .spec import StoredSpec
 from .token_file import START, TokenFile
 from .tokens import TokenRow, served
 
-#: A flagged entry's extras: ``(entry id, side tokens, token weights)``.
+#: A flagged entry's extras: ``(entry id, side tokens, token weights, extra info)``.
 _EXTRAS = Specs.FETCH_EXTRAS
 _START = int(START)
 
@@ -75,9 +75,9 @@ class TokenServer:
         flagged, start = start > _START, start & _START
         if not start < end <= words.size:  # a served entry has words, all within the file
             raise tokens.damaged(entry_id, start, end)
-        side_tokens, weights = self._extras([entry_id], fetch)[entry_id] if flagged else (None, None)
+        side_tokens, weights, info = self._extras([entry_id], fetch)[entry_id] if flagged else (None, None, None)
         name = self._dataset_names[bisect.bisect_right(self._dataset_starts, entry_id) - 1]
-        return served(words, [(start, end - start, side_tokens, weights)], [name])[0]
+        return served(words, [(start, end - start, side_tokens, weights, info)], [name])[0]
 
     def get(self, entry_ids: list[int], fetch: Any) -> list[dict[str, Any]]:
         """The served dicts of base entries ``entry_ids`` (each must train under the spec), in order."""
@@ -94,7 +94,7 @@ class TokenServer:
         starts, counts = begins.tolist(), (ends - begins).tolist()
         flagged = np.flatnonzero(found & ~START).tolist()
         extras = self._extras([entry_ids[k] for k in flagged], fetch)
-        rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None)))
+        rows: list[TokenRow] = [(start, count, *extras.get(entry_id, (None, None, None)))
                                 for entry_id, start, count in zip(entry_ids, starts, counts)]
         names, firsts = self._dataset_names, self._dataset_starts
         return served(words, rows, [names[bisect.bisect_right(firsts, entry_id) - 1] for entry_id in entry_ids])
@@ -103,11 +103,11 @@ class TokenServer:
         return StaleStoreError(f"{self.store}: an entry is not in the token file of spec '{self.tokens.spec}'; run "
                                "dataidx render --store-tokens again")
 
-    def _extras(self, entry_ids: list[int], fetch: Any) -> dict[int, tuple[int | None, bytes | None]]:
+    def _extras(self, entry_ids: list[int], fetch: Any) -> dict[int, tuple[int | None, bytes | None, str | None]]:
         if not entry_ids:
             return {}
-        found = {entry_id: (side, weights)
-                 for entry_id, side, weights in fetch(_EXTRAS, self.spec_id, json.dumps(sorted(set(entry_ids))))}
+        found = {entry_id: (side, weights, info)
+                 for entry_id, side, weights, info in fetch(_EXTRAS, self.spec_id, json.dumps(sorted(set(entry_ids))))}
         if len(found) < len(set(entry_ids)):
             raise StaleStoreError(f"{self.store}: entries of spec '{self.tokens.spec}' are missing; the store is "
                                   "damaged")

@@ -24,7 +24,7 @@ from ..read import EntryReader
 from ..store import Specs
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .renderer import Renderer
+from .renderer import Renderer, extra_info
 from .spool import AddedUses
 from .token_pass import ChunkTokens
 from .tokens import TokenChunk
@@ -87,6 +87,9 @@ def render_range(work: RenderPass, first: int, last: int) -> RangeRendered:
             rows.extend((entry_id, 0, 0, 0, "render_error", bounded(str(exc)), "conversion", None)
                         for entry_id, _ in entries)
             continue
+        info = extra_info(whole)
+        if info is not None:
+            batch.extra_info.update((entry_id, info) for entry_id, _ in entries)
         for entry_id, cut in entries:
             if cut is None:
                 batch.add([entry_id], [renderer.draft(whole, False)])

@@ -36,6 +36,9 @@ class Rendered:
     cause: str | None = None
     #: what became of its reasoning (:mod:`.reasoning`): None when it has none
     reasoning: str | None = None
+    #: the sample's ``extra_info``, which v1's ``Renderer.process_samples`` copies into the model
+    #: input as it is (a KTO label, say); None when the sample has none
+    extra_info: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -54,11 +57,16 @@ class Rendered:
         return self.status in TRAINING_STATUSES
 
     def as_dict(self) -> dict[str, Any]:
-        """The model inputs (``chosen``/``rejected`` dicts for preference entries)."""
+        """The model inputs (``chosen``/``rejected`` dicts for preference entries), and the
+        sample's ``extra_info`` where it has one, as v1 puts it beside them."""
         if self.sides is not None:
-            return {name: side.as_dict() for name, side in self.sides.items()}
-        return {"input_ids": self.input_ids, "labels": self.labels, "loss_weights": self.loss_weights,
-                "attention_mask": [1] * len(self.input_ids)}
+            made: dict[str, Any] = {name: side.as_dict() for name, side in self.sides.items()}
+        else:
+            made = {"input_ids": self.input_ids, "labels": self.labels, "loss_weights": self.loss_weights,
+                    "attention_mask": [1] * len(self.input_ids)}
+        if self.extra_info is not None:
+            made["extra_info"] = self.extra_info
+        return made
 
 
 

@@ -92,8 +92,12 @@ class Renderer:
         return self.render_many([(sample, has_cut)])[0]
 
     def render_many(self, items: Sequence[tuple[Mapping[str, Any], bool]]) -> list[Rendered]:
-        """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer."""
-        return self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
+        """Render ``(sample, has_cut)`` pairs: every text first, then one batch for the tokenizer;
+        each rendering keeps its sample's ``extra_info``."""
+        done = self.finish_many([self.draft(sample, has_cut) for sample, has_cut in items])
+        for (sample, _), rendered in zip(items, done):
+            rendered.extra_info = extra_info(sample)
+        return done
 
     def finish_many(self, drafts: list[Draft]) -> list[Rendered]:
         """Tokenize the texts of drafts (:meth:`draft_cuts`) in one batch, and label them.
@@ -263,6 +267,12 @@ class Renderer:
 
     def _truncate(self, ids: list[int], labels: list[int], weights: list[float]) -> Rendered:
         return truncated(ids, labels, weights, cutoff=self.cutoff, truncation=self.truncation, bos_id=self.bos_id)
+
+
+def extra_info(sample: Mapping[str, Any]) -> str | None:
+    """A sample's ``extra_info`` (text, or None): what the build let through (:func:`sample_problem`)."""
+    found = sample.get("extra_info") if isinstance(sample, Mapping) else None
+    return found if isinstance(found, str) else None
 
 
 #: A draft or a finished rendering: :func:`_holding` gives back what it is given.

@@ -32,12 +32,12 @@ class RenderedRows:
 
     def add(self, rows: list[Specs.LengthRow], placed: list[Specs.EntryTokens] | None = None) -> None:
         """Keep one chunk's rows, with where each training entry's words lie when tokens are stored."""
-        where: dict[int, tuple[int | None, int | None, bytes | None]] = {
-            entry_id: (offset, side, weights) for entry_id, offset, side, weights in placed or ()}
+        where: dict[int, tuple[int | None, int | None, bytes | None, str | None]] = {
+            entry_id: (offset, side, weights, info) for entry_id, offset, side, weights, info in placed or ()}
         if placed is not None:
             missing = [row[0] for row in rows if row[4] in TRAINING_STATUSES and row[0] not in where]
             assert not missing, f"entries {missing[:5]} train but their tokens were not stored"
-        none: tuple[int | None, int | None, bytes | None] = (None, None, None)
+        none: tuple[int | None, int | None, bytes | None, str | None] = (None, None, None, None)
         stored: list[Specs.StoredRow] = [row + where.get(row[0], none) for row in rows]
         pickle.dump(stored, self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)

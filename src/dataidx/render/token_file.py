@@ -5,7 +5,8 @@ Layout (little-endian): a 128-byte header (magic, word bytes, words, entries ind
 entry id, the spec's fingerprint), the words, zero padding to 8 bytes, then ``entries + 1``
 ``uint64`` starts: entry ``first + i`` is words ``start[i] .. start[i + 1]`` (bit 63 masked off;
 none for an entry that does not train). Bit 63 says the entry has more than words and the
-supervised bit (a preference pair's split, unusual loss weights), which ``entry_renders`` holds.
+supervised bit (a preference pair's split, unusual loss weights, an ``extra_info``), which
+``entry_renders`` holds.
 
 The file is named by the spec's fingerprint (plus a random part where another store's file has
 that name) and lives in the store's token folder (``<store>.tokens`` beside a store file). It is
@@ -35,7 +36,7 @@ MAGIC = b"DIDXTOK2"
 #: magic, word bytes, reserved, words, entries indexed, first entry id, the spec's fingerprint (raw)
 HEADER = struct.Struct("<8sII QQQ 32s 56x")
 assert HEADER.size == 128
-#: Bit 63 of an index start: the entry has a pair's split or unusual weights (``entry_renders``).
+#: Bit 63 of an index start: the entry has a pair's split, unusual weights or an ``extra_info`` (``entry_renders``).
 EXTRAS = np.uint64(1 << 63)
 START = np.uint64((1 << 63) - 1)
 _START = int(START)

@@ -21,12 +21,12 @@ import numpy as np
 from ..errors import StaleStoreError
 from ..store import Specs, store_location
 from .token_file import EXTRAS, TokenFileWriter, token_file_name
-from .tokens import word_dtype
+from .tokens import EntryWords, word_dtype
 
 EXTRAS_BIT = int(EXTRAS)
 #: What a render chunk's worker sends back of its tokens: its words, and per entry
-#: ``(entry id, tokens, side tokens, weights)``.
-ChunkTokens = tuple[np.ndarray, list[tuple[int, int, "int | None", "bytes | None"]]]
+#: ``(entry id, tokens, side tokens, weights, extra info)``.
+ChunkTokens = tuple[np.ndarray, list[EntryWords]]
 
 
 class TokenSink:
@@ -56,10 +56,11 @@ class TokenSink:
     def place(self, tokens: ChunkTokens | None, entry_ids: list[int]) -> list[Specs.EntryTokens]:
         """Append one chunk's words and index the chunk's base entries ``entry_ids`` (every one, in
         id order; those that do not train take no words); ``(entry id, offset, side tokens,
-        weights)`` of its entries that train."""
+        weights, extra info)`` of its entries that train. An entry with any of the last three is
+        flagged in the index: a reader looks them up in the store."""
         words, entries = tokens if tokens is not None else (np.empty(0, dtype=self.dtype), [])
         offset = self.writer.append(words)
-        stored = {entry_id: (count, side, weights) for entry_id, count, side, weights in entries}
+        stored = {entry_id: (count, side, weights, info) for entry_id, count, side, weights, info in entries}
         if self.first_entry is None and entry_ids:
             self.first_entry = self.next_entry = entry_ids[0]
         starts: list[int] = []
@@ -71,9 +72,10 @@ class TokenSink:
             if found is None:
                 starts.append(offset)
                 continue
-            count, side, weights = found
-            starts.append(offset | EXTRAS_BIT if side is not None or weights is not None else offset)
-            placed.append((entry_id, offset, side, weights))
+            count, side, weights, info = found
+            flagged = side is not None or weights is not None or info is not None
+            starts.append(offset | EXTRAS_BIT if flagged else offset)
+            placed.append((entry_id, offset, side, weights, info))
             offset += count
         self.writer.index(np.array(starts, dtype=np.uint64))
         self.entries += len(placed)
@@ -113,7 +115,7 @@ def add_tokens(connection: Any, sink: TokenSink, spec: str, chunks: Iterator[lis
                 entry = next((a[0] for a, b in zip(fresh, stored) if a != b), rows[0][0])
                 raise StaleStoreError(f"spec '{spec}': base entry {entry} renders otherwise than its stored "
                                       "lengths say (its data changed); run dataidx render again")
-            yield [(row[0], row[8], row[9], row[10]) for row in rows if row[8] is not None]
+            yield [(row[0], row[8], row[9], row[10], row[11]) for row in rows if row[8] is not None]
 
     specs.place_entry_tokens(spec_id, checked())
     return sink.publish(connection, spec_id)

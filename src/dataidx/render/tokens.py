@@ -81,27 +81,31 @@ class TokenChunk:
     """What one render chunk stores: its training entries' words, in entry order."""
 
     dtype: np.dtype
-    #: ``(entry id, words, side tokens, weights)`` in the order rendered
-    parts: list[tuple[int, np.ndarray, int | None, bytes | None]] = field(default_factory=list)
+    #: ``(entry id, words, side tokens, weights, extra info)`` in the order rendered
+    parts: list[tuple[int, np.ndarray, int | None, bytes | None, str | None]] = field(default_factory=list)
 
     def add(self, entry_id: int, rendered: Rendered) -> None:
         stored = encode(rendered, self.dtype)
-        self.parts.append((entry_id, stored.words, stored.side_tokens, stored.weights))
+        self.parts.append((entry_id, stored.words, stored.side_tokens, stored.weights, rendered.extra_info))
 
-    def finished(self) -> tuple[np.ndarray, list[tuple[int, int, int | None, bytes | None]]]:
-        """The chunk's words in entry order and per entry ``(entry id, tokens, side tokens, weights)``."""
+    def finished(self) -> tuple[np.ndarray, list[EntryWords]]:
+        """The chunk's words in entry order and per entry ``(entry id, tokens, side tokens, weights,
+        extra info)``."""
         self.parts.sort(key=lambda part: part[0])
         words = (np.concatenate([part[1] for part in self.parts]) if self.parts
                  else np.empty(0, dtype=self.dtype))
-        return words, [(entry_id, len(w), side, weights) for entry_id, w, side, weights in self.parts]
+        return words, [(entry_id, len(w), side, weights, info) for entry_id, w, side, weights, info in self.parts]
 
 
-#: What serving needs of one entry: ``(offset, tokens, side tokens, weights)``.
-TokenRow = tuple[int, int, "int | None", "bytes | None"]
+#: One entry of a chunk's words: ``(entry id, tokens, side tokens, weights, extra info)``.
+EntryWords = tuple[int, int, "int | None", "bytes | None", "str | None"]
+#: What serving needs of one entry: ``(offset, tokens, side tokens, weights, extra info)``.
+TokenRow = tuple[int, int, "int | None", "bytes | None", "str | None"]
 
 
 def served(words: np.ndarray, rows: Sequence[TokenRow], names: Sequence[str]) -> list[dict[str, Any]]:
-    """The served dicts of stored entries (``{"_dataset_name": names[k], **Rendered.as_dict()}``).
+    """The served dicts of stored entries (``{"_dataset_name": names[k], **Rendered.as_dict()}``,
+    ``extra_info`` included where the entry has one).
 
     One entry is decoded alone; a batch is read from the mapped words in stored order
     (sequential pages), decoded in one NumPy pass, turned into Python lists once, and cut back
@@ -118,14 +122,14 @@ def served(words: np.ndarray, rows: Sequence[TokenRow], names: Sequence[str]) ->
         chunk = np.concatenate([words[rows[k][0]: rows[k][0] + rows[k][1]] for k in order])
     bounds = [0]  # where each side (an entry, or a pair's chosen and rejected) starts in chunk, and its end
     for k in order:
-        _, tokens, side_tokens, _ = rows[k]
+        _, tokens, side_tokens, _, _ = rows[k]
         if side_tokens is not None:
             bounds.append(bounds[-1] + side_tokens)
         bounds.append(bounds[-1] + tokens - (side_tokens or 0))
     sides = iter(_decoded(chunk, words.dtype.itemsize * 8 - 1, bounds))
     out: list[dict[str, Any]] = [{}] * len(rows)
     for k in order:
-        _, tokens, side_tokens, weights = rows[k]
+        _, tokens, side_tokens, weights, info = rows[k]
         stored = None if weights is None else unrun(weights).tolist()
         if stored is not None and len(stored) != tokens:
             raise RenderError(f"stored loss weights cover {len(stored)} tokens of an entry of {tokens}")
@@ -138,6 +142,8 @@ def served(words: np.ndarray, rows: Sequence[TokenRow], names: Sequence[str]) ->
             out[k] = {"_dataset_name": names[k],
                       "chosen": _side(chosen, None if stored is None else stored[:side_tokens]),
                       "rejected": _side(rejected, None if stored is None else stored[side_tokens:])}
+        if info is not None:
+            out[k]["extra_info"] = info
     return out
 
 

@@ -85,12 +85,15 @@ class Collator:
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         if batch and isinstance(batch[0], list):
-            return self.packed(batch)
+            return _with_extra_info(self.packed(batch), [[sample.get("extra_info") for sample in pack]
+                                                         for pack in batch])
+        infos = [item.get("extra_info") for item in batch]
         if not _pair_batch(batch):
-            return self.padded(batch)
+            return _with_extra_info(self.padded(batch), infos)
         if self.pairs == "concatenated":
-            return self.concatenated(batch)
-        return self.padded([item["chosen"] for item in batch] + [item["rejected"] for item in batch])
+            return _with_extra_info(self.concatenated(batch), infos)
+        return _with_extra_info(self.padded([item["chosen"] for item in batch] + [item["rejected"] for item in batch]),
+                                infos + infos)
 
     def concatenated(self, pairs: list[dict[str, Any]]) -> dict[str, Any]:
         """One row per preference pair, as LLaMA-Factory v1's ``Renderer.process_samples`` lays a
@@ -162,6 +165,17 @@ class Collator:
             _say_unweighted(labels, weights)
         return {"input_ids": _filled(real, ids, self.pad_token_id), "labels": _filled(real, labels, IGNORE),
                 "loss_weights": _filled(real, weights, 0.0)}
+
+
+def _with_extra_info(batch: dict[str, Any], infos: list[Any]) -> dict[str, Any]:
+    """``batch`` with ``extra_info``, one per row (a packed row's: one per sample, in ``sample_ids``
+    order), when any sample has one: v1's ``extra_info`` (a KTO label, say) reaches the loss as a
+    list beside the tensors, None where a sample has none. A model never sees it
+    (:func:`~dataidx.training.model_inputs` leaves it out)."""
+    rows = (row if isinstance(row, list) else [row] for row in infos)
+    if any(info is not None for row in rows for info in row):
+        batch["extra_info"] = infos
+    return batch
 
 
 def _pair_batch(batch: list[Any]) -> bool:

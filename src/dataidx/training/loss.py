@@ -27,7 +27,7 @@ EPSILON = 1e-6
 #: concatenated pairs tell the loss the sides apart, as v1's DPO trainer reads them; the model
 #: gets them as ``sample_ids``' block mask).
 NOT_MODEL_INPUTS = ("labels", "loss_weights", "sample_ids", "segment_ids", "segment_ancestors", "cu_seq_lens",
-                    "max_length", "token_type_ids")
+                    "max_length", "token_type_ids", "extra_info")
 
 
 def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, loss_weights: torch.Tensor) -> torch.Tensor:

@@ -43,7 +43,7 @@ _PACKS_HOLDING = (
 # members its pack records: a member row missing or without its length is counted, not dropped.
 _PLACEMENTS = (
     "SELECT {stamped}k.pack, r.token_offset, r.tokens, r.side_tokens, r.token_weights, "
-    "CASE WHEN r.status IN ({trains}) THEN 1 ELSE 0 END, k.members FROM packs AS k "
+    "CASE WHEN r.status IN ({trains}) THEN 1 ELSE 0 END, k.members, r.extra_info FROM packs AS k "
     "JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1 "
     "AND e.plan_id = k.plan_id "
     "LEFT JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
@@ -119,7 +119,7 @@ class Plans:
 
     def placements(self, spec_id: int, plan_id: int, first: int, last: int) -> list[tuple]:
         """Per member of packs ``first..last``, in served order: ``(pack, token offset, tokens, side
-        tokens, token weights, trains, members its pack records)`` under spec ``spec_id``."""
+        tokens, token weights, trains, members its pack records, extra info)`` under spec ``spec_id``."""
         return self.store.fetch(_PLACEMENTS, spec_id, plan_id, first, last)
 
     def fill_histogram(self, plan_id: int, first: int, last: int, capacity: int, bins: int) -> list[tuple[int, int]]:

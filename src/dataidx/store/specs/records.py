@@ -30,9 +30,10 @@ _TRAINING = "SELECT entry_id FROM entry_renders WHERE spec_id = {mark} AND statu
 # What a token reader fetches per batch of entries: where each entry's words lie, and its sides' extras.
 _PLACES = ("SELECT {stamped}entry_id, token_offset, tokens FROM entry_renders WHERE spec_id = {mark} "
            "AND entry_id IN ({ids})")
-_EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights FROM entry_renders "
+_EXTRAS = ("SELECT {stamped}entry_id, side_tokens, token_weights, extra_info FROM entry_renders "
            "WHERE spec_id = {mark} AND entry_id IN ({ids})")
-_PLACEMENTS = ("SELECT {stamped}entry_id, token_offset, tokens, side_tokens, token_weights FROM entry_renders "
+_PLACEMENTS = ("SELECT {stamped}entry_id, token_offset, tokens, side_tokens, token_weights, extra_info "
+               "FROM entry_renders "
                "WHERE spec_id = {mark} AND entry_id IN ({ids})")
 #: Per dataset of a spec, the entries whose data text holds a plain (not special) added token.
 _ADDED_TOKENS = (

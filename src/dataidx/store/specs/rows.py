@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 #: cause, reasoning)``.
 LengthRow: TypeAlias = tuple[int, int, int, int, str, "str | None", "str | None", "str | None"]
 #: A :data:`LengthRow` and where the entry's words lie when tokens are stored: ``token_offset``,
-#: ``side_tokens``, ``token_weights`` (all None without tokens; see :mod:`.token_files`).
+#: ``side_tokens``, ``token_weights``, ``extra_info`` (all None without tokens; see :mod:`.token_files`).
 StoredRow: TypeAlias = tuple[int, int, int, int, str, "str | None", "str | None", "str | None", "int | None",
-                             "int | None", "bytes | None"]
+                             "int | None", "bytes | None", "str | None"]
 
 
 @dataclass(frozen=True)

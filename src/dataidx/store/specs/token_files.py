@@ -19,8 +19,8 @@ from ..sqlite.working_copy import WorkingCopy
 
 logger = logging.getLogger(__name__)
 
-#: Per entry with tokens: ``(entry id, token offset, side tokens, token weights)``.
-EntryTokens = tuple[int, int, "int | None", "bytes | None"]
+#: Per entry with tokens: ``(entry id, token offset, side tokens, token weights, extra info)``.
+EntryTokens = tuple[int, int, "int | None", "bytes | None", "str | None"]
 
 #: The first schema revision with stored tokens (``spec_tokens``).
 TOKENS_SINCE = "0011"
@@ -79,15 +79,15 @@ def save_token_file(copy: WorkingCopy, spec_id: int, record: StoredTokenFile, *,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": seconds})
 
 
-_PLACE = ("UPDATE entry_renders SET token_offset = {mark}, side_tokens = {mark}, token_weights = {mark} "
-          "WHERE spec_id = {mark} AND entry_id = {mark}")
+_PLACE = ("UPDATE entry_renders SET token_offset = {mark}, side_tokens = {mark}, token_weights = {mark}, "
+          "extra_info = {mark} WHERE spec_id = {mark} AND entry_id = {mark}")
 
 
 def place_entry_tokens(copy: WorkingCopy, spec_id: int, rows: Iterable[list[EntryTokens]]) -> None:
     """Set where each entry's words lie, for a spec whose lengths are already stored."""
     for chunk in rows:
-        copy.insert_many(_PLACE, [(offset, side, weights, spec_id, entry_id)
-                                  for entry_id, offset, side, weights in chunk])
+        copy.insert_many(_PLACE, [(offset, side, weights, info, spec_id, entry_id)
+                                  for entry_id, offset, side, weights, info in chunk])
 
 
 _STORED_LENGTHS = ("SELECT entry_id, tokens, supervised_tokens, full_tokens, status FROM entry_renders "

@@ -45,8 +45,8 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
         if chunk:
             connection.exec_driver_sql(
                 "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail, "
-                "cause, reasoning, token_offset, side_tokens, token_weights) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "cause, reasoning, token_offset, side_tokens, token_weights, extra_info) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(spec_id, *row) for row in chunk],
             )
     insert_spec_summary(connection, spec_id)
