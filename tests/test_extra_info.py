@@ -167,6 +167,16 @@ def test_token_parquet_keeps_extra_info_and_megatron_says_once_it_cannot(tmp_pat
         and "--format parquet keeps it" in said[0], said
 
 
+def test_the_sample_export_keeps_extra_info(tmp_path: Path, tiny_tokenizer: Path) -> None:
+    """``dataidx export`` of samples to Parquet (and ``to_hf``) has v1's ``extra_info`` column; it
+    used to refuse every sample holding one."""
+    store = _conversations(tmp_path, tiny_tokenizer)
+    assert run("export", store, "-o", tmp_path / "samples.parquet").exit_code == 0
+    with DataEngine(store) as engine:
+        served = [engine[k]["extra_info"] for k in range(len(engine))]
+    assert pq.read_table(tmp_path / "samples.parquet")["extra_info"].to_pylist() == served
+
+
 @pytest.mark.parametrize("value", [{"kto_label": True}, True, 3])
 def test_extra_info_that_is_not_text_is_refused_at_build(tmp_path: Path, value: object) -> None:
     """v1 types extra_info as text; a dict or a bool would be stored as something else. One line

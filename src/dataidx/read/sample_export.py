@@ -37,6 +37,8 @@ SAMPLE_SCHEMA = pa.schema([
     ("chosen_messages", _MESSAGES),
     ("rejected_messages", _MESSAGES),
     ("tools", pa.string()),
+    ("extra_info", pa.string()),  # v1's, as text (the build refuses any other)
+    ("text", pa.string()),  # a pretraining document's
 ])
 
 
@@ -63,8 +65,9 @@ def _misfit(sample: Mapping[str, Any]) -> str | None:
     extra = set(sample) - set(SAMPLE_SCHEMA.names)
     if extra:
         return f"has keys {', '.join(sorted(extra))}"
-    if sample.get("tools") is not None and not isinstance(sample["tools"], str):
-        return f"has tools of type {type(sample['tools']).__name__}"
+    for key in ("tools", "extra_info", "text"):
+        if sample.get(key) is not None and not isinstance(sample[key], str):
+            return f"has {key} of type {type(sample[key]).__name__}"
     for key in ("messages", "chosen_messages", "rejected_messages"):
         for number, message in enumerate(sample.get(key) or []):
             if not isinstance(message, dict) or set(message) - {"role", "content", "loss_weight"}:
