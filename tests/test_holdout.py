@@ -130,3 +130,22 @@ def test_eval_and_val_size_together_are_refused(tmp_path, config, eval_config) -
     store = tmp_path / "s.db"
     one_line_error(build(config, store, "--eval", str(eval_config), "--val-size", "0.1"), "not both")
     assert not store.exists()
+
+
+def test_the_report_shows_the_held_out_rows_in_a_browser(tmp_path, config, browser) -> None:
+    """The report says what info and compose say: the eval mixture's rows, and that a training
+    mixture leaves them out, read off the page as a reader sees it."""
+    from dataidx.view import write_report
+
+    store = tmp_path / "s.db"
+    assert build(config, store, "--val-size", "0.25").exit_code == 0
+    held = len(run_query(store, HELD_ROWS)[1])
+    page = browser.new_page()
+    for mixture, said in (("eval", f"{held} rows (every cut), which no other mixture draws"),
+                          ("default", f"this mixture leaves out the {held} rows held out for evaluation in mixture "
+                                      "'eval'")):
+        write_report(store, tmp_path / f"{mixture}.html", mixture=mixture)
+        page.goto((tmp_path / f"{mixture}.html").as_uri())
+        assert page.inner_text("#mixture .held-out") == said + "."
+    page.close()
+

@@ -84,7 +84,19 @@ def mixture_section(figures: Figures) -> str:
             f"positions of {_over(figures)}</h2>" + _chart("mixture", chart, marks=len(rows)) + composition
             + f"<h3>Rows drawn, by their entries (supervised turns), {_over(figures)}</h3>"
             + _chart("turns", charts.turns_chart(figures.turns), marks=len(figures.turns)) + _skip_lists(figures)
-            + "</section>")
+            + _held_out(figures) + "</section>")
+
+
+def _held_out(figures: Figures) -> str:
+    """The store's evaluation rows (``build --val-size`` or ``--eval``): what mixture ``eval`` holds,
+    or that this mixture leaves them out, as ``info`` and ``compose`` say it."""
+    held = next((m for m in figures.info["mixtures"] if m.get("held_out_rows") is not None), None)
+    if held is None:
+        return ""
+    rows, name = held["held_out_rows"], html.escape(held["name"])
+    said = (f"{rows:,} rows (every cut), which no other mixture draws" if figures.mixture["name"] == held["name"]
+            else f"this mixture leaves out the {rows:,} rows held out for evaluation in mixture '{name}'")
+    return f"<h3 id='held-out'>Held out for evaluation</h3><p class='held-out'>{said}.</p>"
 
 
 def _skip_lists(figures: Figures) -> str:
