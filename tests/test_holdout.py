@@ -77,6 +77,8 @@ def test_val_size_count_is_rows_and_the_seed_decides_which(tmp_path, config) -> 
     ("0", "give a fraction of the rows in (0, 1)"),
     ("-0.5", "give a fraction of the rows in (0, 1)"),
     ("1.5", "give a fraction of the rows in (0, 1)"),
+    ("1.0", "give a fraction of the rows in (0, 1), or a whole number of rows (1.0 is every row; 1 holds out one)"),
+    ("ten", "give a fraction of the rows in (0, 1)"),
     (str(ROWS), f"holds out {ROWS} of the {ROWS} rows"),
     ("0.999", f"holds out {ROWS} of the {ROWS} rows"),
 ])
@@ -148,4 +150,26 @@ def test_the_report_shows_the_held_out_rows_in_a_browser(tmp_path, config, brows
         page.goto((tmp_path / f"{mixture}.html").as_uri())
         assert page.inner_text("#mixture .held-out") == said + "."
     page.close()
+
+
+def test_verify_names_a_training_mixture_altered_to_draw_a_held_out_row(tmp_path, config) -> None:
+    """Disjointness is checked in SQL by verify over every position, not only kept by the draw: a
+    position added by hand to a training mixture, on a row of the eval set, is named."""
+    import sqlite3
+
+    store = tmp_path / "s.db"
+    assert build(config, store, "--val-size", "0.25").exit_code == 0
+    assert CliRunner().invoke(cli, ["verify", str(store)]).exit_code == 0
+    dataset, row = run_query(store, HELD_ROWS)[1][0]
+    with sqlite3.connect(store) as connection:
+        entry, = connection.execute('SELECT b.id FROM base_entries AS b JOIN datasets AS d ON d.id = b.dataset_id '
+                                    'WHERE d.name = ? AND b."row" = ? LIMIT 1', (dataset, row)).fetchone()
+        mixture, = connection.execute("SELECT id FROM mixtures WHERE name = 'default'").fetchone()
+        last, = connection.execute("SELECT max(id) FROM mixture_positions").fetchone()
+        connection.execute("INSERT INTO mixture_entries (id, mixture_id, entry_id) VALUES (?, ?, ?)",
+                           (last + 1, mixture, entry))
+    result = CliRunner().invoke(cli, ["verify", str(store)])
+    assert result.exit_code != 0
+    assert (f"mixture 'default' draws 1 position of rows held out for evaluation in mixture 'eval' (e.g. dataset "
+            f"'{dataset}' row {row}); the store was altered: rebuild it") in result.output
 

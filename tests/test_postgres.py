@@ -543,3 +543,23 @@ def test_merged_cut_plans_on_the_server_match_a_file(url: str, tmp_path: Path) -
         assert "merges cuts (trees)" in run("info", store).stdout
     assert said[0] == said[1] and "merged cuts: " in said[0] and merges[0] == merges[1] and "merged" in merges[0]
     assert packs[0] == packs[1]
+
+
+def test_a_held_out_eval_set_on_the_server_matches_a_file(url: str, tmp_path: Path) -> None:
+    """``build --val-size``: the same rows held out, the same eval mixture and what info, compose and
+    verify say of it (the hold-out's SQL, over the server's views, as over a file's)."""
+    file = str(tmp_path / "demo.db")
+    for target in (file, url):
+        result = run("build", DEMO, "-o", target, "--val-size", "0.2", "-q")
+        assert result.exit_code == 0, result.output
+    held = "SELECT dataset, \"row\", cut FROM entries WHERE mixture = 'eval' ORDER BY 1, 2, 3"
+    outputs = [json.loads(run("query", target, "--json", held).output) for target in (file, url)]
+    assert outputs[0] == outputs[1] != []
+    infos = [json.loads(run("info", target, "--json").output) for target in (file, url)]
+    assert _stable(infos[0]) == _stable(infos[1])
+    for mixture in ("eval", "default"):
+        composed = [run("compose", target, "--mixture", mixture) for target in (file, url)]
+        assert composed[0].output == composed[1].output and "held out for evaluation" in composed[1].output
+    assert engine_length(url, mixture="eval") == len(outputs[1])
+    report = json.loads(run("verify", url, "--json").output)
+    assert report["ok"] and report["integrity"] == []

@@ -291,3 +291,25 @@ def test_verify_recounts_each_epoch(tmp_path: Path, store: Path) -> None:
         connection.execute("UPDATE epoch_datasets SET distinct_rows = distinct_rows + 1 WHERE epoch = 1")
     report = verify_store(store)
     assert not report["ok"] and "mixture 'by_tokens (epoch 1)'" in json.dumps(report)
+
+
+def test_a_budget_over_a_store_with_held_out_rows_counts_and_draws_only_the_rest(tmp_path: Path, make_store,
+                                                                                tiny_tokenizer: Path) -> None:
+    """``build --val-size`` then a token-budget mixture (refused before): the budget is met from
+    the rows not held out, none of whose cuts is ever drawn, as a size or weight draw keeps them out."""
+    write_jsonl(tmp_path / "qa.jsonl", rows(60))
+    write_jsonl(tmp_path / "chat.jsonl", chats(30))
+    store = make_store(datasets_yaml(tmp_path), val_size=0.3)
+    render_store(RenderRequest(store, tiny_tokenizer, cutoff=48, truncation="drop"))
+    add_mixture(store, budgets(tmp_path), "by_tokens", spec="default", seed=3, epochs=2)
+    overlap = query(store, "SELECT count(*) FROM entries AS t JOIN (SELECT DISTINCT dataset, \"row\" FROM entries "
+                           "WHERE mixture = 'eval') AS e ON e.dataset = t.dataset AND e.\"row\" = t.\"row\" "
+                           "WHERE t.mixture = 'by_tokens'")
+    assert overlap == [(0,)] and query(store, "SELECT count(*) FROM entries WHERE mixture = 'eval'")[0][0] > 0
+    longest = dict(query(store, "SELECT dataset, max(tokens) FROM entry_lengths WHERE status = 'ok' GROUP BY dataset"))
+    most_supervised = query(store, "SELECT max(supervised_tokens) FROM entry_lengths WHERE dataset = 'chat'")[0][0]
+    for epoch in (0, 1):
+        spent = {dataset: (tokens, supervised) for _, _, dataset, _, tokens, supervised, _ in
+                 query(store, "SELECT * FROM token_composition WHERE mixture = 'by_tokens' AND epoch = ?", epoch)}
+        assert abs(spent["qa"][0] - 700) * 2 <= longest["qa"] and abs(spent["chat"][1] - 900) * 2 <= most_supervised
+    assert verify_store(store)["ok"]

@@ -29,13 +29,13 @@ from .render_commands import render_into
               "plans that the build does not write again (they are deleted).")
 @click.option("--eval", "evaluation", metavar="EVAL_YAML", help="Datasets to evaluate on (v1's eval_dataset), "
               "stored as mixture 'eval', which no training mixture draws; none may read a train dataset's file.")
-@click.option("--val-size", type=float, help="Hold out a seeded draw of the rows (a fraction in (0, 1), or a number "
+@click.option("--val-size", type=str, help="Hold out a seeded draw of the rows (a fraction in (0, 1), or a number "
               "of rows; every cut of a row goes together) as mixture 'eval', which no training mixture draws.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.pass_context
 def build(context: click.Context, config: str, output: str, seed: int, sampling: str, tokenizer: str | None,
           template: str | None, cutoff: int, truncation: str, replace: bool, evaluation: str | None,
-          val_size: float | None, quiet: bool) -> None:
+          val_size: str | None, quiet: bool) -> None:
     """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
 
     With --tokenizer, the entries' token lengths and statuses are recorded too, as render spec

@@ -45,13 +45,23 @@ class DeferredDraws:
         self.added.append(_Added(dataset_id, name, first_entry, entries, rows))
 
 
-def check_val_size(val_size: float) -> float | int:
-    """A fraction in (0, 1), or a whole count of rows (1 or more), as LLaMA-Factory reads ``val_size``."""
-    if 0 < val_size < 1:
+def check_val_size(val_size: float | int | str) -> float | int:
+    """A fraction in (0, 1), or a whole count of rows (1 or more), as LLaMA-Factory reads ``val_size``
+    (``--val-size`` as written: ``1`` is one row, ``1.0`` a fraction, every row, refused)."""
+    if isinstance(val_size, str):
+        text = val_size.strip()
+        try:
+            val_size = int(text) if text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise UsageError(f"--val-size {text}: give a fraction of the rows in (0, 1), or a whole number of "
+                             "rows") from None
+    if isinstance(val_size, int) and not isinstance(val_size, bool) and val_size >= 1:
         return val_size
-    if val_size >= 1 and float(val_size).is_integer():
-        return int(val_size)
-    raise UsageError(f"--val-size {val_size:g}: give a fraction of the rows in (0, 1), or a whole number of rows")
+    if isinstance(val_size, float) and 0 < val_size < 1:
+        return val_size
+    whole = isinstance(val_size, float) and val_size == 1
+    raise UsageError(f"--val-size {val_size!s}: give a fraction of the rows in (0, 1), or a whole number of rows"
+                     + (" (1.0 is every row; 1 holds out one)" if whole else ""))
 
 
 def with_evaluation(train: Config, evaluation: Config) -> tuple[Config, set[str]]:

@@ -20,7 +20,7 @@ from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
 from ..store import Datasets, Mixtures, rewriting
-from .budgets import budget_draw
+from .budgets import Lengths, budget_draw
 from .holdout import not_held_out
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
@@ -101,10 +101,7 @@ class MixtureWriter:
         from those entry offsets alone (the rest are held out, or are the hold-out's complement)."""
         summary = self.summary
         dataset_seed = derive_seed(epoch_seed(summary.seed, self.epoch), name)
-        if keep is not None and self.lengths is not None and self.datasets[name].budget is not None:
-            raise UsageError(f"{self.config.origin}: dataset '{name}': a token budget over a store with held-out "
-                             f"rows (mixture '{Mixtures.HELD_OUT}') is not supported; give it a size or weight")
-        chosen = self._draw(name, first_entry, entries if keep is None else len(keep), dataset_seed)
+        chosen = self._draw(name, first_entry, entries, dataset_seed, keep)
         positions = self.mixtures.position_writer(self.mixture_id, self.position)
         for chunk in chosen.chunks():
             if keep is not None:
@@ -145,19 +142,24 @@ class MixtureWriter:
         total.counts += counts
         total.drawn += drawn
 
-    def _draw(self, name: str, first_entry: int, entries: int, seed: int) -> Draw:
+    def _draw(self, name: str, first_entry: int, entries: int, seed: int, keep: np.ndarray | None = None) -> Draw:
+        """A draw over the dataset's entries, or over offsets ``keep`` of them alone (its draw's
+        offsets then index ``keep``): a budget counts the kept entries' tokens only."""
         dataset = self.datasets[name]
+        kept = entries if keep is None else len(keep)
         if self.whole:  # the hold-out: every entry it keeps, once
-            return draw(entries, None, None, "exact", seed)
+            return draw(kept, None, None, "exact", seed)
         if dataset.budget is None:
-            _check_reach(self.config.origin, name, size=dataset.size, weight=dataset.weight, entries=entries)
-            return draw(entries, dataset.size, dataset.weight, self.summary.sampling, seed)
+            _check_reach(self.config.origin, name, size=dataset.size, weight=dataset.weight, entries=kept)
+            return draw(kept, dataset.size, dataset.weight, self.summary.sampling, seed)
         if self.lengths is None:  # a build: whole_budgets, checked when the writer was made
             if name not in self.summary.taken_whole:
                 self.summary.taken_whole.append(name)
-            return draw(entries, None, None, self.summary.sampling, seed)
+            return draw(kept, None, None, self.summary.sampling, seed)
         key, budget = dataset.budget
         lengths = self.lengths.of(key, first_entry, entries)
+        if keep is not None:  # held-out rows spend no budget: they are never drawn
+            lengths = Lengths(lengths.lengths[keep], lengths.trains[keep])
         reach = int(lengths.lengths[lengths.eligible()].sum(dtype=np.int64))
         if budget > MAX_PASSES * max(reach, 1):
             raise UsageError(f"{self.config.origin}: dataset '{name}': key '{key}' asks for {budget:,} tokens of its "

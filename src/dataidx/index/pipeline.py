@@ -55,7 +55,7 @@ def build(
     progress: MessageProgress | None = None,
     replace: bool = False,
     specs: Collection[str] = (),
-    val_size: float | None = None,
+    val_size: float | int | str | None = None,
     evaluation: str | os.PathLike[str] | Config | None = None,
 ) -> BuildSummary:
     """Build a store at ``output`` (a file or a PostgreSQL URL) from a v1 dataset YAML (or a bare

@@ -18,7 +18,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, placed, source_files, sources
 from ..spec import DatasetSpec
-from ..store import Datasets, Plans, open_store, recount_problems
+from ..store import Datasets, Mixtures, Plans, open_store, recount_problems
 
 
 def datasets_as_found(datasets: dict[int, Datasets.Stored],
@@ -109,6 +109,7 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         damage = [f"SQLite integrity check: {line}" for line in handle.integrity()]
         damage += recount_problems(handle)
         damage += Plans(handle).problems()
+        damage += Mixtures(handle).held_out_problems()
     report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
     ok = not damage and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}

@@ -42,6 +42,16 @@ JOIN base_entries AS b ON b.id = p.entry_id
 WHERE m.name = {mark}"""
 _HELD_OUT_ROWS = f'SELECT DISTINCT b."row" {_HELD_ROWS_FROM} AND b.dataset_id = {{mark}} ORDER BY b."row"'
 _HELD_OUT_COUNT = f'SELECT count(*) FROM (SELECT DISTINCT b.dataset_id, b."row" {_HELD_ROWS_FROM}) AS held'
+# Per other mixture, its positions whose row the held-out mixture holds, and the first such row.
+_HELD_OUT_DRAWN = f"""SELECT m.name, count(*), min(b.id)
+FROM mixture_positions AS p
+JOIN mixtures AS m ON m.id = p.mixture_id
+JOIN base_entries AS b ON b.id = p.entry_id
+JOIN (SELECT DISTINCT b.dataset_id, b."row" {_HELD_ROWS_FROM}) AS h ON h.dataset_id = b.dataset_id AND h."row" = b."row"
+WHERE m.name <> {{mark}}
+GROUP BY m.name ORDER BY m.name"""
+_ENTRY_ROW = ('SELECT d.name, b."row" FROM base_entries AS b JOIN datasets AS d ON d.id = b.dataset_id '
+              "WHERE b.id = {mark}")
 
 #: A mixture ``m`` one of whose datasets was drawn by a token budget.
 _DRAWN_BY_BUDGETS = """EXISTS (SELECT 1 FROM mixture_datasets AS md WHERE md.mixture_id = m.id
@@ -190,6 +200,19 @@ class Mixtures:
     def held_out_row_count(self) -> int:
         """How many rows, over all datasets, mixture :data:`HELD_OUT` holds (0 with none)."""
         return self.store.value(_HELD_OUT_COUNT, HELD_OUT) or 0
+
+    def held_out_problems(self) -> list[str]:
+        """``dataidx verify``'s check that no mixture but :data:`HELD_OUT` draws one of its rows (any
+        cut of it), counted in SQL over every position: a store altered after its build is named."""
+        if not self.exists(HELD_OUT):
+            return []
+        problems = []
+        for name, count, entry in self.store.all(_HELD_OUT_DRAWN, HELD_OUT, HELD_OUT):
+            dataset, row = self.store.all(_ENTRY_ROW, entry)[0]
+            positions = f"{count:,} position{'s' * (count != 1)}"
+            problems.append(f"mixture '{name}' draws {positions} of rows held out for evaluation in mixture "
+                            f"'{HELD_OUT}' (e.g. dataset '{dataset}' row {row}); the store was altered: rebuild it")
+        return problems
 
     # Writes: a mixture is drawn inside one write (dataidx.index's MixtureWriter).
 
