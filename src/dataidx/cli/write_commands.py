@@ -179,7 +179,8 @@ def migrate(store: str) -> None:
 def import_v0(dataset_info: str, output: str, dataset_dir: str | None, force: bool) -> None:
     """Convert a LLaMA-Factory v0 dataset_info.json into a v1 YAML dataidx builds.
 
-    Datasets v1 cannot express (v0 ranking/KTO data, alpaca history, custom ShareGPT tags,
+    Datasets v1 cannot express (v0 ranking data, KTO data outside role/content tags, alpaca
+    history, custom ShareGPT tags,
     hub subsets, scripts) are left out, each named with its reason here and in the YAML.
 
     \b

@@ -3,9 +3,11 @@
 v0 describes each dataset by file or hub id, a ``formatting`` (alpaca or sharegpt), a
 ``columns`` map from its own column roles to the file's names, and ShareGPT ``tags``. Each
 becomes a v1 entry with a converter and, where the file's names differ from the converter's, a
-``columns`` map. What v1 cannot express (ranking and KTO data in v0's shapes, alpaca
-``history``, custom ShareGPT tags, hub subsets, loading scripts) is left out, each with its
-reason, both on stderr and as a comment at the top of the YAML: never silently.
+``columns`` map. KTO data (``kto_tag``) in the OpenAI-tagged ShareGPT shape of LLaMA-Factory's
+``kto_en_demo`` takes dataidx's ``kto`` converter (v1 has none). What v1 cannot express (ranking
+data in v0's shape, KTO data in another, alpaca ``history``, custom ShareGPT tags, hub subsets,
+loading scripts) is left out, each with its reason, both on stderr and as a comment at the top
+of the YAML: never silently.
 """
 
 from __future__ import annotations
@@ -94,10 +96,12 @@ def _entry(info: Any, folder: Path) -> dict[str, Any]:
         raise _Unsupported("ranking data in v0's shape (chosen/rejected single answers); v1's pair converter "
                            "needs chosen/rejected message lists")
     columns = dict(info.get("columns") or {})
-    if "kto_tag" in columns:
-        raise _Unsupported("KTO data (kto_tag)")
+    kto = "kto_tag" in columns
     entry: dict[str, Any] = _location(info, folder)
     formatting = info.get("formatting", "alpaca")
+    if kto and not (formatting == "sharegpt" and _openai_tags(info)):
+        raise _Unsupported("KTO data (kto_tag) in a shape converter kto does not take: it reads OpenAI-shaped "
+                           "messages ({role, content}, as kto_en_demo's tags say)")
     if formatting == "alpaca":
         if columns.get("history"):
             raise _Unsupported("alpaca 'history' turns (v1's alpaca converter has none)")
@@ -106,9 +110,8 @@ def _entry(info: Any, folder: Path) -> dict[str, Any]:
     elif formatting == "sharegpt":
         given = dict(info.get("tags") or {})
         tags = {**_SHAREGPT_TAGS, **given}
-        if all({**_OPENAI_TAGS, **given}.get(key) == value for key, value in _OPENAI_TAGS.items()) and \
-                given.get("role_tag") == "role":
-            entry["converter"], roles = "openai", _OPENAI
+        if _openai_tags(info):
+            entry["converter"], roles = ("kto", {**_OPENAI, "kto_tag": "label"}) if kto else ("openai", _OPENAI)
         elif tags == _SHAREGPT_TAGS:
             entry["converter"], roles = "sharegpt", _SHAREGPT
         else:
@@ -130,6 +133,14 @@ def _entry(info: Any, folder: Path) -> dict[str, Any]:
             raise _Unsupported(f"num_samples must be an integer >= 0, got {json.dumps(samples)[:60]}")
         entry["size"] = samples
     return entry
+
+
+def _openai_tags(info: dict[str, Any]) -> bool:
+    """Whether a ShareGPT entry's tags are the OpenAI ones (``role``/``content``, LLaMA-Factory's
+    ``mllm_demo`` and ``kto_en_demo``)."""
+    given = dict(info.get("tags") or {})
+    return given.get("role_tag") == "role" and all(
+        {**_OPENAI_TAGS, **given}.get(key) == value for key, value in _OPENAI_TAGS.items())
 
 
 def _location(info: dict[str, Any], folder: Path) -> dict[str, Any]:
