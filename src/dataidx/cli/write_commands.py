@@ -180,8 +180,8 @@ def import_v0(dataset_info: str, output: str, dataset_dir: str | None, force: bo
     """Convert a LLaMA-Factory v0 dataset_info.json into a v1 YAML dataidx builds.
 
     Datasets v1 cannot express (v0 ranking data, KTO data outside role/content tags, alpaca
-    history, custom ShareGPT tags,
-    hub subsets, scripts) are left out, each named with its reason here and in the YAML.
+    history, custom ShareGPT tags, hub subsets, scripts) are left out, each named with its
+    reason here and in the YAML.
 
     \b
     Example:
