@@ -143,6 +143,18 @@ def test_a_reader_runs_the_folders_code_only_when_given_the_flag(store: Path, cu
         DataEngine(copy, render="custom")
 
 
+def test_the_report_and_a_runs_steps_load_it_only_with_the_flag(store: Path, custom: Path, tmp_path: Path) -> None:
+    copy = rendered_store(store, tmp_path, custom, "custom")
+    for command in (["report", copy, "-o", tmp_path / "report.html", "--spec", "custom", "--samples", "2", "-q"],
+                    ["steps", copy, "--render", "custom", "--global-batch-size", "2", "--epoch", "0", "0"]):
+        refused = invoke(*command)
+        assert refused.exit_code == 1 and refused.output.count("\n") == 1, refused.output
+        assert "rendered with --trust-remote-code" in refused.output and TRUST in refused.output
+        trusted = invoke(*command, "--trust-remote-code")
+        assert trusted.exit_code == 0, trusted.output
+    assert "custom" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
 @pytest.mark.slow  # every demo entry with a tokenizer in Python
 def test_a_slow_tokenizer_renders_as_its_fast_twin_where_v1s_diff_labels(demo_data: Path, custom: Path,
                                                                           tmp_path: Path) -> None:
