@@ -121,7 +121,7 @@ def test_with_the_flag_the_spec_records_it_info_shows_it_and_verify_names_it(sto
 
 
 def test_a_reader_runs_the_folders_code_only_when_given_the_flag(store: Path, custom: Path, tmp_path: Path) -> None:
-    from dataidx.training import DataEngine
+    from dataidx.training import DataEngine, PackedDataset
 
     copy = rendered_store(store, tmp_path, custom, "custom")
     refusal = (f"render spec 'custom': its tokenizer at {custom} is a class from its folder's code (rendered with "
@@ -134,6 +134,11 @@ def test_a_reader_runs_the_folders_code_only_when_given_the_flag(store: Path, cu
     with DataEngine(copy, render="custom", trust_remote_code=True) as engine:
         assert engine[0]["input_ids"]
     assert json.loads(invoke("show", copy, "0", "--render", "custom", "--trust-remote-code").output)["status"] == "ok"
+    assert invoke("pack", copy, "--spec", "custom", "--capacity", 100000).exit_code == 0  # lengths: no tokenizer
+    with pytest.raises(RenderError, match="would run that code"):
+        PackedDataset(copy, "default")
+    with PackedDataset(copy, "default", trust_remote_code=True) as packs:
+        assert packs[0]
     # A store edited to say the spec needs no trust: the fingerprint no longer matches, and the
     # folder still needs the flag to load; no reader runs its code either way.
     with sqlite3.connect(copy) as connection:
@@ -141,6 +146,35 @@ def test_a_reader_runs_the_folders_code_only_when_given_the_flag(store: Path, cu
     connection.close()
     with pytest.raises(DataidxError):
         DataEngine(copy, render="custom")
+
+
+def test_stored_tokens_verify_and_packs_of_such_a_spec(store: Path, custom: Path, tmp_path: Path) -> None:
+    from dataidx.training import DataEngine, PackedDataset
+
+    copy = Path(shutil.copy(store, tmp_path / "copy.db"))
+    assert invoke("render", copy, "--tokenizer", custom, "--cutoff", 4096, "--name", "custom", "--store-tokens",
+                  "--trust-remote-code", "-q").exit_code == 0
+    with DataEngine(copy, render="custom") as engine:  # served from its tokens: no tokenizer, no flag
+        assert engine[0]["input_ids"]
+    refused = invoke("verify", copy, "--tokens")
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1 and TRUST in refused.output
+    checked = invoke("verify", copy, "--tokens", "--all", "--trust-remote-code")
+    assert checked.exit_code == 0 and "FAILED" not in checked.output, checked.output
+    assert invoke("pack", copy, "--spec", "custom", "--capacity", 4096).exit_code == 0
+    with PackedDataset(copy, "default") as packs:  # packs of a spec with stored tokens read them too
+        assert packs[0]
+
+
+def test_build_renders_with_the_flag_and_refuses_it_without_a_tokenizer(custom: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"handmade:\n  path: {write_jsonl(tmp_path / 'handmade.jsonl', conversations())}\n"
+                      "  source: local\n")
+    built = invoke("build", config, "-o", tmp_path / "b.db", "--tokenizer", custom, "--trust-remote-code", "-q")
+    assert built.exit_code == 0, built.output
+    assert run_query(tmp_path / "b.db", "SELECT name, trust_remote_code FROM render_specs")[1] == [("default", 1)]
+    alone = invoke("build", config, "-o", tmp_path / "c.db", "--trust-remote-code", "-q")
+    assert alone.exit_code == 2 and "--trust-remote-code is for rendering and need --tokenizer" in alone.output
+    assert not (tmp_path / "c.db").exists()
 
 
 def test_the_report_and_a_runs_steps_load_it_only_with_the_flag(store: Path, custom: Path, tmp_path: Path) -> None:
