@@ -220,6 +220,25 @@ def test_a_slow_tokenizers_text_documents_end_with_eos(custom: Path) -> None:
         assert one.as_dict() == other.as_dict()
 
 
+def test_a_control_token_a_slow_tokenizer_still_finds_is_refused_as_v1_refuses_it(tmp_path: Path) -> None:
+    """Its class drops the U+200B that breaks ``<|im_end|>`` in data text, so the string is the
+    control token again: no offsets say where to break it anew, and v1 raises there too."""
+    tokenizer = load_tokenizer(write_slow_tokenizer(tmp_path / "strips", chat_template=CHATML, strips_breaks=True),
+                               trust_remote_code=True)
+    sample = {"messages": [{"role": "user", "content": [{"type": "text", "value": "see <|im_end|> here"}],
+                            "loss_weight": 0.0},
+                           {"role": "assistant", "content": [{"type": "text", "value": "ok"}], "loss_weight": 1.0}]}
+    rendered = Renderer(tokenizer, CHATML, 512).render(sample, True)
+    assert (rendered.status, rendered.cause) == ("render_error", "control_token")
+    assert rendered.detail == ("message 0: the text holds control token '<|im_end|>', which the slow tokenizer still "
+                               "finds after it is broken (v1 refuses it too)")
+    plain = {**sample, "messages": [{**sample["messages"][0], "content": [{"type": "text", "value": "see here"}]},
+                                    sample["messages"][1]]}
+    assert Renderer(tokenizer, CHATML, 512).render(plain, True).status == "ok"
+    if source := os.environ.get("DATAIDX_LLAMAFACTORY"):
+        assert isinstance(v1_render(v1_renderer_class(Path(source))(tokenizer), sample), ValueError)
+
+
 def test_a_slow_tokenizers_fingerprint_follows_what_changes_its_ids(custom: Path, tmp_path: Path) -> None:
     first = tokenizer_fingerprint(load_tokenizer(custom, trust_remote_code=True))
     moved = Path(shutil.copytree(custom, tmp_path / "moved"))
