@@ -135,6 +135,12 @@ def json_option(help_text: str = "Print one JSON document.") -> Callable[[F], F]
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
+def trust_option(help_text: str = "Load a spec's tokenizer that is a class of its folder's own code (a spec "
+                 "rendered with --trust-remote-code), running that code.") -> Callable[[F], F]:
+    """--trust-remote-code: off by default, so a folder's (or a crafted store's) code never runs unasked."""
+    return click.option("--trust-remote-code", is_flag=True, help=help_text)
+
+
 def mixture_options(func: F) -> F:
     """--seed and --sampling, shared by build and mix."""
     func = click.option(
@@ -227,6 +233,9 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
                          f"({tokens['bytes_per_token']:.2f} bytes per token): served without a tokenizer")
         if spec["clock"] is not None:
             parts.append(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
+        if spec["trust_remote_code"]:
+            parts.append(f"spec '{spec['name']}': its tokenizer is a class of its folder's own code, run with "
+                         "--trust-remote-code (its readers need the flag too)")
         parts.append(causes_note(spec["name"], [tuple(cause.values()) for cause in spec["causes"]]))
         for found in spec["reasoning_problems"]:
             what, why = said[found["status"]]

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..errors import UsageError
-from .common import echo, echo_json, json_option, table
+from .common import echo, echo_json, json_option, table, trust_option
 from .run_source import RunSource, counted
 
 
@@ -57,6 +57,7 @@ def _run_options(func: Any) -> Any:
         click.option("--seed", type=int, default=0, show_default=True, help="The OrderSampler's seed."),
         click.option("--tail", type=click.Choice(["trim", "pad"]), default="trim", show_default=True,
                      help="How the run's sampler ended an epoch."),
+        trust_option(),
     ]):
         func = option(func)
     return func
@@ -72,7 +73,7 @@ def _run_options(func: Any) -> Any:
 @json_option("Print a JSON line per entry.")
 def steps(store: str, steps: tuple[int, int], mixture: str, spec: str | None, plan: str | None, epoch: int | None,
           global_batch_size: int | None, seed: int, tail: str, accumulation: int, numbered_with: tuple[str, ...],
-          no_skips: bool, as_json: bool) -> None:
+          no_skips: bool, trust_remote_code: bool, as_json: bool) -> None:
     """Which entries (dataset, row, cut) steps STEP[-STEP] of a run read.
 
     STEPs are a trainer's global steps as its log shows them (transformers.Trainer's and
@@ -91,7 +92,7 @@ def steps(store: str, steps: tuple[int, int], mixture: str, spec: str | None, pl
     """
     if global_batch_size is None:
         raise UsageError("give the run's --global-batch-size")
-    with RunSource(store, mixture, spec, plan) as source:
+    with RunSource(store, mixture, spec, plan, trust_remote_code=trust_remote_code) as source:
         lists = source.lists_named(numbered_with, no_skips=no_skips)
         found = source.run_steps([steps], epoch=epoch, seed=seed, global_batch_size=global_batch_size, tail=tail,
                                  accumulation=accumulation, lists=lists)
@@ -125,7 +126,7 @@ def steps(store: str, steps: tuple[int, int], mixture: str, spec: str | None, pl
 @_numbering_options
 def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, ...],
          step_ranges: tuple[tuple[int, int], ...], mixture: str, spec: str | None, plan: str | None, epoch: int | None,
-         global_batch_size: int | None, seed: int, tail: str, accumulation: int,
+         global_batch_size: int | None, seed: int, tail: str, trust_remote_code: bool, accumulation: int,
          numbered_with: tuple[str, ...]) -> None:
     """Store skip list NAME: entries every OrderSampler over the mixture leaves out from now on.
 
@@ -149,7 +150,7 @@ def skip(store: str, name: str, why: str, who: str | None, entries: tuple[str, .
     if bool(entries) == bool(step_ranges):
         raise UsageError("give the entries to skip with --entry, or a run's steps with --steps (one of them)")
     who = who or _user()
-    with RunSource(store, mixture, spec, plan) as source:
+    with RunSource(store, mixture, spec, plan, trust_remote_code=trust_remote_code) as source:
         if step_ranges:
             ids, what = source.steps_entries(step_ranges, epoch=epoch, global_batch_size=global_batch_size, seed=seed,
                                              tail=tail, accumulation=accumulation, numbered_with=numbered_with)
@@ -188,7 +189,8 @@ def unskip(store: str, name: str, mixture: str) -> None:
 @click.option("--store-steps", is_flag=True, help="Also store every entry of every step (the order_steps view; a "
               "row an entry, so about 30 bytes an entry an epoch).")
 def order(store: str, name: str, mixture: str, spec: str | None, plan: str | None, epoch: int | None,
-          global_batch_size: int | None, seed: int, tail: str, no_skips: bool, store_steps: bool) -> None:
+          global_batch_size: int | None, seed: int, tail: str, trust_remote_code: bool, no_skips: bool,
+          store_steps: bool) -> None:
     """Record a run's order as NAME: what it reads, its seed, global batch size and tail, the
     steps of each stored epoch, and the entries each epoch's tail trims (the trimmed view).
 
@@ -210,7 +212,7 @@ def order(store: str, name: str, mixture: str, spec: str | None, plan: str | Non
         raise UsageError("give the run's --global-batch-size")
     if epoch is not None:
         raise UsageError("an order is recorded for every stored epoch; leave out --epoch")
-    with RunSource(store, mixture, spec, plan) as source:
+    with RunSource(store, mixture, spec, plan, trust_remote_code=trust_remote_code) as source:
         steps, trimmed = [], []
         for stored in range(source.stored_epochs()):
             read = source.order(stored, seed, lists=[] if no_skips else None)

@@ -10,7 +10,16 @@ import time
 import click
 
 from ..errors import UsageError
-from .common import echo, echo_json, json_option, merges_said, render_specs_text, spec_composition_notes, table
+from .common import (
+    echo,
+    echo_json,
+    json_option,
+    merges_said,
+    render_specs_text,
+    spec_composition_notes,
+    table,
+    trust_option,
+)
 
 
 @click.command()
@@ -87,7 +96,9 @@ def info(store: str, as_json: bool) -> None:
 @click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True, help="Epoch of the mixture.")
 @click.option("--no-verify", is_flag=True, help="Skip the check that the sources did not change.")
 @click.option("--render", "spec", metavar="SPEC", help="Render with this spec (from dataidx render) instead.")
-def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_verify: bool, spec: str | None) -> None:
+@trust_option()
+def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_verify: bool, spec: str | None,
+         trust_remote_code: bool) -> None:
     """Print entries at POSITIONS (negative counts from the end) as JSON lines.
 
     Each line is exactly what DataEngine returns for that position. With --render SPEC, the
@@ -103,7 +114,8 @@ def show(store: str, positions: tuple[int, ...], mixture: str, epoch: int, no_ve
         if spec is not None:
             from ..render import rendered_position
 
-            for document in rendered_position(store, mixture, spec, list(positions), verify=not no_verify, epoch=epoch):
+            for document in rendered_position(store, mixture, spec, list(positions), verify=not no_verify, epoch=epoch,
+                                              trust_remote_code=trust_remote_code):
                 echo_json(document)
             return
         from ..read import StoreReader

@@ -10,12 +10,17 @@ import click
 
 from ..render import RenderRequest, cause_advice, describe_cause
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, render_text, shown, steps_line
+from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, render_text, shown, steps_line, trust_option
+
+#: --trust-remote-code as render and build say it.
+RENDER_TRUST = ("Load a tokenizer that is a class of its folder's own code (auto_map in tokenizer_config.json), "
+                "running that code; the spec records it, and its readers need the flag too.")
 
 
 @click.command()
 @click.argument("store")
-@click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a fast tokenizer.")
+@click.option("--tokenizer", required=True, help="Local model folder (or tokenizer.json) of a tokenizer (fast, or "
+              "slow: labelled by v1's id diff alone).")
 @click.option("--template", help="Built-in template (chatml, qwen, llama3, llama2, internlm2, plain, fallback) or a "
               ".jinja file; default: the tokenizer's own chat_template, else v1's fallback ChatML.")
 @click.option("--cutoff", required=True, type=click.IntRange(1, 2**31 - 1), help="Most tokens an entry may train on.")
@@ -35,10 +40,11 @@ from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, rend
               "STORE.tokens beside a store file; for PostgreSQL, the dataidx cache folder].")
 @click.option("--replace", is_flag=True, help="Render a spec stored rendered another way again even if packing plans, "
               "stored tokens or token-budget mixtures were made from its lengths (plans and tokens are deleted).")
+@trust_option(RENDER_TRUST)
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (a warning still shows).")
 def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
            jobs: int | None, clock: str | None, escapes: str, store_tokens: bool, tokens_dir: str | None,
-           replace: bool, quiet: bool) -> None:
+           replace: bool, trust_remote_code: bool, quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
     Statuses: ok, truncated, too_long, no_supervision, render_error; only ok and truncated train,
@@ -50,17 +56,23 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
     Added tokens not marked special (<tool_call>, <think>) in data text keep their ids, as in v1,
     and are counted per dataset (dataidx info); --escape added breaks them like control tokens.
 
+    A slow tokenizer (no character offsets) is labelled by v1's prompt/whole id diff alone:
+    where v1 refuses an entry, so does dataidx. A tokenizer whose folder holds its own class
+    (auto_map) runs that code, so it needs --trust-remote-code; the spec records it.
+
     \b
     Example:
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024
         dataidx render demo.db --tokenizer models/qwen --cutoff 4096 --escape added --name strict
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 1024 --store-tokens
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 2048 --replace
+        dataidx render demo.db --tokenizer models/custom --cutoff 4096 --trust-remote-code --name custom
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
     """
     render_into(RenderRequest(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
                               jobs=jobs, clock=clock, escapes=escapes, store_tokens=store_tokens,
-                              tokens_dir=tokens_dir, replace=replace), quiet=quiet)
+                              tokens_dir=tokens_dir, replace=replace, trust_remote_code=trust_remote_code),
+                quiet=quiet)
 
 
 def render_into(request: RenderRequest, *, quiet: bool) -> None:

@@ -13,7 +13,8 @@ class RunSource:
     """What a run's order indexes (``items``: a mixture, a spec's training entries or a plan's
     packs), and the entries each item holds."""
 
-    def __init__(self, store: str, mixture: str, spec: str | None, plan: str | None) -> None:
+    def __init__(self, store: str, mixture: str, spec: str | None, plan: str | None, *,
+                 trust_remote_code: bool = False) -> None:
         if spec is not None and plan is not None:
             raise UsageError("--render and --plan name two different runs; give one")
         self.store, self.kind = store, "plan" if plan else "spec" if spec else "mixture"
@@ -22,11 +23,11 @@ class RunSource:
         if plan is not None:
             from ..pack import RenderedPacks
 
-            self.items = RenderedPacks(store, plan)
+            self.items = RenderedPacks(store, plan, trust_remote_code=trust_remote_code)
         elif spec is not None:
             from ..render import RenderedMixture
 
-            self.items = RenderedMixture(store, mixture, spec=spec)
+            self.items = RenderedMixture(store, mixture, spec=spec, trust_remote_code=trust_remote_code)
         else:  # entries only, not their rows: no converter or pyarrow loaded (dataidx steps starts fast)
             from ..read import MixtureEntries
 

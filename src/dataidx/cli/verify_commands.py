@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import ProgressLine, echo, echo_json, json_option, shown
+from .common import ProgressLine, echo, echo_json, json_option, shown, trust_option
 
 
 @click.command()
@@ -17,8 +17,11 @@ from .common import ProgressLine, echo, echo_json, json_option, shown
               help="With --tokens: training entries rendered again per spec.")
 @click.option("--all", "every", is_flag=True, help="With --tokens: render every training entry again.")
 @click.option("--seed", type=int, default=0, show_default=True, help="With --tokens: seed of the sample.")
+@trust_option("Load the tokenizer of a spec rendered with --trust-remote-code (a class of its folder's own code), "
+              "running that code, to check its template or re-render its entries.")
 @json_option()
-def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool, seed: int, as_json: bool) -> None:
+def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool, seed: int, trust_remote_code: bool,
+           as_json: bool) -> None:
     """Check deeply that STORE still matches its sources; exit 1 on any change.
 
     Rehashes every source file (a byte changed in place is found even with its size and mtime
@@ -26,6 +29,8 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
     each render spec's template is what the spec says it is (a built-in, the tokenizer's own, or
     its file), and that each stored token file is there and the one recorded (header, size; its
     words' digest is --tokens's). With --tokens, checks the stored tokens of render specs instead.
+    A spec whose tokenizer runs its folder's code (rendered with --trust-remote-code) is named,
+    and its tokenizer loaded only with --trust-remote-code.
 
     \b
     Example:
@@ -33,15 +38,17 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
         dataidx verify demo.db --tokens --sample 10000
     """
     if tokens:
-        _verify_tokens(store, spec=spec, sample=sample, every=every, seed=seed, as_json=as_json)
+        _verify_tokens(store, spec=spec, sample=sample, every=every, seed=seed, as_json=as_json,
+                       trust_remote_code=trust_remote_code)
         return
     if spec is not None or every:
         raise click.UsageError("--spec and --all check stored tokens: add --tokens")
     from ..read import verify_store
-    from ..render import template_problems, token_file_problems
+    from ..render import remote_code_specs, template_problems, token_file_problems
 
     report = verify_store(store)
-    report["render_specs"] = template_problems(store)
+    report["render_specs"] = template_problems(store, trust_remote_code=trust_remote_code)
+    report["trust_remote_code"] = remote_code_specs(store)  # spec -> the folder whose code its tokenizer is
     for name, problems in token_file_problems(store).items():  # a store copied without its .tokens folder
         report["render_specs"][name] += problems
     report["ok"] = report["ok"] and not any(report["render_specs"].values())
@@ -54,15 +61,19 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
             echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
         for name, problems in report["render_specs"].items():
             echo(f"render spec '{name}': " + ("ok" if not problems else "; ".join(problems)))
+        for name, folder in report["trust_remote_code"].items():
+            echo(f"render spec '{name}': its tokenizer runs code from {shown(folder)} (rendered with "
+                 "--trust-remote-code)")
     if not report["ok"]:
         raise click.exceptions.Exit(1)
 
 
-def _verify_tokens(store: str, *, spec: str | None, sample: int, every: bool, seed: int, as_json: bool) -> None:
+def _verify_tokens(store: str, *, spec: str | None, sample: int, every: bool, seed: int, as_json: bool,
+                   trust_remote_code: bool) -> None:
     from ..render import verify_tokens
 
     reports = verify_tokens(store, spec=spec, sample=sample, seed=seed, every=every,
-                            progress=ProgressLine("compared entries", as_json))
+                            progress=ProgressLine("compared entries", as_json), trust_remote_code=trust_remote_code)
     if as_json:
         echo_json({"store": shown(store), "ok": all(r.ok for r in reports), "specs": [r.as_dict() for r in reports]})
     elif not reports:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, echo, echo_json, json_option, shown
+from .common import ProgressLine, echo, echo_json, json_option, shown, trust_option
 
 
 @click.command()
@@ -20,9 +20,10 @@ from .common import ProgressLine, echo, echo_json, json_option, shown
 @click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Seed of the sampled entries.")
 @json_option("Print the report's figures as one JSON document on stdout instead of writing HTML.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT even if it exists and is not an HTML file.")
+@trust_option()
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 def report(store: str, output: str, mixture: str, epoch: int | None, spec: str | None, plan: str | None,
-           samples: int, seed: int, as_json: bool, force: bool, quiet: bool) -> None:
+           samples: int, seed: int, as_json: bool, force: bool, trust_remote_code: bool, quiet: bool) -> None:
     """Write one self-contained HTML page about a mixture: sources, seeds, budgets, what each
     epoch drew, shares, turns, token lengths by status, supervised tokens, why entries do not
     train, pack fill, rejected rows and sampled entries token by token (hover for id, label,
@@ -43,7 +44,7 @@ def report(store: str, output: str, mixture: str, epoch: int | None, spec: str |
         return
     check_output(output, "html", store=store, force=force)
     summary = write_report(store, output, mixture=mixture, epoch=epoch, spec=spec, plan=plan, samples=samples,
-                           seed=seed, progress=ProgressLine("report steps", quiet))
+                           seed=seed, progress=ProgressLine("report steps", quiet), trust_remote_code=trust_remote_code)
     if not quiet:
         echo(f"wrote {summary.path} ({summary.bytes / 1024:,.0f} KiB) about {shown(store)} in "
              f"{summary.seconds:.2f} s", err=True)

@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from ..render import RenderRequest
-from .common import Interrupted, echo, end_quietly_on_ctrl_c, file_state, mixture_options, shown, table
-from .render_commands import render_into
+from .common import Interrupted, echo, end_quietly_on_ctrl_c, file_state, mixture_options, shown, table, trust_option
+from .render_commands import RENDER_TRUST, render_into
 
 
 @click.command()
@@ -31,11 +31,12 @@ from .render_commands import render_into
               "stored as mixture 'eval', which no training mixture draws; none may read a train dataset's file.")
 @click.option("--val-size", type=str, help="Hold out a seeded draw of the rows (a fraction in (0, 1), or a number "
               "of rows; every cut of a row goes together) as mixture 'eval', which no training mixture draws.")
+@trust_option("With --tokenizer: " + RENDER_TRUST)
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.pass_context
 def build(context: click.Context, config: str, output: str, seed: int, sampling: str, tokenizer: str | None,
           template: str | None, cutoff: int, truncation: str, replace: bool, evaluation: str | None,
-          val_size: str | None, quiet: bool) -> None:
+          val_size: str | None, trust_remote_code: bool, quiet: bool) -> None:
     """Build a store from a LLaMA-Factory v1 dataset YAML (or a data file or folder).
 
     With --tokenizer, the entries' token lengths and statuses are recorded too, as render spec
@@ -54,7 +55,7 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
     from ..store import store_location
 
     if tokenizer is None:
-        given = [f"--{name}" for name in ("template", "cutoff", "truncation")
+        given = [f"--{name.replace('_', '-')}" for name in ("template", "cutoff", "truncation", "trust_remote_code")
                  if context.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
         if given:
             raise click.UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for rendering and "
@@ -73,8 +74,8 @@ def build(context: click.Context, config: str, output: str, seed: int, sampling:
     except KeyboardInterrupt:
         raise Interrupted(_left_by_build(output, location, before)) from None
     if tokenizer is not None:
-        render_into(RenderRequest(output, tokenizer, cutoff=cutoff, template=template, truncation=truncation),
-                    quiet=quiet)
+        render_into(RenderRequest(output, tokenizer, cutoff=cutoff, template=template, truncation=truncation,
+                                  trust_remote_code=trust_remote_code), quiet=quiet)
 
 
 def _say_built(summary: Any, seed: int, sampling: str) -> None:

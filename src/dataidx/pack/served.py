@@ -27,7 +27,8 @@ class RenderedPacks(Closable):
     """The packs of a stored plan; item ``i`` is pack ``i``: its members rendered, in slot order.
 
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
-    ``stored_only`` refuses a spec without stored tokens rather than load its tokenizer.
+    ``stored_only`` refuses a spec without stored tokens rather than load its tokenizer;
+    ``trust_remote_code`` lets it load one of its folder's code (a spec rendered with ``--trust-remote-code``).
 
     Example::
 
@@ -36,7 +37,8 @@ class RenderedPacks(Closable):
     """
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
-                 verify: bool = True, epoch: int = 0, stored_only: bool = False) -> None:
+                 verify: bool = True, epoch: int = 0, stored_only: bool = False,
+                 trust_remote_code: bool = False) -> None:
         self.reader = EntryReader(path, verify=verify, reads={"plan": plan})
         self.plan = plan
         try:
@@ -50,7 +52,8 @@ class RenderedPacks(Closable):
             self.spec = read_spec(handle, spec)
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only or self.merge_cuts != "no")
-            self.renderer = None if self.tokens is not None else self.spec.renderer(tokenizer)
+            self.renderer = (None if self.tokens is not None else
+                             self.spec.renderer(tokenizer, trust_remote_code=trust_remote_code))
             self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
             self._serve(Mixtures.check_epoch(epoch, len(self.epochs), self.mixture))

@@ -47,6 +47,10 @@ CAUSES = {
     "nested": Cause("the sample nests too deep to render", "data"),
     "format": Cause("the sample is not in the standard format", "data"),
     "conversion": Cause("the row no longer converts", "data"),
+    "not_a_prefix": Cause("the prompt's ids are not a prefix of the whole's, and a slow tokenizer has no character "
+                          "offsets to label by instead: v1 refuses it too", "tokenizer"),
+    "not_a_turn": Cause("the last message is not the trained turn, and a slow tokenizer has no character offsets to "
+                        "label other messages by: v1 refuses it too", "tokenizer"),
     "no_eos": Cause("a text document ends with the tokenizer's EOS token, and this tokenizer has none", "tokenizer"),
     "too_long": Cause("longer than the cutoff", "cutoff"),
     "no_supervision": Cause("no supervised token (a zero loss weight, or truncation took it)", "data"),

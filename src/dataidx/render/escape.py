@@ -13,7 +13,9 @@ tokenized alone, and each control token it still yields is broken where the toke
 (its offsets are characters of the text as given), a few rounds at most. A token that cannot be
 broken (one character, or a normaliser that removes the U+200B) is an error naming it, never
 silent acceptance. Text in which neither the raw nor the normalised scan finds a token's string
-is returned as is after one regex scan (two under a normaliser).
+is returned as is after one regex scan (two under a normaliser). A slow tokenizer gives no offsets
+(:mod:`.slow`): its broken text is checked as v1 checks it, and a control token it still yields is
+the entry's error, as in v1.
 
 Added tokens not marked special (Qwen's ``<tool_call>``, ``<think>``) are not control tokens to
 v1, which trains them as their ids: under ``escapes="special"`` they are kept and named in
@@ -90,7 +92,10 @@ class ControlTokens:
         spans: list[tuple[int, int, int]] = []
         for _ in range(ROUNDS):  # ROUNDS > 0: past the loop, spans holds the last round's
             encoding = self.backend.encode(text, add_special_tokens=False)
-            spans = [(token_id, start, end) for token_id, (start, end) in zip(encoding.ids, encoding.offsets)
+            offsets = encoding.offsets
+            if offsets is None:  # a slow tokenizer (.slow): v1's check, with nowhere known to break
+                return self._checked(text, encoding.ids, where)
+            spans = [(token_id, start, end) for token_id, (start, end) in zip(encoding.ids, offsets)
                      if token_id in self.ids]
             if not spans:
                 self.kept.update(self.plain[token_id] for token_id in encoding.ids if token_id in self.plain)
@@ -115,6 +120,16 @@ class ControlTokens:
             return False
         normalizer, pattern = self.normalized
         return bool(pattern.search(normalizer.normalize_str(text)))
+
+    def _checked(self, text: str, ids: list[int], where: str) -> str:
+        """``text`` broken by v1's rule, where the tokenizer gives no offsets: a control token it
+        still yields is an error, as in v1 (which raises there too)."""
+        found = next((token_id for token_id in ids if token_id in self.ids), None)
+        if found is not None:
+            raise RenderError(f"{where}: the text holds control token {shown(self.ids[found])}, which the slow "
+                              "tokenizer still finds after it is broken (v1 refuses it too)", cause="control_token")
+        self.kept.update(self.plain[token_id] for token_id in ids if token_id in self.plain)
+        return text
 
     def _broken(self, text: str, spans: list[tuple[int, int, int]], where: str) -> str:
         """``text`` with a U+200B after the first character of each span the tokenizer made a

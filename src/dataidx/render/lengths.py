@@ -77,14 +77,15 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
     """
     started = time.perf_counter()
     store, name = request.store, request.name
-    tokenizer_object = tokenizer_object if tokenizer_object is not None else load_tokenizer(request.tokenizer)
+    if tokenizer_object is None:
+        tokenizer_object = load_tokenizer(request.tokenizer, trust_remote_code=request.trust_remote_code)
     with EntryReader(store) as reader:
         stored = _stored(reader.handle, name)
         # A clock-reading template renders at the time the spec first did, unless the user sets one.
         spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=request.tokenizer, template=request.template,
                                    cutoff=request.cutoff, truncation=request.truncation,
                                    clock=request.clock if request.clock is not None else stored.clock,
-                                   escapes=request.escapes)
+                                   escapes=request.escapes, trust_remote_code=request.trust_remote_code)
         first, last = stored.first, stored.last
         reused = stored.fingerprint == spec.fingerprint
         if stored.fingerprint is not None and not reused and not request.replace:
@@ -164,7 +165,8 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
-               "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes}
+               "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes,
+               "trust_remote_code": spec.trust_remote_code}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         specs = Specs(connection)
         named = specs.own_token_files(store)

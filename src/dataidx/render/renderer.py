@@ -30,6 +30,7 @@ from .reasoning import marked, worst_reasoning
 from .rendered import IGNORE, Rendered, label_tokens
 from .shared_prefix import Encoded, SharedPrefixes, checked, encode_each, private_backend
 from .sides import Draft, Side
+from .slow import NOT_A_PREFIX, NOT_A_TURN, SlowBackend, WholeTexts, refuse_other
 from .truncation import TRUNCATED_FACTOR, TRUNCATIONS, truncated
 
 #: What an entry can come to under a spec, worst last (the store's, offered by this package's face).
@@ -55,18 +56,19 @@ class Renderer:
 
     def __init__(self, tokenizer: Any, template_text: str, cutoff: int, truncation: str = "drop", *,
                  clock: str | None = None, escapes: str = "special") -> None:
-        if not getattr(tokenizer, "is_fast", False):
-            raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
+        refuse_other(tokenizer)
         if not 0 < cutoff < 2**31:
             raise RenderError(f"cutoff must be from 1 to {2**31 - 1} tokens, got {cutoff}")
         if truncation not in TRUNCATIONS:
             raise RenderError(f"unknown truncation '{truncation}' (one of {', '.join(TRUNCATIONS)})")
         self.tokenizer = tokenizer
+        #: A fast tokenizer's offsets: without them (a slow one, :mod:`.slow`) v1's id diff alone labels.
+        self.offsets = bool(getattr(tokenizer, "is_fast", False))
         # A private copy without truncation or padding: the caller's tokenizer may have them on
         # (a shipped tokenizer.json, or a call with truncation=True), which would bypass the cutoff.
-        self.backend = private_backend(tokenizer)
+        self.backend = private_backend(tokenizer) if self.offsets else SlowBackend(tokenizer)
         self.controls = ControlTokens(tokenizer, self.backend, escapes)
-        self.shared = SharedPrefixes(self.backend)
+        self.shared = SharedPrefixes(self.backend) if self.offsets else WholeTexts()
         self.escapes = escapes
         self.cutoff = cutoff
         self.truncation = truncation
@@ -252,6 +254,9 @@ class Renderer:
             tail = ids[start:] if weight > SUPERVISED_EPSILON else [IGNORE] * (len(ids) - start)
             return marked(self._truncate(ids, [IGNORE] * start + tail, [0.0] * start + [weight] * (len(ids) - start)),
                           side, [(len(side.prompt or ""), len(side.full))])  # v1's rule: what follows the prompt
+        if not self.offsets:  # a slow tokenizer: v1's refusal, with no characters to label by instead
+            raise (RenderError(NOT_A_PREFIX, cause="not_a_prefix") if prompt is not None
+                   else RenderError(NOT_A_TURN, cause="not_a_turn"))
         if prompt is not None or side.has_cut:
             wanted = [len(side.chat) - 1] if side.chat else []
         else:

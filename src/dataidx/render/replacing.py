@@ -36,7 +36,8 @@ def refuse_to_replace(handle: StoreHandle, store: str | os.PathLike[str], spec: 
     stored = read_spec(handle, spec.name)
     changed = [f"{what} {old} -> {new}" for what, old, new in (
         ("cutoff", stored.cutoff, spec.cutoff), ("truncation", stored.truncation, spec.truncation),
-        ("escape", stored.escapes, spec.escapes)) if old != new]
+        ("escape", stored.escapes, spec.escapes), ("trust-remote-code", stored.trust_remote_code,
+                                                   spec.trust_remote_code)) if old != new]
     if stored.tokenizer_sha256 != spec.tokenizer_sha256:
         changed.append("another tokenizer")
     if stored.template_text != spec.template_text:

@@ -19,7 +19,9 @@ class RenderRequest:
     A template that reads the clock (``strftime_now``) renders at ``clock`` (ISO 8601), or at the
     time spec ``name`` recorded when it was first rendered, or now. ``escapes`` says which tokens
     data text may not produce as ids (:mod:`.escape`): ``special`` (v1's) or ``added`` (every
-    added token). ``jobs`` is processes (default: all cores).
+    added token). ``jobs`` is processes (default: all cores). ``trust_remote_code`` lets a tokenizer
+whose folder holds its own class (``auto_map``) be loaded, running that code; the spec records it,
+and every later load of its tokenizer must be given it again.
 
     ``store_tokens`` also writes every training entry's words to the spec's token file (in
     ``tokens_dir``, default ``<store>.tokens``); a spec rendered another way is replaced only with
@@ -44,3 +46,4 @@ class RenderRequest:
     store_tokens: bool = False
     tokens_dir: str | os.PathLike[str] | None = None
     replace: bool = False
+    trust_remote_code: bool = False

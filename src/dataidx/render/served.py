@@ -26,10 +26,11 @@ from .spec import StoredSpec, read_spec
 from .token_file import TokenFile
 
 
-def open_spec(handle: StoreHandle, spec: str, tokenizer: Any) -> tuple[StoredSpec, Renderer]:
+def open_spec(handle: StoreHandle, spec: str, tokenizer: Any, *,
+              trust_remote_code: bool = False) -> tuple[StoredSpec, Renderer]:
     """A stored spec and its renderer, with the tokenizer checked to be the one it recorded."""
     stored = read_spec(handle, spec)
-    return stored, stored.renderer(tokenizer)
+    return stored, stored.renderer(tokenizer, trust_remote_code=trust_remote_code)
 
 
 class RenderedMixture(Closable):
@@ -38,6 +39,8 @@ class RenderedMixture(Closable):
     A spec whose tokens are stored (``dataidx render --store-tokens``) is served from them, with no
     tokenizer loaded; ``tokens`` is its token file (None: rendered on fetch, ``renderer`` set;
     ``stored_only`` refuses that instead, for a pass that reads the words themselves).
+    ``trust_remote_code`` lets a spec rendered with ``--trust-remote-code`` load its tokenizer,
+    running its folder's code; without it such a spec is refused.
     Reads through its reader's store handle; ``close()`` (or a ``with`` block) gives it back.
 
     Example::
@@ -47,14 +50,16 @@ class RenderedMixture(Closable):
     """
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, spec: str,
-                 tokenizer: Any = None, verify: bool = True, epoch: int = 0, stored_only: bool = False) -> None:
+                 tokenizer: Any = None, verify: bool = True, epoch: int = 0, stored_only: bool = False,
+                 trust_remote_code: bool = False) -> None:
         self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch, reads={"spec": spec})
         try:
             handle = self.reader.handle
             self.spec = read_spec(handle, spec)
             self.tokens: TokenFile | None = open_tokens(handle, self.reader.path, self.spec, tokenizer,
                                                            required=stored_only)
-            self.renderer: Renderer | None = None if self.tokens is not None else self.spec.renderer(tokenizer)
+            self.renderer: Renderer | None = (None if self.tokens is not None else
+                                              self.spec.renderer(tokenizer, trust_remote_code=trust_remote_code))
             self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
             self._find_positions()
@@ -143,12 +148,12 @@ class RenderedMixture(Closable):
 
 
 def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
-                     verify: bool = True,
-                     epoch: int = 0) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
+                     verify: bool = True, epoch: int = 0,
+                     trust_remote_code: bool = False) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
     """Mixture positions rendered under a spec, whatever their status: the renderer, and per
     position its dataset name, row, cut and rendering (one read, one tokenizer batch)."""
     with StoreReader(path, mixture, verify=verify, epoch=epoch) as reader:
-        _, renderer = open_spec(reader.handle, spec, None)
+        _, renderer = open_spec(reader.handle, spec, None, trust_remote_code=trust_remote_code)
         triples = reader.triples(positions)
         rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
     return renderer, [(reader.datasets[dataset_id].name, row, cut, one)
@@ -156,9 +161,10 @@ def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, posi
 
 
 def rendered_position(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
-                      verify: bool = True, epoch: int = 0) -> list[dict[str, Any]]:
+                      verify: bool = True, epoch: int = 0, trust_remote_code: bool = False) -> list[dict[str, Any]]:
     """Mixture positions rendered with a spec, whatever their status (``dataidx show --render``):
     each dict has ``status`` (and ``detail`` when there is one) besides the model inputs."""
-    _, rendered = render_positions(path, mixture, spec, positions, verify=verify, epoch=epoch)
+    _, rendered = render_positions(path, mixture, spec, positions, verify=verify, epoch=epoch,
+                                   trust_remote_code=trust_remote_code)
     return [{"_dataset_name": name, "status": one.status, **({"detail": one.detail} if one.detail else {}),
              **one.as_dict()} for name, _, _, one in rendered]

@@ -21,8 +21,9 @@ from ..errors import RenderError, StaleStoreError
 from ..store import Specs, StoreHandle
 from .chat_text import reads_clock
 from .renderer import Renderer
+from .slow import refuse_other, slow_fingerprint
 from .templates import choose_template
-from .tokenizer_folder import load_tokenizer
+from .tokenizer_folder import check_remote_code, load_tokenizer
 
 #: The label rule in force, part of every fingerprint: a spec stored under another rule (before
 #: LLaMA-Factory v1's labels, or before its chat inputs: ``"[]"`` tools as ``[]``, reasoning also
@@ -31,21 +32,26 @@ LABEL_RULE = "llamafactory-v1/chat-inputs"
 
 
 def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str,
-                     clock: str | None = None, escapes: str = "special") -> str:
-    """What identifies a spec's lengths. The clock (only templates that read it have one) and a
-    non-default escape are hashed only when set, so every spec made before them keeps its fingerprint."""
+                     clock: str | None = None, escapes: str = "special", trust_remote_code: bool = False) -> str:
+    """What identifies a spec's lengths. The clock (only templates that read it have one), a
+    non-default escape and trusted remote code are hashed only when set, so every spec made
+    before them keeps its fingerprint."""
     fields: list[object] = [tokenizer_sha256, template_text, cutoff, truncation, version, LABEL_RULE]
     if clock is not None:
         fields.append({"clock": clock})
     if escapes != "special":
         fields.append({"escapes": escapes})
+    if trust_remote_code:
+        fields.append({"trust_remote_code": True})
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
-    """sha256 of everything about a tokenizer that can change rendered ids."""
+    """sha256 of everything about a tokenizer that can change rendered ids (a slow one's state:
+    :func:`.slow.slow_fingerprint`; a fast one's as before, so stored specs keep theirs)."""
+    refuse_other(tokenizer)
     if not getattr(tokenizer, "is_fast", False):
-        raise RenderError("rendering needs a fast tokenizer (character offsets); this one is not")
+        return hashlib.sha256(json.dumps(slow_fingerprint(tokenizer), sort_keys=True).encode()).hexdigest()
     backend = json.loads(tokenizer.backend_tokenizer.to_str())
     backend["truncation"] = backend["padding"] = None  # runtime settings; rendering turns them off
     state = {
@@ -70,27 +76,33 @@ class RenderSpec:
     version: str
     clock: str | None = None
     escapes: str = "special"
+    #: its tokenizer's class is code from its folder (``--trust-remote-code``): readers must trust it too
+    trust_remote_code: bool = False
 
     @property
     def fingerprint(self) -> str:
         return spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
-                                self.clock, self.escapes)
+                                self.clock, self.escapes, self.trust_remote_code)
 
 
 def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
-              truncation: str, clock: str | None = None, escapes: str = "special") -> tuple[RenderSpec, Renderer]:
+              truncation: str, clock: str | None = None, escapes: str = "special",
+              trust_remote_code: bool = False) -> tuple[RenderSpec, Renderer]:
     """A spec and its renderer; checks everything before any entry is rendered.
 
     ``clock`` is the time a template that reads it (``strftime_now``) renders at: the spec's
     recorded one when it is rendered again, or one the user chose; now when None. Templates that
     do not read the clock have none, so their fingerprint does not change with the day.
+    ``trust_remote_code`` records that the tokenizer at ``tokenizer_path`` is loaded with its
+    folder's code; a folder that needs it is refused without it, even for a tokenizer already loaded.
     """
+    trusted = check_remote_code(Path(tokenizer_path), trust_remote_code)  # recorded only where code runs
     template_name, text = choose_template(tokenizer, template)
     renderer = Renderer(tokenizer, text, cutoff, truncation, clock=clock, escapes=escapes)
     spec = RenderSpec(name=name, tokenizer_path=str(Path(tokenizer_path).resolve()),
                       tokenizer_sha256=tokenizer_fingerprint(tokenizer), template=template_name, template_text=text,
                       cutoff=cutoff, truncation=truncation, version=__version__, clock=renderer.chat.clock,
-                      escapes=escapes)
+                      escapes=escapes, trust_remote_code=trusted)
     return spec, renderer
 
 
@@ -112,6 +124,7 @@ class StoredSpec:
     version: str
     clock: str | None = None
     escapes: str = "special"
+    trust_remote_code: bool = False
 
     def check(self) -> None:
         """Refuse a spec an older dataidx stored under other labels, or without its clock."""
@@ -122,7 +135,7 @@ class StoredSpec:
                 "render again"
             )
         recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation,
-                                    self.version, self.clock, self.escapes)
+                                    self.version, self.clock, self.escapes, self.trust_remote_code)
         if recorded != self.fingerprint:
             raise StaleStoreError(
                 f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "
@@ -140,22 +153,30 @@ class StoredSpec:
     def render_command(self, store: object, tokenizer: object) -> str:
         """The ``dataidx render`` that renders this spec again as it is (its template aside)."""
         return (f"dataidx render {store} --tokenizer {tokenizer} --cutoff {self.cutoff} --truncation {self.truncation} "
-                f"--name {self.name}")
+                f"--name {self.name}" + (" --trust-remote-code" if self.trust_remote_code else ""))
 
-    def recorded_tokenizer(self) -> Any:
+    def recorded_tokenizer(self, *, trust_remote_code: bool = False) -> Any:
         """The tokenizer from where the spec recorded it; gone from there (a project folder
-        moved), a RenderError saying how to record where it is now."""
+        moved), a RenderError saying how to record where it is now. A spec that records
+        ``trust_remote_code`` runs its folder's code only when the caller trusts it too (a store
+        alone never decides to run code)."""
+        if self.trust_remote_code and not trust_remote_code:
+            raise RenderError(f"render spec '{self.name}': its tokenizer at {self.tokenizer_path} is a class from "
+                              "its folder's code (rendered with --trust-remote-code); loading it would run that code: "
+                              "give --trust-remote-code (trust_remote_code=True) if you trust it")
         if not os.path.exists(self.tokenizer_path):
             raise RenderError(f"render spec '{self.name}': its tokenizer is not at {self.tokenizer_path} any more; if "
                               f"it moved, {self.render_command('STORE', 'NEW_PATH')} (and the --template it was "
                               "rendered with) records where it is, rendering nothing again")
-        return load_tokenizer(self.tokenizer_path)
+        return load_tokenizer(self.tokenizer_path, trust_remote_code=trust_remote_code)
 
-    def renderer(self, tokenizer: Any | None = None) -> Renderer:
-        """A renderer for this spec; the tokenizer (loaded from the recorded path unless given)
-        must be the one the lengths were computed with."""
+    def renderer(self, tokenizer: Any | None = None, *, trust_remote_code: bool = False) -> Renderer:
+        """A renderer for this spec; the tokenizer (loaded from the recorded path unless given,
+        running its folder's code only with ``trust_remote_code``) must be the one the lengths
+        were computed with."""
         self.check()
-        tokenizer = tokenizer if tokenizer is not None else self.recorded_tokenizer()
+        tokenizer = (tokenizer if tokenizer is not None
+                     else self.recorded_tokenizer(trust_remote_code=trust_remote_code))
         self.check_tokenizer(tokenizer)
         return Renderer(tokenizer, self.template_text, self.cutoff, self.truncation, clock=self.clock,
                         escapes=self.escapes)
@@ -168,4 +189,4 @@ def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
                       tokenizer_sha256=row["tokenizer_sha256"], template_text=row["template_text"],
                       cutoff=row["cutoff"], truncation=row["truncation"], entries=row["entries"],
                       training_entries=row["kept"], version=row["dataidx_version"], clock=row["clock"],
-                      escapes=row["escapes"])
+                      escapes=row["escapes"], trust_remote_code=bool(row["trust_remote_code"]))

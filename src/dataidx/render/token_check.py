@@ -55,10 +55,11 @@ class TokensReport:
 
 def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sample: int = 1000, seed: int = 0,
                   every: bool = False, tokenizer: Any = None, progress: CountProgress | None = None,
-                  ) -> list[TokensReport]:
+                  trust_remote_code: bool = False) -> list[TokensReport]:
     """Check the stored tokens of spec ``spec`` (default: every spec that has them): the words'
     digest, and ``sample`` training entries drawn with ``seed`` (``every``: all of them)
-    rendered again and compared with what the token file serves.
+    rendered again and compared with what the token file serves. A spec rendered with
+    ``--trust-remote-code`` loads its tokenizer only with ``trust_remote_code``.
 
     Example::
 
@@ -88,7 +89,7 @@ def verify_tokens(store: str | os.PathLike[str], *, spec: str | None = None, sam
                 report.problems.append(f"{report.file}: its words' sha256 is not the one recorded when it was written "
                                        f"(edited?); run dataidx render --store-tokens again for spec '{name}'")
             _compare(reader, stored, tokens, report, sample=None if every else sample, seed=seed,
-                     tokenizer=tokenizer, progress=progress)
+                     tokenizer=tokenizer, progress=progress, trust_remote_code=trust_remote_code)
     return reports
 
 
@@ -112,12 +113,12 @@ def token_file_problems(store: str | os.PathLike[str]) -> dict[str, list[str]]:
 
 
 def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: TokensReport, *, sample: int | None,
-             seed: int, tokenizer: Any, progress: CountProgress | None) -> None:
+             seed: int, tokenizer: Any, progress: CountProgress | None, trust_remote_code: bool) -> None:
     entry_ids = Specs(reader.handle).training_entries(spec.id)
     report.entries = len(entry_ids)
     if sample is not None and sample < len(entry_ids):
         entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))
-    renderer = spec.renderer(tokenizer)
+    renderer = spec.renderer(tokenizer, trust_remote_code=trust_remote_code)
     server = TokenServer(tokens, spec.id, reader.datasets, reader.path)
     for start in range(0, len(entry_ids), VERIFY_BATCH):
         batch = entry_ids[start: start + VERIFY_BATCH]

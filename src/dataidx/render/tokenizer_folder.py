@@ -1,4 +1,4 @@
-"""A fast tokenizer from a local folder, its files checked before transformers reads them.
+"""A tokenizer from a local folder, its files checked before transformers reads them.
 
 transformers opens what a folder holds without asking what it is: a ``tokenizer_config.json``
 linked to ``/dev/zero`` is read until memory runs out, a FIFO blocks for ever, a 1 GB file is
@@ -8,6 +8,10 @@ a FIFO or a folder is named as such), of at most :data:`MAX_VOCABULARY_BYTES` (a
 :data:`MAX_SETTINGS_BYTES` (settings, templates); and the added tokens are counted against
 :data:`MAX_ADDED_TOKENS`. Each check is one line naming the file and what is wrong, as is a
 malformed chat template list (transformers says only the key it missed: ``'name'``).
+
+A folder whose ``tokenizer_config.json`` names a tokenizer class through ``auto_map`` (a
+``tokenization_*.py`` of its own, slow or fast) is loaded only with ``trust_remote_code``:
+loading runs that code. Without it the folder is refused in one line naming the flag.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from ..errors import RenderError
 
-#: The vocabulary files a fast tokenizer is read or converted from: tens of MB in real ones
+#: The vocabulary files a tokenizer is read or converted from: tens of MB in real ones
 #: (Gemma 3's tokenizer.json, one of the largest, is 33 MB).
 VOCABULARIES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json", "vocab.txt", "merges.txt",
                 "spiece.model", "sentencepiece.bpe.model")
@@ -41,9 +45,10 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"
 _GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 
 
-def load_tokenizer(path: str | os.PathLike[str]) -> Any:
-    """A fast tokenizer from a local model folder (or its ``tokenizer.json``), offline, its files
-    checked first (:func:`checked_folder`)."""
+def load_tokenizer(path: str | os.PathLike[str], *, trust_remote_code: bool = False) -> Any:
+    """A tokenizer from a local model folder (or its ``tokenizer.json``), offline, its files
+    checked first (:func:`checked_folder`); one of the folder's own code only with
+    ``trust_remote_code`` (:func:`check_remote_code`)."""
     import transformers  # here, not at import: seconds to load, and only rendering needs it
 
     location = Path(path)
@@ -64,16 +69,44 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Any:
         raise RenderError(f"{location}: not a tokenizer folder: it holds none of {', '.join(_TOKENIZER_FILES)}; "
                           "give a local model folder")
     config = checked_folder(location)
+    remote = check_remote_code(location, trust_remote_code, config)
     try:
         generic = _generic_fast_class(location, config, transformers)
         if generic is not None:
             return generic.from_pretrained(str(location), local_files_only=True)
+        if remote:
+            return transformers.AutoTokenizer.from_pretrained(str(location), trust_remote_code=True,
+                                                              local_files_only=True)
         return transformers.AutoTokenizer.from_pretrained(str(location), local_files_only=True)
     except Exception as exc:  # transformers raises many kinds for unreadable folders
-        if not (location / "tokenizer.json").is_file():
+        if remote:
+            raise RenderError(f"{location}: cannot load the tokenizer class of its own code: {_first_line(exc)}"
+                              ) from None
+        if not (location / "tokenizer.json").is_file() and not _slow_files(location):
             raise RenderError(f"{location}: cannot load a fast tokenizer: the folder has no tokenizer.json (save "
                               "one there with AutoTokenizer.from_pretrained(...).save_pretrained)") from None
-        raise RenderError(f"{location}: cannot load a fast tokenizer from it: {_first_line(exc)}") from None
+        raise RenderError(f"{location}: cannot load a tokenizer from it: {_first_line(exc)}") from None
+
+
+def check_remote_code(location: Path, trust_remote_code: bool, config: dict[str, Any] | None = None) -> bool:
+    """Whether the tokenizer at ``location`` (a folder or its ``tokenizer.json``) is a class of
+    its folder's own code (``auto_map`` for AutoTokenizer in ``tokenizer_config.json``); a
+    RenderError in one line when it is and ``trust_remote_code`` is off."""
+    folder = location.parent if location.is_file() else location
+    if config is None:
+        config = _json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else None
+    auto_map = config.get("auto_map") if isinstance(config, dict) else None
+    remote = isinstance(auto_map, list | tuple) or (isinstance(auto_map, dict) and "AutoTokenizer" in auto_map)
+    if remote and not trust_remote_code:
+        raise RenderError(f"{folder}: its tokenizer is a class from the folder's own code (auto_map in "
+                          "tokenizer_config.json), and loading it would run code from the model folder; give "
+                          "--trust-remote-code (trust_remote_code=True) if you trust it")
+    return remote
+
+
+def _slow_files(location: Path) -> bool:
+    """Whether the folder holds a vocabulary a slow tokenizer class reads (its config naming the class)."""
+    return any((location / name).is_file() for name in VOCABULARIES if name != "tokenizer.json")
 
 
 def checked_folder(location: Path) -> dict[str, Any]:
@@ -181,7 +214,6 @@ def _generic_fast_class(location: Path, config: dict[str, Any], transformers: An
 
 
 def _first_line(exc: Exception) -> str:
-    """What a loading error says, without transformers' multi-line advice (which suggests
-    installing converters for slow tokenizers: dataidx renders with fast tokenizers only)."""
+    """What a loading error says, without transformers' multi-line advice."""
     text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
     return text.rstrip(":, ")

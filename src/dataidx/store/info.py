@@ -71,8 +71,10 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 },
             })
         specs = handle.dicts("SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
-                             "dataidx_version, created_at, seconds, clock, escapes FROM render_specs ORDER BY id")
+                             "dataidx_version, created_at, seconds, clock, escapes, trust_remote_code "
+                             "FROM render_specs ORDER BY id")
         for spec in specs:
+            spec["trust_remote_code"] = bool(spec["trust_remote_code"])  # SQLite's 0/1, PostgreSQL's boolean
             spec["added_tokens"] = Specs(handle).added_token_uses(spec["id"])
             spec["causes"] = [cause._asdict() for cause in Specs(handle).causes(spec["name"])]
             spec["reasoning_problems"] = Specs(handle).reasoning_problems(spec["name"])

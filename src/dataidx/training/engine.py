@@ -48,7 +48,9 @@ class DataEngine(Closable, Dataset):
 
     With ``render=SPEC`` (a spec stored by ``dataidx render``) it serves the entries that train
     under that spec, rendered to ``input_ids``/``labels``/``loss_weights``/``attention_mask``;
-    ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same).
+    ``tokenizer`` overrides loading it from the spec's recorded path (it must be the same);
+    ``trust_remote_code`` lets that load run the tokenizer folder's own code, which a spec rendered
+    with ``--trust-remote-code`` needs (refused without it).
 
     ``epoch`` (or :meth:`set_epoch`, as with ``DistributedSampler``) serves one epoch of a
     mixture stored with ``dataidx mix --epochs N``; each epoch is its own seeded draw.
@@ -76,7 +78,7 @@ class DataEngine(Closable, Dataset):
 
     def __init__(self, path: str | os.PathLike[str], mixture: str = "default", *, verify: bool = True,
                  render: str | None = None, tokenizer: Any = None, seed: int = DEFAULT_SEED,
-                 sampling: str = "exact", epoch: int = 0) -> None:
+                 sampling: str = "exact", epoch: int = 0, trust_remote_code: bool = False) -> None:
         # What v1's DataEngine takes (a YAML, local or in a hub repo, a data file or folder, a hub
         # dataset id) is built into the cache once and opened from there after; a store is itself.
         path = engine_store(path, seed=seed, sampling=sampling)
@@ -85,7 +87,8 @@ class DataEngine(Closable, Dataset):
         if render is None:
             self.reader = StoreReader(path, mixture, verify=verify, epoch=epoch)
         else:
-            self.reader = RenderedMixture(path, mixture, spec=render, tokenizer=tokenizer, verify=verify, epoch=epoch)
+            self.reader = RenderedMixture(path, mixture, spec=render, tokenizer=tokenizer, verify=verify, epoch=epoch,
+                                          trust_remote_code=trust_remote_code)
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -164,8 +167,9 @@ class PackedDataset(Closable, Dataset):
     """
 
     def __init__(self, path: str | os.PathLike[str], plan: str = "default", *, tokenizer: Any = None,
-                 verify: bool = True, epoch: int = 0) -> None:
-        self.packs = RenderedPacks(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch)
+                 verify: bool = True, epoch: int = 0, trust_remote_code: bool = False) -> None:
+        self.packs = RenderedPacks(path, plan, tokenizer=tokenizer, verify=verify, epoch=epoch,
+                                   trust_remote_code=trust_remote_code)
 
     def __len__(self) -> int:
         return len(self.packs)

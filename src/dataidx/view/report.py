@@ -66,9 +66,11 @@ def report_figures(store: str | os.PathLike[str], *, mixture: str = "default", e
 
 def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], *, mixture: str = "default",
                  epoch: int | None = None, spec: str | None = None, plan: str | None = None, samples: int = 5,
-                 seed: int = DEFAULT_SEED, progress: CountProgress | None = None) -> ReportSummary:
+                 seed: int = DEFAULT_SEED, progress: CountProgress | None = None,
+                 trust_remote_code: bool = False) -> ReportSummary:
     """Write the report of ``mixture`` (of epoch ``epoch``, or of all; with ``spec``'s lengths
-    and ``plan``'s packs when named) to ``output``.
+    and ``plan``'s packs when named) to ``output``. ``trust_remote_code`` lets the sampled
+    entries of a spec rendered with ``--trust-remote-code`` load its tokenizer, running its code.
 
     Example::
 
@@ -78,7 +80,8 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
     path, figures, picks = _gathered(store, mixture, epoch=epoch, spec=spec, plan=plan, samples=samples, seed=seed,
                                      progress=progress)
     epochs = len(figures.epochs)
-    shown = (rendered_samples(path, mixture, spec=spec, picks=picks, epochs=epochs) if spec
+    shown = (rendered_samples(path, mixture, spec=spec, picks=picks, epochs=epochs,
+                              trust_remote_code=trust_remote_code) if spec
              else converted_samples(path, mixture, picks, epochs))
     page = _page(path, figures, shown, seed)
     target = Path(output)

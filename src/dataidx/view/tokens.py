@@ -46,11 +46,13 @@ def _where(epoch: int, position: int, epochs: int) -> str:
     return f"position {position}" if epochs == 1 else f"epoch {epoch} · position {position}"
 
 
-def rendered_samples(path: str, mixture: str, *, spec: str, picks: list[tuple[int, int]], epochs: int) -> list[str]:
+def rendered_samples(path: str, mixture: str, *, spec: str, picks: list[tuple[int, int]], epochs: int,
+                     trust_remote_code: bool = False) -> list[str]:
     """HTML of each ``(epoch, position)`` rendered under ``spec``: its status and tokens."""
     blocks = []
     for epoch, positions in _by_epoch(picks).items():
-        renderer, rendered = render_positions(path, mixture, spec, positions, verify=False, epoch=epoch)
+        renderer, rendered = render_positions(path, mixture, spec, positions, verify=False, epoch=epoch,
+                                              trust_remote_code=trust_remote_code)
         for position, (dataset, row, cut, one) in zip(positions, rendered):
             trains = one.status in Specs.TRAINING_STATUSES
             heading = (f"{_where(epoch, position, epochs)} · {html.escape(dataset)} row {row}"

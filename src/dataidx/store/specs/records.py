@@ -24,7 +24,8 @@ from .reasoning import REASONING, REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, RE
 
 #: Every column of a spec's row, as :meth:`Specs.find` returns them.
 _COLUMNS = ("id", "name", "fingerprint", "tokenizer", "tokenizer_sha256", "template", "template_text", "cutoff",
-            "truncation", "entries", "kept", "dataidx_version", "clock", "escapes", "created_at", "seconds")
+            "truncation", "entries", "kept", "dataidx_version", "clock", "escapes", "trust_remote_code", "created_at",
+            "seconds")
 _SPEC = f"SELECT {', '.join(_COLUMNS)} FROM render_specs WHERE name = {{mark}}"
 _TRAINING = "SELECT entry_id FROM entry_renders WHERE spec_id = {mark} AND status IN ({trains}) ORDER BY entry_id"
 # What a token reader fetches per batch of entries: where each entry's words lie, and its sides' extras.
@@ -90,9 +91,10 @@ class Specs:
             raise self.store.missing("render_specs", "render spec", name, "; run dataidx render")
         return found
 
-    def templates(self) -> list[tuple[str, str, str, str]]:
-        """``(name, template, template text, tokenizer)`` of every spec, oldest first."""
-        return self.store.all("SELECT name, template, template_text, tokenizer FROM render_specs ORDER BY id")
+    def templates(self) -> list[tuple[str, str, str, str, bool]]:
+        """``(name, template, template text, tokenizer, trust_remote_code)`` of every spec, oldest first."""
+        return [(*row[:4], bool(row[4])) for row in self.store.all(
+            "SELECT name, template, template_text, tokenizer, trust_remote_code FROM render_specs ORDER BY id")]
 
     def names_with_tokens(self) -> list[str]:
         """The specs whose tokens are stored, oldest first."""
