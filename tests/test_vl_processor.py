@@ -73,6 +73,43 @@ def test_a_saved_processor_loads_back_from_its_folder(tmp_path: Path, layout: st
         assert ours[key].tolist() == theirs[key].tolist(), key
 
 
+def torchvision_loads() -> bool:
+    try:
+        import torchvision  # noqa: F401  (only whether it loads)
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.skipif(torchvision_loads(), reason="torchvision loads here: AutoProcessor builds the whole processor")
+def test_without_torchvision_autoprocessor_fails_where_load_processor_loads(tmp_path: Path) -> None:
+    from transformers import AutoProcessor
+
+    folder = save_qwen2_vl_folder(tmp_path)
+    with pytest.raises(ImportError, match="Qwen2VLVideoProcessor requires the Torchvision library"):
+        AutoProcessor.from_pretrained(str(folder), local_files_only=True)
+    assert load_processor(folder).image_processor.__class__.__name__ == "Qwen2VLImageProcessorPil"
+
+
+@pytest.mark.skipif(not torchvision_loads(), reason="torchvision does not load here (issue 53: the registries offer "
+                    "only a CUDA build, which the CPU torch does not load)")
+def test_with_torchvision_autoprocessor_gives_the_same_ids_and_grids(tmp_path: Path) -> None:
+    """What a machine with torchvision gets: the video processor besides, the same ids and grids,
+    pixel values within the resampling's difference (the torchvision backend resizes its own way)."""
+    from PIL import Image
+    from transformers import AutoProcessor
+
+    folder = save_qwen2_vl_folder(tmp_path)
+    auto, ours = AutoProcessor.from_pretrained(str(folder), local_files_only=True), load_processor(folder)
+    assert auto.video_processor is not None and auto.chat_template == ours.chat_template
+    for size in ((300, 168), (211, 97), (1200, 40), (28, 28)):
+        image = Image.new("RGB", size, (10, 200, 30))
+        theirs, mine = one_image_text(auto, image), one_image_text(ours, image)
+        for key in ("input_ids", "image_grid_thw", "mm_token_type_ids"):
+            assert theirs[key].tolist() == mine[key].tolist(), (size, key)
+        assert (theirs["pixel_values"] - mine["pixel_values"]).abs().max() < 0.1, size
+
+
 def test_what_cannot_load_is_refused_naming_the_file(tmp_path: Path) -> None:
     def refused(folder: Path, pattern: str) -> None:
         with pytest.raises(RenderError, match=pattern) as caught:

@@ -56,10 +56,12 @@ def qwen2_vl_processor() -> Any:
 
 
 def save_qwen2_vl_folder(folder: Path) -> Path:
-    """A model folder laid out as Qwen2-VL's is: ``preprocessor_config.json``, the tokenizer's
-    files, and the chat template in ``chat_template.json``."""
+    """A model folder laid out as Qwen2-VL's is: ``preprocessor_config.json`` (naming
+    ``Qwen2VLProcessor``), the tokenizer's files, and the chat template in ``chat_template.json``."""
     folder.mkdir(parents=True, exist_ok=True)
     qwen2_vl_image_processor().save_pretrained(folder)
+    config = folder / "preprocessor_config.json"  # naming its processor, as Qwen2-VL's does: AutoProcessor reads it
+    config.write_text(json.dumps({**json.loads(config.read_text()), "processor_class": "Qwen2VLProcessor"}, indent=2))
     tokenizer = qwen2_vl_tokenizer()
     tokenizer.chat_template = None  # the processor's template is in chat_template.json, as Qwen2-VL ships it
     tokenizer.save_pretrained(folder)
