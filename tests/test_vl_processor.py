@@ -217,3 +217,19 @@ def test_v1_renders_every_demo_entry_with_the_processor(v1_renderers: tuple[Any,
         RECORD.write_text("{\n" + ",\n".join(blocks) + "\n}\n", encoding="utf-8")
     elif recorded is not None:
         assert summaries == recorded
+
+
+@pytest.mark.slow  # v1's Renderer (its fixture builds two processors)
+def test_v1_escapes_a_literal_placeholder_and_the_processor_refuses_videos(v1_renderers: tuple[Any, Any, Any]) -> None:
+    built, _, processor = v1_renderers
+    _, _, sample = demo_entries("mllm_demo")[0]
+    text = {"type": "text", "value": "what is <|image_pad|> here?"}  # data text: never a placeholder
+    first = sample["messages"][0]
+    tricked = {**sample, "messages": [{**first, "content": [*first["content"], text]}, *sample["messages"][1:]]}
+    made, plain = v1_render(built, tricked), v1_render(built, sample)
+    assert not isinstance(made, BaseException) and not isinstance(plain, BaseException)
+    assert made["input_ids"].count(processor.image_token_id) == plain["input_ids"].count(processor.image_token_id)
+    check_entry(made, tricked, processor)
+    video = {"type": "video_url", "value": str(SHARED_DATA / "mllm_demo_data" / "1.jpg")}
+    refused = v1_render(built, {**sample, "messages": [{**first, "content": [video]}, *sample["messages"][1:]]})
+    assert isinstance(refused, RenderError) and "needs torchvision" in str(refused)
