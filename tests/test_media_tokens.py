@@ -17,8 +17,9 @@ from .vl_processor import qwen2_vl_image_processor
 
 pytest.importorskip("PIL")
 
-#: Qwen2-VL-7B-Instruct's public preprocessor_config.json: min_pixels 3136, max_pixels 12845056
-#: (as quoted in github.com/MingxingLi/RealQA-style READMEs and apxinf's tests; 56*56 and 28*28*16384).
+#: The pixel bounds Qwen2-VL-7B-Instruct's preprocessor_config.json publishes (min_pixels 3136,
+#: max_pixels 12845056: 56*56 and 28*28*16384), larger than transformers' default max of 28*28*1280;
+#: found quoted, with image_processor_type Qwen2VLImageProcessor, in public code (not fetched here).
 PUBLIC = {"min_pixels": 56 * 56, "max_pixels": 28 * 28 * 16384}
 DEMO_IMAGES = sorted((SHARED_DATA / "mllm_demo_data").glob("*.jpg"))
 
