@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_media
 import bench_merges
 import bench_orders
 from bench_common import (
@@ -506,6 +507,9 @@ def main() -> None:
                         "with --merge-cuts (default: the cut-merge store itself)")
     parser.add_argument("--merges-spec", default="qwen2_5", help="the spec of --merges-scale to plan with")
     parser.add_argument("--merges-only", action="store_true", help="only the cut-merge figures")
+    parser.add_argument("--media-images", type=int, default=200, help="generated JPEGs (beside the 3 demo images) "
+                        "for the figures of image token counts from headers against the image processor")
+    parser.add_argument("--media-only", action="store_true", help="only the image token count figures")
     parser.add_argument("--rounds", type=int, help="take every best-of/median-of figure this many times "
                         "instead (1: a quick run that checks the script, not figures to compare)")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
@@ -639,10 +643,18 @@ def print_families(work: Path, args: argparse.Namespace) -> None:
                 lines)
 
 
+def print_media(work: Path, args: argparse.Namespace) -> None:
+    images, lines, said = bench_media.media_table(work, args.media_images)
+    print(f"\nimage token counts (Qwen2-VL, issue 53): {images:,} JPEGs, from the header against running the image "
+          "processor, per image; best of 5 and of 2 passes (not gated by --check)")
+    print_table(("path", "images/s", "us/image", "ratio", "target", ""), lines)
+    print(said)
+
+
 #: The sections a full run prints after the main store's, in order; ``--NAME-only`` prints one alone.
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], None]] = {
     "tokens": print_tokens, "orders": print_orders, "merges": print_merges, "families": print_families,
-    "render": print_render_ratio,
+    "render": print_render_ratio, "media": print_media,
 }
 
 

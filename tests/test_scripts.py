@@ -30,10 +30,9 @@ SMOKES: dict[str, tuple[list[str], str | tuple[str, ...]]] = {
               "dataidx pack on those lengths"),
     "bench sections": (["bench.py", "--families", "100", "--tokens-rows", "200", "--tokens-fetches", "50",
                         "--tokens-loader", "200", "--orders-positions", "5000", "--merges-conversations", "60",
-                        "--render-rows", "400", "--rounds", "1", *(f"--{name}-only" for name in
-                                                                  ("tokens", "orders", "merges", "families",
-                                                                   "render"))],
-                       "1 process: two passes -> one per prefix"),
+                        "--render-rows", "400", "--media-images", "5", "--rounds", "1",
+                        *(f"--{name}-only" for name in ("tokens", "orders", "merges", "families", "render", "media"))],
+                       ("1 process: two passes -> one per prefix", "counts equal on")),
     "bench_tokens_scale": (["bench_tokens_scale.py", "--entries", "2000", "--work", "{tmp}/tokens"],
                            "export --format parquet"),
     "bench_budgets": (["bench_budgets.py", "--entries", "2000"], "budgets against what each epoch drew"),

@@ -1,0 +1,95 @@
+"""A Qwen2-VL-style processor built here, offline, for issue 53's groundwork: what v1's Renderer
+renders multimodal entries with, and what ``dataidx.render.processor_folder`` loads back.
+
+Its parts: transformers' ``Qwen2VLImageProcessorPil`` (the PIL/numpy backend, the one that loads
+without torchvision) with its defaults; a small byte-level tokenizer built as tests/conformance
+builds qwen2_5's, whose added tokens (tests/conformance/families/families.json) are Qwen2-VL's
+too: ``<|vision_start|>``, ``<|vision_end|>``, ``<|vision_pad|>``, ``<|image_pad|>``,
+``<|video_pad|>`` among them, special (the placeholders are transformers 5.24's
+``Qwen2VLProcessor`` defaults, models/qwen2_vl/processing_qwen2_vl.py); and Qwen2-VL's chat
+template (tests/conformance/families/qwen2_vl.jinja, from xorbitsai/inference at ed62af21,
+xinference/model/llm/models/qwen2-vl-instruct.json, see SOURCES.md there).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .conformance import FAMILIES, build_tokenizer
+from .conformance.v1 import v1_cuts
+from .helpers import SHARED, SHARED_DATA, read_jsonl
+
+#: Qwen2-VL's chat template, as its processor ships it (chat_template.json).
+QWEN2_VL_TEMPLATE = (FAMILIES / "qwen2_vl.jinja").read_text(encoding="utf-8")
+#: The multimodal demo datasets (under ../shared/data) and where their media paths are relative to.
+DEMOS = {"v1_multimodal_demo": ("v1_multimodal_demo.jsonl", SHARED), "mllm_demo": ("mllm_demo.json", SHARED_DATA)}
+
+
+def qwen2_vl_tokenizer() -> Any:
+    """A small fast tokenizer built like Qwen2-VL's: tests/conformance's byte-level vocabulary with
+    the Qwen2 family's added tokens (the vision tokens among them, special) and named tokens
+    (``build_tokenizer("qwen2_5")``: Qwen2-VL's tokenizer_config.json has the same), and
+    Qwen2-VL's chat template."""
+    from transformers import AutoTokenizer
+
+    with tempfile.TemporaryDirectory(prefix="dataidx-qwen2-vl-") as folder:
+        tokenizer = AutoTokenizer.from_pretrained(build_tokenizer("qwen2_5", Path(folder)))
+    tokenizer.chat_template = QWEN2_VL_TEMPLATE
+    return tokenizer
+
+
+def qwen2_vl_image_processor(**settings: Any) -> Any:
+    """transformers' Qwen2-VL image processor, PIL backend, with its defaults (or ``settings``)."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    return Qwen2VLImageProcessorPil(**settings)
+
+
+def qwen2_vl_processor() -> Any:
+    """The processor v1's Renderer takes: dataidx's images-only ``Qwen2VLProcessor``."""
+    from dataidx.render.processor_folder import images_only_processor
+
+    return images_only_processor(qwen2_vl_image_processor(), qwen2_vl_tokenizer(), QWEN2_VL_TEMPLATE)
+
+
+def save_qwen2_vl_folder(folder: Path) -> Path:
+    """A model folder laid out as Qwen2-VL's is: ``preprocessor_config.json`` (naming
+    ``Qwen2VLProcessor``), the tokenizer's files, and the chat template in ``chat_template.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    qwen2_vl_image_processor().save_pretrained(folder)
+    config = folder / "preprocessor_config.json"  # naming its processor, as Qwen2-VL's does: AutoProcessor reads it
+    config.write_text(json.dumps({**json.loads(config.read_text()), "processor_class": "Qwen2VLProcessor"}, indent=2))
+    tokenizer = qwen2_vl_tokenizer()
+    tokenizer.chat_template = None  # the processor's template is in chat_template.json, as Qwen2-VL ships it
+    tokenizer.save_pretrained(folder)
+    (folder / "chat_template.json").write_text(json.dumps({"chat_template": QWEN2_VL_TEMPLATE}), encoding="utf-8")
+    return folder
+
+
+def demo_samples(name: str) -> list[dict[str, Any]]:
+    """A demo dataset's v1 samples, media paths made absolute: v1_multimodal_demo is already v1's
+    shape; mllm_demo goes through dataidx's ``openai`` converter (``<image>`` -> ``image_url``)."""
+    filename, base = DEMOS[name]
+    path = SHARED_DATA / filename
+    if name == "mllm_demo":
+        from dataidx.convert.formats import openai
+
+        rows = [openai(row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    else:
+        rows = read_jsonl(path)
+    for row in rows:
+        for message in row["messages"]:
+            for content in message["content"]:
+                if content["type"] in ("image_url", "video_url", "audio_url"):
+                    content["value"] = str(base / content["value"])
+    return rows
+
+
+def demo_entries(name: str) -> list[tuple[int, int | None, dict[str, Any]]]:
+    """``(row, cut, sample)`` of each entry v1 renders from a demo dataset: one per supervised
+    assistant turn, cut as v1's DataEngine cuts it (:func:`v1_cuts`)."""
+    return [(row, cut, {**sample, "messages": sample["messages"][:cut]} if cut is not None else sample)
+            for row, sample in enumerate(demo_samples(name)) for cut in v1_cuts(sample)]
