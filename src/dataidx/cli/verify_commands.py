@@ -21,11 +21,12 @@ from .common import ProgressLine, echo, echo_json, json_option, shown
 def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool, seed: int, as_json: bool) -> None:
     """Check deeply that STORE still matches its sources; exit 1 on any change.
 
-    Rehashes every source file (a byte changed in place is found even with its size and mtime
-    put back), checks converter and loader versions, the Arrow data and SQLite's integrity, that
-    each render spec's template is what the spec says it is (a built-in, the tokenizer's own, or
-    its file), and that each stored token file is there and the one recorded (header, size; its
-    words' digest is --tokens's). With --tokens, checks the stored tokens of render specs instead.
+    Rehashes every source file and every recorded media file (a byte changed in place is found
+    even with its size and mtime put back; a media file changed or gone is named), checks
+    converter and loader versions, the Arrow data and SQLite's integrity, that each render spec's
+    template is what the spec says it is (a built-in, the tokenizer's own, or its file), and that
+    each stored token file is there and the one recorded (header, size; its words' digest is
+    --tokens's). With --tokens, checks the stored tokens of render specs instead.
 
     \b
     Example:
@@ -52,6 +53,8 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
             echo(line)
         for name, problems in report["datasets"].items():
             echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
+        for problem in report["media"]:
+            echo(problem)
         for name, problems in report["render_specs"].items():
             echo(f"render spec '{name}': " + ("ok" if not problems else "; ".join(problems)))
     if not report["ok"]:
