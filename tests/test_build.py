@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 
 from dataidx import DataEngine
 from dataidx.cli import cli
@@ -157,6 +158,7 @@ BAD_INPUTS = {
 def test_bad_input_names_the_culprit_and_leaves_the_store_untouched(tmp_path: Path, case: str) -> None:
     (tmp_path / "rows.xml").write_text("<rows/>")
     (tmp_path / "broken.jsonl").write_text('{"instruction": "a", "output": "b"}\n{"instruction": \n')
+    Image.new("RGB", (4, 4)).save(tmp_path / "a.png")  # row 0's media is recorded; row 1 fails to convert
     write_jsonl(tmp_path / "images.jsonl", [{"instruction": "<image>", "output": "x", "images": ["a.png"]},
                                             {"instruction": "<image><image>", "output": "y", "images": ["b.png"]}])
     write_jsonl(tmp_path / "nofrom.jsonl", [{"conversations": [{"value": "hi"}]}])

@@ -20,7 +20,8 @@ def test_every_golden_file_is_covered() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_SOURCES))
-def test_index_and_samples_match_llamafactory(name: str, tmp_path: Path) -> None:
+def test_index_and_samples_match_llamafactory(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SHARED)  # v1's media paths (data/mllm_demo_data/1.jpg) start from LLaMA-Factory's root
     config = tmp_path / "config.yaml"
     config.write_text(golden_config([name]))
     store = tmp_path / "store.db"

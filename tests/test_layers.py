@@ -44,7 +44,8 @@ OWNERS = {
 BACKEND_CHOOSERS = {"dataidx.store.connect", "dataidx.store.write", "dataidx.store.query"}
 MAX_LINES = 300
 #: The most names the store's face may offer: its nouns and its engine, not a function per read.
-STORE_FACE_NAMES = 30
+#: 31 since the sixth noun, ``Media`` (issue 53: media files are stored things with their own tables).
+STORE_FACE_NAMES = 31
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 #: The store's nouns: each a package of ``store/`` whose object reads and writes one stored thing.
-NOUNS = ("base", "mixtures", "specs", "plans", "orders")
+NOUNS = ("base", "mixtures", "specs", "plans", "orders", "media")
 
 
 def noun_of(module: str) -> str | None:

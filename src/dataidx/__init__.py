@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .errors import DataidxError as DataidxError
     from .errors import ExportError as ExportError
     from .errors import InvalidRow as InvalidRow
+    from .errors import MediaError as MediaError
     from .errors import NotFoundError as NotFoundError
     from .errors import PluginError as PluginError
     from .errors import ReadOnlyError as ReadOnlyError
@@ -104,6 +105,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "ExportError": ".errors",
     "ReadOnlyError": ".errors",
     "RenderError": ".errors",
+    "MediaError": ".errors",
     "SourceError": ".errors",
     "StaleStoreError": ".errors",
     "StoreError": ".errors",

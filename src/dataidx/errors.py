@@ -78,6 +78,15 @@ class SourceError(DataidxError, OSError):
     """A dataset's source cannot be loaded (missing file, unknown extension, malformed data)."""
 
 
+class MediaError(SourceError):
+    """A row names a media file that is missing, unreadable, unsupported or over a bound; names
+    dataset, row and file in one line (``cause`` is the file's part, a reject's reason)."""
+
+    def __init__(self, dataset: str, row: int, cause: str) -> None:
+        self.dataset, self.row, self.cause = dataset, row, bounded(cause)
+        super().__init__(f"dataset '{dataset}', row {row}: {cause}")
+
+
 class ConversionError(DataidxError, ValueError):
     """A converter failed on one row; names dataset, row and converter."""
 

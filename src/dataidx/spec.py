@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Keys of a v1 ``DatasetInfo`` plus dataidx's ``on_error``, ``columns``, token budgets,
-#: ``allow_empty`` and ``ignore_columns``; anything else is a typo.
+#: ``allow_empty``, ``ignore_columns`` and ``media_dir`` (v0's); anything else is a typo.
 VALID_KEYS = ("path", "source", "split", "converter", "size", "weight", "streaming", "on_error", "columns",
-              "tokens", "supervised_tokens", "allow_empty", "ignore_columns")
+              "tokens", "supervised_tokens", "allow_empty", "ignore_columns", "media_dir")
 #: dataidx's budget keys: draw a dataset's entries until their tokens (or supervised tokens)
 #: under a render spec reach the budget, instead of counting entries with ``size``/``weight``.
 BUDGET_KEYS = ("tokens", "supervised_tokens")
 #: Keys recorded in a store only when given, so stores of configs without them read as they always did.
-RECORDED_WHEN_GIVEN = (*BUDGET_KEYS, "allow_empty", "ignore_columns")
+RECORDED_WHEN_GIVEN = (*BUDGET_KEYS, "allow_empty", "ignore_columns", "media_dir")
 #: A dataset at least this share of whose rows train nothing is a mistake (a wrong or missing
 #: converter), unless it says ``allow_empty: true``.
 EMPTY_SHARE = 0.99
@@ -55,6 +55,9 @@ class DatasetSpec:
     #: columns that carry meaning (a preference pair, a KTO label) the converter does not read,
     #: ignored on purpose; without it such a column stops the build
     ignore_columns: tuple[str, ...] | None = None
+    #: the folder relative media paths start from (LLaMA-Factory v0's ``media_dir``), made
+    #: absolute; None: the working directory, then the data file's folder
+    media_dir: str | None = None
 
     @property
     def budget(self) -> tuple[str, int] | None:

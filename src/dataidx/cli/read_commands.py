@@ -48,6 +48,10 @@ def info(store: str, as_json: bool) -> None:
         [(d["name"], d["converter"], d["rows"], d["entries"], d["drops"], d["rejected"],
           "?" if d["empty_rows"] is None else d["empty_rows"], d["source"], d["path"]) for d in details["datasets"]],
     ))
+    for d in details["datasets"]:
+        if d["media_files"]:
+            echo(f"dataset '{d['name']}' names {d['media_files']} media files, {d['media_bytes']:,} bytes "
+                 "(view media)")
     for mixture in details["mixtures"]:
         echo(f"\nmixture '{mixture['name']}': {mixture['entries']} entries, seed {mixture['seed']}, "
                    f"{mixture['sampling']} sampling, config sha256 {mixture['config_sha256'][:12]}, "

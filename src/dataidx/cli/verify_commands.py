@@ -24,11 +24,12 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
            as_json: bool) -> None:
     """Check deeply that STORE still matches its sources; exit 1 on any change.
 
-    Rehashes every source file (a byte changed in place is found even with its size and mtime
-    put back), checks converter and loader versions, the Arrow data and SQLite's integrity, that
-    each render spec's template is what the spec says it is (a built-in, the tokenizer's own, or
-    its file), and that each stored token file is there and the one recorded (header, size; its
-    words' digest is --tokens's). With --tokens, checks the stored tokens of render specs instead.
+    Rehashes every source file and every recorded media file (a byte changed in place is found
+    even with its size and mtime put back; a media file changed or gone is named), checks
+    converter and loader versions, the Arrow data and SQLite's integrity, that each render spec's
+    template is what the spec says it is (a built-in, the tokenizer's own, or its file), and that
+    each stored token file is there and the one recorded (header, size; its words' digest is
+    --tokens's). With --tokens, checks the stored tokens of render specs instead.
     A spec whose tokenizer runs its folder's code (rendered with --trust-remote-code) is named,
     and its tokenizer loaded only with --trust-remote-code.
 
@@ -59,6 +60,8 @@ def verify(store: str, tokens: bool, spec: str | None, sample: int, every: bool,
             echo(line)
         for name, problems in report["datasets"].items():
             echo(f"{name}: " + ("ok" if not problems else "; ".join(problems)))
+        for problem in report["media"]:
+            echo(problem)
         for name, problems in report["render_specs"].items():
             echo(f"render spec '{name}': " + ("ok" if not problems else "; ".join(problems)))
         for name, folder in report["trust_remote_code"].items():

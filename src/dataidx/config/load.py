@@ -121,6 +121,10 @@ def _check_dataset(name: str, info: Any, plugins: bool = True) -> list[str]:
     if on_error not in ERROR_POLICIES:
         problems.append(f"{where}: key 'on_error' must be one of {', '.join(ERROR_POLICIES)}, got {shown(on_error)}")
     problems += _check_columns(where, info.get("columns"))
+    media_dir = info.get("media_dir")
+    if media_dir is not None and not (isinstance(media_dir, str) and media_dir):
+        problems.append(f"{where}: key 'media_dir' must be the folder the dataset's media paths start from, "
+                        f"got {shown(media_dir)}")
     ignored = info.get("ignore_columns")
     if ignored is not None and (not isinstance(ignored, list) or not all(isinstance(c, str) and c for c in ignored)):
         problems.append(f"{where}: key 'ignore_columns' must be a list of column names the converter is meant to "
@@ -178,4 +182,5 @@ def _to_spec(name: str, info: dict[str, Any]) -> DatasetSpec:
         supervised_tokens=info.get("supervised_tokens"),
         allow_empty=bool(info.get("allow_empty", False)),
         ignore_columns=tuple(info["ignore_columns"]) if info.get("ignore_columns") is not None else None,
+        media_dir=os.path.abspath(info["media_dir"]) if info.get("media_dir") else None,
     )

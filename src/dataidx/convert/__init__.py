@@ -3,13 +3,15 @@ vectorised cut paths over whole Arrow tables, expansion into cuts, and media pla
 
 from . import formats  # registers the built-in converters
 from .expansion import ROLES, SUPERVISED_EPSILON, cuts, is_document, sample_problem, trains_nothing, truncate
-from .media import MEDIA_COLUMNS, MediaMismatch
+from .media import MEDIA_BLOCKS, MEDIA_COLUMNS, MediaMismatch, media_blocks
+from .media_tables import may_hold_media
 from .registry import (
     Converter,
     collecting_drops,
     convert_row,
     converters,
     drop,
+    expanded_row,
     register_converter,
     row_expansion,
 )
@@ -17,6 +19,7 @@ from .samples import Content, Message, PairSample, Sample, SFTSample, TextSample
 from .vectorised import NO_CUT, TableCuts
 
 __all__ = [
+    "MEDIA_BLOCKS",
     "MEDIA_COLUMNS",
     "NO_CUT",
     "ROLES",
@@ -35,7 +38,10 @@ __all__ = [
     "converters",
     "cuts",
     "drop",
+    "expanded_row",
     "is_document",
+    "may_hold_media",
+    "media_blocks",
     "register_converter",
     "row_expansion",
     "sample_problem",

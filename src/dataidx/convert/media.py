@@ -8,13 +8,16 @@ error, because a silently dropped image misaligns every later one.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidRow, shown
-from .expansion import kind_of
+from .expansion import MESSAGE_LISTS, kind_of
 from .samples import Content
 
 MEDIA_COLUMNS = {"image": "images", "video": "videos", "audio": "audios"}
+#: The content block types that name a media file.
+MEDIA_BLOCKS = ("image_url", "video_url", "audio_url")
 _MEDIA_COLUMN_NAMES = frozenset(MEDIA_COLUMNS.values())
 _PLACEHOLDER = re.compile(r"<(image|video|audio)>")
 
@@ -42,6 +45,25 @@ def media_lists(row: dict[str, Any]) -> dict[str, list[str]]:
         if not isinstance(files, list) or not all(isinstance(path, str) for path in files):
             raise InvalidRow(_not_paths(column, value))
         found[kind] = files
+    return found
+
+
+def media_blocks(sample: Mapping[str, Any]) -> list[tuple[int, str, Any]]:
+    """``(message, type, value)`` of every media block of a sample, in order: ``message`` counts a
+    conversation's messages, or a pair's chosen then rejected messages as one list (a cut entry
+    trains the media of messages below its cut; a pair's one entry, all of them)."""
+    found: list[tuple[int, str, Any]] = []
+    number = 0
+    for key in MESSAGE_LISTS:
+        messages = sample.get(key)
+        if not isinstance(messages, list):
+            continue
+        for message in messages:
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                found += [(number, block["type"], block.get("value")) for block in content
+                          if isinstance(block, dict) and block.get("type") in MEDIA_BLOCKS]
+            number += 1
     return found
 
 

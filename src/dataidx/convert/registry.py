@@ -98,9 +98,17 @@ def convert_row(func: Converter | PrefixConverter, raw: dict[str, Any], dataset:
 
 def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
                   converter: str) -> tuple[list[int | None], bool]:
-    """The cuts of one converted row and whether it trains nothing (:func:`.expansion.trains_nothing`);
+    """The cuts of one converted row and whether it trains nothing (:func:`expanded_row`)."""
+    _, found, nothing = expanded_row(func, raw, dataset, row, converter)
+    return found, nothing
+
+
+def expanded_row(func: Converter, raw: dict[str, Any], dataset: str, row: int,
+                 converter: str) -> tuple[Sample, list[int | None], bool]:
+    """One converted row, its cuts and whether it trains nothing (:func:`.expansion.trains_nothing`);
     a sample not in the standard shape (:func:`.expansion.sample_problem`: a role outside
-    :data:`.expansion.ROLES`, content that is not blocks) fails like a conversion."""
+    :data:`.expansion.ROLES`, content that is not blocks) fails like a conversion. The build
+    reads the sample's media blocks from it."""
     sample = convert_row(func, raw, dataset, row, converter)
     problem = sample_problem(sample)
     if problem is not None:
@@ -110,4 +118,4 @@ def row_expansion(func: Converter, raw: dict[str, Any], dataset: str, row: int,
     except Exception as exc:
         raise ConversionError(dataset, row, converter,
                               f"sample cannot be expanded: {type(exc).__name__}: {exc}") from exc
-    return found, trains_nothing(sample, found)
+    return sample, found, trains_nothing(sample, found)

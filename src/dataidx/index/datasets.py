@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from sqlalchemy import Connection
 
-from ..convert import NO_CUT, TableCuts, collecting_drops, converters, row_expansion
+from ..convert import NO_CUT, TableCuts, collecting_drops, converters, expanded_row, may_hold_media
 from ..errors import ConversionError, SourceError
 from ..plugins import Plugin
 from ..sources import (
@@ -45,9 +45,10 @@ from ..sources import (
     sources,
 )
 from ..spec import DatasetSpec
-from ..store import Datasets
+from ..store import Datasets, Media
 from .empty import refuse_empty
 from .holdout import DeferredDraws
+from .media import BuildMedia, Use
 from .mixtures import MixtureWriter
 from .unread import refuse_unread
 
@@ -92,10 +93,11 @@ class Writes:
 
 
 def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, connection: Connection, writes: Writes,
-                  hashing: Executor, mixture: MixtureWriter | DeferredDraws,
+                  hashing: Executor, mixture: MixtureWriter | DeferredDraws, media: BuildMedia,
                   folder: str | None = None) -> tuple[dict[str, Any], Future[DatasetSummary]]:
     """Load ``dataset``, convert it chunk by chunk and hand each chunk's entries to
-    ``writes``; its record and its draw into ``mixture`` follow its last chunk. Its files are
+    ``writes``; its record and its draw into ``mixture`` follow its last chunk; its rows' media
+    are read into ``media`` and their blocks written with the chunk. Its files are
     recorded with their places relative to the store's ``folder`` too, so the store opens after
     a move of the folder that holds it and them.
 
@@ -124,8 +126,8 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
         "empty_rows": 0,
     }
     turns = np.zeros(1, dtype=np.int64)  # rows by their number of entries; a chunk holds whole rows
-    for found in _converted(rows, converter, dataset):
-        writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found)
+    for found, uses in _converted(rows, converter, dataset, media):
+        writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found, uses)
         counted = np.bincount(_row_lengths(found.rows))
         turns = np.pad(turns, (0, max(0, len(counted) - len(turns))))
         turns[: len(counted)] += counted
@@ -140,22 +142,27 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
                                  mixture=mixture, started=started, turns=turns)
 
 
-def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec) -> Iterator[TableCuts]:
-    """Each chunk's entries, row numbers counted from the dataset's first row."""
+def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec,
+               media: BuildMedia) -> Iterator[tuple[TableCuts, list[Use]]]:
+    """Each chunk's entries, row numbers counted from the dataset's first row, and its rows' media.
+    A table that may name media takes the row path, where each row's media is recorded."""
+    places = media.places(dataset)
     for chunk in rows.chunks(CHUNK_ROWS, CHUNK_BYTES):
         fast, table = converter.fast, chunk.table
-        found = fast(table) if fast is not None and table is not None and _valid_utf8(table) else None
+        found = (fast(table) if fast is not None and table is not None and not may_hold_media(table)
+                 and _valid_utf8(table) else None)
         if found is None:
-            found = _row_path(chunk, converter, dataset)
+            yield _row_path(chunk, converter, dataset, media, places)
         else:
             found.rows += chunk.first
-        yield found
+            yield found, []
 
 
-def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: TableCuts) -> None:
+def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: TableCuts, uses: list[Use]) -> None:
     datasets = Datasets(connection)
     datasets.add_entries(dataset_id, first_id, found.rows, found.cuts)
     datasets.add_rejects(dataset_id, found.rejects)
+    Media(connection).add_rows(dataset_id, [(*use[:5], first_id + use[5], use[6]) for use in uses])
 
 
 def _row_lengths(rows: np.ndarray) -> np.ndarray:
@@ -196,8 +203,11 @@ def _valid_utf8(table: pa.Table) -> bool:
     return True
 
 
-def _row_path(chunk: RowChunk, converter: Plugin, dataset: DatasetSpec) -> TableCuts:
-    """Convert every row of a chunk with the converter itself: any converter, errors named by row."""
+def _row_path(chunk: RowChunk, converter: Plugin, dataset: DatasetSpec, media: BuildMedia,
+              places: tuple[str, ...]) -> tuple[TableCuts, list[Use]]:
+    """Convert every row of a chunk with the converter itself: any converter, errors named by row,
+    each row's media read and its blocks listed."""
+    uses: list[Use] = []
     row_numbers: list[int] = []
     cut_values: list[int] = []
     rejects: list[tuple[int, str]] = []
@@ -208,15 +218,20 @@ def _row_path(chunk: RowChunk, converter: Plugin, dataset: DatasetSpec) -> Table
             try:
                 if isinstance(raw, BadRow):
                     raise SourceError(f"dataset '{dataset.name}': {dataset.path}: row {number}: {raw.reason}")
-                cuts, trains_nothing = row_expansion(converter.func, raw, dataset.name, number, converter.name)
+                sample, cuts, trains_nothing = expanded_row(converter.func, raw, dataset.name, number,
+                                                            converter.name)
+                found = media.row_uses(sample, dataset=dataset.name, row=number, places=places,
+                                       offset=len(row_numbers), entries=len(cuts))
             except (ConversionError, SourceError) as exc:
                 if dataset.on_error == "raise":
                     raise
                 rejects.append((number, getattr(exc, "cause", None) or str(exc)))
                 del drops[kept_drops:]
                 continue
+            media.keep(found)
+            uses += found
             empty += trains_nothing
             row_numbers.extend([number] * len(cuts))
             cut_values.extend(NO_CUT if cut is None else cut for cut in cuts)
     return TableCuts(rows=np.array(row_numbers, dtype=np.int64), cuts=np.array(cut_values, dtype=np.int64),
-                     drops=len(drops), rejects=rejects, empty=empty)
+                     drops=len(drops), rejects=rejects, empty=empty), uses

@@ -28,6 +28,7 @@ from ..spec import DEFAULT_SEED, Config
 from ..store import Datasets, Mixtures, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
 from .holdout import DeferredDraws, check_val_size, held_out_entries, whole_datasets, with_evaluation
+from .media import BuildMedia
 from .mixtures import MixtureSummary, MixtureWriter
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
         mixture = (DeferredDraws() if held is not None  # drawn once every dataset's rows are known
                    else MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True))
         writes = Writes(writer)
+        media = BuildMedia()  # each distinct media file read once, whichever datasets name it
         first_entry = 1
         written = []
         folder = Datasets.folder_of(new.location)  # the sources' places relative to it are recorded too
@@ -106,12 +108,14 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
                 + (f" (streaming, materialised into {new.streams})" if dataset.streaming else ""))
             with materialising_streams_into(new.streams):
                 record, done = index_dataset(dataset, position=position, first_entry=first_entry, connection=connection,
-                                             writes=writes, hashing=hashing, mixture=mixture, folder=folder)
+                                             writes=writes, hashing=hashing, mixture=mixture, media=media,
+                                             folder=folder)
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)
         writes.drain()
         datasets = [future.result() for future in written]
+        media.write(connection)
         if isinstance(mixture, DeferredDraws):
             assert held is not None
             drawn, evaluation = _hold_out(connection, config, mixture, held=held, seed=seed, sampling=sampling)

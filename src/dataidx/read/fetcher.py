@@ -13,6 +13,7 @@ from typing import cast
 from ..convert import Sample, SFTSample, collecting_drops, convert_row, converters
 from ..errors import StoreError
 from ..store import Datasets
+from .media_check import MediaCheck
 from .process import ProcessState
 from .rows import open_rows
 
@@ -21,11 +22,14 @@ _WARNED: set[tuple[str, str]] = set()
 logger = logging.getLogger(__name__)
 
 
-def fetcher(local: ProcessState, dataset: Datasets.Stored) -> Fetcher:
-    """The process's fetcher of ``dataset``, opened on its first fetch."""
+def fetcher(local: ProcessState, dataset: Datasets.Stored, *, verify: bool = True) -> Fetcher:
+    """The process's fetcher of ``dataset``, opened on its first fetch; with ``verify``, the media
+    of each row it fetches are checked against the build's record."""
     found = local.fetchers.get(dataset.id)
     if found is None:
-        found = local.fetchers[dataset.id] = Fetcher(dataset, local.path)
+        media = MediaCheck(local.handle, dataset.id, dataset.name, local.path) if verify else None
+        # a dataset without media keeps a fetch's cost at one test of None
+        found = local.fetchers[dataset.id] = Fetcher(dataset, local.path, media if media and media.active else None)
     return found
 
 
@@ -37,8 +41,9 @@ class Fetcher:
     did not record (the converter changed since) is logged once per dataset and process.
     """
 
-    def __init__(self, dataset: Datasets.Stored, store: str) -> None:
+    def __init__(self, dataset: Datasets.Stored, store: str, media: MediaCheck | None = None) -> None:
         self.name = dataset.name
+        self.media = media
         self.rows = open_rows(dataset)
         plugin = converters.get(dataset.converter)
         self.convert, self.converter = plugin.func, plugin.name
@@ -50,6 +55,8 @@ class Fetcher:
 
     def sample(self, row: int, cut: int | None) -> Sample:
         self._check(row, cut)
+        if self.media is not None:
+            self.media.check(row, cut)
         if cut is not None and self.prefix is not None:
             return self._converted(row, cut)
         sample = self._converted(row)
@@ -63,6 +70,8 @@ class Fetcher:
         :meth:`sample` checks it: ``truncate(whole, cut)`` is then what ``sample(row, cut)`` is."""
         for cut in cuts:
             self._check(row, cut)
+        if self.media is not None:
+            self.media.check(row, None)
         return self._converted(row)
 
     def _check(self, row: int, cut: int | None) -> None:

@@ -56,13 +56,13 @@ class EntryReader(StoreEntries):
 
     def sample(self, dataset_id: int, row: int, cut: int | None) -> Sample:
         """The sample of one entry: a row read from the mapped Arrow data, converted and cut."""
-        return fetcher(self._process(), self.datasets[dataset_id]).sample(row, cut)
+        return fetcher(self._process(), self.datasets[dataset_id], verify=self.verify).sample(row, cut)
 
     def whole(self, dataset_id: int, row: int, cuts: Sequence[int | None]) -> Sample:
         """One row converted once for all its entries ``cuts`` (checked as :meth:`sample` checks
         them): ``truncate(whole, cut)`` is each entry's sample, without reading and converting
         the row again per entry, which made a pass over a 4,000-turn row's cuts quadratic."""
-        return fetcher(self._process(), self.datasets[dataset_id]).whole(row, cuts)
+        return fetcher(self._process(), self.datasets[dataset_id], verify=self.verify).whole(row, cuts)
 
 
 class StoreReader(MixtureEntries, EntryReader):
@@ -84,11 +84,12 @@ class StoreReader(MixtureEntries, EntryReader):
         """The sample at position ``index`` of the mixture: one rowid lookup, one row read."""
         local = self._process()
         dataset_id, row, cut = self.triple(index, local.handle)
-        return fetcher(local, self.datasets[dataset_id]).sample(row, cut)
+        return fetcher(local, self.datasets[dataset_id], verify=self.verify).sample(row, cut)
 
     def get_many(self, indices: list[int]) -> list[Sample]:
         """Samples at many positions with at most two SQL queries, in the order asked."""
         triples = self.triples(indices)
         local = self._process()
         with paused_gc():
-            return [fetcher(local, self.datasets[dataset_id]).sample(row, cut) for dataset_id, row, cut in triples]
+            return [fetcher(local, self.datasets[dataset_id], verify=self.verify).sample(row, cut)
+                    for dataset_id, row, cut in triples]

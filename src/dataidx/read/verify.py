@@ -1,9 +1,10 @@
 """Is a store still true to its sources? Cheap checks on every open, deep ones on demand.
 
 Opening compares each source file's size and mtime, the listing of dataset folders, and the
-recorded converter and loader versions. ``dataidx verify`` adds content hashes of every
-source file, the recorded Arrow data, SQLite's own integrity check, the summary tables and every
-packing plan recounted. A dataset whose files are at their recorded places relative to the store,
+recorded converter and loader versions; a fetch checks the size and mtime of its row's media
+files. ``dataidx verify`` adds content hashes of every source file and every recorded media file,
+the recorded Arrow data, SQLite's own integrity check, the summary tables and every packing plan
+recounted. A dataset whose files are at their recorded places relative to the store,
 other files than the build read (a project folder moved or copied whole), is checked, and read,
 there.
 """
@@ -18,7 +19,7 @@ from ..convert import converters
 from ..errors import PluginError, hide_passwords
 from ..sources import added_files, arrow_files_state, changed_files, placed, source_files, sources
 from ..spec import DatasetSpec
-from ..store import Datasets, Mixtures, Plans, open_store, recount_problems
+from ..store import Datasets, Media, Mixtures, Plans, open_store, recount_problems
 
 
 def datasets_as_found(datasets: dict[int, Datasets.Stored],
@@ -110,6 +111,21 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         damage += recount_problems(handle)
         damage += Plans(handle).problems()
         damage += Mixtures(handle).held_out_problems()
+        media = media_problems(Media(handle).files())
     report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
-    ok = not damage and not any(problems for problems in report.values())
-    return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage}
+    ok = not damage and not media and not any(problems for problems in report.values())
+    return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage,
+            "media": media}
+
+
+#: Media files named one by one in ``verify``'s answer; the rest are counted.
+MEDIA_NAMED = 20
+
+
+def media_problems(files: list[dict[str, Any]]) -> list[str]:
+    """Each recorded media file that is gone or changed (size, mtime, or content rehashed), one
+    phrase a file, the first :data:`MEDIA_NAMED` named and the rest counted."""
+    problems = [problem for entry in files for problem in changed_files([entry], deep=True)]
+    more = len(problems) - MEDIA_NAMED
+    return [f"media file {problem}" for problem in problems[:MEDIA_NAMED]] + (
+        [f"{more} more media files changed or are gone"] if more > 0 else [])

@@ -13,12 +13,22 @@ from .fingerprints import (
 )
 from .json_depth import MAX_NESTING, too_deep
 from .loaders import BUILDERS, load, materialising_streams_into, source_files
+from .media_files import KINDS, MediaCatalogue, MediaFile, MissingMedia, media_places
+from .media_headers import MAX_FRAMES, MAX_PIXELS, MediaHeader
 from .registry import Loaded, register_source, sources
 from .renamed import RenamedRows
 from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource, paused_gc
 
 __all__ = [
     "BUILDERS",
+    "KINDS",
+    "MAX_FRAMES",
+    "MAX_PIXELS",
+    "MediaCatalogue",
+    "MediaFile",
+    "MediaHeader",
+    "MissingMedia",
+    "media_places",
     "ArrowRows",
     "BadRow",
     "DatasetRows",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .identity import ReadIdentity as ReadIdentity
     from .info import store_info as store_info
     from .location import store_location as store_location
+    from .media.records import Media as Media
     from .mixtures.records import Mixtures as Mixtures
     from .orders.records import Orders as Orders
     from .orders.records import RecordedOrder as RecordedOrder
@@ -64,6 +65,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "Specs": ".specs.records",
     "Plans": ".plans.records",
     "Orders": ".orders.records",
+    "Media": ".media.records",
     "RecordedOrder": ".orders.records",
     # across the nouns
     "store_info": ".info",

@@ -13,6 +13,10 @@ DESCRIPTIONS = {
     "turns": "One row per source row of the base index: its entries (supervised turns) and last cut.",
     "repeats": "One row per distinct entry of a mixture: how many positions repeat it.",
     "rejects": "One row per source row a build left out under on_error: skip, with the reason.",
+    "media": "One row per distinct media file a build's rows name: kind, resolved path, bytes, digest, what its "
+             "header says (size; frames, fps, duration; samples, rate, channels) and the rows and entries using it.",
+    "entry_media": "One row per media block of a base entry, in order: the media of its messages below its cut, the "
+                   "path as written and as resolved.",
     "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
     "pack_plans": "One row per packing plan: capacity, seed, packs, fill and positions left out.",
     "pack_members": "One row per member of a pack: the mixture position it holds, its tokens and epoch.",
@@ -46,6 +50,8 @@ DESCRIPTIONS = {
                       "spec, training entries and tokens.",
     "plan_epochs": "One row per epoch of a packing plan: its seed, packs and fill.",
     "rejected_rows": "Rows a build left out, with dataset, row and reason.",
+    "media_files": "One row per distinct media file a build read: place, size, mtime, digest and header fields.",
+    "row_media": "One row per media block of a source row, in order: its message, file and path as written.",
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
     "spec_tokens": "One row per render spec whose tokens are stored (see token_files).",

@@ -13,6 +13,7 @@ from typing import Any
 from .base.records import Datasets
 from .connect import reading
 from .handle import Store, StoreHandle
+from .media.records import Media
 from .mixtures.records import Mixtures
 from .orders.records import Orders
 from .plans.records import Plans
@@ -39,6 +40,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
     with reading(store) as handle:
         build = Datasets(handle).last_build()
         datasets = list(Datasets(handle).by_id().values())
+        media = Media(handle).per_dataset()
         names = {d.id: d.name for d in datasets}
         mixtures = []
         stale = Mixtures(handle).stale()
@@ -105,6 +107,9 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                                                     "on_error", "empty_rows")},
                 "files": d.files,
                 "arrow_files": [f["path"] for f in d.arrow_files or []],
+                # distinct media files its rows name, and their bytes
+                "media_files": media.get(d.id, (0, 0))[0],
+                "media_bytes": media.get(d.id, (0, 0))[1],
             }
             for d in datasets
         ],

@@ -12,6 +12,7 @@ from importlib import resources
 
 from .base.tables import BaseEntry, Build, Dataset, DatasetTurns, RejectedRow
 from .declarative import INT, NAMING, Base
+from .media.tables import MediaFile, RowMedia
 from .mixtures.tables import (
     EpochDataset,
     Mixture,
@@ -42,11 +43,11 @@ from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["AddedTokenUse", "BLOCK_ENTRIES", "Base", "BaseEntry", "Build", "Dataset", "DatasetTurns", "EntryRender",
-           "EpochDataset", "INT", "LENGTH_CHUNK_ENTRIES", "LengthChunk", "Mixture", "MixtureDataset", "MixtureEntry",
-           "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack", "PackedEntry",
-           "PackingPlanRow", "PlanEpoch", "PlanMerge", "REPEAT_ROWS", "RejectedRow", "RenderBlock", "RenderCause",
-           "RenderSpecRow", "RenderStatus", "RepeatCount", "RepeatRow", "SkipListRow", "SkippedEntry", "SpecTokens",
-           "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
+           "EpochDataset", "INT", "LENGTH_CHUNK_ENTRIES", "LengthChunk", "MediaFile", "Mixture", "MixtureDataset",
+           "MixtureEntry", "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack",
+           "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "REPEAT_ROWS", "RejectedRow", "RenderBlock",
+           "RenderCause", "RenderSpecRow", "RenderStatus", "RepeatCount", "RepeatRow", "RowMedia", "SkipListRow",
+           "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
@@ -72,4 +73,7 @@ VIEW_COLUMNS = {
     "trimmed": ("order", "mixture", "epoch", "dataset", "row", "cut", "global_batch_size", "seed"),
     "order_steps": ("order", "epoch", "step", "item", "dataset", "row", "cut"),
     "cut_merges": ("plan", "epoch", "outcome", "rows", "entries", "cut_tokens", "tokens"),
+    "media": ("id", "kind", "path", "bytes", "xxh3_128", "format", "width", "height", "frames", "fps", "duration",
+              "samples", "rate", "channels", "rows", "entries"),
+    "entry_media": ("dataset", "row", "cut", "ordinal", "message", "kind", "written", "path", "media_id"),
 }

@@ -477,4 +477,52 @@ CREATE TABLE length_chunks (
 	CONSTRAINT fk_length_chunks_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
 )
  WITHOUT ROWID;
-INSERT INTO alembic_version (version_num) VALUES ('0017');
+CREATE TABLE media_files (
+	id INTEGER NOT NULL, 
+	kind VARCHAR NOT NULL, 
+	path TEXT NOT NULL, 
+	bytes INTEGER NOT NULL, 
+	mtime_ns INTEGER NOT NULL, 
+	xxh3_128 VARCHAR(32) NOT NULL, 
+	format VARCHAR NOT NULL, 
+	width INTEGER, 
+	height INTEGER, 
+	frames INTEGER, 
+	fps FLOAT, 
+	duration FLOAT, 
+	samples INTEGER, 
+	rate INTEGER, 
+	channels INTEGER, 
+	CONSTRAINT pk_media_files PRIMARY KEY (id), 
+	CONSTRAINT uq_media_files_path UNIQUE (path)
+);
+CREATE TABLE row_media (
+	dataset_id INTEGER NOT NULL, 
+	"row" INTEGER NOT NULL, 
+	ordinal INTEGER NOT NULL, 
+	message INTEGER NOT NULL, 
+	media_id INTEGER NOT NULL, 
+	written TEXT NOT NULL, 
+	first_entry INTEGER NOT NULL, 
+	entries INTEGER NOT NULL, 
+	CONSTRAINT pk_row_media PRIMARY KEY (dataset_id, "row", ordinal), 
+	CONSTRAINT fk_row_media_dataset_id_datasets FOREIGN KEY(dataset_id) REFERENCES datasets (id), 
+	CONSTRAINT fk_row_media_media_id_media_files FOREIGN KEY(media_id) REFERENCES media_files (id)
+)
+ WITHOUT ROWID;
+CREATE INDEX ix_row_media_media_id ON row_media (media_id);
+CREATE VIEW media AS
+SELECT f.id AS id, f.kind AS kind, f.path AS path, f.bytes AS bytes, f.xxh3_128 AS xxh3_128, f.format AS format,
+       f.width AS width, f.height AS height, f.frames AS frames, f.fps AS fps, f.duration AS duration,
+       f.samples AS samples, f.rate AS rate, f.channels AS channels,
+       (SELECT count(DISTINCT m.first_entry) FROM row_media AS m WHERE m.media_id = f.id) AS rows,
+       (SELECT count(DISTINCT e.id) FROM row_media AS m JOIN base_entries AS e ON e.id BETWEEN m.first_entry AND m.first_entry + m.entries - 1 AND (e.cut IS NULL OR m.message < e.cut) WHERE m.media_id = f.id) AS entries
+FROM media_files AS f;
+CREATE VIEW entry_media AS
+SELECT d.name AS dataset, m.row AS row, e.cut AS cut, m.ordinal AS ordinal, m.message AS message,
+       f.kind AS kind, m.written AS written, f.path AS path, m.media_id AS media_id
+FROM row_media AS m
+JOIN datasets AS d ON d.id = m.dataset_id
+JOIN base_entries AS e ON e.id BETWEEN m.first_entry AND m.first_entry + m.entries - 1 AND (e.cut IS NULL OR m.message < e.cut)
+JOIN media_files AS f ON f.id = m.media_id;
+INSERT INTO alembic_version (version_num) VALUES ('0018');

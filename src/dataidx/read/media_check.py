@@ -1,0 +1,41 @@
+"""A fetched sample's media files, checked as its sources are: a file whose size or mtime moved
+since the build is refused, naming it, instead of serving other pixels than the store recorded.
+
+One indexed read of the row's media and one ``stat`` per file, only for datasets whose rows name
+media (asked once per dataset and process); a text dataset pays nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import StaleStoreError
+from ..store import Media, StoreHandle
+
+
+class MediaCheck:
+    """The media of one dataset's rows, checked on each fetch."""
+
+    def __init__(self, handle: StoreHandle, dataset_id: int, dataset: str, store: str) -> None:
+        self.media, self.dataset_id, self.dataset, self.store = Media(handle), dataset_id, dataset, store
+        self.active = self.media.has_media(dataset_id)
+
+    def check(self, row: int, cut: int | None) -> None:
+        """StaleStoreError naming the first of the row's media (below ``cut``) that changed or is gone."""
+        if not self.active:
+            return
+        for message, path, size, mtime_ns in self.media.of_row(self.dataset_id, row):
+            if cut is not None and message >= cut:
+                continue
+            try:
+                stat = os.stat(path)
+            except OSError:
+                self._refuse(row, f"media file {path} is gone")
+            else:
+                if stat.st_size != size or stat.st_mtime_ns != mtime_ns:
+                    self._refuse(row, f"media file {path} changed since the build ({size} -> {stat.st_size} bytes"
+                                      + (")" if stat.st_size != size else ", modified)"))
+
+    def _refuse(self, row: int, what: str) -> None:
+        raise StaleStoreError(f"{self.store}: dataset '{self.dataset}' row {row}: {what}; rebuild the store "
+                              "(or open it with verify=False / --no-verify to read it anyway)")

@@ -1,0 +1,71 @@
+"""What a store keeps of the media its rows name, behind one object: every distinct file a build
+read (kind, resolved path, size, mtime, content digest, header) and each row's media blocks in
+order, so that an entry (a row's first ``cut`` messages) knows its media and a changed file is
+refused on read, as a changed source is.
+
+Reads are templates run through a handle or a writer's working copy: no SQLAlchemy, no NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..sqlite.working_copy import Access, access, writable
+
+#: ``media_files``' columns, in the order :meth:`Media.add_files` takes each file's values.
+FILE_COLUMNS = ("id", "kind", "path", "bytes", "mtime_ns", "xxh3_128", "format", "width", "height", "frames", "fps",
+                "duration", "samples", "rate", "channels")
+_ROW_COLUMNS = ("dataset_id", "row", "ordinal", "message", "media_id", "written", "first_entry", "entries")
+_PER_DATASET = ("SELECT used.dataset_id, count(*), sum(f.bytes) FROM (SELECT DISTINCT dataset_id, media_id "
+                "FROM row_media) AS used JOIN media_files AS f ON f.id = used.media_id GROUP BY used.dataset_id")
+
+
+class Media:
+    """The media of a store, over a store handle (reads) or a writer's connection (reads and writes).
+
+    Example::
+
+        with open_store("mllm.db") as handle:
+            files = Media(handle).files()   # [{"path", "size", "mtime_ns", "xxh3_128", "kind"}, ...]
+    """
+
+    #: A fetch's media of one row, in order: ``(message, path, bytes, mtime_ns)``; only datasets
+    #: :meth:`has_media` run it, one indexed range read of ``row_media``.
+    FETCH_ROW = ("SELECT m.message, f.path, f.bytes, f.mtime_ns FROM row_media AS m JOIN media_files AS f "
+                 "ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} ORDER BY m.ordinal")
+
+    def __init__(self, store: Access) -> None:
+        self.store = access(store)
+
+    def has_media(self, dataset_id: int) -> bool:
+        """Whether any row of the dataset names a media file (read once per reader and dataset)."""
+        return self.store.one("SELECT 1 FROM row_media WHERE dataset_id = {mark} LIMIT 1", dataset_id) is not None
+
+    def of_row(self, dataset_id: int, row: int) -> list[tuple[int, str, int, int]]:
+        """``(message, path, bytes, mtime_ns)`` of a row's media, in order."""
+        return [(message, path, size, mtime_ns)
+                for message, path, size, mtime_ns in self.store.all(self.FETCH_ROW, dataset_id, row)]
+
+    def files(self) -> list[dict[str, Any]]:
+        """Every recorded file as ``{path, size, mtime_ns, xxh3_128, kind}``: what ``verify`` rehashes."""
+        return [{"path": path, "size": size, "mtime_ns": mtime_ns, "xxh3_128": digest, "kind": kind}
+                for path, size, mtime_ns, digest, kind in self.store.all(
+                    "SELECT path, bytes, mtime_ns, xxh3_128, kind FROM media_files ORDER BY id")]
+
+    def per_dataset(self) -> dict[int, tuple[int, int]]:
+        """``dataset id -> (distinct files, their bytes)`` for datasets with media (``dataidx info``)."""
+        return {dataset: (files, int(size or 0)) for dataset, files, size in self.store.all(_PER_DATASET)}
+
+    def add_files(self, files: Iterable[Sequence[Any]]) -> None:
+        """Store distinct media files, each its values of :data:`FILE_COLUMNS` in order."""
+        writable(self.store).insert_many(
+            f"INSERT INTO media_files ({', '.join(FILE_COLUMNS)}) VALUES ({', '.join(['{mark}'] * len(FILE_COLUMNS))})",
+            files)
+
+    def add_rows(self, dataset_id: int, uses: Iterable[tuple[int, int, int, int, str, int, int]]) -> None:
+        """A dataset's rows' media, each ``(row, ordinal, message, media id, path as written, the
+        row's first base entry, its entries)``."""
+        writable(self.store).insert_many(
+            f"INSERT INTO row_media ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join(['{mark}'] * len(_ROW_COLUMNS))})",
+            [(dataset_id, *use) for use in uses])
