@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import wave
 import zlib
@@ -310,3 +311,29 @@ def test_media_dir_must_name_a_folder(tmp_path: Path) -> None:
         load_config(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'd.jsonl'}\n  media_dir: 5\n"))
     spec = load_config(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'd.jsonl'}\n  media_dir: m\n"))
     assert spec.datasets[0].media_dir == os.path.abspath("m")
+
+
+def test_a_store_moved_with_its_project_folder_reads_its_own_media(tmp_path: Path) -> None:
+    """As its sources do (issue 50), a store copied with its project folder (``cp -a``: times kept)
+    reads and verifies its media at their places relative to it, the original folder gone; a copy
+    whose own image changed is refused, though the original is unchanged."""
+    project = tmp_path / "project"
+    (project / "images").mkdir(parents=True)
+    Image.new("RGB", (8, 8), "red").save(project / "images" / "a.png")
+    write_jsonl(project / "d.jsonl", [chat(("image_url", "images/a.png")), chat(("text", "q"))])
+    config = write_yaml(project / "c.yaml", f"d:\n  path: {project / 'd.jsonl'}\n  source: local\n"
+                                            f"  media_dir: {project}\n")
+    build(config, project / "s.db")
+    assert rows_of(project / "s.db", "SELECT relative FROM media_files") == [("images/a.png",)]
+    moved = tmp_path / "moved"
+    shutil.copytree(project, moved)  # copy2: sizes and times kept, as cp -a keeps them
+    shutil.rmtree(project)
+    with DataEngine(moved / "s.db") as engine:
+        assert engine[0]["messages"][0]["content"][0] == {"type": "image_url", "value": "images/a.png"}
+    assert verify_store(moved / "s.db")["ok"]
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy)
+    Image.new("RGB", (9, 9), "blue").save(copy / "images" / "a.png")
+    with DataEngine(copy / "s.db") as engine, pytest.raises(StaleStoreError, match=f"{copy / 'images' / 'a.png'}"):
+        engine[0]
+    assert not verify_store(copy / "s.db")["ok"] and verify_store(moved / "s.db")["ok"]

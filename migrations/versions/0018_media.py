@@ -3,6 +3,10 @@ content digest and header (``media_files``), each row's media blocks in order (`
 and the views ``media`` (one row per file, with the rows and entries using it) and
 ``entry_media`` (a base entry's media in order: those of its messages below its cut).
 
+``media_files.relative`` is the file's place relative to the store's folder (links resolved;
+NULL in PostgreSQL or on another drive), as a source's is: a project folder moved or copied
+whole reads its own media there first.
+
 Stores built before this revision record no media; their rows are read as before (build again
 to record them).
 
@@ -60,6 +64,7 @@ def upgrade() -> None:
         sa.Column("samples", _INT, nullable=True),
         sa.Column("rate", _INT, nullable=True),
         sa.Column("channels", _INT, nullable=True),
+        sa.Column("relative", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_media_files")),
         sa.UniqueConstraint("path", name=op.f("uq_media_files_path")),
     )

@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 
 from ..convert import Sample, media_blocks
 from ..errors import MediaError
-from ..sources import KINDS, MediaCatalogue, MediaHeader, MissingMedia, media_places
+from ..sources import KINDS, MediaCatalogue, MediaHeader, MissingMedia, add_places, media_places
 from ..spec import DatasetSpec
 from ..store import Media
 
@@ -50,10 +50,13 @@ class BuildMedia:
         """Mark the files of a row that was kept (a rejected row's files are not stored)."""
         self.used.update(use[3] for use in uses)
 
-    def write(self, connection: Connection) -> int:
-        """Store every file a kept row names; how many."""
-        files = [(found.id, found.kind, found.path, found.bytes, found.mtime_ns, found.xxh3_128, *_fields(found.header))
-                 for found in self.catalogue.files.values() if found.id in self.used]
+    def write(self, connection: Connection, folder: str | None) -> int:
+        """Store every file a kept row names, each with its place relative to the store's
+        ``folder`` (None: a store in PostgreSQL); how many."""
+        kept = [found for found in self.catalogue.files.values() if found.id in self.used]
+        places = add_places([{"path": found.path} for found in kept], folder)
+        files = [(found.id, found.kind, found.path, found.bytes, found.mtime_ns, found.xxh3_128, *_fields(found.header),
+                  place.get("relative")) for found, place in zip(kept, places)]
         Media(connection).add_files(files)
         return len(files)
 

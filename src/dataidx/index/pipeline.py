@@ -115,7 +115,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
             written.append(done)
         writes.drain()
         datasets = [future.result() for future in written]
-        media.write(connection)
+        media.write(connection, folder)
         if isinstance(mixture, DeferredDraws):
             assert held is not None
             drawn, evaluation = _hold_out(connection, config, mixture, held=held, seed=seed, sampling=sampling)

@@ -111,21 +111,30 @@ def verify_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         damage += recount_problems(handle)
         damage += Plans(handle).problems()
         damage += Mixtures(handle).held_out_problems()
-        media = media_problems(Media(handle).files())
+        media = media_problems(Media(handle).files(), folder)
     report = {d.name: dataset_problems(d, deep=True, folder=folder) for d in datasets.values()}
     ok = not damage and not media and not any(problems for problems in report.values())
     return {"store": hide_passwords(os.fspath(path)), "ok": ok, "datasets": report, "integrity": damage,
             "media": media}
 
 
+def _where_now(entry: dict[str, Any], folder: str | None) -> dict[str, Any]:
+    """A recorded media file's entry with its path where a fetch reads it: its place relative to
+    the store when a file is there."""
+    moved = placed(entry, folder)
+    return {**entry, "path": moved} if moved is not None and os.path.exists(moved) else entry
+
+
 #: Media files named one by one in ``verify``'s answer; the rest are counted.
 MEDIA_NAMED = 20
 
 
-def media_problems(files: list[dict[str, Any]]) -> list[str]:
+def media_problems(files: list[dict[str, Any]], folder: str | None = None) -> list[str]:
     """Each recorded media file that is gone or changed (size, mtime, or content rehashed), one
-    phrase a file, the first :data:`MEDIA_NAMED` named and the rest counted."""
-    problems = [problem for entry in files for problem in changed_files([entry], deep=True)]
+    phrase a file, the first :data:`MEDIA_NAMED` named and the rest counted; each looked for at
+    its place relative to the store in ``folder`` first, as a fetch looks for it."""
+    problems = [problem for entry in files
+                for problem in changed_files([_where_now(entry, folder)], deep=True, folder=folder)]
     more = len(problems) - MEDIA_NAMED
     return [f"media file {problem}" for problem in problems[:MEDIA_NAMED]] + (
         [f"{more} more media files changed or are gone"] if more > 0 else [])

@@ -493,6 +493,7 @@ CREATE TABLE media_files (
 	samples INTEGER, 
 	rate INTEGER, 
 	channels INTEGER, 
+	relative TEXT, 
 	CONSTRAINT pk_media_files PRIMARY KEY (id), 
 	CONSTRAINT uq_media_files_path UNIQUE (path)
 );

@@ -15,7 +15,7 @@ from ..sqlite.working_copy import Access, access, writable
 
 #: ``media_files``' columns, in the order :meth:`Media.add_files` takes each file's values.
 FILE_COLUMNS = ("id", "kind", "path", "bytes", "mtime_ns", "xxh3_128", "format", "width", "height", "frames", "fps",
-                "duration", "samples", "rate", "channels")
+                "duration", "samples", "rate", "channels", "relative")
 _ROW_COLUMNS = ("dataset_id", "row", "ordinal", "message", "media_id", "written", "first_entry", "entries")
 _PER_DATASET = ("SELECT used.dataset_id, count(*), sum(f.bytes) FROM (SELECT DISTINCT dataset_id, media_id "
                 "FROM row_media) AS used JOIN media_files AS f ON f.id = used.media_id GROUP BY used.dataset_id")
@@ -30,9 +30,9 @@ class Media:
             files = Media(handle).files()   # [{"path", "size", "mtime_ns", "xxh3_128", "kind"}, ...]
     """
 
-    #: A fetch's media of one row, in order: ``(message, path, bytes, mtime_ns)``; only datasets
-    #: :meth:`has_media` run it, one indexed range read of ``row_media``.
-    FETCH_ROW = ("SELECT m.message, f.path, f.bytes, f.mtime_ns FROM row_media AS m JOIN media_files AS f "
+    #: A fetch's media of one row, in order: ``(message, path, bytes, mtime_ns, relative)``; only
+    #: datasets :meth:`has_media` run it, one indexed range read of ``row_media``.
+    FETCH_ROW = ("SELECT m.message, f.path, f.bytes, f.mtime_ns, f.relative FROM row_media AS m JOIN media_files AS f "
                  "ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} ORDER BY m.ordinal")
 
     def __init__(self, store: Access) -> None:
@@ -42,16 +42,18 @@ class Media:
         """Whether any row of the dataset names a media file (read once per reader and dataset)."""
         return self.store.one("SELECT 1 FROM row_media WHERE dataset_id = {mark} LIMIT 1", dataset_id) is not None
 
-    def of_row(self, dataset_id: int, row: int) -> list[tuple[int, str, int, int]]:
-        """``(message, path, bytes, mtime_ns)`` of a row's media, in order."""
-        return [(message, path, size, mtime_ns)
-                for message, path, size, mtime_ns in self.store.all(self.FETCH_ROW, dataset_id, row)]
+    def of_row(self, dataset_id: int, row: int) -> list[tuple[int, str, int, int, str | None]]:
+        """``(message, path, bytes, mtime_ns, relative)`` of a row's media, in order."""
+        return [(message, path, size, mtime_ns, relative)
+                for message, path, size, mtime_ns, relative in self.store.all(self.FETCH_ROW, dataset_id, row)]
 
     def files(self) -> list[dict[str, Any]]:
-        """Every recorded file as ``{path, size, mtime_ns, xxh3_128, kind}``: what ``verify`` rehashes."""
-        return [{"path": path, "size": size, "mtime_ns": mtime_ns, "xxh3_128": digest, "kind": kind}
-                for path, size, mtime_ns, digest, kind in self.store.all(
-                    "SELECT path, bytes, mtime_ns, xxh3_128, kind FROM media_files ORDER BY id")]
+        """Every recorded file as ``{path, size, mtime_ns, xxh3_128, kind}`` (and ``relative`` where
+        it has that place, as a source's record has): what ``verify`` rehashes."""
+        return [{"path": path, "size": size, "mtime_ns": mtime_ns, "xxh3_128": digest, "kind": kind,
+                 **({"relative": relative} if relative is not None else {})}
+                for path, size, mtime_ns, digest, kind, relative in self.store.all(
+                    "SELECT path, bytes, mtime_ns, xxh3_128, kind, relative FROM media_files ORDER BY id")]
 
     def per_dataset(self) -> dict[int, tuple[int, int]]:
         """``dataset id -> (distinct files, their bytes)`` for datasets with media (``dataidx info``)."""

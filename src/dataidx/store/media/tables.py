@@ -30,6 +30,9 @@ class MediaFile(Base):
     samples: Mapped[int | None] = mapped_column(INT, nullable=True)
     rate: Mapped[int | None] = mapped_column(INT, nullable=True)
     channels: Mapped[int | None] = mapped_column(INT, nullable=True)
+    #: its place relative to the store's folder (links resolved), read there first: a store moved
+    #: with its project folder reads its own copy, as its sources are read (NULL: no such place)
+    relative: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class RowMedia(Base):
