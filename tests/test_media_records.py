@@ -337,3 +337,31 @@ def test_a_store_moved_with_its_project_folder_reads_its_own_media(tmp_path: Pat
     with DataEngine(copy / "s.db") as engine, pytest.raises(StaleStoreError, match=f"{copy / 'images' / 'a.png'}"):
         engine[0]
     assert not verify_store(copy / "s.db")["ok"] and verify_store(moved / "s.db")["ok"]
+
+
+def test_the_report_lists_each_datasets_media_in_a_browser(tmp_path: Path, browser) -> None:
+    """The report's summary says, per dataset, the distinct media files its rows name and their
+    bytes, as info does, read off the page; a text-only store's report has no media table."""
+    from dataidx.view import write_report
+
+    for colour in ("red", "blue"):
+        Image.new("RGB", (8, 8), colour).save(tmp_path / f"{colour}.png")
+    write_jsonl(tmp_path / "d.jsonl", [chat(("image_url", "red.png")), chat(("image_url", "blue.png")),
+                                       chat(("image_url", "red.png"))])
+    write_jsonl(tmp_path / "t.jsonl", [chat(("text", "q"))])
+    store = tmp_path / "s.db"
+    build(write_yaml(tmp_path / "c.yaml", f"d:\n  path: {tmp_path / 'd.jsonl'}\n  source: local\n"
+                                          f"t:\n  path: {tmp_path / 't.jsonl'}\n  source: local\n"), store)
+    size = sum((tmp_path / f"{colour}.png").stat().st_size for colour in ("red", "blue"))
+    write_report(store, tmp_path / "r.html")
+    page = browser.new_page()
+    page.goto((tmp_path / "r.html").as_uri())
+    rows = page.locator("#summary .media tr").all_inner_texts()
+    assert [row.split("\t") for row in rows[1:]] == [["d", "2", f"{size:,}"], ["t", "0", "0"]], rows
+    build(write_yaml(tmp_path / "text.yaml", f"t:\n  path: {tmp_path / 't.jsonl'}\n  source: local\n"),
+          tmp_path / "text.db")
+    write_report(tmp_path / "text.db", tmp_path / "text.html")
+    page.goto((tmp_path / "text.html").as_uri())
+    assert page.locator("#summary .media").count() == 0 and page.locator("#summary").count() == 1
+    page.close()
+

@@ -59,6 +59,7 @@ def summary(path: str, figures: Figures) -> str:
     return ("<section id='summary'><h2>Summary</h2>" + table(["", ""], facts) + config
             + "<h3>Sources</h3>"
             + table(["dataset", "converter", "rows", "entries", "bytes", "xxh3-128", "path"], sources)
+            + _media(figures)
             + "<h3>Draws</h3><p>What the config asked of each dataset per epoch (<code>size</code>, "
             "<code>weight</code>, <code>tokens</code> and <code>supervised_tokens</code> budgets) and the entries "
             "drawn in all epochs.</p>"
@@ -70,6 +71,16 @@ def summary(path: str, figures: Figures) -> str:
             + table(["epoch", "epoch seed", "dataset", "entries", "distinct rows",
                      *(("entries that train", "tokens", "supervised tokens") if stored_tokens else ())], per_epoch)
             + "</section>")
+
+
+def _media(figures: Figures) -> str:
+    """The media files each dataset's rows name (recorded at build, view ``media``), when any does."""
+    named = [(d["name"], d.get("media_files") or 0, d.get("media_bytes") or 0) for d in figures.info["datasets"]]
+    if not any(files for _, files, _ in named):
+        return ""
+    return ("<h3 id='media'>Media</h3><p>Distinct media files the rows name, read and hashed at build "
+            "(<code>SELECT * FROM media</code> lists them; a fetch refuses one that changed).</p>"
+            "<div class='media'>" + table(["dataset", "media files", "bytes"], named) + "</div>")
 
 
 def mixture_section(figures: Figures) -> str:
