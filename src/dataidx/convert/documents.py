@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .arrow_compute import pc
 from .expansion import CONVERTER_COLUMNS, MESSAGE_LISTS
-from .vectorised import NO_CUT, TableCuts, none_cuts
+from .vectorised import NO_CUT, TableCuts, is_text, none_cuts
 
 
 def text_cuts(table: pa.Table) -> TableCuts | None:
@@ -35,16 +35,12 @@ def text_cuts(table: pa.Table) -> TableCuts | None:
                      empty=empty)
 
 
-def _text_or_null(type_: pa.DataType) -> bool:
-    return pa.types.is_null(type_) or pa.types.is_string(type_) or pa.types.is_large_string(type_)
-
-
 def standard_cuts(table: pa.Table) -> TableCuts | None:
     """The ``none`` converter's cut path: a table of text documents (a ``text`` column, no message
     list) as :func:`text_cuts`, one mixing text and messages by the row path (each row decides
     what it is), else :func:`.vectorised.none_cuts`. An ``extra_info`` column that is not text
     goes to the row path too, which names the first row whose value is not."""
-    if "extra_info" in table.column_names and not _text_or_null(table["extra_info"].type):
+    if "extra_info" in table.column_names and not is_text(table["extra_info"].type):
         return None
     if "text" not in table.column_names:
         return none_cuts(table)

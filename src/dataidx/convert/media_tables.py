@@ -8,7 +8,7 @@ import pyarrow as pa
 from .arrow_compute import pc
 from .expansion import MESSAGE_LISTS
 from .media import MEDIA_BLOCKS
-from .vectorised import _field, _has_media, _is_text
+from .vectorised import _field, _has_media, is_text
 
 
 def may_hold_media(table: pa.Table) -> bool:
@@ -30,6 +30,6 @@ def may_hold_media(table: pa.Table) -> bool:
                 and pa.types.is_struct(content.value_type) and content.value_type.get_field_index("type") >= 0):
             continue
         types = _field(pc.list_flatten(pc.struct_field(pc.list_flatten(table[name]), "content")), "type")
-        if not _is_text(types.type) or pc.any(pc.is_in(types, pa.array(MEDIA_BLOCKS))).as_py():
+        if not is_text(types.type) or pc.any(pc.is_in(types, pa.array(MEDIA_BLOCKS))).as_py():
             return True  # blocks typed other than by text are the row path's to name
     return False

@@ -44,7 +44,8 @@ class TableCuts:
             self.empty = int(np.count_nonzero(self.cuts == NO_CUT))
 
 
-def _is_text(type_: pa.DataType) -> bool:
+def is_text(type_: pa.DataType) -> bool:
+    """Whether an Arrow column of ``type_`` holds text or nothing but nulls."""
     return pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_null(type_)
 
 
@@ -104,7 +105,7 @@ def _rows_without_lists(table: pa.Table, columns: tuple[str, ...]) -> int:
 def alpaca_cuts(table: pa.Table) -> TableCuts | None:
     """alpaca: one entry per row; its cut counts system, user and assistant messages."""
     columns = [c for c in ("system", "instruction", "input", "output") if c in table.column_names]
-    if _has_media(table) or any(not _is_text(table[c].type) for c in columns):
+    if _has_media(table) or any(not is_text(table[c].type) for c in columns):
         return None
     if any(_has_placeholder(table[c]) for c in columns if c in ("instruction", "input")):
         return None  # only the user text's placeholders take media (v1): system and output are text
@@ -118,7 +119,7 @@ def _list_of_struct(type_: pa.DataType, fields: tuple[str, ...]) -> bool:
         return False
     value = type_.value_type
     return pa.types.is_struct(value) and all(
-        value.get_field_index(f) >= 0 and _is_text(value.field(f).type) for f in fields
+        value.get_field_index(f) >= 0 and is_text(value.field(f).type) for f in fields
     )
 
 
