@@ -12,6 +12,7 @@ from .._lazy import lazy_face
 if TYPE_CHECKING:
     from .entries import MixtureEntries as MixtureEntries
     from .holding import row_entries as row_entries
+    from .media_check import media_stat as media_stat
     from .order import RunNumbering as RunNumbering
     from .order import SkippingOrder as SkippingOrder
     from .order import TrainingOrder as TrainingOrder
@@ -35,6 +36,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "dataset_problems": ".verify",
     "epoch_steps": ".order",
     "export_mixture": ".sample_export",
+    "media_stat": ".media_check",
     "open_rows": ".rows",
     "row_entries": ".holding",
     "step_items": ".order",

@@ -78,29 +78,40 @@ def compile_template(text: str) -> Any:
 
 
 def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None = None,
-                  first: int = 0) -> list[dict[str, Any]]:
+                  first: int = 0, *, blocks: bool = False) -> list[dict[str, Any]]:
     """v1 standard messages -> Hugging Face chat messages (text content, ``tool_calls``), with
     control-token strings in data text broken when ``controls`` is given. ``first`` is the number
-    of the first message, which errors name."""
+    of the first message, which errors name. With ``blocks``, content is a list of blocks, as v1
+    gives a processor's template (``_to_hf_messages(is_multimodal=True)``): ``{"type": "text",
+    "text"}`` per text block, each escaped alone, and ``{"type": "image", "image": path}`` (video,
+    audio) per media block, which the template writes its own placeholder for."""
     escape = controls.escape if controls is not None else (lambda text, where: text)
     chat = []
     for number, message in enumerate(messages, first):
         where = f"message {number}"
         pieces: list[str] = []  # text, with adjacent data blocks escaped as one run
         run: list[str] = []
+        items: list[dict[str, Any]] = []  # with blocks: the content list
         reasoning: list[str] = []
         calls: list[dict[str, Any]] = []
         for block in message.get("content") or []:
             kind, value = block.get("type"), block.get("value")
             if kind == "text":
-                run.append(value or "")
+                if blocks:
+                    items.append({"type": "text", "text": escape(value or "", where)})
+                else:
+                    run.append(value or "")
             elif kind == "reasoning":
                 reasoning.append(value or "")
             elif kind == "tool_call":
                 calls.append(_tool_call(value, number, controls))
             elif kind in _MEDIA_TEXT:  # the placeholder is ours, not data: written unescaped
-                pieces += [escape("".join(run), where), _MEDIA_TEXT[kind]]
-                run = []
+                if blocks:
+                    medium = _MEDIA_TEXT[kind][1:-1]  # image, video, audio
+                    items.append({"type": medium, medium: value})
+                else:
+                    pieces += [escape("".join(run), where), _MEDIA_TEXT[kind]]
+                    run = []
             else:
                 raise RenderError(f"{where}: content block type {shown(kind)} cannot be rendered as text",
                                   cause="format")
@@ -108,8 +119,8 @@ def chat_messages(messages: list[dict[str, Any]], controls: ControlTokens | None
         # The template writes the role between its turn markers: any other role forges turns.
         if not (isinstance(role, str) and role in ROLES):
             raise RenderError(f"{where}: role {shown(role)} is not one of {', '.join(ROLES)}", cause="role")
-        converted: dict[str, Any] = {"role": role,
-                                     "content": "".join([*pieces, escape("".join(run), where)])}
+        converted: dict[str, Any] = {"role": role, "content": items if blocks else
+                                     "".join([*pieces, escape("".join(run), where)])}
         if calls:
             converted["tool_calls"] = calls
         if reasoning_text := "".join(reasoning):  # v1's keys, in v1's order, then what transformers adds

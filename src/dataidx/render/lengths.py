@@ -14,13 +14,16 @@ import os
 import time
 from collections.abc import Generator, Iterator
 from contextlib import closing, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..errors import RenderError
 from ..progress import CountProgress
-from ..read import EntryReader
-from ..store import Datasets, Mixtures, ReadIdentity, Specs, StoreHandle, rewriting
+from ..read import EntryReader, media_stat
+from ..store import Datasets, Media, Mixtures, ReadIdentity, Specs, StoreHandle, rewriting
+from .media_render import EntryMedium, MediaRenderer, prove_header_counts
 from .passes import RangeRendered, RenderPass, entry_ranges, run_passes
+from .processor_folder import holds_processor, load_processor
 from .replacing import refuse_to_replace
 from .request import RenderRequest
 from .spec import RenderSpec, make_spec
@@ -77,15 +80,22 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
     """
     started = time.perf_counter()
     store, name = request.store, request.name
-    if tokenizer_object is None:
-        tokenizer_object = load_tokenizer(request.tokenizer, trust_remote_code=request.trust_remote_code)
     with EntryReader(store) as reader:
+        images = Media(reader.handle).images()
+        processor = load_processor(request.tokenizer) if images and holds_processor(request.tokenizer) else None
+        if processor is not None and tokenizer_object is not None:
+            processor.tokenizer = tokenizer_object
+        elif processor is not None:
+            tokenizer_object = processor.tokenizer
+        elif tokenizer_object is None:
+            tokenizer_object = load_tokenizer(request.tokenizer, trust_remote_code=request.trust_remote_code)
         stored = _stored(reader.handle, name)
         # A clock-reading template renders at the time the spec first did, unless the user sets one.
         spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=request.tokenizer, template=request.template,
                                    cutoff=request.cutoff, truncation=request.truncation,
                                    clock=request.clock if request.clock is not None else stored.clock,
-                                   escapes=request.escapes, trust_remote_code=request.trust_remote_code)
+                                   escapes=request.escapes, trust_remote_code=request.trust_remote_code,
+                                   processor=processor)
         first, last = stored.first, stored.last
         reused = stored.fingerprint == spec.fingerprint
         if stored.fingerprint is not None and not reused and not request.replace:
@@ -102,7 +112,12 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
         ranges = entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK)
         sink = (TokenSink(store, spec.fingerprint, len(tokenizer_object), request.tokens_dir)
                 if request.store_tokens else None)
-        work = RenderPass(reader, renderer, sink.dtype if sink is not None else None)
+        media = None
+        if processor is not None:
+            media = MediaRenderer(processor, renderer)
+            if not reused:  # decode a sample of the images: header counts must be the processor's
+                spec = replace(spec, media_proof=prove_header_counts(processor, _placed(images, reader.path)))
+        work = RenderPass(reader, renderer, sink.dtype if sink is not None else None, media)
         with RenderedRows() as rendered, sink or nullcontext():
             for rows, uses, tokens in _progressed(run_passes(work, ranges, jobs), last - first + 1, progress):
                 rendered.add(rows, sink.place(tokens, [row[0] for row in rows]) if sink is not None else None)
@@ -111,7 +126,8 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
                 assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
                 return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
                                      sink=sink, started=started)
-            summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink)
+            summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink,
+                             media=media_counts(media, images) if media is not None else [])
             summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
         summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                 sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
@@ -160,19 +176,49 @@ def _stored(handle: StoreHandle, name: str) -> _Stored:
     return stored
 
 
+def _placed(images: list[Media.RowFile], store: str) -> list[EntryMedium]:
+    """Recorded images where they are now (at their place beside a moved store, as fetches look)."""
+    folder = Datasets.folder_of(store)
+    return [EntryMedium(0, image.kind, _where(image, folder), image.width, image.height) for image in images]
+
+
+def _where(image: Media.RowFile, folder: str | None) -> str:
+    """Where a recorded file is now; its recorded path when it is gone (reading it then says so)."""
+    try:
+        return media_stat(image.path, image.relative, folder)[0]
+    except OSError:
+        return image.path
+
+
+def media_counts(media: MediaRenderer, images: list[Media.RowFile]) -> list[tuple[int, int, int, int, int]]:
+    """``(media id, tokens, grid_t, grid_h, grid_w)`` of each image under the spec's processor
+    (an image it cannot count records nothing: its entries say why)."""
+    counted = []
+    for image in images:
+        try:
+            grid = media.grid(EntryMedium(0, image.kind, image.path, image.width, image.height))
+        except RenderError:
+            continue
+        counted.append((image.media_id, grid.tokens, grid.t, grid.h, grid.w))
+    return counted
+
+
 def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
-           started: float, sink: TokenSink | None) -> RenderSummary:
+           started: float, sink: TokenSink | None, media: list[tuple[int, int, int, int, int]]) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
                "dataidx_version": spec.version, "clock": spec.clock, "escapes": spec.escapes,
-               "trust_remote_code": spec.trust_remote_code}
+               "trust_remote_code": spec.trust_remote_code, "processor": spec.processor,
+               "media_proof": spec.media_proof}
     with rewriting(store, unchanged=read, task="rendering", command="render") as connection:
         specs = Specs(connection)
         named = specs.own_token_files(store)
         spec_id, plans_removed, counts, causes, seconds = specs.save(
             columns, rendered.chunks(), entries=rendered.entries, training_entries=rendered.training_entries,
             started=started, added_uses=rendered.added_uses, causes=rendered.causes)
+        if media:
+            specs.save_media(spec_id, media)
         tokens = sink.publish(connection, spec_id) if sink is not None else None
         # Mixtures drawn by token budgets under the spec's old lengths: refused until drawn again.
         stale = Mixtures(connection).stale(spec=spec.name)

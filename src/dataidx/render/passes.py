@@ -19,11 +19,13 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from ..convert import truncate
 from ..errors import ConversionError, bounded
 from ..read import EntryReader
-from ..store import Specs
+from ..store import Media, Specs
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
+from .media_render import EntryMedium, MediaRenderer
 from .renderer import Renderer, extra_info
 from .spool import AddedUses
 from .token_pass import ChunkTokens
@@ -39,6 +41,8 @@ class RenderPass:
     reader: EntryReader
     renderer: Renderer
     words: np.dtype | None = None
+    #: the spec's renderer of entries that hold media (a processor's spec; None: a text spec)
+    media: MediaRenderer | None = None
 
 
 class RangeRendered(NamedTuple):
@@ -48,6 +52,25 @@ class RangeRendered(NamedTuple):
     rows: list[Specs.LengthRow]
     uses: AddedUses
     tokens: ChunkTokens | None
+
+
+class RowMediaFiles:
+    """A pass's reads of rows' media, for a processor's spec: which datasets have media (asked
+    once each) and a row's files as :class:`~.media_render.EntryMedium` (empty for a text spec)."""
+
+    def __init__(self, reader: EntryReader, media: MediaRenderer | None) -> None:
+        self.store = Media(reader.handle) if media is not None else None
+        self.datasets: dict[int, bool] = {}
+
+    def of_row(self, dataset_id: int, row: int) -> list[EntryMedium]:
+        if self.store is None:
+            return []
+        if dataset_id not in self.datasets:
+            self.datasets[dataset_id] = self.store.has_media(dataset_id)
+        if not self.datasets[dataset_id]:
+            return []
+        return [EntryMedium(file.message, file.kind, file.path, file.width, file.height)
+                for file in self.store.row_files(dataset_id, row)]
 
 
 def entry_ranges(first: int, end: int, size: int) -> list[tuple[int, int]]:
@@ -69,6 +92,7 @@ def render_range(work: RenderPass, first: int, last: int) -> RangeRendered:
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     past = renderer.floors.count_past(renderer.token_bound)
     found = reader.entries_between(first, last - 1) if last > first else []  # entries_between is inclusive
+    media = RowMediaFiles(reader, work.media)
     for (dataset_id, row), group in groupby(found, key=lambda entry: entry[1:3]):
         entries = []
         batch.dataset = dataset_id
@@ -90,6 +114,14 @@ def render_range(work: RenderPass, first: int, last: int) -> RangeRendered:
         info = extra_info(whole)
         if info is not None:
             batch.extra_info.update((entry_id, info) for entry_id, _ in entries)
+        files = media.of_row(dataset_id, row)
+        if files:  # a processor's spec and a row with media: each entry rendered with its own
+            assert work.media is not None
+            for entry_id, cut in entries:
+                sample = whole if cut is None else truncate(whole, cut)
+                batch.add([entry_id], [work.media.render(sample, [file for file in files
+                                                                  if cut is None or file.message < cut])])
+            continue
         for entry_id, cut in entries:
             if cut is None:
                 batch.add([entry_id], [renderer.draft(whole, False)])

@@ -41,6 +41,14 @@ PREPROCESSOR_CONFIG, PROCESSOR_CONFIG = "preprocessor_config.json", "processor_c
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 
+def holds_processor(path: str | os.PathLike[str]) -> bool:
+    """Whether a tokenizer's folder is a multimodal model's: it holds an image processor's
+    settings, as v1's ``AutoProcessor`` finds them."""
+    location = Path(path)
+    return location.is_dir() and any(os.path.lexists(location / name) for name in (PREPROCESSOR_CONFIG,
+                                                                                   PROCESSOR_CONFIG))
+
+
 def load_processor(path: str | os.PathLike[str]) -> Any:
     """The processor v1 would load from a local model folder with ``AutoProcessor``, as far as
     it loads without torchvision (module docstring), offline; one-line :class:`RenderError`

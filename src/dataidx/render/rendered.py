@@ -39,6 +39,8 @@ class Rendered:
     #: the sample's ``extra_info``, which v1's ``Renderer.process_samples`` copies into the model
     #: input as it is (a KTO label, say); None when the sample has none
     extra_info: str | None = None
+    #: placeholder tokens of its media among ``full_tokens`` (:mod:`.media_render`); 0 without media
+    media_tokens: int = 0
 
     @property
     def tokens(self) -> int:

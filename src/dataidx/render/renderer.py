@@ -143,7 +143,7 @@ class Renderer:
         drafts: list[Draft] = []
         for cut in cuts:
             with self.chat.entry():
-                drafts.append(_holding(self.over(bounds[cut]) or self._guarded(lambda cut=cut: self._checked(
+                drafts.append(_holding(self.over(bounds[cut]) or self.guarded(lambda cut=cut: self._checked(
                     {None: self._side_of(chat[:cut], weights[:cut], tools, True)})), held[cut]))
         longest = [draft[None] for draft in drafts if isinstance(draft, dict)]
         for side in longest[:-1]:  # an earlier cut's text is most often the longest one's beginning
@@ -154,7 +154,7 @@ class Renderer:
         """One entry's texts (``None`` for a single sequence, else chosen/rejected), for :meth:`finish_many`."""
         self.controls.kept.clear()
         with self.chat.entry():  # the entry's texts share one time budget
-            made = self._guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)),
+            made = self.guarded(lambda: self._over_bound(sample) or self._checked(self._sides(sample, has_cut)),
                                  sample)
         return _holding(made, tuple(sorted(self.controls.kept)))
 
@@ -173,10 +173,10 @@ class Renderer:
     def _checked(self, sides: dict[str | None, Side]) -> Draft:
         written = sum(len(side.full) for side in sides.values())
         if written > self.hard_bound:  # what the template wrapped around the messages took it past
-            return self._too_long(written // self.longest, f"{written} characters of chat text")
+            return self.too_long(written // self.longest, f"{written} characters of chat text")
         return sides
 
-    def _guarded(self, draft: Callable[[], Draft], sample: Mapping[str, Any] | None = None) -> Draft:
+    def guarded(self, draft: Callable[[], Draft], sample: Mapping[str, Any] | None = None) -> Draft:
         """``draft()``, with what the data or the template raise as the entry's ``render_error``
         (for a ``sample`` not in the standard shape, what is wrong with it: a store built before
         the build refused such rows)."""
@@ -203,9 +203,9 @@ class Renderer:
 
     def over(self, least: Least | Extends) -> Rendered | None:
         """``too_long`` when a lower bound on an entry's tokens (:mod:`.bounds`) is past the bound."""
-        return self._too_long(least.tokens, str(least)) if least.tokens > self.token_bound else None
+        return self.too_long(least.tokens, str(least)) if least.tokens > self.token_bound else None
 
-    def _too_long(self, least: int, what: str) -> Rendered:
+    def too_long(self, least: int, what: str) -> Rendered:
         return Rendered(status="too_long", full_tokens=least, cause="too_long",
                         detail=f"{what}, so at least {least} tokens > cutoff {self.cutoff}; not tokenized "
                                f"(past {self.token_bound} tokens)")

@@ -19,10 +19,12 @@ import numpy as np
 from ..errors import StaleStoreError
 from ..read import StoreReader
 from ..sources import paused_gc
-from ..store import Closable, Mixtures, Specs, StoreHandle
+from ..store import Closable, Media, Mixtures, Specs, StoreHandle
 from .from_tokens import TokenServer, open_tokens
-from .renderer import Rendered, Renderer
-from .spec import StoredSpec, read_spec
+from .media_features import ServedMedia, medium
+from .media_render import MediaRenderer
+from .renderer import Rendered, Renderer, extra_info
+from .spec import StoredSpec, read_spec, recorded_processor
 from .token_file import TokenFile
 
 
@@ -62,6 +64,7 @@ class RenderedMixture(Closable):
                                               self.spec.renderer(tokenizer, trust_remote_code=trust_remote_code))
             self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
+            self._open_media(tokenizer, verify=verify, stored_only=stored_only)
             self._find_positions()
         except BaseException:
             self.reader.close()
@@ -70,6 +73,20 @@ class RenderedMixture(Closable):
     def close(self) -> None:
         """Give back the store handle of this process (see :meth:`StoreReader.close`)."""
         self.reader.close()
+
+    def _open_media(self, tokenizer: Any, *, verify: bool, stored_only: bool) -> None:
+        """A processor's spec: its processor (checked to be the recorded one), the entries' media
+        and, rendering on fetch, the renderer of entries that hold media. A pass over stored words
+        alone (``stored_only``: an export) needs none of them."""
+        self.media: ServedMedia | None = None
+        self.media_renderer: MediaRenderer | None = None
+        if self.spec.processor is None or stored_only:
+            return
+        processor = recorded_processor(self.spec, tokenizer if tokenizer is not None else
+                                       self.renderer.tokenizer if self.renderer is not None else None)
+        self.media = ServedMedia(processor, self.spec.truncation, self.reader.handle, self.reader.path, verify=verify)
+        if self.renderer is not None:
+            self.media_renderer = MediaRenderer(processor, self.renderer)
 
     def _find_positions(self) -> None:
         """The positions of the epoch served whose entries train (None: all of them). With stored
@@ -123,7 +140,7 @@ class RenderedMixture(Closable):
         return self._positions(indices)
 
     def get(self, index: int) -> dict[str, Any]:
-        if self.server is not None:
+        if self.server is not None and self.media is None:
             return self.server.one(self.reader.entry_at(self._position(index)), self.reader.fetch)
         return self.get_many([index])[0]
 
@@ -132,13 +149,31 @@ class RenderedMixture(Closable):
         tokenizer batch; from stored tokens, none for positions in the mixture's runs)."""
         positions = self._positions(indices)
         if self.server is not None:
-            return self.server.get(self.reader.entries_at(positions), self.reader.fetch)
+            served = self.server.get(self.reader.entries_at(positions), self.reader.fetch)
+            if self.media is None:
+                return served
+            triples = self.reader.triples(positions)
+            return [self._with_media(one, triple, self.media.files(*triple)) for one, triple in zip(served, triples)]
         assert self.renderer is not None  # no stored tokens: rendered on fetch
         triples = self.reader.triples(positions)
+        files = [self.media.files(*triple) if self.media is not None else [] for triple in triples]
         with paused_gc():
             items = [(self.reader.sample(*triple), triple[2] is not None) for triple in triples]
-            rendered = self.renderer.render_many(items)
-        return [self._served(triple[0], one) for triple, one in zip(triples, rendered)]
+            text = [k for k, found in enumerate(files) if not found]  # the rest hold media
+            rendered = dict(zip(text, self.renderer.render_many([items[k] for k in text])))
+            for k, found in enumerate(files):
+                if found:
+                    assert self.media_renderer is not None  # a spec with media renders them
+                    rendered[k] = self.media_renderer.render(items[k][0], [medium(file) for file in found])
+                    rendered[k].extra_info = extra_info(items[k][0])
+        return [self._with_media(self._served(triple[0], rendered[k]), triple, files[k])
+                for k, triple in enumerate(triples)]
+
+    def _with_media(self, served: dict[str, Any], triple: tuple[int, int, int | None],
+                    files: list[Media.RowFile]) -> dict[str, Any]:
+        if self.media is None or not files:
+            return served
+        return self.media.add(served, files, self.reader.datasets[triple[0]].name, triple[1])
 
     def _served(self, dataset_id: int, rendered: Rendered) -> dict[str, Any]:
         if not rendered.trains:  # the stored status said it trains: the data no longer agrees

@@ -20,6 +20,7 @@ from .._version import __version__
 from ..errors import RenderError, StaleStoreError
 from ..store import Specs, StoreHandle
 from .chat_text import reads_clock
+from .processor_folder import load_processor
 from .renderer import Renderer
 from .slow import refuse_other, slow_fingerprint
 from .templates import choose_template
@@ -32,10 +33,11 @@ LABEL_RULE = "llamafactory-v1/chat-inputs"
 
 
 def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, truncation: str, version: str,
-                     clock: str | None = None, escapes: str = "special", trust_remote_code: bool = False) -> str:
+                     clock: str | None = None, escapes: str = "special", trust_remote_code: bool = False,
+                     processor: str | None = None) -> str:
     """What identifies a spec's lengths. The clock (only templates that read it have one), a
-    non-default escape and trusted remote code are hashed only when set, so every spec made
-    before them keeps its fingerprint."""
+    non-default escape, trusted remote code and a processor's settings are hashed only when set,
+    so every spec made before them keeps its fingerprint."""
     fields: list[object] = [tokenizer_sha256, template_text, cutoff, truncation, version, LABEL_RULE]
     if clock is not None:
         fields.append({"clock": clock})
@@ -43,6 +45,8 @@ def spec_fingerprint(tokenizer_sha256: str, template_text: str, cutoff: int, tru
         fields.append({"escapes": escapes})
     if trust_remote_code:
         fields.append({"trust_remote_code": True})
+    if processor is not None:
+        fields.append({"processor": processor})
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
@@ -78,16 +82,20 @@ class RenderSpec:
     escapes: str = "special"
     #: its tokenizer's class is code from its folder (``--trust-remote-code``): readers must trust it too
     trust_remote_code: bool = False
+    #: the image processor's settings (JSON) entries with media render with; None: a text spec
+    processor: str | None = None
+    #: what proved header counts equal to the processor's (:func:`.media_render.prove_header_counts`)
+    media_proof: str | None = None
 
     @property
     def fingerprint(self) -> str:
         return spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation, self.version,
-                                self.clock, self.escapes, self.trust_remote_code)
+                                self.clock, self.escapes, self.trust_remote_code, self.processor)
 
 
 def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[str], template: str | None, cutoff: int,
               truncation: str, clock: str | None = None, escapes: str = "special",
-              trust_remote_code: bool = False) -> tuple[RenderSpec, Renderer]:
+              trust_remote_code: bool = False, processor: Any = None) -> tuple[RenderSpec, Renderer]:
     """A spec and its renderer; checks everything before any entry is rendered.
 
     ``clock`` is the time a template that reads it (``strftime_now``) renders at: the spec's
@@ -95,15 +103,26 @@ def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[st
     do not read the clock have none, so their fingerprint does not change with the day.
     ``trust_remote_code`` records that the tokenizer at ``tokenizer_path`` is loaded with its
     folder's code; a folder that needs it is refused without it, even for a tokenizer already loaded.
+    ``processor`` (a model folder's, :func:`.processor_folder.load_processor`) renders the entries
+    that hold media; its settings are recorded and fingerprinted.
     """
     trusted = check_remote_code(Path(tokenizer_path), trust_remote_code)  # recorded only where code runs
-    template_name, text = choose_template(tokenizer, template)
+    processor_template = processor is not None and template is None and bool(processor.chat_template)
+    template_name, text = choose_template(processor if processor_template else tokenizer, template)
+    if processor_template:  # v1 renders with the processor's template when it has one
+        template_name = "processor"
     renderer = Renderer(tokenizer, text, cutoff, truncation, clock=clock, escapes=escapes)
     spec = RenderSpec(name=name, tokenizer_path=str(Path(tokenizer_path).resolve()),
                       tokenizer_sha256=tokenizer_fingerprint(tokenizer), template=template_name, template_text=text,
                       cutoff=cutoff, truncation=truncation, version=__version__, clock=renderer.chat.clock,
-                      escapes=escapes, trust_remote_code=trusted)
+                      escapes=escapes, trust_remote_code=trusted,
+                      processor=processor_settings(processor) if processor is not None else None)
     return spec, renderer
+
+
+def processor_settings(processor: Any) -> str:
+    """What a spec records of a processor: its image processor's settings, as sorted JSON."""
+    return json.dumps(processor.image_processor.to_dict(), sort_keys=True, default=str)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +144,8 @@ class StoredSpec:
     clock: str | None = None
     escapes: str = "special"
     trust_remote_code: bool = False
+    processor: str | None = None
+    media_proof: str | None = None
 
     def check(self) -> None:
         """Refuse a spec an older dataidx stored under other labels, or without its clock."""
@@ -135,7 +156,7 @@ class StoredSpec:
                 "render again"
             )
         recorded = spec_fingerprint(self.tokenizer_sha256, self.template_text, self.cutoff, self.truncation,
-                                    self.version, self.clock, self.escapes, self.trust_remote_code)
+                                    self.version, self.clock, self.escapes, self.trust_remote_code, self.processor)
         if recorded != self.fingerprint:
             raise StaleStoreError(
                 f"render spec '{self.name}' was made by dataidx {self.version}, whose labels differ from LLaMA-Factory "
@@ -182,6 +203,21 @@ class StoredSpec:
                         escapes=self.escapes)
 
 
+def recorded_processor(spec: StoredSpec, tokenizer: Any) -> Any:
+    """The processor of a spec that renders media, loaded from its model folder and checked to
+    be the one it recorded (its settings, and its tokenizer the spec's); None for a text spec."""
+    if spec.processor is None:
+        return None
+    processor = load_processor(spec.tokenizer_path)
+    if processor_settings(processor) != spec.processor:
+        raise StaleStoreError(f"render spec '{spec.name}': the image processor at {spec.tokenizer_path} changed since "
+                              "its lengths were computed; run dataidx render again")
+    if tokenizer is not None:
+        processor.tokenizer = tokenizer
+    spec.check_tokenizer(processor.tokenizer)
+    return processor
+
+
 def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
     """The stored spec ``name``, or a NotFoundError listing the specs there are."""
     row = Specs(handle).get(name)
@@ -189,4 +225,5 @@ def read_spec(handle: StoreHandle, name: str) -> StoredSpec:
                       tokenizer_sha256=row["tokenizer_sha256"], template_text=row["template_text"],
                       cutoff=row["cutoff"], truncation=row["truncation"], entries=row["entries"],
                       training_entries=row["kept"], version=row["dataidx_version"], clock=row["clock"],
-                      escapes=row["escapes"], trust_remote_code=bool(row["trust_remote_code"]))
+                      escapes=row["escapes"], trust_remote_code=bool(row["trust_remote_code"]),
+                      processor=row["processor"], media_proof=row["media_proof"])

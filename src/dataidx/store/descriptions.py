@@ -17,6 +17,8 @@ DESCRIPTIONS = {
              "header says (size; frames, fps, duration; samples, rate, channels) and the rows and entries using it.",
     "entry_media": "One row per media block of a base entry, in order: the media of its messages below its cut, the "
                    "path as written and as resolved.",
+    "media_tokens": "One row per media file under a render spec with a processor: its placeholder tokens and grid "
+                    "(grid_t, grid_h, grid_w) as that processor counts them.",
     "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
     "pack_plans": "One row per packing plan: capacity, seed, packs, fill and positions left out.",
     "pack_members": "One row per member of a pack: the mixture position it holds, its tokens and epoch.",
@@ -52,6 +54,7 @@ DESCRIPTIONS = {
     "rejected_rows": "Rows a build left out, with dataset, row and reason.",
     "media_files": "One row per distinct media file a build read: place, size, mtime, digest and header fields.",
     "row_media": "One row per media block of a source row, in order: its message, file and path as written.",
+    "media_renders": "Per render spec with a processor and media file: its placeholder tokens and grid.",
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
     "spec_tokens": "One row per render spec whose tokens are stored (see token_files).",

@@ -31,6 +31,7 @@ from .specs.tables import (
     AddedTokenUse,
     EntryRender,
     LengthChunk,
+    MediaRender,
     RenderBlock,
     RenderCause,
     RenderSpecRow,
@@ -43,11 +44,11 @@ from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["AddedTokenUse", "BLOCK_ENTRIES", "Base", "BaseEntry", "Build", "Dataset", "DatasetTurns", "EntryRender",
-           "EpochDataset", "INT", "LENGTH_CHUNK_ENTRIES", "LengthChunk", "MediaFile", "Mixture", "MixtureDataset",
-           "MixtureEntry", "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack",
-           "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "REPEAT_ROWS", "RejectedRow", "RenderBlock",
-           "RenderCause", "RenderSpecRow", "RenderStatus", "RepeatCount", "RepeatRow", "RowMedia", "SkipListRow",
-           "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
+           "EpochDataset", "INT", "LENGTH_CHUNK_ENTRIES", "LengthChunk", "MediaFile", "MediaRender", "Mixture",
+           "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem",
+           "OrderTrim", "Pack", "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "REPEAT_ROWS",
+           "RejectedRow", "RenderBlock", "RenderCause", "RenderSpecRow", "RenderStatus", "RepeatCount", "RepeatRow",
+           "RowMedia", "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
 
 
 def schema_script() -> str:
@@ -76,4 +77,5 @@ VIEW_COLUMNS = {
     "media": ("id", "kind", "path", "bytes", "xxh3_128", "format", "width", "height", "frames", "fps", "duration",
               "samples", "rate", "channels", "rows", "entries"),
     "entry_media": ("dataset", "row", "cut", "ordinal", "message", "kind", "written", "path", "media_id"),
+    "media_tokens": ("spec", "media_id", "kind", "path", "width", "height", "tokens", "grid_t", "grid_h", "grid_w"),
 }

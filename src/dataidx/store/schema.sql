@@ -128,7 +128,7 @@ CREATE TABLE render_specs (
 	kept INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, trust_remote_code BOOLEAN DEFAULT 0 NOT NULL, 
+	seconds FLOAT NOT NULL, clock VARCHAR, escapes VARCHAR DEFAULT 'special' NOT NULL, trust_remote_code BOOLEAN DEFAULT 0 NOT NULL, processor TEXT, media_proof TEXT, 
 	CONSTRAINT pk_render_specs PRIMARY KEY (id), 
 	CONSTRAINT uq_render_specs_name UNIQUE (name)
 );
@@ -526,4 +526,22 @@ FROM row_media AS m
 JOIN datasets AS d ON d.id = m.dataset_id
 JOIN base_entries AS e ON e.id BETWEEN m.first_entry AND m.first_entry + m.entries - 1 AND (e.cut IS NULL OR m.message < e.cut)
 JOIN media_files AS f ON f.id = m.media_id;
-INSERT INTO alembic_version (version_num) VALUES ('0018');
+CREATE TABLE media_renders (
+	spec_id INTEGER NOT NULL, 
+	media_id INTEGER NOT NULL, 
+	tokens INTEGER NOT NULL, 
+	grid_t INTEGER NOT NULL, 
+	grid_h INTEGER NOT NULL, 
+	grid_w INTEGER NOT NULL, 
+	CONSTRAINT pk_media_renders PRIMARY KEY (spec_id, media_id), 
+	CONSTRAINT fk_media_renders_media_id_media_files FOREIGN KEY(media_id) REFERENCES media_files (id), 
+	CONSTRAINT fk_media_renders_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
+)
+ WITHOUT ROWID;
+CREATE VIEW media_tokens AS
+SELECT s.name AS spec, r.media_id AS media_id, f.kind AS kind, f.path AS path, f.width AS width, f.height AS height,
+       r.tokens AS tokens, r.grid_t AS grid_t, r.grid_h AS grid_h, r.grid_w AS grid_w
+FROM media_renders AS r
+JOIN render_specs AS s ON s.id = r.spec_id
+JOIN media_files AS f ON f.id = r.media_id;
+INSERT INTO alembic_version (version_num) VALUES ('0019');

@@ -9,7 +9,7 @@ Reads are templates run through a handle or a writer's working copy: no SQLAlche
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..sqlite.working_copy import Access, access, writable
 
@@ -19,6 +19,21 @@ FILE_COLUMNS = ("id", "kind", "path", "bytes", "mtime_ns", "xxh3_128", "format",
 _ROW_COLUMNS = ("dataset_id", "row", "ordinal", "message", "media_id", "written", "first_entry", "entries")
 _PER_DATASET = ("SELECT used.dataset_id, count(*), sum(f.bytes) FROM (SELECT DISTINCT dataset_id, media_id "
                 "FROM row_media) AS used JOIN media_files AS f ON f.id = used.media_id GROUP BY used.dataset_id")
+
+
+class RowFile(NamedTuple):
+    """A media block of a row and its file as the build recorded it: what rendering and serving
+    an entry's media read (its size to count tokens, its place to read pixels)."""
+
+    message: int
+    media_id: int
+    kind: str
+    path: str
+    relative: str | None
+    width: int | None
+    height: int | None
+    bytes: int
+    mtime_ns: int
 
 
 class Media:
@@ -35,8 +50,25 @@ class Media:
     FETCH_ROW = ("SELECT m.message, f.path, f.bytes, f.mtime_ns, f.relative FROM row_media AS m JOIN media_files AS f "
                  "ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} ORDER BY m.ordinal")
 
+    #: A row's media with their files, in order (:class:`RowFile`).
+    ROW_FILES = ("SELECT m.message, f.id, f.kind, f.path, f.relative, f.width, f.height, f.bytes, f.mtime_ns "
+                 "FROM row_media AS m "
+                 "JOIN media_files AS f ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} "
+                 "ORDER BY m.ordinal")
+    RowFile = RowFile
+
     def __init__(self, store: Access) -> None:
         self.store = access(store)
+
+    def row_files(self, dataset_id: int, row: int) -> list[RowFile]:
+        """A row's media blocks with their files, in order."""
+        return [RowFile(*found) for found in self.store.all(self.ROW_FILES, dataset_id, row)]
+
+    def images(self) -> list[RowFile]:
+        """Every recorded image file (``message`` 0): what a spec counts tokens for and proves."""
+        return [RowFile(0, *found) for found in self.store.all(
+            "SELECT id, kind, path, relative, width, height, bytes, mtime_ns FROM media_files WHERE kind = 'image' "
+            "ORDER BY id")]
 
     def has_media(self, dataset_id: int) -> bool:
         """Whether any row of the dataset names a media file (read once per reader and dataset)."""

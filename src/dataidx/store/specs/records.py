@@ -25,7 +25,7 @@ from .reasoning import REASONING, REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, RE
 #: Every column of a spec's row, as :meth:`Specs.find` returns them.
 _COLUMNS = ("id", "name", "fingerprint", "tokenizer", "tokenizer_sha256", "template", "template_text", "cutoff",
             "truncation", "entries", "kept", "dataidx_version", "clock", "escapes", "trust_remote_code", "created_at",
-            "seconds")
+            "seconds", "processor", "media_proof")
 _SPEC = f"SELECT {', '.join(_COLUMNS)} FROM render_specs WHERE name = {{mark}}"
 _TRAINING = "SELECT entry_id FROM entry_renders WHERE spec_id = {mark} AND status IN ({trains}) ORDER BY entry_id"
 # What a token reader fetches per batch of entries: where each entry's words lie, and its sides' extras.
@@ -198,11 +198,23 @@ class Specs:
         """Set where each entry's words lie, for a spec whose lengths are already stored."""
         token_files.place_entry_tokens(writable(self.store), spec_id, placed)
 
+    def save_media(self, spec_id: int, media: Iterable[tuple[int, int, int, int, int]]) -> None:
+        """Record each media file's placeholder tokens and grid under spec ``spec_id``:
+        ``(media id, tokens, grid_t, grid_h, grid_w)``."""
+        writable(self.store).insert_many(
+            "INSERT INTO media_renders (spec_id, media_id, tokens, grid_t, grid_h, grid_w) "
+            "VALUES ({mark}, {mark}, {mark}, {mark}, {mark}, {mark})", [(spec_id, *one) for one in media])
+
+    def media_tokens(self, spec_id: int) -> dict[int, tuple[int, int, int, int]]:
+        """``media id -> (tokens, grid_t, grid_h, grid_w)`` under spec ``spec_id`` (empty: a text spec)."""
+        return {media: (tokens, t, h, w) for media, tokens, t, h, w in self.store.all(
+            "SELECT media_id, tokens, grid_t, grid_h, grid_w FROM media_renders WHERE spec_id = {mark}", spec_id)}
+
     def remove_rows(self, spec_id: int) -> None:
         """Delete a spec's own rows (its plans and the orders that read it are their nouns' to remove)."""
         copy = writable(self.store)
         for table in ("entry_renders", "added_token_uses", "render_causes", "render_statuses", "render_blocks",
-                      "length_chunks", "spec_tokens"):
+                      "length_chunks", "spec_tokens", "media_renders"):
             copy.execute(f"DELETE FROM {table} WHERE spec_id = {{mark}}", spec_id)
         copy.execute("DELETE FROM render_specs WHERE id = {mark}", spec_id)
 

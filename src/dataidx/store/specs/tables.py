@@ -41,6 +41,24 @@ class RenderSpecRow(Base):
     escapes: Mapped[str] = mapped_column(String, nullable=False, server_default="special")
     #: the tokenizer's class came from Python files in its folder (``--trust-remote-code``, 0017)
     trust_remote_code: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
+    #: the image processor's settings (JSON) media were rendered with; NULL: a text spec (0019)
+    processor: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: what was decoded to prove header counts equal to the processor's (0019)
+    media_proof: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class MediaRender(Base):
+    """A media file under a spec: its placeholder tokens and grid, as the spec's processor counts
+    them (the same image has a count per processor)."""
+
+    __tablename__ = "media_renders"
+    __table_args__ = {"sqlite_with_rowid": False}
+    spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
+    media_id: Mapped[int] = mapped_column(INT, ForeignKey("media_files.id"), primary_key=True)
+    tokens: Mapped[int] = mapped_column(INT, nullable=False)
+    grid_t: Mapped[int] = mapped_column(INT, nullable=False)
+    grid_h: Mapped[int] = mapped_column(INT, nullable=False)
+    grid_w: Mapped[int] = mapped_column(INT, nullable=False)
 
 
 class AddedTokenUse(Base):

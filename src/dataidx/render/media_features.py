@@ -1,0 +1,90 @@
+"""A served multimodal entry's features, computed on fetch from the files the build recorded, as
+LLaMA-Factory v1's Renderer attaches them (``_attach_multimodal``): ``pixel_values`` and
+``image_grid_thw`` from the processor's image processor, ``mm_token_type_ids`` 1 on image tokens.
+
+Features are never stored (like converters, they run on fetch): the ids come from the stored
+tokens or the renderer, and the images an entry still holds after truncation are those its ids
+hold runs for (:func:`.media_render.kept_media`). A file whose size or mtime moved since the
+build is refused, as a changed source is; the grid the processor gives must be the one the
+header gave the lengths, or the entry is refused instead of training on misaligned features.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import MediaError, RenderError, StaleStoreError, bounded
+from ..read import media_stat
+from ..store import Datasets, Media, StoreHandle
+from .media_render import EntryMedium, kept_media, medium_grid
+from .media_tokens import Qwen2VLImageConfig
+
+
+class ServedMedia:
+    """The media of one store's entries under a processor's spec: which files an entry holds, and
+    their features for a served entry. ``truncation`` is the spec's."""
+
+    def __init__(self, processor: Any, truncation: str, handle: StoreHandle, store: str, *,
+                 verify: bool = True) -> None:
+        self.processor, self.records, self.store, self.verify = processor, Media(handle), store, verify
+        self.config = Qwen2VLImageConfig.from_settings(processor.image_processor.to_dict())
+        self.image_id: int = processor.image_token_id
+        self.folder = Datasets.folder_of(store)
+        self.keep_end = truncation == "left"
+        self.datasets: dict[int, bool] = {}
+
+    def files(self, dataset_id: int, row: int, cut: int | None) -> list[Media.RowFile]:
+        """An entry's media files, in order (its messages below ``cut``); one indexed read, only
+        for datasets with media."""
+        if dataset_id not in self.datasets:
+            self.datasets[dataset_id] = self.records.has_media(dataset_id)
+        if not self.datasets[dataset_id]:
+            return []
+        return [file for file in self.records.row_files(dataset_id, row) if cut is None or file.message < cut]
+
+    def add(self, served: dict[str, Any], files: Sequence[Media.RowFile], dataset: str, row: int) -> dict[str, Any]:
+        """``served`` (an entry's ``input_ids``...) with the features of its media ``files``."""
+        if not files:
+            return served
+        where = f"{self.store}: dataset '{dataset}' row {row}"
+        ids: list[int] = served["input_ids"]
+        try:
+            grids = [medium_grid(medium(file), self.config) for file in files]
+            kept = kept_media(ids, self.image_id, [grid.tokens for grid in grids], keep_end=self.keep_end)
+        except RenderError as exc:
+            raise StaleStoreError(f"{where}: {exc}; run dataidx render again") from None
+        if len(kept):
+            made = self.processor.image_processor(images=[self._image(files[at], dataset, row) for at in kept],
+                                                  return_tensors="pt")
+            expected = [[grids[at].t, grids[at].h, grids[at].w] for at in kept]
+            if made["image_grid_thw"].tolist() != expected:
+                raise StaleStoreError(f"{where}: the processor gives grids {made['image_grid_thw'].tolist()} where the "
+                                      f"lengths counted {expected} from the headers; run dataidx render again")
+            served["pixel_values"], served["image_grid_thw"] = made["pixel_values"], made["image_grid_thw"]
+        served["mm_token_type_ids"] = [int(token == self.image_id) for token in ids]
+        return served
+
+    def _image(self, file: Media.RowFile, dataset: str, row: int) -> Any:
+        """The file's pixels, RGB, from where it is now; with ``verify``, refused when it changed."""
+        from PIL import Image  # only serving media decodes pixels: text readers never load Pillow
+
+        where = f"{self.store}: dataset '{dataset}' row {row}"
+        try:
+            path, stat = media_stat(file.path, file.relative, self.folder)
+        except OSError:
+            raise StaleStoreError(f"{where}: media file {file.path} is gone; rebuild the store") from None
+        if self.verify and (stat.st_size != file.bytes or stat.st_mtime_ns != file.mtime_ns):
+            raise StaleStoreError(f"{where}: media file {path} changed since the build; rebuild the store (or open it "
+                                  "with verify=False / --no-verify to read it anyway)")
+        try:
+            with Image.open(os.fspath(path)) as image:
+                return image.convert("RGB")
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise MediaError(dataset, row, f"media file {path} cannot be decoded: {bounded(str(exc), 200)}") from None
+
+
+def medium(file: Media.RowFile) -> EntryMedium:
+    """A recorded file as the renderer takes it."""
+    return EntryMedium(file.message, file.kind, file.path, file.width, file.height)
