@@ -34,6 +34,7 @@ class ServedMedia:
         self.folder = Datasets.folder_of(store)
         self.keep_end = truncation == "left"
         self.datasets: dict[int, bool] = {}
+        self._dummy: dict[str, Any] | None = None
 
     def files(self, dataset_id: int, row: int, cut: int | None) -> list[Media.RowFile]:
         """An entry's media files, in order (its messages below ``cut``); one indexed read, only
@@ -65,6 +66,25 @@ class ServedMedia:
             served["pixel_values"], served["image_grid_thw"] = made["pixel_values"], made["image_grid_thw"]
         served["mm_token_type_ids"] = [int(token == self.image_id) for token in ids]
         return served
+
+    def dummy_fragment(self) -> dict[str, Any]:
+        """v1's ``Renderer.get_dummy_media_fragment("image")``: a 64x64 black image in a one-turn
+        conversation rendered by the processor, cut to its placeholder run and the tokens around
+        it (``<|vision_start|>`` ... ``<|vision_end|>``), with its features. Made once."""
+        if self._dummy is None:
+            from PIL import Image  # only serving media makes pixels: text readers never load Pillow
+
+            messages = [{"role": "user", "content": [{"type": "image", "image": "dummy"}]},
+                        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
+            text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
+                                                      enable_thinking=False)
+            made = self.processor(text=text, images=[Image.new("RGB", (64, 64))], return_tensors="pt")
+            ids, types = made["input_ids"][0].tolist(), made["mm_token_type_ids"][0].tolist()
+            marked = [at for at, kind in enumerate(types) if kind == 1]
+            low, high = max(marked[0] - 1, 0), min(marked[-1] + 2, len(ids))
+            self._dummy = {"input_ids": ids[low:high], "mm_token_type_ids": types[low:high],
+                           "pixel_values": made["pixel_values"], "image_grid_thw": made["image_grid_thw"]}
+        return self._dummy
 
     def _image(self, file: Media.RowFile, dataset: str, row: int) -> Any:
         """The file's pixels, RGB, from where it is now; with ``verify``, refused when it changed."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StaleStoreError
+from ..errors import StaleStoreError, UsageError
 from ..read import StoreReader
 from ..sources import paused_gc
 from ..store import Closable, Media, Mixtures, Specs, StoreHandle
@@ -88,6 +88,15 @@ class RenderedMixture(Closable):
         if self.renderer is not None:
             self.media_renderer = MediaRenderer(processor, self.renderer)
 
+    def dummy_media_fragment(self) -> dict[str, Any]:
+        """LLaMA-Factory v1's dummy image fragment for this spec's processor, for
+        ``Collator(dummy_media=...)``: a batch without images gets it, so every rank runs the
+        vision tower. A UsageError for a spec without a processor."""
+        if self.media is None:
+            raise UsageError(f"render spec '{self.spec.name}' was not rendered with a processor: its entries have no "
+                             "media features, and no vision tower to keep in step")
+        return self.media.dummy_fragment()
+
     def _find_positions(self) -> None:
         """The positions of the epoch served whose entries train (None: all of them). With stored
         tokens, which entries train is read from the token file's index, not the store's lengths."""
@@ -158,16 +167,9 @@ class RenderedMixture(Closable):
         triples = self.reader.triples(positions)
         files = [self.media.files(*triple) if self.media is not None else [] for triple in triples]
         with paused_gc():
-            items = [(self.reader.sample(*triple), triple[2] is not None) for triple in triples]
-            text = [k for k, found in enumerate(files) if not found]  # the rest hold media
-            rendered = dict(zip(text, self.renderer.render_many([items[k] for k in text])))
-            for k, found in enumerate(files):
-                if found:
-                    assert self.media_renderer is not None  # a spec with media renders them
-                    rendered[k] = self.media_renderer.render(items[k][0], [medium(file) for file in found])
-                    rendered[k].extra_info = extra_info(items[k][0])
-        return [self._with_media(self._served(triple[0], rendered[k]), triple, files[k])
-                for k, triple in enumerate(triples)]
+            rendered = render_entries(self.reader, self.renderer, self.media_renderer, triples, files)
+        return [self._with_media(self._served(triple[0], one), triple, found)
+                for triple, one, found in zip(triples, rendered, files)]
 
     def _with_media(self, served: dict[str, Any], triple: tuple[int, int, int | None],
                     files: list[Media.RowFile]) -> dict[str, Any]:
@@ -182,15 +184,37 @@ class RenderedMixture(Closable):
         return {"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()}
 
 
+def render_entries(reader: StoreReader, renderer: Renderer, media: MediaRenderer | None,
+                   triples: list[tuple[int, int, int | None]], files: list[list[Media.RowFile]]) -> list[Rendered]:
+    """Entries ``(dataset id, row, cut)`` rendered on fetch: those without media ``files`` in one
+    tokenizer batch, each with media by ``media`` (a processor's spec)."""
+    items = [(reader.sample(*triple), triple[2] is not None) for triple in triples]
+    text = [k for k, found in enumerate(files) if not found]  # the rest hold media
+    rendered = dict(zip(text, renderer.render_many([items[k] for k in text])))
+    for k, found in enumerate(files):
+        if found:
+            assert media is not None  # a spec with media renders them
+            rendered[k] = media.render(items[k][0], [medium(file) for file in found])
+            rendered[k].extra_info = extra_info(items[k][0])
+    return [rendered[k] for k in range(len(items))]
+
+
 def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
                      verify: bool = True, epoch: int = 0,
                      trust_remote_code: bool = False) -> tuple[Renderer, list[tuple[str, int, int | None, Rendered]]]:
     """Mixture positions rendered under a spec, whatever their status: the renderer, and per
     position its dataset name, row, cut and rendering (one read, one tokenizer batch)."""
     with StoreReader(path, mixture, verify=verify, epoch=epoch) as reader:
-        _, renderer = open_spec(reader.handle, spec, None, trust_remote_code=trust_remote_code)
+        stored, renderer = open_spec(reader.handle, spec, None, trust_remote_code=trust_remote_code)
         triples = reader.triples(positions)
-        rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
+        processor = recorded_processor(stored, renderer.tokenizer)
+        if processor is None:
+            files: list[list[Media.RowFile]] = [[] for _ in triples]
+            media = None
+        else:
+            served = ServedMedia(processor, stored.truncation, reader.handle, reader.path, verify=verify)
+            files, media = [served.files(*triple) for triple in triples], MediaRenderer(processor, renderer)
+        rendered = render_entries(reader, renderer, media, triples, files)
     return renderer, [(reader.datasets[dataset_id].name, row, cut, one)
                       for (dataset_id, row, cut), one in zip(triples, rendered)]
 

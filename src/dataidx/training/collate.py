@@ -26,6 +26,7 @@ import torch
 
 from ..errors import UsageError
 from ..render import IGNORE
+from .media_batch import IMAGES, concatenated_features, dummy_sample, has_media_tokens, mm_types, with_dummy_columns
 from .tree_mask import tree_attention_mask, tree_segments
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,11 @@ class Collator:
     a pair, chosen then rejected, as LLaMA-Factory v1's DPO and RM trainers take them
     (:meth:`concatenated`).
 
+    Entries with media (a processor's spec) bring ``pixel_values``, ``image_grid_thw`` and
+    ``mm_token_type_ids``: the features are concatenated in sample order, the types padded with 0,
+    as v1 batches them (:mod:`.media_batch`); ``dummy_media`` (``RenderedMixture.dummy_media_fragment()``)
+    is v1's fragment, appended to every batch without images so every rank runs the vision tower.
+
     A batch holding prefix trees carries a 4-D ``attention_mask``: booleans by default (SDPA,
     and the reference for FlexAttention's block mask); with ``tree_mask_dtype`` a floating dtype,
     the additive mask eager attention needs (0 where a token may attend, the dtype's minimum
@@ -71,7 +77,7 @@ class Collator:
     """
 
     def __init__(self, pad_token_id: int, *, tree_mask_dtype: torch.dtype | None = None,
-                 weighted: bool = False, pairs: str = "stacked") -> None:
+                 weighted: bool = False, pairs: str = "stacked", dummy_media: dict[str, Any] | None = None) -> None:
         if tree_mask_dtype is not None and not tree_mask_dtype.is_floating_point:
             raise UsageError(f"tree_mask_dtype must be a floating dtype (the model's), got {tree_mask_dtype}")
         if pairs not in PAIR_LAYOUTS:
@@ -82,14 +88,20 @@ class Collator:
         self.pairs = pairs
         self.tree_mask_dtype = tree_mask_dtype
         self.weighted = weighted
+        self.dummy_media = dummy_media
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         if batch and isinstance(batch[0], list):
+            if self.dummy_media is not None and not any(IMAGES in sample for pack in batch for sample in pack):
+                batch = [[*batch[0], dummy_sample(self.dummy_media)], *batch[1:]]  # v1's fragment, in pack 0
             return _with_extra_info(self.packed(batch), [[sample.get("extra_info") for sample in pack]
                                                          for pack in batch])
         infos = [item.get("extra_info") for item in batch]
         if not _pair_batch(batch):
-            return _with_extra_info(self.padded(batch), infos)
+            padded = self.padded(batch)
+            if self.dummy_media is not None and IMAGES not in padded:
+                padded = with_dummy_columns(padded, self.dummy_media)
+            return _with_extra_info(padded, infos)
         if self.pairs == "concatenated":
             return _with_extra_info(self.concatenated(batch), infos)
         return _with_extra_info(self.padded([item["chosen"] for item in batch] + [item["rejected"] for item in batch]),
@@ -116,7 +128,7 @@ class Collator:
         batch = self._columns(real, samples)
         batch["position_ids"] = torch.from_numpy(np.where(real, np.arange(real.shape[1]), 0))
         batch["attention_mask"] = torch.from_numpy(real.astype(np.int64))
-        return batch
+        return _with_media(batch, real, samples)
 
     def packed(self, packs: list[list[dict[str, Any]]]) -> dict[str, Any]:
         """One row per pack: its samples end to end, each restarting its positions."""
@@ -133,6 +145,7 @@ class Collator:
         batch: dict[str, Any] = self._columns(real, samples, unlabelled=starts[(numbers > 1) & (sizes > 0)])
         batch["position_ids"] = _filled(real, _positions(samples, sizes, starts), 0)
         batch["sample_ids"] = _filled(real, np.repeat(numbers, sizes), 0)
+        _with_media(batch, real, samples)
         if any("segments" in sample for sample in samples):  # prefix trees: a mask, not segments of a row
             segment_ids, ancestors = tree_segments(packs)
             batch["segment_ids"], batch["segment_ancestors"] = _filled(real, segment_ids, 0), ancestors
@@ -165,6 +178,16 @@ class Collator:
             _say_unweighted(labels, weights)
         return {"input_ids": _filled(real, ids, self.pad_token_id), "labels": _filled(real, labels, IGNORE),
                 "loss_weights": _filled(real, weights, 0.0)}
+
+
+def _with_media(batch: dict[str, Any], real: np.ndarray, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """``batch`` with its samples' media (:mod:`.media_batch`): ``mm_token_type_ids`` laid out as
+    the ids are, 0 on padding, and features concatenated in sample order."""
+    if has_media_tokens(samples):
+        types = np.array(list(chain.from_iterable(mm_types(sample) for sample in samples)), dtype=np.int64)
+        batch["mm_token_type_ids"] = _filled(real, types, 0)
+    batch.update(concatenated_features(samples))
+    return batch
 
 
 def _with_extra_info(batch: dict[str, Any], infos: list[Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from torch.utils.data import Dataset
 
 from ..cache import engine_store
 from ..convert import Sample
-from ..errors import hide_passwords
+from ..errors import UsageError, hide_passwords
 from ..pack import RenderedPacks
 from ..read import StoreReader, to_hf
 from ..render import RenderedMixture
@@ -132,6 +132,13 @@ class DataEngine(Closable, Dataset):
         if isinstance(index, list):
             return self.reader.get_many([_position(i) for i in index])
         return self.reader.get(_position(index))
+
+    def dummy_media_fragment(self) -> dict[str, Any]:
+        """v1's dummy image fragment of the spec's processor, for ``Collator(dummy_media=...)``
+        (:meth:`RenderedMixture.dummy_media_fragment`); ``render=`` must name a processor's spec."""
+        if not isinstance(self.reader, RenderedMixture):
+            raise UsageError("the dummy media fragment is a rendered spec's: open the engine with render=SPEC")
+        return self.reader.dummy_media_fragment()
 
     def skipped_items(self) -> Any:
         """The items of the epoch served (indices of this dataset) that the mixture's skip lists

@@ -1,0 +1,78 @@
+"""Media features in a batch, as LLaMA-Factory v1's collation batches them
+(``core/utils/batching.py``, ff6d4d12): ``pixel_values`` and grids are ragged (a patch count per
+image), so they are concatenated along dim 0 in sample order, never padded; ``mm_token_type_ids``
+is padded with 0 like the other token columns.
+
+v1 also appends a *dummy media fragment* (one small image's placeholder tokens, zero loss) to a
+micro batch that holds no image while another rank's does, so every rank runs the vision tower
+(FSDP-sharded towers hang otherwise). It learns that by an all-reduce per step; a
+``Collator(dummy_media=...)`` needs none: it appends the fragment to every batch without images,
+the same rule on every rank, at the cost of one 56x56 image's tower call on text-only steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..render import IGNORE
+
+#: The features a processor gives per sample that are concatenated, not padded (v1's
+#: ``_MULTIMODAL_PASSTHROUGH_KEYS``, core/utils/collation.py).
+MEDIA_FEATURES = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts",
+                  "video_second_per_grid", "input_features", "feature_attention_mask")
+#: What marks a batch as holding images (v1's presence key for the image tower).
+IMAGES = "pixel_values"
+
+
+def concatenated_features(samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    """Each media feature of ``samples`` that any has, concatenated along dim 0 in sample order."""
+    found: dict[str, torch.Tensor] = {}
+    for key in MEDIA_FEATURES:
+        parts = [sample[key] for sample in samples if key in sample]
+        if parts:
+            found[key] = torch.cat(parts, dim=0)
+    return found
+
+
+def has_media_tokens(samples: list[dict[str, Any]]) -> bool:
+    return any("mm_token_type_ids" in sample for sample in samples)
+
+
+def mm_types(sample: dict[str, Any]) -> list[int]:
+    """A sample's ``mm_token_type_ids`` (0 on every token of one without media)."""
+    return sample.get("mm_token_type_ids") or [0] * len(sample["input_ids"])
+
+
+def dummy_sample(fragment: dict[str, Any]) -> dict[str, Any]:
+    """v1's dummy fragment as a sample of a pack: its tokens unlabelled, weighted 0."""
+    size = len(fragment["input_ids"])
+    return {**fragment, "labels": [IGNORE] * size, "loss_weights": [0.0] * size}
+
+
+def with_dummy_columns(batch: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
+    """v1's ``_inject_dummy_into_collated`` on a padded batch: the fragment's tokens appended as
+    extra columns of row 0 (other rows padded there), attended, unlabelled, weight 0; its
+    positions continue row 0's; its features become the batch's."""
+    rows, width = batch["input_ids"].shape
+    ids = torch.tensor(fragment["input_ids"], dtype=batch["input_ids"].dtype)
+    size = len(ids)
+
+    def grown(tensor: torch.Tensor, fill: float, tail: torch.Tensor | None = None) -> torch.Tensor:
+        out = torch.full((rows, width + size), fill, dtype=tensor.dtype)
+        out[:, :width] = tensor
+        if tail is not None:
+            out[0, width:] = tail.to(tensor.dtype)
+        return out
+
+    batch["input_ids"] = grown(batch["input_ids"], 0, ids)
+    batch["attention_mask"] = grown(batch["attention_mask"], 0, torch.ones(size))
+    batch["labels"] = grown(batch["labels"], IGNORE)
+    batch["loss_weights"] = grown(batch["loss_weights"], 0.0)
+    batch["position_ids"] = grown(batch["position_ids"], 0, torch.arange(width, width + size))
+    types = torch.tensor(fragment["mm_token_type_ids"])
+    batch["mm_token_type_ids"] = grown(batch.get("mm_token_type_ids", torch.zeros((rows, width), dtype=torch.long)),
+                                       0, types)
+    batch.update({key: fragment[key] for key in MEDIA_FEATURES if key in fragment})
+    return batch
