@@ -12,9 +12,11 @@ What keeps a pack's samples apart in transformers 5.24 (``Qwen2VLTextModel.forwa
 M-RoPE rows. Row 0 is what ``masking_utils.create_causal_mask`` reads, when no ``attention_mask``
 is given, to find packed samples (``find_packed_sequence_indices``: a new sample wherever a
 position is not its predecessor's plus one) and build a block-causal mask for eager, SDPA and
-flex attention; flash attention gets it as ``position_ids`` for its varlen kernels. It does so only
-without a cache (``_preprocess_mask_arguments``), and the model makes one whenever ``use_cache``
-is on, as its config has it even in training: a pack says ``use_cache=False``. A
+flex attention; flash attention gets it as ``position_ids``, varlen segments starting at each 0
+of a one-row batch (modeling_flash_attention_utils.py, ``_is_packed_sequence``; read, not run
+here). The mask looks for samples only without a cache (``_preprocess_mask_arguments``), and the
+model makes one whenever ``use_cache`` is on, as its config has it even in training: a pack says
+``use_cache=False``. A
 ``(3, batch, length)`` tensor has no text row: without a mask every sample attends to the ones
 before it. A 4-D ``attention_mask`` is used as given (``_preprocess_mask_arguments``), so
 :func:`~.collate.block_causal_mask` keeps samples apart too: additive for eager attention, which
@@ -38,7 +40,8 @@ def mrope_positions(input_ids: ArrayLike, image_grid_thw: ArrayLike, image_token
                     spatial_merge_size: int = 2) -> torch.Tensor:
     """One sample's ``(3, length)`` M-RoPE positions from 0, as ``get_rope_index`` gives them for
     that sample alone: computed from the ids and grids, so a pack needs no model to position its
-    samples. Each image is the next ``t * h * w / merge**2`` image tokens, its grid's row in order."""
+    samples. Each image is the next ``t * h * w / merge**2`` image tokens, its grid's row in order
+    (no vision start id: transformers 5.24 finds images by their tokens, ``mm_token_type_ids``)."""
     ids = np.asarray(input_ids, dtype=np.int64).reshape(-1)
     grids = np.asarray(image_grid_thw, dtype=np.int64).reshape(-1, 3)
     t, h, w = grids[:, 0], grids[:, 1] // spatial_merge_size, grids[:, 2] // spatial_merge_size
