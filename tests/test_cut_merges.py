@@ -31,7 +31,7 @@ from dataidx.pack.sequences import merged_sample
 from dataidx.render import IGNORE
 from dataidx.render.served import RenderedMixture
 from dataidx.store import run_query
-from dataidx.training.collate import block_causal_mask
+from dataidx.training.masks import block_causal_mask
 
 from .conformance import build_tokenizer
 from .helpers import REPO, SHARED_DATA, chat_rows, write_jsonl, write_yaml

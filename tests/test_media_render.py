@@ -34,6 +34,7 @@ from dataidx.render.renderer import Renderer
 from dataidx.render.request import RenderRequest
 from dataidx.render.served import RenderedMixture
 from dataidx.store import run_query
+from dataidx.training.media_rope import mrope_positions
 
 from .conformance import GOLDEN, digest
 from .conformance.v1 import v1_renderer_class
@@ -154,7 +155,10 @@ def test_a_batch_without_images_gets_v1s_dummy_fragment(demos: tuple[Path, Path]
     assert batch["input_ids"].tolist() == [[5, 6, 7, *fragment["input_ids"]], [8, 9, 0] + [0] * size]
     assert batch["attention_mask"].tolist() == [[1] * (3 + size), [1, 1, 0] + [0] * size]
     assert batch["labels"][:, 3:].eq(IGNORE).all() and not batch["loss_weights"][:, 3:].any()
-    assert batch["position_ids"][0].tolist() == list(range(3 + size))
+    assert batch["position_ids"].shape == (4, 2, 3 + size)  # text positions, then M-RoPE's rows
+    assert batch["position_ids"][0, 0].tolist() == list(range(3 + size))
+    rope = mrope_positions([0, 0, 0, *fragment["mm_token_type_ids"]], fragment["image_grid_thw"], 1)
+    assert torch.equal(batch["position_ids"][1:, 0], rope)  # the fragment's image where row 0 ends
     assert batch["mm_token_type_ids"].tolist() == [[0, 0, 0, *fragment["mm_token_type_ids"]], [0] * (3 + size)]
     assert torch.equal(batch["pixel_values"], fragment["pixel_values"])
     assert batch["image_grid_thw"].tolist() == [[1, 4, 4]]
@@ -162,6 +166,8 @@ def test_a_batch_without_images_gets_v1s_dummy_fragment(demos: tuple[Path, Path]
     assert packed["input_ids"][0].tolist() == [5, 6, 7, 8, 9, *fragment["input_ids"]]
     assert packed["sample_ids"][0].tolist() == [1, 1, 1, 2, 2] + [3] * size
     assert packed["labels"][0, 5:].eq(IGNORE).all() and torch.equal(packed["pixel_values"], fragment["pixel_values"])
+    assert torch.equal(packed["position_ids"][1:, 0, 5:], mrope_positions(fragment["mm_token_type_ids"],
+                                                                          fragment["image_grid_thw"], 1))
 
 
 def two_image_store(tmp_path: Path, cutoff: int, truncation: str) -> Path:

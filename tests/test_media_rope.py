@@ -9,13 +9,15 @@ chat template, and small made-up images (several a sample) to keep grids and for
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from dataidx.training.media_rope import mrope_positions, pack_media
+from dataidx.training import Collator, model_inputs
+from dataidx.training.media_rope import mrope_positions
 
 from .helpers import SHARED_DATA
 from .vl_processor import demo_entries, qwen2_vl_processor
@@ -70,7 +72,9 @@ def render(processor: Any, sample: dict[str, Any], *, all_labelled: bool = False
     labels = ids.clone()
     if not all_labelled:
         labels[:prompt_length] = IGNORE
-    rendered = {"input_ids": ids.tolist(), "labels": labels.tolist(), "mm_token_type_ids": made["mm_token_type_ids"][0]}
+    rendered = {"input_ids": ids.tolist(), "labels": labels.tolist(), "loss_weights": [float(label != IGNORE)
+                                                                                       for label in labels.tolist()],
+                "mm_token_type_ids": made["mm_token_type_ids"][0].tolist()}
     if images:
         rendered.update(pixel_values=made["pixel_values"], image_grid_thw=made["image_grid_thw"])
     return rendered
@@ -136,7 +140,8 @@ def rope_index(model: Any, sample: dict[str, Any]) -> torch.Tensor:
     """The model's own ``(3, length)`` positions of one sample alone."""
     grids = sample.get("image_grid_thw")
     positions, _ = model.model.get_rope_index(torch.tensor([sample["input_ids"]]),
-                                              torch.as_tensor(sample["mm_token_type_ids"])[None], image_grid_thw=grids)
+                                              torch.as_tensor(sample["mm_token_type_ids"]).reshape(1, -1),
+                                              image_grid_thw=grids)
     return positions[:, 0]
 
 
@@ -149,10 +154,21 @@ def summed_loss(model: Any, inputs: dict[str, Any], labels: torch.Tensor) -> tor
 
 def alone(model: Any, sample: dict[str, Any]) -> torch.Tensor:
     """One entry's loss through the model by itself, its positions the model's own."""
-    inputs = {"input_ids": torch.tensor([sample["input_ids"]]), "mm_token_type_ids": sample["mm_token_type_ids"][None]}
+    inputs = {"input_ids": torch.tensor([sample["input_ids"]]),
+              "mm_token_type_ids": torch.tensor([sample["mm_token_type_ids"]])}
     if "pixel_values" in sample:
         inputs.update(pixel_values=sample["pixel_values"], image_grid_thw=sample["image_grid_thw"])
     return summed_loss(model, inputs, torch.tensor([sample["labels"]]))
+
+
+def pack_media(entries: list[dict[str, Any]], mask_dtype: torch.dtype | None = None) -> dict[str, Any]:
+    """One packed row of ``entries`` as the Collator lays it out (what ``PackedDataset`` serves):
+    with ``mask_dtype``, the model's inputs with the 4-D block mask :func:`model_inputs` gives;
+    without, no mask (transformers finds the samples in the text row) and no cache."""
+    batch = Collator(pad_token_id=0, weighted=True)([entries])
+    inputs = model_inputs(batch, mask_dtype) if mask_dtype is not None else {
+        **{key: value for key, value in model_inputs(batch).items() if key != "attention_mask"}, "use_cache": False}
+    return {**inputs, "labels": batch["labels"], "sample_ids": batch["sample_ids"]}
 
 
 def packed_loss(model: Any, pack: dict[str, Any], **changed: Any) -> torch.Tensor:
@@ -195,7 +211,7 @@ def test_tokens_that_do_not_match_the_grids_are_refused(processor: Any, entries:
 
 
 def test_a_pack_lays_its_samples_end_to_end(processor: Any, model: Any, entries: list[dict[str, Any]]) -> None:
-    pack = pack_media(entries, processor.image_token_id)
+    pack = pack_media(entries)
     lengths = [len(sample["input_ids"]) for sample in entries]
     starts = [sum(lengths[:n]) for n in range(len(lengths))]
     assert pack["input_ids"][0].tolist() == [token for sample in entries for token in sample["input_ids"]]
@@ -210,6 +226,8 @@ def test_a_pack_lays_its_samples_end_to_end(processor: Any, model: Any, entries:
     assert pack["image_grid_thw"].tolist() == grids
     assert pack["mm_token_type_ids"][0].tolist() == [int(token == processor.image_token_id)
                                                      for token in pack["input_ids"][0].tolist()]
+    assert pack["sample_ids"][0].tolist() == [number for number, length in enumerate(lengths, 1)
+                                              for _ in range(length)]
 
 
 @pytest.mark.parametrize("which", ["made-up entries", "demo entries"])
@@ -223,7 +241,7 @@ def test_a_pack_loses_what_its_entries_lose_alone(request: pytest.FixtureRequest
     assert [len(sample.get("image_grid_thw", [])) for sample in entries] in ([1, 2, 3, 0], [2, 1, 3, 0])
     model.set_attn_implementation(attention)
     mask_dtype = torch.float64 if mask == "4-D block mask" else None
-    pack = pack_media(entries, processor.image_token_id, mask_dtype=mask_dtype)
+    pack = pack_media(entries, mask_dtype)
     assert ("attention_mask" in pack) == (mask_dtype is not None)
     expected = sum(alone(model, sample) for sample in entries)
     assert torch.isclose(packed_loss(model, pack), expected, rtol=RELATIVE, atol=0)
@@ -235,7 +253,7 @@ def test_samples_attend_to_one_another_without_restarted_positions_or_with_a_cac
     M-RoPE's rows without the text row, or a cache (the model's default: packed samples are then not
     looked for) let each sample attend to the ones before it."""
     model.set_attn_implementation("sdpa")
-    pack = pack_media(entries, processor.image_token_id)
+    pack = pack_media(entries)
     expected = sum(alone(model, sample) for sample in entries)
     whole = rope_index(model, {**pack, "input_ids": pack["input_ids"][0].tolist(),
                                "mm_token_type_ids": pack["mm_token_type_ids"][0]})[:, None]
@@ -250,3 +268,40 @@ def test_samples_attend_to_one_another_without_restarted_positions_or_with_a_cac
     # which transformers computes cos and sin of the (larger) positions.
     shifted = torch.cat([pack["position_ids"][:1], whole])
     assert torch.isclose(packed_loss(model, pack, position_ids=shifted), expected, rtol=1e-6, atol=0)
+
+
+@requires_demos
+@pytest.mark.parametrize("tokens", [False, True], ids=["rendered on fetch", "stored tokens"])
+def test_packs_of_a_plan_train_as_their_entries_alone(tmp_path: Path, processor: Any, model: Any,
+                                                      tokens: bool) -> None:
+    """The product's path: the demos built, rendered with the processor's folder, packed by
+    ``dataidx pack``; each pack ``PackedDataset`` serves (features computed on fetch) and the
+    Collator lays out loses what its entries lose one at a time; a padded batch of the same
+    entries (positions (4, rows, width)) loses it row by row."""
+    from dataidx.index import build
+    from dataidx.pack import pack_store
+    from dataidx.render import render_store
+    from dataidx.render.request import RenderRequest
+    from dataidx.training import PackedDataset
+
+    from .test_media_render import demo_config
+    from .vl_processor import save_qwen2_vl_folder
+
+    build(demo_config(tmp_path), tmp_path / "s.db")
+    render_store(RenderRequest(tmp_path / "s.db", save_qwen2_vl_folder(tmp_path / "model"), cutoff=1024, jobs=1,
+                               store_tokens=tokens))
+    assert pack_store(tmp_path / "s.db", "default", capacity=1024).packs > 0
+    model.set_attn_implementation("sdpa")
+    with PackedDataset(tmp_path / "s.db") as packs:
+        served = [packs[k] for k in range(2)]
+    for pack in served:
+        assert len(pack) > 1 and all("pixel_values" in sample for sample in pack)
+        expected = sum(alone(model, sample) for sample in pack)
+        assert torch.isclose(packed_loss(model, pack_media(pack, torch.float64)), expected, rtol=RELATIVE, atol=0)
+        batch = Collator(pad_token_id=0, weighted=True)(pack)
+        assert batch["position_ids"].shape == (4, len(pack), batch["input_ids"].shape[1])
+        with torch.no_grad():
+            logits = model(**model_inputs(batch)).logits
+        for row, sample in enumerate(pack):
+            loss = F.cross_entropy(logits[row, :-1], batch["labels"][row, 1:], ignore_index=IGNORE, reduction="sum")
+            assert torch.isclose(loss, alone(model, sample), rtol=RELATIVE, atol=0)

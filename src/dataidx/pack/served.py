@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StaleStoreError, StoreError
+from ..errors import StaleStoreError, StoreError, UsageError
 from ..read import EntryReader
-from ..render import TokenFile, TokenServer, open_tokens, read_spec
+from ..render import MediaServing, TokenFile, TokenServer, open_tokens, read_spec
 from ..sources import paused_gc
 from ..store import Closable, Mixtures, Orders, Plans
 from .merging import MODES
@@ -56,6 +56,11 @@ class RenderedPacks(Closable):
                              self.spec.renderer(tokenizer, trust_remote_code=trust_remote_code))
             self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
+            self.media = None if stored_only else MediaServing.open(self.spec, handle, self.reader.path,
+                                                                    self.renderer, tokenizer, verify=verify)
+            if self.media is not None and self.merge_cuts != "no":
+                raise UsageError(f"plan '{plan}' merges cuts, and its spec '{spec}' renders media: a merged sequence "
+                                 "would hold its cuts' images once each; plan it again without --merge-cuts")
             self._serve(Mixtures.check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:
             self.reader.close()
@@ -124,14 +129,21 @@ class RenderedPacks(Closable):
         members = self._members(index)
         if self.server is not None:  # stored at the lengths the plan packed: nothing to check per member
             served = self.server.get([member[0] for member in members], self.reader.fetch)
+            if self.media is not None:
+                triples = self.reader.entries_by_id([member[0] for member in members])
+                return self.media.add(served, triples, self.media.files(triples), self._names(triples))
             return served if self.merge_cuts == "no" else _merged(served, [member[2] for member in members],
                                                                   trees=self.merge_cuts == "trees")
         assert self.renderer is not None  # no stored tokens: rendered on fetch
         triples = self.reader.entries_by_id([member[0] for member in members])
+        files = self.media.files(triples) if self.media is not None else None
         samples = []
         with paused_gc():
-            rendered_all = self.renderer.render_many(
-                [(self.reader.sample(dataset_id, row, cut), cut is not None) for dataset_id, row, cut in triples])
+            if self.media is not None and files is not None:
+                rendered_all = self.media.render(self.reader, self.renderer, triples, files)
+            else:
+                rendered_all = self.renderer.render_many(
+                    [(self.reader.sample(dataset_id, row, cut), cut is not None) for dataset_id, row, cut in triples])
         for (dataset_id, _, _), (_, tokens, *_), rendered in zip(triples, members, rendered_all):
             if rendered.tokens != tokens or not rendered.trains:
                 raise StaleStoreError(
@@ -139,7 +151,12 @@ class RenderedPacks(Closable):
                     f"to {rendered.tokens} ({rendered.status}); run dataidx render and dataidx pack again"
                 )
             samples.append({"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()})
+        if self.media is not None and files is not None:
+            return self.media.add(samples, triples, files, self._names(triples))
         return samples
+
+    def _names(self, triples: Sequence[tuple[int, int, int | None]]) -> list[str]:
+        return [self.reader.datasets[dataset_id].name for dataset_id, _, _ in triples]
 
 
 def _merged(served: list[dict[str, Any]], joined: list[int], *, trees: bool) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .from_tokens import open_tokens as open_tokens
     from .lengths import RenderSummary as RenderSummary
     from .lengths import render_store as render_store
+    from .media_features import MediaServing as MediaServing
     from .provenance import remote_code_specs as remote_code_specs
     from .provenance import template_problems as template_problems
     from .rendered import IGNORE as IGNORE
@@ -78,6 +79,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "Renderer": ".renderer",
     "template_problems": ".provenance",
     "remote_code_specs": ".provenance",
+    "MediaServing": ".media_features",
     "RenderedMixture": ".served",
     "open_spec": ".served",
     "render_positions": ".served",

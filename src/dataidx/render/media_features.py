@@ -16,10 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import MediaError, RenderError, StaleStoreError, bounded
-from ..read import media_stat
+from ..read import EntryReader, media_stat
 from ..store import Datasets, Media, StoreHandle
-from .media_render import EntryMedium, kept_media, medium_grid
+from .media_render import EntryMedium, MediaRenderer, kept_media, medium_grid
 from .media_tokens import Qwen2VLImageConfig
+from .rendered import Rendered
+from .renderer import Renderer, extra_info
+from .spec import StoredSpec, recorded_processor
 
 
 class ServedMedia:
@@ -108,3 +111,55 @@ class ServedMedia:
 def medium(file: Media.RowFile) -> EntryMedium:
     """A recorded file as the renderer takes it."""
     return EntryMedium(file.message, file.kind, file.path, file.width, file.height)
+
+
+class MediaServing:
+    """What a reader of a processor's spec needs for entries with media: their files and features
+    (:class:`ServedMedia`) and, rendering on fetch, their renderer. Shared by the readers of a
+    mixture (:class:`~.served.RenderedMixture`) and of a plan's packs."""
+
+    def __init__(self, served: ServedMedia, renderer: MediaRenderer | None) -> None:
+        self.served, self.renderer = served, renderer
+
+    @classmethod
+    def open(cls, spec: StoredSpec, handle: StoreHandle, store: str, renderer: Renderer | None, tokenizer: Any, *,
+             verify: bool = True) -> MediaServing | None:
+        """None for a text spec; else the spec's processor (checked to be the recorded one) at work."""
+        processor = recorded_processor(spec, tokenizer if tokenizer is not None else
+                                       renderer.tokenizer if renderer is not None else None)
+        if processor is None:
+            return None
+        return cls(ServedMedia(processor, spec.truncation, handle, store, verify=verify),
+                   MediaRenderer(processor, renderer) if renderer is not None else None)
+
+    def files(self, triples: Sequence[tuple[int, int, int | None]]) -> list[list[Media.RowFile]]:
+        """Each entry's media files, in order."""
+        return [self.served.files(*triple) for triple in triples]
+
+    def render(self, reader: EntryReader, renderer: Renderer, triples: Sequence[tuple[int, int, int | None]],
+               files: Sequence[Sequence[Media.RowFile]]) -> list[Rendered]:
+        """Entries rendered on fetch: those without media in one tokenizer batch, each with media
+        by the processor's renderer."""
+        return render_entries(reader, renderer, self.renderer, triples, files)
+
+    def add(self, served: list[dict[str, Any]], triples: Sequence[tuple[int, int, int | None]],
+            files: Sequence[Sequence[Media.RowFile]], names: Sequence[str]) -> list[dict[str, Any]]:
+        """Served entries with their media features (entries without media as they are)."""
+        return [self.served.add(one, found, name, triple[1]) if found else one
+                for one, triple, found, name in zip(served, triples, files, names)]
+
+
+def render_entries(reader: EntryReader, renderer: Renderer, media: MediaRenderer | None,
+                   triples: Sequence[tuple[int, int, int | None]],
+                   files: Sequence[Sequence[Media.RowFile]]) -> list[Rendered]:
+    """Entries ``(dataset id, row, cut)`` rendered on fetch: those without media ``files`` in one
+    tokenizer batch, each with media by ``media`` (a processor's spec's)."""
+    items = [(reader.sample(*triple), triple[2] is not None) for triple in triples]
+    text = [k for k, found in enumerate(files) if not found]  # the rest hold media
+    rendered = dict(zip(text, renderer.render_many([items[k] for k in text])))
+    for k, found in enumerate(files):
+        if found:
+            assert media is not None  # a spec with media renders them
+            rendered[k] = media.render(items[k][0], [medium(file) for file in found])
+            rendered[k].extra_info = extra_info(items[k][0])
+    return [rendered[k] for k in range(len(items))]

@@ -19,12 +19,11 @@ import numpy as np
 from ..errors import StaleStoreError, UsageError
 from ..read import StoreReader
 from ..sources import paused_gc
-from ..store import Closable, Media, Mixtures, Specs, StoreHandle
+from ..store import Closable, Mixtures, Specs, StoreHandle
 from .from_tokens import TokenServer, open_tokens
-from .media_features import ServedMedia, medium
-from .media_render import MediaRenderer
-from .renderer import Rendered, Renderer, extra_info
-from .spec import StoredSpec, read_spec, recorded_processor
+from .media_features import MediaServing
+from .renderer import Rendered, Renderer
+from .spec import StoredSpec, read_spec
 from .token_file import TokenFile
 
 
@@ -64,7 +63,9 @@ class RenderedMixture(Closable):
                                               self.spec.renderer(tokenizer, trust_remote_code=trust_remote_code))
             self.server = (TokenServer(self.tokens, self.spec.id, self.reader.datasets, self.reader.path)
                            if self.tokens is not None else None)
-            self._open_media(tokenizer, verify=verify, stored_only=stored_only)
+            # a processor's spec serves its media; a pass over stored words alone (an export) needs none
+            self.media = None if stored_only else MediaServing.open(self.spec, handle, self.reader.path,
+                                                                    self.renderer, tokenizer, verify=verify)
             self._find_positions()
         except BaseException:
             self.reader.close()
@@ -74,20 +75,6 @@ class RenderedMixture(Closable):
         """Give back the store handle of this process (see :meth:`StoreReader.close`)."""
         self.reader.close()
 
-    def _open_media(self, tokenizer: Any, *, verify: bool, stored_only: bool) -> None:
-        """A processor's spec: its processor (checked to be the recorded one), the entries' media
-        and, rendering on fetch, the renderer of entries that hold media. A pass over stored words
-        alone (``stored_only``: an export) needs none of them."""
-        self.media: ServedMedia | None = None
-        self.media_renderer: MediaRenderer | None = None
-        if self.spec.processor is None or stored_only:
-            return
-        processor = recorded_processor(self.spec, tokenizer if tokenizer is not None else
-                                       self.renderer.tokenizer if self.renderer is not None else None)
-        self.media = ServedMedia(processor, self.spec.truncation, self.reader.handle, self.reader.path, verify=verify)
-        if self.renderer is not None:
-            self.media_renderer = MediaRenderer(processor, self.renderer)
-
     def dummy_media_fragment(self) -> dict[str, Any]:
         """LLaMA-Factory v1's dummy image fragment for this spec's processor, for
         ``Collator(dummy_media=...)``: a batch without images gets it, so every rank runs the
@@ -95,7 +82,7 @@ class RenderedMixture(Closable):
         if self.media is None:
             raise UsageError(f"render spec '{self.spec.name}' was not rendered with a processor: its entries have no "
                              "media features, and no vision tower to keep in step")
-        return self.media.dummy_fragment()
+        return self.media.served.dummy_fragment()
 
     def _find_positions(self) -> None:
         """The positions of the epoch served whose entries train (None: all of them). With stored
@@ -162,41 +149,28 @@ class RenderedMixture(Closable):
             if self.media is None:
                 return served
             triples = self.reader.triples(positions)
-            return [self._with_media(one, triple, self.media.files(*triple)) for one, triple in zip(served, triples)]
+            return self.media.add(served, triples, self.media.files(triples), self._names(triples))
         assert self.renderer is not None  # no stored tokens: rendered on fetch
         triples = self.reader.triples(positions)
-        files = [self.media.files(*triple) if self.media is not None else [] for triple in triples]
+        if self.media is None:
+            with paused_gc():
+                rendered = self.renderer.render_many([(self.reader.sample(*triple), triple[2] is not None)
+                                                      for triple in triples])
+            return [self._served(triple[0], one) for triple, one in zip(triples, rendered)]
+        files = self.media.files(triples)
         with paused_gc():
-            rendered = render_entries(self.reader, self.renderer, self.media_renderer, triples, files)
-        return [self._with_media(self._served(triple[0], one), triple, found)
-                for triple, one, found in zip(triples, rendered, files)]
+            rendered = self.media.render(self.reader, self.renderer, triples, files)
+        return self.media.add([self._served(triple[0], one) for triple, one in zip(triples, rendered)], triples,
+                              files, self._names(triples))
 
-    def _with_media(self, served: dict[str, Any], triple: tuple[int, int, int | None],
-                    files: list[Media.RowFile]) -> dict[str, Any]:
-        if self.media is None or not files:
-            return served
-        return self.media.add(served, files, self.reader.datasets[triple[0]].name, triple[1])
+    def _names(self, triples: list[tuple[int, int, int | None]]) -> list[str]:
+        return [self.reader.datasets[dataset_id].name for dataset_id, _, _ in triples]
 
     def _served(self, dataset_id: int, rendered: Rendered) -> dict[str, Any]:
         if not rendered.trains:  # the stored status said it trains: the data no longer agrees
             raise StaleStoreError(f"{self.reader.path}: an entry now renders as {rendered.status} ({rendered.detail}) "
                                   f"under spec '{self.spec.name}'; run dataidx render again")
         return {"_dataset_name": self.reader.datasets[dataset_id].name, **rendered.as_dict()}
-
-
-def render_entries(reader: StoreReader, renderer: Renderer, media: MediaRenderer | None,
-                   triples: list[tuple[int, int, int | None]], files: list[list[Media.RowFile]]) -> list[Rendered]:
-    """Entries ``(dataset id, row, cut)`` rendered on fetch: those without media ``files`` in one
-    tokenizer batch, each with media by ``media`` (a processor's spec)."""
-    items = [(reader.sample(*triple), triple[2] is not None) for triple in triples]
-    text = [k for k, found in enumerate(files) if not found]  # the rest hold media
-    rendered = dict(zip(text, renderer.render_many([items[k] for k in text])))
-    for k, found in enumerate(files):
-        if found:
-            assert media is not None  # a spec with media renders them
-            rendered[k] = media.render(items[k][0], [medium(file) for file in found])
-            rendered[k].extra_info = extra_info(items[k][0])
-    return [rendered[k] for k in range(len(items))]
 
 
 def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, positions: list[int], *,
@@ -207,14 +181,11 @@ def render_positions(path: str | os.PathLike[str], mixture: str, spec: str, posi
     with StoreReader(path, mixture, verify=verify, epoch=epoch) as reader:
         stored, renderer = open_spec(reader.handle, spec, None, trust_remote_code=trust_remote_code)
         triples = reader.triples(positions)
-        processor = recorded_processor(stored, renderer.tokenizer)
-        if processor is None:
-            files: list[list[Media.RowFile]] = [[] for _ in triples]
-            media = None
+        media = MediaServing.open(stored, reader.handle, reader.path, renderer, None, verify=verify)
+        if media is None:
+            rendered = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
         else:
-            served = ServedMedia(processor, stored.truncation, reader.handle, reader.path, verify=verify)
-            files, media = [served.files(*triple) for triple in triples], MediaRenderer(processor, renderer)
-        rendered = render_entries(reader, renderer, media, triples, files)
+            rendered = media.render(reader, renderer, triples, media.files(triples))
     return renderer, [(reader.datasets[dataset_id].name, row, cut, one)
                       for (dataset_id, row, cut), one in zip(triples, rendered)]
 

@@ -5,7 +5,7 @@ otherwise unlabel every supervised end-of-turn). A packed row concatenates its s
 ``position_ids`` restarting at 0, the first label of every sample after the first set to -100
 (that token would be predicted from the previous sample), ``cu_seq_lens`` and ``max_length``
 (over the flattened ``[batch * width]`` layout, each row's padding a segment of its own) for
-flash-attention's varlen kernels, and ``sample_ids`` from which :func:`block_causal_mask`
+flash-attention's varlen kernels, and ``sample_ids`` from which :func:`.masks.block_causal_mask`
 builds the mask for attention implementations that take one: no sample attends to another.
 
 A pack of a tree plan (``dataidx pack --merge-cuts --trees``) holds prefix trees, which varlen
@@ -26,7 +26,16 @@ import torch
 
 from ..errors import UsageError
 from ..render import IGNORE
-from .media_batch import IMAGES, concatenated_features, dummy_sample, has_media_tokens, mm_types, with_dummy_columns
+from .masks import additive
+from .media_batch import (
+    IMAGES,
+    concatenated_features,
+    dummy_sample,
+    has_media_tokens,
+    mm_types,
+    with_dummy_columns,
+    with_mrope,
+)
 from .tree_mask import tree_attention_mask, tree_segments
 
 logger = logging.getLogger(__name__)
@@ -100,7 +109,7 @@ class Collator:
         if not _pair_batch(batch):
             padded = self.padded(batch)
             if self.dummy_media is not None and IMAGES not in padded:
-                padded = with_dummy_columns(padded, self.dummy_media)
+                padded = with_dummy_columns(padded, self.dummy_media, batch)
             return _with_extra_info(padded, infos)
         if self.pairs == "concatenated":
             return _with_extra_info(self.concatenated(batch), infos)
@@ -128,7 +137,7 @@ class Collator:
         batch = self._columns(real, samples)
         batch["position_ids"] = torch.from_numpy(np.where(real, np.arange(real.shape[1]), 0))
         batch["attention_mask"] = torch.from_numpy(real.astype(np.int64))
-        return _with_media(batch, real, samples)
+        return with_mrope(_with_media(batch, real, samples), [[sample] for sample in samples])
 
     def packed(self, packs: list[list[dict[str, Any]]]) -> dict[str, Any]:
         """One row per pack: its samples end to end, each restarting its positions."""
@@ -145,7 +154,7 @@ class Collator:
         batch: dict[str, Any] = self._columns(real, samples, unlabelled=starts[(numbers > 1) & (sizes > 0)])
         batch["position_ids"] = _filled(real, _positions(samples, sizes, starts), 0)
         batch["sample_ids"] = _filled(real, np.repeat(numbers, sizes), 0)
-        _with_media(batch, real, samples)
+        with_mrope(_with_media(batch, real, samples), packs)
         if any("segments" in sample for sample in samples):  # prefix trees: a mask, not segments of a row
             segment_ids, ancestors = tree_segments(packs)
             batch["segment_ids"], batch["segment_ancestors"] = _filled(real, segment_ids, 0), ancestors
@@ -259,22 +268,3 @@ def _filled(real: np.ndarray, values: np.ndarray, fill: float) -> torch.Tensor:
     out = np.full(real.shape, fill, dtype=values.dtype)
     out[real] = values
     return torch.from_numpy(out)
-
-
-def block_causal_mask(sample_ids: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``[batch, 1, length, length]`` booleans: token ``q`` may attend to ``k`` only when both
-    belong to the same sample (ids above 0) and ``k <= q``. Padding attends to nothing. With
-    ``dtype`` (the model's), the additive mask eager attention needs instead (see :func:`additive`)."""
-    same = sample_ids[:, :, None] == sample_ids[:, None, :]
-    real = (sample_ids > 0)[:, :, None]
-    causal = torch.ones(sample_ids.shape[1], sample_ids.shape[1], dtype=torch.bool).tril()
-    mask = (same & real & causal)[:, None]
-    return mask if dtype is None else additive(mask, dtype)
-
-
-def additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A boolean attention mask as eager attention takes one, added to its scores: 0 where a token
-    may attend, ``dtype``'s minimum elsewhere (a boolean mask added there would mask nothing)."""
-    if not dtype.is_floating_point:
-        raise UsageError(f"an additive attention mask needs a floating dtype (the model's), got {dtype}")
-    return torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)

@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from ..errors import UsageError
 from ..render import IGNORE
-from .collate import Collator, block_causal_mask
+from .collate import Collator
+from .masks import block_causal_mask
 
 #: v1's guard against a batch that trains nothing (``w.sum() + 1e-6``).
 EPSILON = 1e-6

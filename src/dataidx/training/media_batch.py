@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from ..render import IGNORE
+from .media_rope import mrope_positions
 
 #: The features a processor gives per sample that are concatenated, not padded (v1's
 #: ``_MULTIMODAL_PASSTHROUGH_KEYS``, core/utils/collation.py).
@@ -51,10 +52,36 @@ def dummy_sample(fragment: dict[str, Any]) -> dict[str, Any]:
     return {**fragment, "labels": [IGNORE] * size, "loss_weights": [0.0] * size}
 
 
-def with_dummy_columns(batch: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
-    """v1's ``_inject_dummy_into_collated`` on a padded batch: the fragment's tokens appended as
-    extra columns of row 0 (other rows padded there), attended, unlabelled, weight 0; its
-    positions continue row 0's; its features become the batch's."""
+def with_mrope(batch: dict[str, Any], rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """A batch holding images (``image_grid_thw``, Qwen2-VL's) with ``position_ids`` of shape
+    ``(4, rows, width)``: the text positions it has, then each sample's three M-RoPE rows from 0
+    (:func:`.media_rope.mrope_positions`; ``rows`` are each row's samples, end to end). That is
+    what Qwen2-VL's ``forward`` reads as given positions (transformers 5.24, module docstring of
+    :mod:`.media_rope`), so a pack's samples keep their own and a padded row's are the model's.
+    A sample's image tokens are found by its ``mm_token_type_ids``, and its merge size by its
+    grids' patches per token, as v1's collation finds it (``_align_grid_media``): no setting."""
+    if "image_grid_thw" not in batch:
+        return batch
+    text = batch["position_ids"]
+    rope = torch.zeros((3, *text.shape), dtype=text.dtype)
+    for number, row in enumerate(rows):
+        start = 0
+        for sample in row:
+            size, types = len(sample["input_ids"]), mm_types(sample)
+            grids = torch.as_tensor(sample.get("image_grid_thw", []), dtype=torch.long).reshape(-1, 3)
+            tokens = sum(1 for kind in types if kind == 1)
+            merge = round((int(grids.prod(dim=1).sum()) // tokens) ** 0.5) if tokens else 2
+            rope[:, number, start:start + size] = mrope_positions(types, grids, 1, merge)
+            start += size
+    batch["position_ids"] = torch.cat([text[None], rope])
+    return batch
+
+
+def with_dummy_columns(batch: dict[str, Any], fragment: dict[str, Any], samples: list[dict[str, Any]]
+                       ) -> dict[str, Any]:
+    """v1's ``_inject_dummy_into_collated`` on the padded batch of ``samples``: the fragment's
+    tokens appended as extra columns of row 0 (other rows padded there), attended, unlabelled,
+    weight 0; its positions continue row 0's (M-RoPE's too); its features become the batch's."""
     rows, width = batch["input_ids"].shape
     ids = torch.tensor(fragment["input_ids"], dtype=batch["input_ids"].dtype)
     size = len(ids)
@@ -75,4 +102,7 @@ def with_dummy_columns(batch: dict[str, Any], fragment: dict[str, Any]) -> dict[
     batch["mm_token_type_ids"] = grown(batch.get("mm_token_type_ids", torch.zeros((rows, width), dtype=torch.long)),
                                        0, types)
     batch.update({key: fragment[key] for key in MEDIA_FEATURES if key in fragment})
-    return batch
+    first = {"input_ids": [*samples[0]["input_ids"], *fragment["input_ids"]],
+             "mm_token_type_ids": [*mm_types(samples[0]), *fragment["mm_token_type_ids"]],
+             "image_grid_thw": fragment["image_grid_thw"]}  # row 0 and the fragment, one sequence
+    return with_mrope(batch, [[first], *([sample] for sample in samples[1:])])

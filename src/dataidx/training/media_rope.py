@@ -1,5 +1,6 @@
-"""Qwen2-VL's 3-D rotary positions (M-RoPE) per sample, and packs of multimodal samples that keep
-each sample's own positions, images and attention: padding-free batches LLaMA-Factory v1 refuses.
+"""Qwen2-VL's 3-D rotary positions (M-RoPE) per sample, so packs of multimodal samples keep each
+sample's own positions, images and attention: padding-free batches LLaMA-Factory v1 refuses
+(the :class:`~.collate.Collator` lays them out, :mod:`.media_batch`).
 
 A Qwen2-VL text token sits at ``(p, p, p)``; an image's merged patches at ``(s + t, s + h, s + w)``
 from the position ``s`` where the image starts, and the text after it resumes at
@@ -15,25 +16,19 @@ position is not its predecessor's plus one) and build a block-causal mask for ea
 flex attention; flash attention gets it as ``position_ids``, varlen segments starting at each 0
 of a one-row batch (modeling_flash_attention_utils.py, ``_is_packed_sequence``; read, not run
 here). The mask looks for samples only without a cache (``_preprocess_mask_arguments``), and the
-model makes one whenever ``use_cache`` is on, as its config has it even in training: a pack says
-``use_cache=False``. A
-``(3, batch, length)`` tensor has no text row: without a mask every sample attends to the ones
-before it. A 4-D ``attention_mask`` is used as given (``_preprocess_mask_arguments``), so
-:func:`~.collate.block_causal_mask` keeps samples apart too: additive for eager attention, which
+model makes one whenever ``use_cache`` is on, as its config has it even in training: a pack given
+without a mask needs ``use_cache=False``. A ``(3, batch, length)`` tensor has no text row:
+without a mask every sample attends to the ones before it. A 4-D ``attention_mask`` is used as
+given (``_preprocess_mask_arguments``), so :func:`~.masks.block_causal_mask` keeps samples apart
+too (what :func:`~.loss.model_inputs` gives a packed batch): additive for eager attention, which
 adds a boolean mask to its scores as 0 and 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
-
-from ..render import IGNORE
-from .collate import block_causal_mask
 
 
 def mrope_positions(input_ids: ArrayLike, image_grid_thw: ArrayLike, image_token_id: int,
@@ -60,60 +55,3 @@ def mrope_positions(input_ids: ArrayLike, image_grid_thw: ArrayLike, image_token
     hw, width = (h * w)[image], w[image]
     positions[:, where] += np.stack([within // hw, within % hw // width, within % width])
     return torch.from_numpy(positions)
-
-
-def pack_media(samples: Sequence[Mapping[str, Any]], image_token_id: int, spatial_merge_size: int = 2,
-               mask_dtype: torch.dtype | None = None) -> dict[str, Any]:
-    """One packed row of Qwen2-VL samples (``input_ids``, ``labels``, and ``pixel_values`` with
-    ``image_grid_thw`` where they have images) for its ``forward``: ids, labels and token types
-    end to end, pixels and grids in the same order (the vision tower encodes each image on its
-    own, by its grid), ``position_ids`` ``(4, 1, length)``: text positions, then M-RoPE's three
-    rows, each sample's from 0. Without ``attention_mask`` transformers builds the block-causal
-    mask from the text row (``use_cache=False``: a cache turns that off); with ``mask_dtype`` (the
-    model's) the pack carries it, 4-D and additive. ``labels`` and ``sample_ids`` are not the
-    model's inputs. A later sample's first label is unlabelled: it would be predicted from the
-    sample before."""
-    ids = [torch.as_tensor(sample["input_ids"], dtype=torch.long).reshape(-1) for sample in samples]
-    grids = [_grid(sample) for sample in samples]
-    sample_ids = torch.cat([torch.full((len(row),), number) for number, row in enumerate(ids, 1)])[None]
-    pack: dict[str, Any] = {
-        "input_ids": torch.cat(ids)[None], "labels": _labels(samples), "sample_ids": sample_ids,
-        "position_ids": _positions(ids, grids, image_token_id, spatial_merge_size), "use_cache": False,
-        "mm_token_type_ids": torch.cat([_token_types(sample, row, image_token_id)
-                                        for sample, row in zip(samples, ids)])[None]}
-    if any(len(grid) for grid in grids):
-        pack["pixel_values"] = torch.cat([sample["pixel_values"] for sample in samples if "pixel_values" in sample])
-        pack["image_grid_thw"] = torch.cat(grids)
-    if mask_dtype is not None:
-        pack["attention_mask"] = block_causal_mask(sample_ids, mask_dtype)
-    return pack
-
-
-def _labels(samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
-    """``(1, length)`` labels end to end, each later sample's first unlabelled."""
-    labels = [torch.as_tensor(sample["labels"], dtype=torch.long).reshape(-1).clone() for sample in samples]
-    for later in labels[1:]:
-        later[:1] = IGNORE
-    return torch.cat(labels)[None]
-
-
-def _positions(ids: Sequence[torch.Tensor], grids: Sequence[torch.Tensor], image_token_id: int,
-               spatial_merge_size: int) -> torch.Tensor:
-    """``(4, 1, length)``: each sample's text positions 0, 1, 2, ... (the row transformers finds
-    samples in), over its M-RoPE rows (:func:`mrope_positions`), samples end to end."""
-    text = torch.cat([torch.arange(len(row)) for row in ids])[None]
-    rope = torch.cat([mrope_positions(row, grid, image_token_id, spatial_merge_size)
-                      for row, grid in zip(ids, grids)], dim=1)
-    return torch.cat([text, rope])[:, None]
-
-
-def _grid(sample: Mapping[str, Any]) -> torch.Tensor:
-    """A sample's ``(images, 3)`` grids: none for a text-only sample."""
-    return torch.as_tensor(sample.get("image_grid_thw", []), dtype=torch.long).reshape(-1, 3)
-
-
-def _token_types(sample: Mapping[str, Any], ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
-    """A sample's ``mm_token_type_ids`` (0 text, 1 image), the processor's or read off its ids."""
-    if "mm_token_type_ids" in sample:
-        return torch.as_tensor(sample["mm_token_type_ids"], dtype=torch.long).reshape(-1)
-    return (ids == image_token_id).long()
