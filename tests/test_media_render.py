@@ -330,3 +330,11 @@ def test_header_counts_that_differ_from_the_processor_are_refused_at_spec_creati
     with pytest.raises(RenderError, match=r"1\.jpg: the processor gives grid \[1, 12, 22\], its header's size "
                                           r"300x400 gives"):
         prove_header_counts(processor, [EntryMedium(0, "image", str(image), 300, 400)])
+
+
+def test_verify_tokens_renders_media_entries_again_with_the_processor(demos: tuple[Path, Path]) -> None:
+    store, _ = demos
+    result = CliRunner().invoke(cli, ["verify", str(store), "--tokens"])
+    assert result.exit_code == 0, result.output
+    said = "spec 'tokens': ok: 60 of 60 training entries rendered again, 0 differ from the stored tokens"
+    assert said in result.output

@@ -21,6 +21,7 @@ from ..read import EntryReader
 from ..sources import paused_gc
 from ..store import Plans, Specs, reading
 from .from_tokens import TokenServer
+from .media_features import MediaServing
 from .spec import StoredSpec, read_spec
 from .token_file import START, TokenFile
 
@@ -120,6 +121,7 @@ def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: T
         entry_ids = sorted(random.Random(seed).sample(entry_ids, sample))
     renderer = spec.renderer(tokenizer, trust_remote_code=trust_remote_code)
     server = TokenServer(tokens, spec.id, reader.datasets, reader.path)
+    media = MediaServing.open(spec, reader.handle, reader.path, renderer, tokenizer)  # a processor's spec
     for start in range(0, len(entry_ids), VERIFY_BATCH):
         batch = entry_ids[start: start + VERIFY_BATCH]
         triples = reader.entries_by_id(batch)
@@ -130,7 +132,8 @@ def _compare(reader: EntryReader, spec: StoredSpec, tokens: TokenFile, report: T
             report.problems.append(str(exc))
             return
         with paused_gc():
-            fresh = renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples])
+            fresh = (media.render(reader, renderer, triples, media.files(triples)) if media is not None else
+                     renderer.render_many([(reader.sample(*triple), triple[2] is not None) for triple in triples]))
         for (dataset_id, row, cut), one, again in zip(triples, served, fresh):
             one = {key: value for key, value in one.items() if key != "_dataset_name"}
             if one != again.as_dict():
