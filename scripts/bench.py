@@ -649,6 +649,14 @@ def print_media(work: Path, args: argparse.Namespace) -> None:
           "processor, per image; best of 5 and of 2 passes (not gated by --check)")
     print_table(("path", "images/s", "us/image", "ratio", "target", ""), lines)
     print(said)
+    fetched = bench_media.fetch_table(work, args.llamafactory)
+    if fetched is None:
+        print("(serving multimodal entries: ../shared/data is not beside the repo, not timed)")
+        return
+    entries, lines = fetched
+    print(f"\nserving multimodal entries (issue 53): the {entries} demo entries (Qwen2-VL-style processor, one or "
+          "two 300x170 images each), one at a time; best of 3 passes")
+    print_table(("path", "entries/s", "vs v1"), lines)
 
 
 #: The sections a full run prints after the main store's, in order; ``--NAME-only`` prints one alone.

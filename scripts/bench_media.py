@@ -11,8 +11,12 @@ the same files, each path from the path to the count:
 
 The images: LLaMA-Factory's 3 demo images (``../shared/data/mllm_demo_data``, when beside the
 repo) and ``--media-images`` JPEGs of seeded sizes (64-2400 px a side, some 20:1) written here.
-Every count is compared between the paths. A section of bench.py (``--media-only``); ``--check``
-does not gate it (its ranges are the main table's).
+Every count is compared between the paths. Then serving: each demo entry (v1_multimodal_demo and
+mllm_demo, 60 entries, when ../shared is there) fetched from a processor spec's stored tokens,
+rendered on fetch, and rendered by v1's Renderer (its own with ``--llamafactory SRC``, else its
+rule: the processor's template and the processor, on the prompt and the whole), entry by entry.
+A section of bench.py (``--media-only``); ``--check`` does not gate it (its ranges are the main
+table's).
 
     python scripts/bench.py --media-only
     python scripts/bench.py --media-only --media-images 50
@@ -117,3 +121,75 @@ def _pixels(path: Path) -> int:
 
     with Image.open(path) as image:
         return image.size[0] * image.size[1]
+
+
+def fetch_table(work: Path, llamafactory: Path | None) -> tuple[int, list[tuple[str, ...]]] | None:
+    """Entries/s of serving the demos' multimodal entries three ways; None without ../shared."""
+    if not SHARED_IMAGES.is_dir():
+        return None
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' processor and demo entries
+    from tests.test_media_render import demo_config
+    from tests.vl_processor import demo_entries, qwen2_vl_processor, save_qwen2_vl_folder
+
+    from dataidx.index import build
+    from dataidx.render import render_store
+    from dataidx.render.request import RenderRequest
+    from dataidx.render.served import RenderedMixture
+
+    folder = work / "media-fetch"
+    folder.mkdir(parents=True, exist_ok=True)
+    store, model = folder / "demos.db", save_qwen2_vl_folder(folder / "model")
+    build(demo_config(folder), store)
+    render_store(RenderRequest(store, model, cutoff=4096, jobs=1))
+    render_store(RenderRequest(store, model, cutoff=4096, jobs=1, name="tokens", store_tokens=True))
+    samples = [sample for name in ("v1_multimodal_demo", "mllm_demo") for _, _, sample in demo_entries(name)]
+    v1 = _v1_render(qwen2_vl_processor(), llamafactory)
+    timed: dict[str, float] = {}
+    for spec in ("tokens", "default"):
+        with RenderedMixture(store, spec=spec) as served:
+            count = len(served)
+            served.get(0)  # warm: the processor, the first image
+            timed[spec] = best_seconds(lambda served=served, count=count: [served.get(k) for k in range(count)], 3)
+    v1(samples[0])
+    timed["v1"] = best_seconds(lambda: [v1(sample) for sample in samples], 3)
+    rate = {name: len(samples) / seconds for name, seconds in timed.items()}
+    label = "v1's Renderer (its source)" if llamafactory is not None else "v1's rule (template + processor, twice)"
+    return len(samples), [
+        ("dataidx, from stored tokens (features on fetch)", f"{rate['tokens']:,.0f}",
+         f"{timed['v1'] / timed['tokens']:.1f}x"),
+        ("dataidx, rendered on fetch (from headers, features on fetch)", f"{rate['default']:,.0f}",
+         f"{timed['v1'] / timed['default']:.1f}x"),
+        (label, f"{rate['v1']:,.0f}", "1x")]
+
+
+def _v1_render(processor, llamafactory: Path | None):
+    """One entry as v1 renders it: its Renderer from source, else its rule written out."""
+    if llamafactory is not None:
+        from tests.conformance.v1 import v1_renderer_class
+
+        renderer = v1_renderer_class(llamafactory)(processor)
+        return lambda sample: renderer.process_samples([sample])[0]
+
+    from PIL import Image
+
+    def rendered(sample):
+        messages, images = [], []
+        for message in sample["messages"]:
+            content = []
+            for block in message["content"]:
+                if block["type"] == "image_url":
+                    content.append({"type": "image"})
+                    images.append(Image.open(block["value"]).convert("RGB"))
+                else:
+                    content.append({"type": "text", "text": block["value"]})
+            messages.append({"role": message["role"], "content": content})
+        whole = processor(text=processor.apply_chat_template(messages, tokenize=False), images=images,
+                          return_tensors="pt")
+        prompt_images = images[:sum(1 for m in messages[:-1] for c in m["content"] if c["type"] == "image")]
+        prompt = processor(text=processor.apply_chat_template(messages[:-1], tokenize=False,
+                                                              add_generation_prompt=True),
+                           images=prompt_images or None, return_tensors="pt")
+        return whole, prompt
+    return rendered
