@@ -338,3 +338,39 @@ def test_verify_tokens_renders_media_entries_again_with_the_processor(demos: tup
     assert result.exit_code == 0, result.output
     said = "spec 'tokens': ok: 60 of 60 training entries rendered again, 0 differ from the stored tokens"
     assert said in result.output
+
+
+@pytest.mark.slow  # a real PostgreSQL server
+def test_a_processor_spec_in_postgresql_serves_what_a_file_serves(tmp_path: Path, demos: tuple[Path, Path]) -> None:
+    from .postgres_server import running_server
+
+    file, model = demos
+    with running_server() as server:
+        url = f"{server}&schema=mediarender"
+        build(demo_config(tmp_path), url)
+        render_store(RenderRequest(url, model, cutoff=4096, jobs=1, store_tokens=True, tokens_dir=tmp_path))
+        sql = "SELECT media_id, tokens, grid_t, grid_h, grid_w FROM media_tokens ORDER BY media_id"
+        assert run_query(url, sql)[1] == run_query(file, sql.replace("FROM media_tokens", "FROM media_tokens "
+                                                                                          "WHERE spec = 'tokens'"))[1]
+        with RenderedMixture(url, spec="default") as served, RenderedMixture(file, spec="tokens") as local:
+            assert len(served) == len(local) == 60
+            for ours, theirs in zip(served.get_many(list(range(60))), local.get_many(list(range(60)))):
+                assert summary(ours) == summary(theirs)
+
+
+def test_packing_with_merged_cuts_is_refused_for_a_processor_spec(demos: tuple[Path, Path]) -> None:
+    store, _ = demos
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "tokens", "--capacity", "1024", "--merge-cuts"])
+    one_line_error(result, "spec 'tokens' renders media with a processor", "pack without --merge-cuts")
+
+
+def test_info_says_a_spec_renders_media_with_its_processor(demos: tuple[Path, Path]) -> None:
+    store, _ = demos
+    result = CliRunner().invoke(cli, ["info", str(store)])
+    assert result.exit_code == 0, result.output
+    assert ("spec 'tokens': media rendered with its folder's processor, counted from headers (header counts equal to "
+            "the processor's on 3 of 3 images (seed 0))") in result.output
+    assert "bytes per token): its processor computes pixels on fetch" in result.output
+    described = json.loads(CliRunner().invoke(cli, ["info", str(store), "--json"]).output)
+    assert [spec["template"] for spec in described["render_specs"]] == ["processor", "processor"]
+    assert described["render_specs"][0]["media_proof"].startswith("header counts equal")

@@ -229,8 +229,13 @@ def render_specs_text(specs: list[dict[str, Any]], said: dict[str, tuple[str, st
     for spec in specs:
         if spec["tokens"] is not None:
             tokens = spec["tokens"]
+            served = ("its processor computes pixels on fetch" if spec.get("media_proof")
+                      else "served without a tokenizer")
             parts.append(f"spec '{spec['name']}': tokens stored, {tokens['tokens']:,} in {tokens['file']} "
-                         f"({tokens['bytes_per_token']:.2f} bytes per token): served without a tokenizer")
+                         f"({tokens['bytes_per_token']:.2f} bytes per token): {served}")
+        if spec.get("media_proof"):
+            parts.append(f"spec '{spec['name']}': media rendered with its folder's processor, counted from headers "
+                         f"({spec['media_proof']})")
         if spec["clock"] is not None:
             parts.append(f"spec '{spec['name']}': its template reads the date, fixed at {spec['clock']}")
         if spec["trust_remote_code"]:

@@ -104,6 +104,9 @@ def pack_store(
         if pairs:
             raise StoreError(f"{store}: mixture '{mixture}' holds preference data ({', '.join(pairs)}): its chosen and "
                              "rejected sides train side by side, so it is batched padded, not packed")
+        if merge_cuts != "no" and stored_spec.processor is not None:
+            raise UsageError(f"spec '{spec}' renders media with a processor: merged cuts would serve a conversation's "
+                             "images once per cut they share; pack without --merge-cuts")
         tokens = open_tokens(handle, store, stored_spec, required=merge_cuts != "no")
         lengths: Specs.Lengths | None = _spec_lengths(handle, stored_spec.id, tokens)
         merging = None

@@ -59,8 +59,9 @@ class RenderedPacks(Closable):
             self.media = None if stored_only else MediaServing.open(self.spec, handle, self.reader.path,
                                                                     self.renderer, tokenizer, verify=verify)
             if self.media is not None and self.merge_cuts != "no":
-                raise UsageError(f"plan '{plan}' merges cuts, and its spec '{spec}' renders media: a merged sequence "
-                                 "would hold its cuts' images once each; plan it again without --merge-cuts")
+                raise UsageError(f"plan '{plan}' merges cuts, and its spec '{spec}' renders media: merged cuts would "
+                                 "serve a conversation's images once per cut they share; pack again without "
+                                 "--merge-cuts")
             self._serve(Mixtures.check_epoch(epoch, len(self.epochs), self.mixture))
         except BaseException:
             self.reader.close()

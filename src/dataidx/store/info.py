@@ -73,7 +73,7 @@ def store_info(store: Store | StoreHandle) -> dict[str, Any]:
                 },
             })
         specs = handle.dicts("SELECT id, name, fingerprint, tokenizer, template, cutoff, truncation, entries, kept, "
-                             "dataidx_version, created_at, seconds, clock, escapes, trust_remote_code "
+                             "dataidx_version, created_at, seconds, clock, escapes, trust_remote_code, media_proof "
                              "FROM render_specs ORDER BY id")
         for spec in specs:
             spec["trust_remote_code"] = bool(spec["trust_remote_code"])  # SQLite's 0/1, PostgreSQL's boolean
