@@ -100,9 +100,10 @@ def test_stored_lengths_are_v1s_counted_from_headers(demos: tuple[Path, Path]) -
     assert spec[0] == "processor"  # v1 renders with the processor's template (chat_template.json here)
     assert json.loads(spec[1])["image_processor_type"] == "Qwen2VLImageProcessor"  # the class its settings name
     assert spec[2] == "header counts equal to the processor's on 3 of 3 images (seed 0)"
-    counted = run_query(store, "SELECT width, height, tokens, grid_t, grid_h, grid_w FROM media_tokens "
+    counted = run_query(store, "SELECT width, height, tokens, grid_t, grid_h, grid_w, frames FROM media_tokens "
                                "WHERE spec = 'default' ORDER BY path")[1]
-    assert counted == [(w, h, (grid := qwen2_vl_grid(w, h)).tokens, grid.t, grid.h, grid.w) for w, h, *_ in counted]
+    assert counted == [(w, h, (grid := qwen2_vl_grid(w, h)).tokens, grid.t, grid.h, grid.w, None)
+                       for w, h, *_ in counted]
     assert len(counted) == 3
 
 
@@ -327,8 +328,8 @@ def test_header_counts_that_differ_from_the_processor_are_refused_at_spec_creati
     assert said == "header counts equal to the processor's on 1 of 1 images (seed 0)"
     from dataidx.errors import RenderError
 
-    with pytest.raises(RenderError, match=r"1\.jpg: the processor gives grid \[1, 12, 22\], its header's size "
-                                          r"300x400 gives"):
+    with pytest.raises(RenderError, match=r"1\.jpg: the processor counts 66 tokens \(grid \[1, 12, 22\]\), its "
+                                          r"header 154 tokens \(grid \[1, 28, 22\]\)"):
         prove_header_counts(processor, [EntryMedium(0, "image", str(image), 300, 400)])
 
 

@@ -6,8 +6,9 @@ counts, and every media file's tokens and grid under the spec.
   NULL for a text spec (media written as text placeholders, as before).
 - ``render_specs.media_proof``: what was decoded at the spec's creation to prove that counting
   from headers gives the processor's grids (NULL: no processor).
-- ``media_renders``: per spec and media file, its placeholder tokens and its grid (``grid_t``,
-  ``grid_h``, ``grid_w``): the same image has a count per processor.
+- ``media_renders``: per spec and media file, its placeholder tokens and what they come from: an
+  image's grid (``grid_t``, ``grid_h``, ``grid_w``), an audio's feature ``frames`` (NULL where it
+  does not apply); the same file has a count per processor.
 - view ``media_tokens``: those rows with the spec's name and the file's path and kind.
 
 Revision ID: 0019
@@ -26,7 +27,7 @@ _INT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
 MEDIA_TOKENS_VIEW = """
 CREATE VIEW media_tokens AS
 SELECT s.name AS spec, r.media_id AS media_id, f.kind AS kind, f.path AS path, f.width AS width, f.height AS height,
-       r.tokens AS tokens, r.grid_t AS grid_t, r.grid_h AS grid_h, r.grid_w AS grid_w
+       r.tokens AS tokens, r.grid_t AS grid_t, r.grid_h AS grid_h, r.grid_w AS grid_w, r.frames AS frames
 FROM media_renders AS r
 JOIN render_specs AS s ON s.id = r.spec_id
 JOIN media_files AS f ON f.id = r.media_id
@@ -41,9 +42,10 @@ def upgrade() -> None:
         sa.Column("spec_id", _INT, nullable=False),
         sa.Column("media_id", _INT, nullable=False),
         sa.Column("tokens", _INT, nullable=False),
-        sa.Column("grid_t", _INT, nullable=False),
-        sa.Column("grid_h", _INT, nullable=False),
-        sa.Column("grid_w", _INT, nullable=False),
+        sa.Column("grid_t", _INT, nullable=True),
+        sa.Column("grid_h", _INT, nullable=True),
+        sa.Column("grid_w", _INT, nullable=True),
+        sa.Column("frames", _INT, nullable=True),
         sa.ForeignKeyConstraint(["media_id"], ["media_files.id"], name=op.f("fk_media_renders_media_id_media_files")),
         sa.ForeignKeyConstraint(["spec_id"], ["render_specs.id"], name=op.f("fk_media_renders_spec_id_render_specs")),
         sa.PrimaryKeyConstraint("spec_id", "media_id", name=op.f("pk_media_renders")),

@@ -21,7 +21,8 @@ from ..errors import RenderError
 from ..progress import CountProgress
 from ..read import EntryReader, media_stat
 from ..store import Datasets, Media, Mixtures, ReadIdentity, Specs, StoreHandle, rewriting
-from .media_render import EntryMedium, MediaRenderer, prove_header_counts
+from .media_families import EntryMedium, medium
+from .media_render import MediaRenderer, prove_header_counts
 from .passes import RangeRendered, RenderPass, entry_ranges, run_passes
 from .processor_folder import holds_processor, load_processor
 from .replacing import refuse_to_replace
@@ -81,8 +82,8 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
     started = time.perf_counter()
     store, name = request.store, request.name
     with EntryReader(store) as reader:
-        images = Media(reader.handle).images()
-        processor = load_processor(request.tokenizer) if images and holds_processor(request.tokenizer) else None
+        recorded = Media(reader.handle).recorded()
+        processor = load_processor(request.tokenizer) if recorded and holds_processor(request.tokenizer) else None
         if processor is not None and tokenizer_object is not None:
             processor.tokenizer = tokenizer_object
         elif processor is not None:
@@ -116,7 +117,7 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
         if processor is not None:
             media = MediaRenderer(processor, renderer)
             if not reused:  # decode a sample of the images: header counts must be the processor's
-                spec = replace(spec, media_proof=prove_header_counts(processor, _placed(images, reader.path)))
+                spec = replace(spec, media_proof=prove_header_counts(processor, _placed(recorded, reader.path)))
         work = RenderPass(reader, renderer, sink.dtype if sink is not None else None, media)
         with RenderedRows() as rendered, sink or nullcontext():
             for rows, uses, tokens in _progressed(run_passes(work, ranges, jobs), last - first + 1, progress):
@@ -127,7 +128,7 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
                 return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
                                      sink=sink, started=started)
             summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink,
-                             media=media_counts(media, images) if media is not None else [])
+                             media=media_counts(media, recorded) if media is not None else [])
             summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
         summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                                 sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
@@ -176,10 +177,10 @@ def _stored(handle: StoreHandle, name: str) -> _Stored:
     return stored
 
 
-def _placed(images: list[Media.RowFile], store: str) -> list[EntryMedium]:
-    """Recorded images where they are now (at their place beside a moved store, as fetches look)."""
+def _placed(files: list[Media.RowFile], store: str) -> list[EntryMedium]:
+    """Recorded files where they are now (at their place beside a moved store, as fetches look)."""
     folder = Datasets.folder_of(store)
-    return [EntryMedium(0, image.kind, _where(image, folder), image.width, image.height) for image in images]
+    return [medium(file, _where(file, folder)) for file in files]
 
 
 def _where(image: Media.RowFile, folder: str | None) -> str:
@@ -190,21 +191,24 @@ def _where(image: Media.RowFile, folder: str | None) -> str:
         return image.path
 
 
-def media_counts(media: MediaRenderer, images: list[Media.RowFile]) -> list[tuple[int, int, int, int, int]]:
-    """``(media id, tokens, grid_t, grid_h, grid_w)`` of each image under the spec's processor
-    (an image it cannot count records nothing: its entries say why)."""
-    counted = []
-    for image in images:
+def media_counts(media: MediaRenderer, files: list[Media.RowFile]) -> list[Specs.MediaCountRow]:
+    """``(media id, tokens, grid_t, grid_h, grid_w, frames)`` of each file of the processor's kind
+    (a file it cannot count records nothing: its entries say why)."""
+    counted: list[Specs.MediaCountRow] = []
+    for file in files:
+        if file.kind != media.family.kind:
+            continue
         try:
-            grid = media.grid(EntryMedium(0, image.kind, image.path, image.width, image.height))
+            count = media.count(medium(file))
         except RenderError:
             continue
-        counted.append((image.media_id, grid.tokens, grid.t, grid.h, grid.w))
+        t, h, w = count.grid or (None, None, None)
+        counted.append((file.media_id, count.tokens, t, h, w, count.frames))
     return counted
 
 
 def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
-           started: float, sink: TokenSink | None, media: list[tuple[int, int, int, int, int]]) -> RenderSummary:
+           started: float, sink: TokenSink | None, media: list[Specs.MediaCountRow]) -> RenderSummary:
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,

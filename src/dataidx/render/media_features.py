@@ -15,11 +15,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import MediaError, RenderError, StaleStoreError, bounded
+from ..errors import MediaError, RenderError, StaleStoreError
 from ..read import EntryReader, media_stat
 from ..store import Datasets, Media, StoreHandle
-from .media_render import EntryMedium, MediaRenderer, kept_media, medium_grid
-from .media_tokens import Qwen2VLImageConfig
+from .media_families import MediaUnreadable, media_family, medium
+from .media_render import MediaRenderer, kept_media
 from .rendered import Rendered
 from .renderer import Renderer, extra_info
 from .spec import StoredSpec, recorded_processor
@@ -27,13 +27,13 @@ from .spec import StoredSpec, recorded_processor
 
 class ServedMedia:
     """The media of one store's entries under a processor's spec: which files an entry holds, and
-    their features for a served entry. ``truncation`` is the spec's."""
+    their features for a served entry (the processor's family, :mod:`.media_families`, makes
+    them). ``truncation`` is the spec's."""
 
     def __init__(self, processor: Any, truncation: str, handle: StoreHandle, store: str, *,
                  verify: bool = True) -> None:
         self.processor, self.records, self.store, self.verify = processor, Media(handle), store, verify
-        self.config = Qwen2VLImageConfig.from_settings(processor.image_processor.to_dict())
-        self.image_id: int = processor.image_token_id
+        self.family = media_family(processor)
         self.folder = Datasets.folder_of(store)
         self.keep_end = truncation == "left"
         self.datasets: dict[int, bool] = {}
@@ -52,48 +52,49 @@ class ServedMedia:
         """``served`` (an entry's ``input_ids``...) with the features of its media ``files``."""
         if not files:
             return served
-        where = f"{self.store}: dataset '{dataset}' row {row}"
+        family, where = self.family, f"{self.store}: dataset '{dataset}' row {row}"
         ids: list[int] = served["input_ids"]
         try:
-            grids = [medium_grid(medium(file), self.config) for file in files]
-            kept = kept_media(ids, self.image_id, [grid.tokens for grid in grids], keep_end=self.keep_end)
+            counts = [family.count(medium(file)) for file in files]
+            kept = kept_media(ids, family.token_id, [count.tokens for count in counts], keep_end=self.keep_end)
         except RenderError as exc:
             raise StaleStoreError(f"{where}: {exc}; run dataidx render again") from None
         if len(kept):
-            made = self.processor.image_processor(images=[self._image(files[at], dataset, row) for at in kept],
-                                                  return_tensors="pt")
-            expected = [[grids[at].t, grids[at].h, grids[at].w] for at in kept]
-            if made["image_grid_thw"].tolist() != expected:
-                raise StaleStoreError(f"{where}: the processor gives grids {made['image_grid_thw'].tolist()} where the "
-                                      f"lengths counted {expected} from the headers; run dataidx render again")
-            served["pixel_values"], served["image_grid_thw"] = made["pixel_values"], made["image_grid_thw"]
-        served["mm_token_type_ids"] = [int(token == self.image_id) for token in ids]
+            try:
+                made = family.compute([self._place(files[at], where) for at in kept])
+            except MediaUnreadable as exc:
+                raise MediaError(dataset, row, str(exc)) from None
+            expected = [counts[at] for at in kept]
+            if family.counted(made) != expected:
+                raise StaleStoreError(f"{where}: the processor counts {family.counted(made)} where the lengths counted "
+                                      f"{expected} from the headers; run dataidx render again")
+            served.update({key: made[key] for key in family.features})
+        served["mm_token_type_ids"] = [family.marker if token == family.token_id else 0 for token in ids]
         return served
 
     def dummy_fragment(self) -> dict[str, Any]:
-        """v1's ``Renderer.get_dummy_media_fragment("image")``: a 64x64 black image in a one-turn
-        conversation rendered by the processor, cut to its placeholder run and the tokens around
-        it (``<|vision_start|>`` ... ``<|vision_end|>``), with its features. Made once."""
+        """v1's ``Renderer.get_dummy_media_fragment``: a small item of the family's kind (a 64x64
+        black image, a tenth of a second of silence) in a one-turn conversation rendered by the
+        processor, cut to its placeholder run and the tokens around it (``<|vision_start|>`` ...
+        ``<|vision_end|>``, ``<|audio_bos|>`` ... ``<|audio_eos|>``), with its features. Made once."""
         if self._dummy is None:
-            from PIL import Image  # only serving media makes pixels: text readers never load Pillow
-
-            messages = [{"role": "user", "content": [{"type": "image", "image": "dummy"}]},
+            family = self.family
+            messages = [{"role": "user", "content": [{"type": family.kind, family.kind: "dummy"}]},
                         {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
             text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
                                                       enable_thinking=False)
-            made = self.processor(text=text, images=[Image.new("RGB", (64, 64))], return_tensors="pt")
-            ids, types = made["input_ids"][0].tolist(), made["mm_token_type_ids"][0].tolist()
-            marked = [at for at, kind in enumerate(types) if kind == 1]
+            given = {"images" if family.kind == "image" else "audio": [family.dummy()]}
+            made = self.processor(text=text, return_tensors="pt", **given)
+            ids = made["input_ids"][0].tolist()
+            types = [family.marker if token == family.token_id else 0 for token in ids]
+            marked = [at for at, kind in enumerate(types) if kind]
             low, high = max(marked[0] - 1, 0), min(marked[-1] + 2, len(ids))
             self._dummy = {"input_ids": ids[low:high], "mm_token_type_ids": types[low:high],
-                           "pixel_values": made["pixel_values"], "image_grid_thw": made["image_grid_thw"]}
+                           **{key: made[key] for key in family.features}}
         return self._dummy
 
-    def _image(self, file: Media.RowFile, dataset: str, row: int) -> Any:
-        """The file's pixels, RGB, from where it is now; with ``verify``, refused when it changed."""
-        from PIL import Image  # only serving media decodes pixels: text readers never load Pillow
-
-        where = f"{self.store}: dataset '{dataset}' row {row}"
+    def _place(self, file: Media.RowFile, where: str) -> str:
+        """Where the file is now; with ``verify``, refused when it changed since the build."""
         try:
             path, stat = media_stat(file.path, file.relative, self.folder)
         except OSError:
@@ -101,16 +102,7 @@ class ServedMedia:
         if self.verify and (stat.st_size != file.bytes or stat.st_mtime_ns != file.mtime_ns):
             raise StaleStoreError(f"{where}: media file {path} changed since the build; rebuild the store (or open it "
                                   "with verify=False / --no-verify to read it anyway)")
-        try:
-            with Image.open(os.fspath(path)) as image:
-                return image.convert("RGB")
-        except (OSError, ValueError, Image.DecompressionBombError) as exc:
-            raise MediaError(dataset, row, f"media file {path} cannot be decoded: {bounded(str(exc), 200)}") from None
-
-
-def medium(file: Media.RowFile) -> EntryMedium:
-    """A recorded file as the renderer takes it."""
-    return EntryMedium(file.message, file.kind, file.path, file.width, file.height)
+        return os.fspath(path)
 
 
 class MediaServing:

@@ -25,7 +25,8 @@ from ..read import EntryReader
 from ..store import Media, Specs
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .media_render import EntryMedium, MediaRenderer
+from .media_families import EntryMedium, medium
+from .media_render import MediaRenderer
 from .renderer import Renderer, extra_info
 from .spool import AddedUses
 from .token_pass import ChunkTokens
@@ -69,8 +70,7 @@ class RowMediaFiles:
             self.datasets[dataset_id] = self.store.has_media(dataset_id)
         if not self.datasets[dataset_id]:
             return []
-        return [EntryMedium(file.message, file.kind, file.path, file.width, file.height)
-                for file in self.store.row_files(dataset_id, row)]
+        return [medium(file) for file in self.store.row_files(dataset_id, row)]
 
 
 def entry_ranges(first: int, end: int, size: int) -> list[tuple[int, int]]:

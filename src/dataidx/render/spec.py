@@ -20,6 +20,7 @@ from .._version import __version__
 from ..errors import RenderError, StaleStoreError
 from ..store import Specs, StoreHandle
 from .chat_text import reads_clock
+from .media_families import processor_part
 from .processor_folder import load_processor
 from .renderer import Renderer
 from .slow import refuse_other, slow_fingerprint
@@ -122,7 +123,7 @@ def make_spec(name: str, tokenizer: Any, *, tokenizer_path: str | os.PathLike[st
 
 def processor_settings(processor: Any) -> str:
     """What a spec records of a processor: its image processor's settings, as sorted JSON."""
-    return json.dumps(processor.image_processor.to_dict(), sort_keys=True, default=str)
+    return json.dumps(processor_part(processor).to_dict(), sort_keys=True, default=str)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -77,5 +77,6 @@ VIEW_COLUMNS = {
     "media": ("id", "kind", "path", "bytes", "xxh3_128", "format", "width", "height", "frames", "fps", "duration",
               "samples", "rate", "channels", "rows", "entries"),
     "entry_media": ("dataset", "row", "cut", "ordinal", "message", "kind", "written", "path", "media_id"),
-    "media_tokens": ("spec", "media_id", "kind", "path", "width", "height", "tokens", "grid_t", "grid_h", "grid_w"),
+    "media_tokens": ("spec", "media_id", "kind", "path", "width", "height", "tokens", "grid_t", "grid_h", "grid_w",
+                     "frames"),
 }

@@ -530,9 +530,10 @@ CREATE TABLE media_renders (
 	spec_id INTEGER NOT NULL, 
 	media_id INTEGER NOT NULL, 
 	tokens INTEGER NOT NULL, 
-	grid_t INTEGER NOT NULL, 
-	grid_h INTEGER NOT NULL, 
-	grid_w INTEGER NOT NULL, 
+	grid_t INTEGER, 
+	grid_h INTEGER, 
+	grid_w INTEGER, 
+	frames INTEGER, 
 	CONSTRAINT pk_media_renders PRIMARY KEY (spec_id, media_id), 
 	CONSTRAINT fk_media_renders_media_id_media_files FOREIGN KEY(media_id) REFERENCES media_files (id), 
 	CONSTRAINT fk_media_renders_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id)
@@ -540,7 +541,7 @@ CREATE TABLE media_renders (
  WITHOUT ROWID;
 CREATE VIEW media_tokens AS
 SELECT s.name AS spec, r.media_id AS media_id, f.kind AS kind, f.path AS path, f.width AS width, f.height AS height,
-       r.tokens AS tokens, r.grid_t AS grid_t, r.grid_h AS grid_h, r.grid_w AS grid_w
+       r.tokens AS tokens, r.grid_t AS grid_t, r.grid_h AS grid_h, r.grid_w AS grid_w, r.frames AS frames
 FROM media_renders AS r
 JOIN render_specs AS s ON s.id = r.spec_id
 JOIN media_files AS f ON f.id = r.media_id;

@@ -28,11 +28,11 @@ from ..errors import UsageError
 from ..render import IGNORE
 from .masks import additive
 from .media_batch import (
-    IMAGES,
     concatenated_features,
     dummy_sample,
     has_media_tokens,
     mm_types,
+    presence_key,
     with_dummy_columns,
     with_mrope,
 )
@@ -98,17 +98,19 @@ class Collator:
         self.tree_mask_dtype = tree_mask_dtype
         self.weighted = weighted
         self.dummy_media = dummy_media
+        #: what marks a batch as running the dummy's tower (``pixel_values``, ``input_features``)
+        self._dummy_key = presence_key(dummy_media) if dummy_media is not None else None
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
         if batch and isinstance(batch[0], list):
-            if self.dummy_media is not None and not any(IMAGES in sample for pack in batch for sample in pack):
+            if self.dummy_media is not None and not any(self._dummy_key in sample for pack in batch for sample in pack):
                 batch = [[*batch[0], dummy_sample(self.dummy_media)], *batch[1:]]  # v1's fragment, in pack 0
             return _with_extra_info(self.packed(batch), [[sample.get("extra_info") for sample in pack]
                                                          for pack in batch])
         infos = [item.get("extra_info") for item in batch]
         if not _pair_batch(batch):
             padded = self.padded(batch)
-            if self.dummy_media is not None and IMAGES not in padded:
+            if self.dummy_media is not None and self._dummy_key not in padded:
                 padded = with_dummy_columns(padded, self.dummy_media, batch)
             return _with_extra_info(padded, infos)
         if self.pairs == "concatenated":

@@ -23,8 +23,12 @@ from .media_rope import mrope_positions
 #: ``_MULTIMODAL_PASSTHROUGH_KEYS``, core/utils/collation.py).
 MEDIA_FEATURES = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts",
                   "video_second_per_grid", "input_features", "feature_attention_mask")
-#: What marks a batch as holding images (v1's presence key for the image tower).
-IMAGES = "pixel_values"
+
+
+def presence_key(fragment: dict[str, Any]) -> str:
+    """The feature whose presence says a batch runs the fragment's tower (v1's ``_ALIGN_MODALITIES``:
+    ``pixel_values`` for images, ``input_features`` for audio)."""
+    return next(key for key in MEDIA_FEATURES if key in fragment)
 
 
 def concatenated_features(samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
@@ -104,5 +108,5 @@ def with_dummy_columns(batch: dict[str, Any], fragment: dict[str, Any], samples:
     batch.update({key: fragment[key] for key in MEDIA_FEATURES if key in fragment})
     first = {"input_ids": [*samples[0]["input_ids"], *fragment["input_ids"]],
              "mm_token_type_ids": [*mm_types(samples[0]), *fragment["mm_token_type_ids"]],
-             "image_grid_thw": fragment["image_grid_thw"]}  # row 0 and the fragment, one sequence
+             **({"image_grid_thw": fragment["image_grid_thw"]} if "image_grid_thw" in fragment else {})}
     return with_mrope(batch, [[first], *([sample] for sample in samples[1:])])

@@ -34,6 +34,8 @@ class RowFile(NamedTuple):
     height: int | None
     bytes: int
     mtime_ns: int
+    samples: int | None
+    rate: int | None
 
 
 class Media:
@@ -51,7 +53,8 @@ class Media:
                  "ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} ORDER BY m.ordinal")
 
     #: A row's media with their files, in order (:class:`RowFile`).
-    ROW_FILES = ("SELECT m.message, f.id, f.kind, f.path, f.relative, f.width, f.height, f.bytes, f.mtime_ns "
+    ROW_FILES = ("SELECT m.message, f.id, f.kind, f.path, f.relative, f.width, f.height, f.bytes, f.mtime_ns, "
+                 "f.samples, f.rate "
                  "FROM row_media AS m "
                  "JOIN media_files AS f ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} "
                  "ORDER BY m.ordinal")
@@ -64,10 +67,10 @@ class Media:
         """A row's media blocks with their files, in order."""
         return [RowFile(*found) for found in self.store.all(self.ROW_FILES, dataset_id, row)]
 
-    def images(self) -> list[RowFile]:
-        """Every recorded image file (``message`` 0): what a spec counts tokens for and proves."""
+    def recorded(self) -> list[RowFile]:
+        """Every recorded file (``message`` 0): what a spec counts tokens for and proves."""
         return [RowFile(0, *found) for found in self.store.all(
-            "SELECT id, kind, path, relative, width, height, bytes, mtime_ns FROM media_files WHERE kind = 'image' "
+            "SELECT id, kind, path, relative, width, height, bytes, mtime_ns, samples, rate FROM media_files "
             "ORDER BY id")]
 
     def has_media(self, dataset_id: int) -> bool:

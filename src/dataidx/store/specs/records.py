@@ -43,6 +43,10 @@ _ADDED_TOKENS = (
 )
 
 
+#: A media file's count under a spec: ``(media id, tokens, grid_t, grid_h, grid_w, frames)``.
+MediaCountRow: TypeAlias = tuple[int, int, int | None, int | None, int | None, int | None]
+
+
 class Specs:
     """A store's render specs, over a store handle (reads) or a write's connection (reads and
     writes; see :func:`~dataidx.store.sqlite.working_copy.access`).
@@ -56,6 +60,7 @@ class Specs:
     #: What an entry can come to under a spec, and the statuses that train.
     STATUSES = STATUSES
     TRAINING_STATUSES = TRAINING_STATUSES
+    MediaCountRow = MediaCountRow
     #: What became of an entry's reasoning, worst first; the problems among them, and their words.
     REASONING = REASONING
     REASONING_PROBLEMS = REASONING_PROBLEMS
@@ -198,17 +203,11 @@ class Specs:
         """Set where each entry's words lie, for a spec whose lengths are already stored."""
         token_files.place_entry_tokens(writable(self.store), spec_id, placed)
 
-    def save_media(self, spec_id: int, media: Iterable[tuple[int, int, int, int, int]]) -> None:
-        """Record each media file's placeholder tokens and grid under spec ``spec_id``:
-        ``(media id, tokens, grid_t, grid_h, grid_w)``."""
+    def save_media(self, spec_id: int, media: Iterable[MediaCountRow]) -> None:
+        """Record each media file's placeholder tokens under spec ``spec_id``, with its grid or frames."""
         writable(self.store).insert_many(
-            "INSERT INTO media_renders (spec_id, media_id, tokens, grid_t, grid_h, grid_w) "
-            "VALUES ({mark}, {mark}, {mark}, {mark}, {mark}, {mark})", [(spec_id, *one) for one in media])
-
-    def media_tokens(self, spec_id: int) -> dict[int, tuple[int, int, int, int]]:
-        """``media id -> (tokens, grid_t, grid_h, grid_w)`` under spec ``spec_id`` (empty: a text spec)."""
-        return {media: (tokens, t, h, w) for media, tokens, t, h, w in self.store.all(
-            "SELECT media_id, tokens, grid_t, grid_h, grid_w FROM media_renders WHERE spec_id = {mark}", spec_id)}
+            "INSERT INTO media_renders (spec_id, media_id, tokens, grid_t, grid_h, grid_w, frames) "
+            "VALUES ({mark}, {mark}, {mark}, {mark}, {mark}, {mark}, {mark})", [(spec_id, *one) for one in media])
 
     def remove_rows(self, spec_id: int) -> None:
         """Delete a spec's own rows (its plans and the orders that read it are their nouns' to remove)."""

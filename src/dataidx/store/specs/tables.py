@@ -48,17 +48,19 @@ class RenderSpecRow(Base):
 
 
 class MediaRender(Base):
-    """A media file under a spec: its placeholder tokens and grid, as the spec's processor counts
-    them (the same image has a count per processor)."""
+    """A media file under a spec: its placeholder tokens and what they come from (an image's grid,
+    an audio's feature frames; NULL where it does not apply), as the spec's processor counts them
+    (the same file has a count per processor)."""
 
     __tablename__ = "media_renders"
     __table_args__ = {"sqlite_with_rowid": False}
     spec_id: Mapped[int] = mapped_column(INT, ForeignKey("render_specs.id"), primary_key=True)
     media_id: Mapped[int] = mapped_column(INT, ForeignKey("media_files.id"), primary_key=True)
     tokens: Mapped[int] = mapped_column(INT, nullable=False)
-    grid_t: Mapped[int] = mapped_column(INT, nullable=False)
-    grid_h: Mapped[int] = mapped_column(INT, nullable=False)
-    grid_w: Mapped[int] = mapped_column(INT, nullable=False)
+    grid_t: Mapped[int | None] = mapped_column(INT, nullable=True)
+    grid_h: Mapped[int | None] = mapped_column(INT, nullable=True)
+    grid_w: Mapped[int | None] = mapped_column(INT, nullable=True)
+    frames: Mapped[int | None] = mapped_column(INT, nullable=True)
 
 
 class AddedTokenUse(Base):
