@@ -25,6 +25,8 @@ from .spec_figures import SpecFigures
 #: A colour per status, good to bad; colour-blind safe (Okabe-Ito).
 STATUS_COLOURS = dict(zip(Specs.STATUSES, ("#009E73", "#E69F00", "#D55E00", "#999999", "#CC79A7")))
 _BAR = "#0072B2"
+#: Media (image placeholder) tokens and text tokens, in the media chart.
+_MEDIA, _TEXT = "#CC79A7", "#56B4E9"
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -67,6 +69,30 @@ def horizontal_bars(chart: str, labels: list[str], values: list[float], xlabel: 
     if all(isinstance(value, int) for value in values):
         _counts(axes.xaxis)
     axes.set_xlabel(xlabel)
+    axes.spines[["top", "right"]].set_visible(False)
+    return _svg(figure)
+
+
+def media_chart(labels: list[str], tokens: list[tuple[int, int]]) -> str:
+    """Per dataset (the :data:`BARS` with most tokens), one bar of its training tokens split into
+    media and text; marks ``mark-media-<2i>`` (media) and ``mark-media-<2i+1>`` (text)."""
+    kept, hidden = _top(dict(zip(labels, tokens)), sum, BARS)
+    figure = _figure(7, 0.45 * len(kept) + 1.2)
+    _left_out(figure, hidden)
+    axes = figure.add_subplot()
+    for number, (media, text) in enumerate(kept.values()):
+        shown, = axes.barh(number, media, color=_MEDIA, label="media tokens" if number == 0 else None)
+        rest, = axes.barh(number, text, left=media, color=_TEXT, label="text tokens" if number == 0 else None)
+        shown.set_gid(f"mark-media-{2 * number}")
+        rest.set_gid(f"mark-media-{2 * number + 1}")
+        share = media / (media + text) if media + text else 0.0
+        axes.annotate(f"{share:.1%} media", (media + text, number), xytext=(3, 0), textcoords="offset points",
+                      va="center")
+    axes.set_yticks(range(len(kept)), [_label(label) for label in kept])
+    axes.invert_yaxis()
+    _counts(axes.xaxis)
+    axes.set_xlabel("tokens of the entries that train")
+    axes.legend(loc="lower right", fontsize=8, frameon=False)
     axes.spines[["top", "right"]].set_visible(False)
     return _svg(figure)
 

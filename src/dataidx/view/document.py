@@ -7,6 +7,7 @@ from typing import Any
 
 from ..render import cause_advice, describe_cause
 from .figures import Figures
+from .media_figures import media_document
 from .reasoning import reasoning_document
 
 
@@ -50,6 +51,7 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
                         "entries": entries, "example": {"dataset": dataset, "row": row, "cut": cut, "detail": detail}}
                        for cause, entries, dataset, row, cut, detail in spec.causes],
             "reasoning": reasoning_document(spec.reasoning),
+            "media": media_document(spec.media),
         },
         "plan": None if plan is None else {
             "name": plan.name, "capacity": plan.capacity, "packs": plan.packs, "entries": plan.entries,

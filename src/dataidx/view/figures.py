@@ -105,7 +105,7 @@ def gather(handle: StoreHandle, mixture: str, *, spec: str | None, plan: str | N
     figures.rejects = handle.all("SELECT dataset, row, reason FROM rejects ORDER BY dataset, row LIMIT {mark}", LISTED)
     step()
     if spec is not None:
-        figures.spec = spec_figures(handle, spec, selection)
+        figures.spec = spec_figures(handle, spec, selection, [d["name"] for d in info["datasets"]])
         step()
     if plan_row is not None:
         figures.plan = _plan_figures(handle, plan_row, selection)

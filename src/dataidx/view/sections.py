@@ -74,13 +74,35 @@ def summary(path: str, figures: Figures) -> str:
 
 
 def _media(figures: Figures) -> str:
-    """The media files each dataset's rows name (recorded at build, view ``media``), when any does."""
+    """The media files each dataset's rows name (recorded at build, view ``media``), when any does,
+    and under a processor's spec what its entries' media come to (:mod:`.media_figures`)."""
     named = [(d["name"], d.get("media_files") or 0, d.get("media_bytes") or 0) for d in figures.info["datasets"]]
-    if not any(files for _, files, _ in named):
+    under = _media_under_spec(figures.spec) if figures.spec is not None and figures.spec.media else ""
+    if not any(files for _, files, _ in named) and not under:
         return ""
     return ("<h3 id='media'>Media</h3><p>Distinct media files the rows name, read and hashed at build "
             "(<code>SELECT * FROM media</code> lists them; a fetch refuses one that changed).</p>"
-            "<div class='media'>" + table(["dataset", "media files", "bytes"], named) + "</div>")
+            "<div class='media'>" + table(["dataset", "media files", "bytes"], named) + "</div>" + under)
+
+
+def _media_under_spec(spec: SpecFigures) -> str:
+    """Per dataset, media tokens against text tokens under ``spec``, and what media cost its entries."""
+    rows = spec.media or []
+    chart = charts.media_chart([row.dataset for row in rows], [(row.media_tokens, row.text_tokens) for row in rows])
+    return (f"<h4 id='media-tokens'>Media under spec '{html.escape(spec.name)}'</h4><p>Base entries (not positions) "
+            "of each dataset. Media tokens are the image placeholder tokens of the entries that train, as the "
+            "spec's processor counts them (<code>media_tokens</code> joined through <code>entry_media</code>); text "
+            "tokens are the rest of those entries' tokens (after truncation). Media tokens are counted before "
+            "truncation: where an entry was truncated, the images past its cutoff, which training drops, count "
+            "here too, and its text tokens that much fewer. Failed on media: render errors of cause "
+            "<code>media</code> or <code>placeholders</code>; rejected for media: rows the build left out "
+            "(<code>on_error: skip</code>) for a media file.</p>"
+            + _chart("media", chart, marks=2 * len(rows)) + "<div class='media-spec'>"
+            + table(["dataset", "entries with media", "media blocks", "of them train", "media tokens", "text tokens",
+                     "media share", "truncated, with media", "failed on media", "rows rejected for media"],
+                    [(row.dataset, row.entries, row.blocks, row.training_entries, row.media_tokens, row.text_tokens,
+                      f"{row.media_share:.2%}", row.truncated, row.failed, row.rejected) for row in rows])
+            + "</div>")
 
 
 def mixture_section(figures: Figures) -> str:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..store import Specs, StoreHandle
+from .media_figures import MediaRow, media_rows
 from .positions import Selection
 from .reasoning import reasoning_rows
 
@@ -41,13 +42,16 @@ class SpecFigures:
     #: why base entries (not positions) of the spec do not train, per cause (see dataidx.render.causes)
     causes: list[Specs.CauseRow]
     reasoning: list[tuple]
+    #: per dataset, its media under a processor's spec (:mod:`.media_figures`); None for a text spec
+    media: list[MediaRow] | None = None
 
     @property
     def not_training_positions(self) -> int:
         return sum(reason[2] for reason in self.reasons)
 
 
-def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFigures:
+def spec_figures(handle: StoreHandle, name: str, selection: Selection, datasets: list[str]) -> SpecFigures:
+    """The figures of spec ``name`` over the selection; ``datasets`` in the store's order, for its media rows."""
     found = Specs(handle).get(name)
     spec_id, cutoff = found["id"], found["cutoff"]
     drawn = selection.figures(handle)
@@ -83,4 +87,5 @@ def spec_figures(handle: StoreHandle, name: str, selection: Selection) -> SpecFi
         added_tokens=[(u["dataset"], u["token"], u["entries"]) for u in Specs(handle).added_token_uses(spec_id)],
         causes=Specs(handle).causes(name),
         reasoning=reasoning_rows(handle, selection, spec_id),
+        media=media_rows(handle, found, datasets),
     )

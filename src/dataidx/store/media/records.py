@@ -19,6 +19,22 @@ FILE_COLUMNS = ("id", "kind", "path", "bytes", "mtime_ns", "xxh3_128", "format",
 _ROW_COLUMNS = ("dataset_id", "row", "ordinal", "message", "media_id", "written", "first_entry", "entries")
 _PER_DATASET = ("SELECT used.dataset_id, count(*), sum(f.bytes) FROM (SELECT DISTINCT dataset_id, media_id "
                 "FROM row_media) AS used JOIN media_files AS f ON f.id = used.media_id GROUP BY used.dataset_id")
+#: Per dataset, the base entries holding media under a spec (:meth:`Media.under_spec`): each entry's
+#: blocks and placeholder tokens summed first, then joined to its lengths by id.
+_UNDER_SPEC = """
+SELECT d.name, count(*), sum(x.blocks), sum(CASE WHEN r.status IN ({trains}) THEN 1 ELSE 0 END),
+       sum(CASE WHEN r.status IN ({trains}) THEN x.tokens ELSE 0 END),
+       sum(CASE WHEN r.status = 'truncated' THEN 1 ELSE 0 END)
+FROM (SELECT e.id AS entry_id, m.dataset_id AS dataset_id, count(*) AS blocks, sum(coalesce(t.tokens, 0)) AS tokens
+      FROM row_media AS m
+      JOIN base_entries AS e ON e.id BETWEEN m.first_entry AND m.first_entry + m.entries - 1
+        AND (e.cut IS NULL OR m.message < e.cut)
+      LEFT JOIN media_renders AS t ON t.spec_id = {mark} AND t.media_id = m.media_id
+      GROUP BY e.id, m.dataset_id) AS x
+JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = x.entry_id
+JOIN datasets AS d ON d.id = x.dataset_id
+GROUP BY d.position, d.name ORDER BY d.position
+"""
 
 
 class RowFile(NamedTuple):
@@ -36,6 +52,19 @@ class RowFile(NamedTuple):
     mtime_ns: int
     samples: int | None
     rate: int | None
+
+
+class SpecMedia(NamedTuple):
+    """A dataset's base entries holding media, under one render spec (:meth:`Media.under_spec`):
+    ``media_tokens`` sums the placeholder tokens of the images of those that train, as the spec's
+    processor counts them before truncation."""
+
+    dataset: str
+    entries: int
+    blocks: int
+    training: int
+    media_tokens: int
+    truncated: int
 
 
 class Media:
@@ -59,6 +88,7 @@ class Media:
                  "JOIN media_files AS f ON f.id = m.media_id WHERE m.dataset_id = {mark} AND m.row = {mark} "
                  "ORDER BY m.ordinal")
     RowFile = RowFile
+    SpecMedia = SpecMedia
 
     def __init__(self, store: Access) -> None:
         self.store = access(store)
@@ -93,6 +123,13 @@ class Media:
     def per_dataset(self) -> dict[int, tuple[int, int]]:
         """``dataset id -> (distinct files, their bytes)`` for datasets with media (``dataidx info``)."""
         return {dataset: (files, int(size or 0)) for dataset, files, size in self.store.all(_PER_DATASET)}
+
+    def under_spec(self, spec_id: int) -> list[SpecMedia]:
+        """Per dataset with media, its entries' media under spec ``spec_id`` (``dataidx report``).
+        Here, not over the views: ``entry_media`` names an entry by dataset, row and a cut that may
+        be NULL, which no index joins to ``entry_lengths``; by entry id each is one key lookup."""
+        return [SpecMedia(str(name), *(int(value or 0) for value in counts))
+                for name, *counts in self.store.all(_UNDER_SPEC, spec_id, spec_id)]
 
     def add_files(self, files: Iterable[Sequence[Any]]) -> None:
         """Store distinct media files, each its values of :data:`FILE_COLUMNS` in order."""
