@@ -93,3 +93,59 @@ def demo_entries(name: str) -> list[tuple[int, int | None, dict[str, Any]]]:
     assistant turn, cut as v1's DataEngine cuts it (:func:`v1_cuts`)."""
     return [(row, cut, {**sample, "messages": sample["messages"][:cut]} if cut is not None else sample)
             for row, sample in enumerate(demo_samples(name)) for cut in v1_cuts(sample)]
+
+
+# Qwen2-Audio: Whisper's feature extractor (numpy only, so it runs offline here), the Qwen2
+# tokenizer with the family's three audio tokens, and the processor's own chat template
+# (transformers 5.24, models/qwen2_audio/processing_qwen2_audio.py, default_chat_template: the
+# one Qwen2-Audio-7B-Instruct's processor writes "Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>"
+# with). The audio tokens are Qwen2-Audio's added tokens, special here so data text cannot forge them.
+AUDIO_TOKENS = ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>")
+AUDIO_RATE = 16_000
+
+
+def qwen2_audio_processor() -> Any:
+    """Qwen2-Audio's processor, built offline: Whisper's feature extractor with its defaults."""
+    from transformers import AddedToken, WhisperFeatureExtractor
+    from transformers.models.qwen2_audio.processing_qwen2_audio import Qwen2AudioProcessor
+
+    tokenizer = qwen2_vl_tokenizer()
+    tokenizer.chat_template = None
+    tokenizer.add_tokens([AddedToken(token, special=True, normalized=False) for token in AUDIO_TOKENS],
+                         special_tokens=True)
+    return Qwen2AudioProcessor(feature_extractor=WhisperFeatureExtractor(), tokenizer=tokenizer, chat_template=None)
+
+
+def save_qwen2_audio_folder(folder: Path) -> Path:
+    """A model folder laid out as Qwen2-Audio's: ``preprocessor_config.json`` (Whisper's feature
+    extractor, naming ``Qwen2AudioProcessor``), the tokenizer, and ``chat_template.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    processor = qwen2_audio_processor()
+    processor.feature_extractor.save_pretrained(folder)
+    config = folder / "preprocessor_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "processor_class": "Qwen2AudioProcessor"},
+                                 indent=2))
+    processor.tokenizer.save_pretrained(folder)
+    (folder / "chat_template.json").write_text(json.dumps({"chat_template": processor.chat_template}),
+                                               encoding="utf-8")
+    return folder
+
+
+def write_clip(path: Path, seconds: float, *, rate: int = AUDIO_RATE, channels: int = 1, seed: int = 0) -> Any:
+    """A 16-bit PCM WAV of seeded noise over a tone; returns the mono waveform as v1 loads it
+    (torchaudio's ``load``: samples / 32768, channels averaged)."""
+    import wave
+
+    import numpy as np
+
+    count = int(seconds * rate)
+    rng = np.random.default_rng(seed)
+    tone = np.sin(2 * np.pi * (220 + 40 * seed) * np.arange(count) / rate)[:, None]
+    samples = (8000 * tone + rng.normal(0, 800, size=(count, channels))).clip(-32768, 32767).astype("<i2")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with wave.open(str(path), "wb") as audio:
+        audio.setnchannels(channels)
+        audio.setsampwidth(2)
+        audio.setframerate(rate)
+        audio.writeframes(samples.tobytes())
+    return (samples.astype(np.float32) / 32768.0).mean(axis=1, dtype=np.float32)

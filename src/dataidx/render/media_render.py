@@ -27,7 +27,7 @@ from typing import Any
 from ..convert import SUPERVISED_EPSILON
 from ..errors import RenderError, bounded
 from .chat_text import chat_messages, message_weight, sample_tools
-from .media_families import EntryMedium, MediaCount, MediaUnreadable, media_family
+from .media_families import EntryMedium, MediaCount, MediaFamily, MediaUnreadable, media_family
 from .rendered import IGNORE, Rendered
 from .renderer import Renderer
 from .slow import NOT_A_PREFIX, NOT_A_TURN
@@ -187,18 +187,26 @@ def prove_header_counts(processor: Any, media: Sequence[EntryMedium], *, seed: i
     counts each as its header does (:mod:`.media_families`); a RenderError naming the first that
     differs. What was proven, in words the spec records."""
     family = media_family(processor)
-    items = [medium for medium in media if medium.kind == family.kind]
+    items = [(medium, ours) for medium in media if medium.kind == family.kind
+             and (ours := _counted(family, medium)) is not None]
     chosen = items if len(items) <= sample else random.Random(seed).sample(items, sample)
-    for medium in chosen:
+    for medium, ours in chosen:
         try:
             theirs = family.counted(family.compute([medium.path]))[0]
         except (MediaUnreadable, OSError, ValueError) as exc:
             raise RenderError(f"{medium.path}: the processor cannot read it ({bounded(str(exc), 200)})") from None
-        ours = family.count(medium)
         if theirs != ours:
             raise RenderError(f"{medium.path}: the processor counts {_said(theirs)}, its header "
                               f"{_said(ours)}: lengths cannot be counted from headers with this processor")
     return f"header counts equal to the processor's on {len(chosen)} of {len(items)} {family.kind}s (seed {seed})"
+
+
+def _counted(family: MediaFamily, medium: EntryMedium) -> MediaCount | None:
+    """An item's count from its header; None for one the family refuses (its entries say why)."""
+    try:
+        return family.count(medium)
+    except RenderError:
+        return None
 
 
 def _said(count: MediaCount) -> str:

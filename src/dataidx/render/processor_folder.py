@@ -1,4 +1,5 @@
-"""A Qwen2-VL-style processor from a local model folder, without torchvision (groundwork for issue 53).
+"""A multimodal model folder's processor, loaded offline without torchvision: Qwen2-VL's for
+images, Qwen2-Audio's for audio.
 
 LLaMA-Factory v1 renders a multimodal entry with whatever ``AutoProcessor`` loads from the model
 path. transformers 5.24's ``Qwen2VLProcessor`` cannot be built on a machine without torchvision:
@@ -16,6 +17,10 @@ template from ``chat_template.jinja``, else ``chat_template.json``. A machine wi
 would get from ``AutoProcessor`` in addition the video processor (``Qwen2VLVideoProcessor``) and
 the torchvision image backend; the grids and ids are the same arithmetic, pixel values may
 differ in the last bits of the resampling. Videos are refused here, in one line.
+
+A folder whose settings name a feature extractor is an audio model's: Whisper's feature extractor
+(``WhisperFeatureExtractor``, numpy only) with the tokenizer and template make transformers' own
+``Qwen2AudioProcessor`` (its default chat template when the folder has none, as it does itself).
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ QWEN2_VL_IMAGE_PROCESSORS = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast
 #: ``Qwen2VLProcessor.__init__``'s defaults); the tokenizer must hold both.
 IMAGE_TOKEN, VIDEO_TOKEN = "<|image_pad|>", "<|video_pad|>"
 PREPROCESSOR_CONFIG, PROCESSOR_CONFIG = "preprocessor_config.json", "processor_config.json"
+#: Qwen2-Audio's feature extractor and placeholder tokens (transformers 5.24,
+#: models/qwen2_audio/processing_qwen2_audio.py, ``Qwen2AudioProcessor.__init__``'s defaults).
+WHISPER_FEATURES = "WhisperFeatureExtractor"
+AUDIO_TOKENS = ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>")
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 
@@ -57,7 +66,9 @@ def load_processor(path: str | os.PathLike[str]) -> Any:
     if not location.is_dir():
         raise RenderError(f"{location}: not a folder; give the local model folder that holds "
                           f"{PREPROCESSOR_CONFIG}, the tokenizer and the chat template")
-    config, source = _image_config(location)
+    config, source = _settings_of_processor(location)
+    if config.get("feature_extractor_type") is not None:
+        return _audio_processor(location, config, source)
     kind = config.get("image_processor_type")
     if kind not in QWEN2_VL_IMAGE_PROCESSORS:
         raise RenderError(f"{source}: image_processor_type {kind!r}: only Qwen2-VL's image processor "
@@ -81,10 +92,7 @@ def images_only_processor(image_processor: Any, tokenizer: Any, chat_template: s
                           where: str = "the tokenizer") -> Any:
     """``Qwen2VLProcessor`` without its video slot, so it builds without torchvision: the
     placeholder tokens must be in ``tokenizer`` (``where`` names it in the refusal)."""
-    vocabulary = tokenizer.get_vocab()
-    missing = [token for token in (IMAGE_TOKEN, VIDEO_TOKEN) if token not in vocabulary]
-    if missing:
-        raise RenderError(f"{where} has no {' and no '.join(missing)} token: not a Qwen2-VL-style tokenizer")
+    _require_tokens(tokenizer, (IMAGE_TOKEN, VIDEO_TOKEN), where, "a Qwen2-VL-style tokenizer")
     return _processor_class()(image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template)
 
 
@@ -116,16 +124,49 @@ def _processor_class() -> type:
     return ImagesOnlyQwen2VLProcessor
 
 
-def _image_config(location: Path) -> tuple[dict[str, Any], Path]:
-    """The image processor's settings and the file they are in."""
+def _audio_processor(location: Path, config: dict[str, Any], source: Path) -> Any:
+    """Qwen2-Audio's processor (Whisper's feature extractor, the tokenizer, the chat template,
+    else the processor's own default, as ``Qwen2AudioProcessor`` takes none): numpy only."""
+    kind = config.get("feature_extractor_type")
+    if kind != WHISPER_FEATURES:
+        raise RenderError(f"{source}: feature_extractor_type {kind!r}: only Whisper's feature extractor "
+                          f"({WHISPER_FEATURES}, Qwen2-Audio's) renders audio here")
+    for name in ("sampling_rate", "hop_length", "n_samples", "chunk_length"):  # what the counts depend on
+        value = config.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise RenderError(f"{source}: feature extractor {name} {value!r}: not a positive integer")
+    settings = {key: value for key, value in config.items() if key not in ("feature_extractor_type", "processor_class")}
+    whisper = importlib.import_module("transformers.models.whisper.feature_extraction_whisper")
+    try:
+        extractor = whisper.WhisperFeatureExtractor(**settings)
+    except Exception as exc:  # transformers raises many kinds for settings it cannot use
+        raise RenderError(f"{source}: cannot build Whisper's feature extractor from it: {_first_line(exc)}") from None
+    tokenizer = load_tokenizer(location)
+    _require_tokens(tokenizer, AUDIO_TOKENS, f"{location}: the tokenizer", "a Qwen2-Audio-style tokenizer")
+    processing = importlib.import_module("transformers.models.qwen2_audio.processing_qwen2_audio")
+    return processing.Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer,
+                                          chat_template=_chat_template(location))
+
+
+def _require_tokens(tokenizer: Any, tokens: tuple[str, ...], where: str, what: str) -> None:
+    vocabulary = tokenizer.get_vocab()
+    missing = [token for token in tokens if token not in vocabulary]
+    if missing:
+        raise RenderError(f"{where} has no {' and no '.join(missing)} token: not {what}")
+
+
+def _settings_of_processor(location: Path) -> tuple[dict[str, Any], Path]:
+    """The image processor's (or feature extractor's) settings and the file they are in."""
     path = location / PREPROCESSOR_CONFIG
     if os.path.lexists(path):
         config = _settings(path)
     elif os.path.lexists(location / PROCESSOR_CONFIG):
         path = location / PROCESSOR_CONFIG
-        config = _settings(path).get("image_processor")
+        found = _settings(path)
+        config = found.get("image_processor") or found.get("feature_extractor")
         if not isinstance(config, dict):
-            raise RenderError(f"{path}: no image_processor object in it (nor a {PREPROCESSOR_CONFIG} beside it)")
+            raise RenderError(f"{path}: no image_processor or feature_extractor object in it (nor a "
+                              f"{PREPROCESSOR_CONFIG} beside it)")
     else:
         raise RenderError(f"{location}: no {PREPROCESSOR_CONFIG} (nor {PROCESSOR_CONFIG}): the folder holds no "
                           "image processor; give a multimodal model's folder")
