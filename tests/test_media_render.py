@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -375,3 +376,29 @@ def test_info_says_a_spec_renders_media_with_its_processor(demos: tuple[Path, Pa
     described = json.loads(CliRunner().invoke(cli, ["info", str(store), "--json"]).output)
     assert [spec["template"] for spec in described["render_specs"]] == ["processor", "processor"]
     assert described["render_specs"][0]["media_proof"].startswith("header counts equal")
+
+
+def test_the_documented_recipe_runs_and_batches_what_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/rendering.md's Media recipe, as written, from a folder holding the repository's data/
+    (its bash lines through the CLI, then its Python)."""
+    import re
+
+    from .helpers import REPO
+
+    shutil.copytree(REPO / "data", tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    page = (REPO / "docs" / "rendering.md").read_text(encoding="utf-8")
+    section = page[page.index("## Media"):page.index("## Render specs")]
+    shell, python = (re.search(rf"```{fence}\n(.*?)```", section, re.S).group(1) for fence in ("bash", "python"))
+    for line in shell.strip().splitlines():
+        arguments = shlex.split(line)
+        assert arguments[0] == "dataidx"
+        result = CliRunner().invoke(cli, arguments[1:])
+        assert result.exit_code == 0, (line, result.output)
+    assert "red_square.png" in result.output and "blue_bars.png" in result.output
+    names: dict[str, Any] = {}
+    exec(compile(python, "docs/rendering.md", "exec"), names)  # the page's own recipe
+    batch = names["batch"]
+    assert batch["pixel_values"].shape[0] == int(batch["image_grid_thw"].prod(dim=1).sum())
+    assert batch["position_ids"].shape == (4, 3, batch["input_ids"].shape[1])
+    assert batch["mm_token_type_ids"].sum() == int(batch["image_grid_thw"].prod(dim=1).sum()) // 4
