@@ -402,3 +402,32 @@ def test_the_documented_recipe_runs_and_batches_what_it_says(tmp_path: Path, mon
     assert batch["pixel_values"].shape[0] == int(batch["image_grid_thw"].prod(dim=1).sum())
     assert batch["position_ids"].shape == (4, 3, batch["input_ids"].shape[1])
     assert batch["mm_token_type_ids"].sum() == int(batch["image_grid_thw"].prod(dim=1).sum()) // 4
+
+
+def test_a_token_budget_counts_media_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mixture drawn by tokens under a processor's spec counts each image's placeholder tokens:
+    the budget takes fewer entries than under a text spec (which counts an image as its
+    ``<image>`` text), and what it draws is counted with them."""
+    from .helpers import REPO
+
+    shutil.copytree(REPO / "data", tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["build", "data/demo_media.yaml", "-o", "m.db"]).exit_code == 0
+    for spec, folder in (("media", "data/demo_vl_model"), ("text", "data/demo_tokenizer")):
+        result = runner.invoke(cli, ["render", "m.db", "--tokenizer", folder, "--cutoff", "1024", "--name", spec])
+        assert result.exit_code == 0, result.output
+    write_yaml(tmp_path / "budget.yaml", "demo_media:\n  path: data/demo_media/conversations.jsonl\n  source: local\n"
+                                         "  tokens: 300\n")
+    drawn = {}
+    for spec in ("media", "text"):
+        result = runner.invoke(cli, ["mix", "m.db", "budget.yaml", "--name", f"by_{spec}", "--spec", spec])
+        assert result.exit_code == 0, result.output
+        drawn[spec] = run_query(tmp_path / "m.db", "SELECT epoch, entries, tokens FROM token_composition "
+                                                   f"WHERE mixture = 'by_{spec}'")[1][0]
+    lengths = run_query(tmp_path / "m.db", "SELECT spec, sum(tokens) FROM entry_lengths GROUP BY spec ORDER BY spec")[1]
+    media_tokens = run_query(tmp_path / "m.db", "SELECT sum(t.tokens) FROM entry_media AS m JOIN media_tokens AS t "
+                                                "ON t.media_id = m.media_id AND t.spec = 'media'")[1][0][0]
+    assert lengths == [("media", 399), ("text", 271)] and media_tokens == 62  # 4 images' runs, 6 entries
+    assert drawn["media"][1:] == (4, 276)  # 300 tokens hold 4 of the 6 entries with their images
+    assert drawn["text"][1] > 6  # as text, the 6 entries are 271 tokens: the budget repeats them
