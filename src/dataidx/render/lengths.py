@@ -25,12 +25,14 @@ from .media_families import EntryMedium, medium
 from .media_render import MediaRenderer, prove_header_counts
 from .passes import RangeRendered, RenderPass, entry_ranges, run_passes
 from .processor_folder import holds_processor, load_processor
+from .renderer import Renderer
 from .replacing import refuse_to_replace
 from .request import RenderRequest
 from .spec import RenderSpec, make_spec
 from .spool import RenderedRows
 from .token_pass import TokenSink, add_tokens
 from .tokenizer_folder import load_tokenizer
+from .tokens import word_dtype
 
 #: Base entries in one range of a render: one task for a worker process.
 ENTRIES_PER_RENDER_CHUNK = 2_000
@@ -80,67 +82,108 @@ def render_store(request: RenderRequest, *, progress: CountProgress | None = Non
         render_store(RenderRequest("demo.db", "models/tiny", cutoff=4096, template="chatml", truncation="right"))
     """
     started = time.perf_counter()
-    store, name = request.store, request.name
-    with EntryReader(store) as reader:
-        recorded = Media(reader.handle).recorded()
-        processor = load_processor(request.tokenizer) if recorded and holds_processor(request.tokenizer) else None
-        if processor is not None and tokenizer_object is not None:
-            processor.tokenizer = tokenizer_object
-        elif processor is not None:
-            tokenizer_object = processor.tokenizer
-        elif tokenizer_object is None:
-            tokenizer_object = load_tokenizer(request.tokenizer, trust_remote_code=request.trust_remote_code)
-        stored = _stored(reader.handle, name)
-        # A clock-reading template renders at the time the spec first did, unless the user sets one.
-        spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=request.tokenizer, template=request.template,
-                                   cutoff=request.cutoff, truncation=request.truncation,
-                                   clock=request.clock if request.clock is not None else stored.clock,
-                                   escapes=request.escapes, trust_remote_code=request.trust_remote_code,
-                                   processor=processor)
-        first, last = stored.first, stored.last
-        reused = stored.fingerprint == spec.fingerprint
-        if stored.fingerprint is not None and not reused and not request.replace:
-            refuse_to_replace(reader.handle, store, spec, stored.tokens)
-        if reused:
-            if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
-                with rewriting(store) as connection:
-                    Specs(connection).move_tokenizer(name, spec.tokenizer_path)
-            if not request.store_tokens or stored.tokens is not None:
-                return RenderSummary(spec=spec, entries=last - first + 1, kept=stored.training_entries,
-                                     counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
-                                     causes=stored.causes, tokens=stored.tokens)
+    with EntryReader(request.store) as reader:
+        setup = prepare(request, reader, tokenizer_object)
+        if setup.done is not None:
+            return setup.done
         jobs = max(1, request.jobs or os.cpu_count() or 1)
-        ranges = entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK)
-        sink = (TokenSink(store, spec.fingerprint, len(tokenizer_object), request.tokens_dir)
-                if request.store_tokens else None)
-        media = None
-        if processor is not None:
-            media = MediaRenderer(processor, renderer)
-            if not reused:  # decode a sample of the images: header counts must be the processor's
-                spec = replace(spec, media_proof=prove_header_counts(processor, _placed(recorded, reader.path)))
-        work = RenderPass(reader, renderer, sink.dtype if sink is not None else None, media)
-        with RenderedRows() as rendered, sink or nullcontext():
-            for rows, uses, tokens in _progressed(run_passes(work, ranges, jobs), last - first + 1, progress):
-                rendered.add(rows, sink.place(tokens, [row[0] for row in rows]) if sink is not None else None)
-                rendered.added_uses.update(uses)
-            if reused:
-                assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
-                return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
-                                     sink=sink, started=started)
-            summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink,
-                             media=media_counts(media, recorded) if media is not None else [])
-            summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
-        summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
-                                sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
-        return summary
+        ranges = entry_ranges(setup.stored.first, setup.stored.last + 1, ENTRIES_PER_RENDER_CHUNK)
+        passes = run_passes(setup.work(reader, request.store_tokens), ranges, jobs)
+        return store_rendered(request, reader, setup, passes, progress=progress, started=started)
 
 
-def _progressed(passes: Generator[RangeRendered, None, None], total: int, progress: CountProgress | None
+@dataclass(kw_only=True)
+class Setup:
+    """What a render of a request holds before any entry is rendered: the stored spec of its name,
+    the new spec and its renderers, and whether there is anything to render (``done`` is the
+    summary when the same spec is stored already). Shared by a render, a shard and a merge."""
+
+    stored: _Stored
+    spec: RenderSpec
+    renderer: Renderer
+    vocabulary: int
+    media: MediaRenderer | None = None
+    recorded: list[Media.RowFile] = field(default_factory=list)
+    reused: bool = False
+    done: RenderSummary | None = None
+
+    def work(self, reader: EntryReader, store_tokens: bool) -> RenderPass:
+        """The pass that renders ranges of entries, with their words when tokens are stored."""
+        return RenderPass(reader, self.renderer, word_dtype(self.vocabulary) if store_tokens else None, self.media)
+
+
+def prepare(request: RenderRequest, reader: EntryReader, tokenizer_object: Any = None, *,
+            proof: bool = True) -> Setup:
+    """Load the tokenizer (and the folder's processor, for a store with media), make the spec and
+    check it may replace the one stored under its name. ``proof``: decode a sample of the media to
+    prove header counts (a shard leaves that to the merge)."""
+    started = time.perf_counter()
+    store, name = request.store, request.name
+    recorded = Media(reader.handle).recorded()
+    processor = load_processor(request.tokenizer) if recorded and holds_processor(request.tokenizer) else None
+    if processor is not None and tokenizer_object is not None:
+        processor.tokenizer = tokenizer_object
+    elif processor is not None:
+        tokenizer_object = processor.tokenizer
+    elif tokenizer_object is None:
+        tokenizer_object = load_tokenizer(request.tokenizer, trust_remote_code=request.trust_remote_code)
+    stored = _stored(reader.handle, name)
+    # A clock-reading template renders at the time the spec first did, unless the user sets one.
+    spec, renderer = make_spec(name, tokenizer_object, tokenizer_path=request.tokenizer, template=request.template,
+                               cutoff=request.cutoff, truncation=request.truncation,
+                               clock=request.clock if request.clock is not None else stored.clock,
+                               escapes=request.escapes, trust_remote_code=request.trust_remote_code,
+                               processor=processor)
+    reused = stored.fingerprint == spec.fingerprint
+    if stored.fingerprint is not None and not reused and not request.replace:
+        refuse_to_replace(reader.handle, store, spec, stored.tokens)
+    setup = Setup(stored=stored, spec=spec, renderer=renderer, vocabulary=len(tokenizer_object), recorded=recorded,
+                  reused=reused)
+    if reused:
+        if stored.tokenizer != spec.tokenizer_path:  # same tokenizer, moved: readers load it from here now
+            with rewriting(store) as connection:
+                Specs(connection).move_tokenizer(name, spec.tokenizer_path)
+        if not request.store_tokens or stored.tokens is not None:
+            setup.done = RenderSummary(spec=spec, entries=stored.last - stored.first + 1, kept=stored.training_entries,
+                                       counts=stored.counts, seconds=time.perf_counter() - started, reused=True,
+                                       causes=stored.causes, tokens=stored.tokens)
+            return setup
+    if processor is not None:
+        setup.media = MediaRenderer(processor, renderer)
+        if not reused and proof:  # decode a sample of the media: header counts must be the processor's
+            setup.spec = replace(spec, media_proof=prove_header_counts(processor, _placed(recorded, reader.path)))
+    return setup
+
+
+def store_rendered(request: RenderRequest, reader: EntryReader, setup: Setup, passes: Iterator[RangeRendered], *,
+                   progress: CountProgress | None, started: float) -> RenderSummary:
+    """Keep what ``passes`` rendered (every base entry, in id order: a serial render's ranges, or
+    the parts of a sharded one) and write it as the spec, in one write."""
+    store, stored, spec = request.store, setup.stored, setup.spec
+    sink = (TokenSink(store, spec.fingerprint, setup.vocabulary, request.tokens_dir)
+            if request.store_tokens else None)
+    with RenderedRows() as rendered, sink or nullcontext():
+        for rows, uses, tokens in _progressed(passes, stored.last - stored.first + 1, progress):
+            rendered.add(rows, sink.place(tokens, [row[0] for row in rows]) if sink is not None else None)
+            rendered.added_uses.update(uses)
+        if setup.reused:
+            assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
+            return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
+                                 sink=sink, started=started)
+        summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink,
+                         media=media_counts(setup.media, setup.recorded) if setup.media is not None else [])
+        summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
+    summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
+                            sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
+    return summary
+
+
+def _progressed(passes: Iterator[RangeRendered], total: int, progress: CountProgress | None
                 ) -> Iterator[RangeRendered]:
     """``passes`` as they come, telling ``progress`` how many entries are rendered after each;
     closing it closes ``passes`` (which cancels the ranges not yet begun)."""
     done = 0
-    with closing(passes):
+    with closing(passes) if isinstance(passes, Generator) else nullcontext():
         for rendered in passes:
             yield rendered
             done += len(rendered.rows)

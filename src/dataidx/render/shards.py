@@ -1,0 +1,204 @@
+"""Rendering in shards, on this machine's processes or anywhere a store and a folder are shared,
+and the merge that stores them as one serial render would.
+
+``dataidx render ... --shard R/N --parts DIR`` renders shard ``R`` of ``N`` (a contiguous range of
+the base entries' ids, :func:`shard_range`) into a part (:mod:`.parts`) without writing the
+store: it reads only its range's rows. A shard whose manifest is there and checks is skipped, so
+running every shard's command again after a failure renders only the shards that did not finish.
+``dataidx merge STORE DIR`` checks that the parts cover the spec's base entries exactly once,
+under one fingerprint and build, each file as its manifest says, then keeps them through the path
+a serial render keeps its ranges (:func:`~.lengths.store_rendered`) and writes them in one write.
+Rows, summaries and the token file are then a serial render's, whatever ``N``: the rows are the
+same pure function of each entry, and every summary is computed from them in the write.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import RenderError
+from ..progress import CountProgress
+from ..read import EntryReader
+from .lengths import ENTRIES_PER_RENDER_CHUNK, RenderSummary, prepare, store_rendered
+from .parts import Manifest, PartWriter, check_files, part_name, read_manifest, read_part
+from .passes import RangeRendered, entry_ranges, run_passes
+from .request import RenderRequest
+
+#: The request's fields that do not change what is rendered (a shard may run with other ones).
+_NOT_RENDERED = ("jobs",)
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """What ``--shard R/N`` did: rendered its part, or found it done and skipped it."""
+
+    shard: int
+    shards: int
+    first: int
+    last: int
+    skipped: bool
+    seconds: float
+    manifest: Path
+
+    @property
+    def entries(self) -> int:
+        return self.last - self.first + 1
+
+
+def shard_range(first: int, last: int, shard: int, shards: int) -> tuple[int, int]:
+    """Base entries ``[start, end]`` of shard ``shard`` of ``shards`` over entries ``first..last``:
+    contiguous, as even as whole entries allow, together each entry exactly once."""
+    if not 0 <= shard < shards:
+        raise RenderError(f"shard {shard}/{shards}: a shard is numbered from 0 to {shards - 1}")
+    total = last - first + 1
+    return first + total * shard // shards, first + total * (shard + 1) // shards - 1
+
+
+def request_record(request: RenderRequest) -> dict[str, Any]:
+    """What a manifest records of the request: everything that decides what is rendered."""
+    return {key: (os.fspath(value) if isinstance(value, os.PathLike) else value)
+            for key, value in asdict(request).items() if key not in _NOT_RENDERED}
+
+
+def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | os.PathLike[str], *,
+                 progress: CountProgress | None = None, tokenizer_object: Any = None) -> ShardOutcome:
+    """Render shard ``shard`` of ``shards`` of ``request`` into folder ``parts``; the store is read,
+    never written. Skipped when its part is already there and checks."""
+    started = time.perf_counter()
+    folder = Path(parts)
+    with EntryReader(request.store) as reader:
+        setup = prepare(request, reader, tokenizer_object, proof=False)
+        if setup.done is not None:
+            raise RenderError(f"spec '{request.name}' is stored in {request.store} rendered this way already: there is "
+                              "nothing to render in shards")
+        first, last = shard_range(setup.stored.first, setup.stored.last, shard, shards)
+        build = _build_digest(reader)
+        manifest_path = folder / f"{part_name(shard, shards)}.json"
+        if _finished(manifest_path, setup.spec.fingerprint, build, first, last):
+            return ShardOutcome(shard, shards, first, last, True, time.perf_counter() - started, manifest_path)
+        work = setup.work(reader, request.store_tokens)
+        jobs = max(1, request.jobs or 1)
+        with PartWriter(folder, shard, shards, work.words) as writer:
+            done = 0
+            for rendered in run_passes(work, entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK), jobs):
+                writer.add(rendered)
+                done += len(rendered.rows)
+                if progress is not None:
+                    progress(done, last - first + 1)
+            writer.finish({"shard": shard, "shards": shards, "first": first, "last": last,
+                           "fingerprint": setup.spec.fingerprint, "build": build, "version": __version__,
+                           "request": request_record(request)})
+    return ShardOutcome(shard, shards, first, last, False, time.perf_counter() - started, manifest_path)
+
+
+def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
+                progress: CountProgress | None = None, tokenizer_object: Any = None) -> RenderSummary:
+    """Store the parts in folder ``parts`` as their spec, in one write, equal to a serial render;
+    refused in one line, the store untouched, unless they are exactly its base entries' parts."""
+    started = time.perf_counter()
+    manifests = _manifests(Path(parts))
+    request = RenderRequest(**{**manifests[0].request, "store": store})
+    with EntryReader(store) as reader:
+        setup = prepare(request, reader, tokenizer_object)
+        if setup.done is not None:
+            return setup.done
+        _check_cover(manifests, setup.stored.first, setup.stored.last, _build_digest(reader), setup.spec.fingerprint)
+        for manifest in manifests:
+            check_files(manifest)
+        return store_rendered(request, reader, setup, _parts(manifests), progress=progress, started=started)
+
+
+def render_in_shards(request: RenderRequest, shards: int, parts: str | os.PathLike[str], *,
+                     processes: int | None = None, progress: CountProgress | None = None) -> RenderSummary:
+    """The local runner: every shard in processes of this machine (``processes``, default all
+    cores; a shard's part done already is skipped), then the merge."""
+    workers = max(1, min(shards, processes or os.cpu_count() or 1))
+    one = replace(request, jobs=1)
+    if workers == 1:
+        for shard in range(shards):
+            render_shard(one, shard, shards, parts)
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+            for outcome in pool.map(_render_one, [(one, shard, shards, os.fspath(parts)) for shard in range(shards)]):
+                del outcome  # each raises here if it failed; the merge below reads what they wrote
+    return merge_parts(request.store, parts, progress=progress)
+
+
+def _render_one(task: tuple[RenderRequest, int, int, str]) -> ShardOutcome:
+    request, shard, shards, parts = task
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # a process per core fills the cores
+    return render_shard(request, shard, shards, parts)
+
+
+def _finished(path: Path, fingerprint: str, build: str, first: int, last: int) -> bool:
+    """Whether the part at ``path`` is complete for this shard: a manifest of this spec, build and
+    range whose files check. Any other part there is rendered again (and replaced)."""
+    if not path.exists():
+        return False
+    try:
+        manifest = read_manifest(path)
+        if (manifest.fingerprint, manifest.build, manifest.first, manifest.last) != (fingerprint, build, first, last):
+            return False
+        check_files(manifest)
+    except RenderError:
+        return False
+    return True
+
+
+def _manifests(folder: Path) -> list[Manifest]:
+    """The folder's manifests, one per shard of one layout, in shard order."""
+    if not folder.is_dir():
+        raise RenderError(f"{folder}: not a folder of render parts")
+    found = [read_manifest(path) for path in sorted(folder.glob("shard-*-of-*.json"))]
+    if not found:
+        raise RenderError(f"{folder}: holds no render part (shard-R-of-N.json); render the shards first")
+    shards = found[0].shards
+    for manifest in found:
+        if manifest.shards != shards:
+            raise RenderError(f"{manifest.path}: a part of {manifest.shards} shards beside parts of {shards}: parts of "
+                              "two renders in one folder")
+        if (manifest.fingerprint, manifest.request) != (found[0].fingerprint, found[0].request):
+            raise RenderError(f"{manifest.path}: a part of another spec than {found[0].path.name}'s (another "
+                              "tokenizer, template, cutoff or request)")
+    numbers = [manifest.shard for manifest in found]
+    repeated = sorted({n for n in numbers if numbers.count(n) > 1})
+    if repeated:
+        raise RenderError(f"{folder}: two parts cover shard {repeated[0]} of {shards}")
+    missing = sorted(set(range(shards)) - set(numbers))
+    if missing:
+        raise RenderError(f"{folder}: shard {missing[0]} of {shards} is missing ({len(missing)} of {shards} are): "
+                          f"render it with --shard {missing[0]}/{shards}")
+    return sorted(found, key=lambda manifest: manifest.shard)
+
+
+def _check_cover(manifests: list[Manifest], first: int, last: int, build: str, fingerprint: str) -> None:
+    """The parts are this store's build's, this spec's, and cover its base entries exactly once."""
+    for manifest in manifests:
+        if manifest.build != build:
+            raise RenderError(f"{manifest.path}: a part of another build of the store (rebuilt since it was "
+                              "rendered); render the shards again")
+        if manifest.fingerprint != fingerprint:
+            raise RenderError(f"{manifest.path}: rendered under fingerprint {manifest.fingerprint[:12]}, and the "
+                              f"request gives {fingerprint[:12]} here now (the tokenizer or dataidx changed); render "
+                              "the shards again")
+        wanted = shard_range(first, last, manifest.shard, manifest.shards)
+        if (manifest.first, manifest.last) != wanted:
+            raise RenderError(f"{manifest.path}: covers base entries {manifest.first}..{manifest.last}, and shard "
+                              f"{manifest.shard} of {manifest.shards} is {wanted[0]}..{wanted[1]} of this store")
+
+
+def _parts(manifests: list[Manifest]) -> Iterator[RangeRendered]:
+    for manifest in manifests:
+        yield from read_part(manifest)
+
+
+def _build_digest(reader: EntryReader) -> str:
+    return next(digest for kind, _, digest in reader.identity.parts if kind == "build")
