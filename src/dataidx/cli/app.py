@@ -23,6 +23,7 @@ from . import (
     order_commands,
     read_commands,
     render_commands,
+    shard_commands,
     verify_commands,
     view_commands,
     write_commands,
@@ -80,7 +81,7 @@ def cli(plugin_modules: tuple[str, ...]) -> None:
         load_plugin_modules(list(plugin_modules))
 
 
-for _command in (*write_commands.COMMANDS, *render_commands.COMMANDS, *read_commands.COMMANDS,
+for _command in (*write_commands.COMMANDS, *render_commands.COMMANDS, *shard_commands.COMMANDS, *read_commands.COMMANDS,
                  *verify_commands.COMMANDS, *export_commands.COMMANDS, *view_commands.COMMANDS,
                  *order_commands.COMMANDS):
     cli.add_command(_command)

@@ -8,9 +8,11 @@ from typing import Any
 
 import click
 
-from ..render import RenderRequest, cause_advice, describe_cause
+from ..render import RenderRequest
 from ..spec import DEFAULT_SEED
-from .common import ProgressLine, added_tokens_note, echo, merged_and_kept, render_text, shown, steps_line, trust_option
+from .common import ProgressLine, echo, merged_and_kept, shown, steps_line, trust_option
+from .render_report import report_render
+from .shard_commands import render_one_shard
 
 #: --trust-remote-code as render and build say it.
 RENDER_TRUST = ("Load a tokenizer that is a class of its folder's own code (auto_map in tokenizer_config.json), "
@@ -41,10 +43,23 @@ RENDER_TRUST = ("Load a tokenizer that is a class of its folder's own code (auto
 @click.option("--replace", is_flag=True, help="Render a spec stored rendered another way again even if packing plans, "
               "stored tokens or token-budget mixtures were made from its lengths (plans and tokens are deleted).")
 @trust_option(RENDER_TRUST)
+@click.option("--shard", metavar="R/N", help="Render only shard R of N (0 <= R < N: a contiguous range of the base "
+              "entries) into a part in --parts, without writing the store; a part already done is skipped. Then "
+              "dataidx merge STORE PARTS.")
+@click.option("--shards", type=click.IntRange(min=1), metavar="N", help="Render in N shards on --runner, then merge "
+              "them: the store is as a serial render leaves it.")
+@click.option("--runner", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="With --shards: this machine's processes (--jobs of them), or Ray tasks (a local cluster, or "
+              "--address).")
+@click.option("--address", help="With --runner ray: the cluster to join (ray.init's address) [default: start a local "
+              "one].")
+@click.option("--parts", type=click.Path(file_okay=False), help="Folder of the shards' parts (shared storage for "
+              "machines) [with --shards, default: STORE.parts beside a store file, removed once merged].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (a warning still shows).")
 def render(store: str, tokenizer: str, template: str | None, cutoff: int, truncation: str, name: str,
            jobs: int | None, clock: str | None, escapes: str, store_tokens: bool, tokens_dir: str | None,
-           replace: bool, trust_remote_code: bool, quiet: bool) -> None:
+           replace: bool, trust_remote_code: bool, shard: str | None, shards: int | None, runner: str,
+           address: str | None, parts: str | None, quiet: bool) -> None:
     """Render every base entry of STORE and record its token lengths and status under a spec.
 
     Statuses: ok, truncated, too_long, no_supervision, render_error; only ok and truncated train,
@@ -68,56 +83,41 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
         dataidx render demo.db --tokenizer models/tiny --template chatml --cutoff 2048 --replace
         dataidx render demo.db --tokenizer models/custom --cutoff 4096 --trust-remote-code --name custom
         dataidx query demo.db "SELECT dataset, status, count(*) FROM entry_lengths GROUP BY 1, 2"
+        dataidx render demo.db --tokenizer models/tiny --cutoff 1024 --shards 8 --runner ray
+        dataidx render demo.db --tokenizer models/tiny --cutoff 1024 --shard 3/8 --parts /shared/parts
+        dataidx merge demo.db /shared/parts
     """
-    render_into(RenderRequest(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
-                              jobs=jobs, clock=clock, escapes=escapes, store_tokens=store_tokens,
-                              tokens_dir=tokens_dir, replace=replace, trust_remote_code=trust_remote_code),
-                quiet=quiet)
+    request = RenderRequest(store, tokenizer, cutoff=cutoff, template=template, truncation=truncation, name=name,
+                            jobs=jobs, clock=clock, escapes=escapes, store_tokens=store_tokens,
+                            tokens_dir=tokens_dir, replace=replace, trust_remote_code=trust_remote_code)
+    if shard is not None:
+        if shards is not None or parts is None:
+            raise click.UsageError("--shard R/N renders one shard into --parts DIR (and takes no --shards)")
+        render_one_shard(request, shard, parts, quiet=quiet)
+    elif shards is not None:
+        render_into(request, quiet=quiet, sharded=(shards, runner, address, parts))
+    else:
+        if address is not None or parts is not None:
+            raise click.UsageError("--parts and --address go with --shards (or --parts with --shard)")
+        render_into(request, quiet=quiet)
 
 
-def render_into(request: RenderRequest, *, quiet: bool) -> None:
-    """``dataidx render`` (and ``build --tokenizer``): render, then say what was stored, and last,
-    even with ``quiet``, a warning when most entries will not train."""
+def render_into(request: RenderRequest, *, quiet: bool,
+                sharded: tuple[int, str, str | None, str | None] | None = None) -> None:
+    """``dataidx render`` (and ``build --tokenizer``): render (``sharded``: in shards on a
+    runner, then merged), then say what was stored, and last, even with ``quiet``, a warning when
+    most entries will not train."""
     from ..render import render_store
 
-    summary = render_store(request, progress=ProgressLine("rendered entries", quiet))
-    store, name = str(request.store), request.name
-    if not quiet:
-        _said(store, name, summary)
-    if summary.kept * 2 < summary.entries:
-        echo(few_train_warning(name, summary), err=True)
+    if sharded is None:
+        summary = render_store(request, progress=ProgressLine("rendered entries", quiet))
+    else:
+        from ..render import run_shards
 
-
-def _said(store: str, name: str, summary: Any) -> None:
-    """What a render stored, in a few lines."""
-    if summary.tokens_added:
-        echo(f"stored the tokens of spec '{name}' in {shown(store)}, its lengths unchanged: "
-             f"{tokens_line(summary)}", err=True)
-        return
-    echo(render_text(name, summary), err=True)
-    if summary.tokens is not None and not summary.reused:
-        echo(f"stored tokens: {tokens_line(summary)}", err=True)
-    if summary.reused:
-        echo(f"spec '{name}' is up to date in {shown(store)} ({summary.entries} entries, {summary.kept} train)",
-             err=True)
-        return
-    plans = summary.plans_removed
-    gone = [f"{plans} packing plan{'s' if plans != 1 else ''} made with its old lengths"] if plans else []
-    gone += [f"its stored tokens ({summary.tokens_replaced})"] if summary.tokens_replaced else []
-    removed = f"; removed {' and '.join(gone)}" if gone else ""
-    echo(f"rendered {summary.entries} entries of {shown(store)} as spec '{name}' ({summary.kept} train) "
-               f"in {summary.seconds:.2f} s{removed}", err=True)
-    if summary.spec.clock is not None:
-        echo(f"the template reads the date: rendered at {summary.spec.clock}, as every later render and reader of "
-             f"spec '{name}' will be (--clock sets another)", err=True)
-    if summary.added_tokens:
-        echo(added_tokens_note(summary.added_tokens), err=True)
-    if summary.stale_mixtures:
-        names = ", ".join(f"'{mixture}'" for mixture in summary.stale_mixtures)
-        names = f"mixture {names} was" if len(summary.stale_mixtures) == 1 else f"mixtures {names} were"
-        echo(f"note: {names} drawn by token budgets under the old lengths of spec '{name}' and are "
-             f"refused until drawn again: dataidx remove-mixture {shown(store)} NAME, then dataidx mix {shown(store)} "
-             f"CONFIG --name NAME --spec {name}", err=True)
+        shards, runner, address, parts = sharded
+        summary = run_shards(request, shards, runner=runner, address=address, parts=parts,
+                             progress=ProgressLine("shards done", quiet), merged=ProgressLine("merged entries", quiet))
+    report_render(str(request.store), request.name, summary, quiet=quiet)
 
 
 @click.command()
@@ -207,28 +207,6 @@ def remove_plan(store: str, name: str) -> None:
 
 
 COMMANDS = [render, pack, remove_spec, remove_plan]
-
-
-def few_train_warning(name: str, summary: Any) -> str:
-    """The warning of a render where most entries will not train (said last, even with -q): how
-    many will, and the commonest reason the others will not, with what to change."""
-    spec = summary.spec
-    line = (f"warning: only {summary.kept:,} of {summary.entries:,} entries will train under spec '{name}' "
-            f"(--cutoff {spec.cutoff}, --truncation {spec.truncation})")
-    if summary.causes:
-        cause, entries = max(((found[0], found[1]) for found in summary.causes), key=lambda found: found[1])
-        meaning = describe_cause(cause)
-        advice = ("raise --cutoff, or keep their start with --truncation right" if meaning.whose == "cutoff"
-                  else cause_advice(cause) or "see why above (dataidx info says it again)")
-        line += f"; the commonest reason: {meaning.words} ({entries:,} entries): {advice}"
-    return line
-
-
-def tokens_line(summary: Any) -> str:
-    """The token file of a render summary, in one line."""
-    tokens = summary.tokens
-    return (f"{tokens.tokens:,} tokens of {tokens.entries:,} entries in {tokens.file} "
-            f"({tokens.bytes / max(tokens.tokens, 1):.2f} bytes per token, {tokens.word_bytes * 8}-bit words)")
 
 
 def merge_lines(summary: Any) -> list[str]:

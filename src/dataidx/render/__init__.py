@@ -30,10 +30,14 @@ if TYPE_CHECKING:
     from .renderer import STATUSES as STATUSES
     from .renderer import Renderer as Renderer
     from .request import RenderRequest as RenderRequest
+    from .runners import run_shards as run_shards
     from .served import RenderedMixture as RenderedMixture
     from .served import open_spec as open_spec
     from .served import render_positions as render_positions
     from .served import rendered_position as rendered_position
+    from .shards import merge_parts as merge_parts
+    from .shards import parse_shard as parse_shard
+    from .shards import render_shard as render_shard
     from .spec import RenderSpec as RenderSpec
     from .spec import StoredSpec as StoredSpec
     from .spec import read_spec as read_spec
@@ -80,6 +84,10 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "template_problems": ".provenance",
     "remote_code_specs": ".provenance",
     "MediaServing": ".media_features",
+    "run_shards": ".runners",
+    "merge_parts": ".shards",
+    "parse_shard": ".shards",
+    "render_shard": ".shards",
     "RenderedMixture": ".served",
     "open_spec": ".served",
     "render_positions": ".served",

@@ -17,14 +17,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import RenderError
+from ..errors import RenderError, UsageError
 from ..progress import CountProgress
 from ..read import EntryReader
 from .lengths import ENTRIES_PER_RENDER_CHUNK, RenderSummary, prepare, store_rendered
@@ -51,6 +51,18 @@ class ShardOutcome:
     @property
     def entries(self) -> int:
         return self.last - self.first + 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``R/N`` (a Slurm array's ``$SLURM_ARRAY_TASK_ID/N``) as ``(R, N)``, or a one-line UsageError."""
+    number, _, total = text.partition("/")
+    try:
+        shard, shards = int(number), int(total)
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: give R/N, shard R (from 0) of N, as in 3/8") from None
+    if not 0 <= shard < shards:
+        raise UsageError(f"--shard {text}: shards are numbered 0 to N-1 of N >= 1")
+    return shard, shards
 
 
 def shard_range(first: int, last: int, shard: int, shards: int) -> tuple[int, int]:
@@ -117,19 +129,25 @@ def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
 
 
 def render_in_shards(request: RenderRequest, shards: int, parts: str | os.PathLike[str], *,
-                     processes: int | None = None, progress: CountProgress | None = None) -> RenderSummary:
+                     processes: int | None = None, progress: CountProgress | None = None) -> list[ShardOutcome]:
     """The local runner: every shard in processes of this machine (``processes``, default all
-    cores; a shard's part done already is skipped), then the merge."""
+    cores; a shard whose part is done already is skipped); ``progress`` counts shards done."""
     workers = max(1, min(shards, processes or os.cpu_count() or 1))
     one = replace(request, jobs=1)
+    tasks = [(one, shard, shards, os.fspath(parts)) for shard in range(shards)]
+    done: list[ShardOutcome] = []
     if workers == 1:
-        for shard in range(shards):
-            render_shard(one, shard, shards, parts)
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            for outcome in pool.map(_render_one, [(one, shard, shards, os.fspath(parts)) for shard in range(shards)]):
-                del outcome  # each raises here if it failed; the merge below reads what they wrote
-    return merge_parts(request.store, parts, progress=progress)
+        for task in tasks:
+            done.append(_render_one(task))
+            if progress is not None:
+                progress(len(done), shards)
+        return done
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+        for future in as_completed([pool.submit(_render_one, task) for task in tasks]):
+            done.append(future.result())  # a shard that failed raises here; the others' parts stay
+            if progress is not None:
+                progress(len(done), shards)
+    return sorted(done, key=lambda outcome: outcome.shard)
 
 
 def _render_one(task: tuple[RenderRequest, int, int, str]) -> ShardOutcome:
