@@ -40,6 +40,8 @@ class ProgressLine:
         rate = done / max(now - self.started, 1e-9)
         share = f" ({done / total:.0%})" if total else ""
         line = f"{self.label} {done:,}/{total:,}{share}, {rate:,.0f}/s"
+        if not finished and done and total:  # what is left at the rate so far
+            line += f", ETA {(total - done) / max(rate, 1e-9):,.0f} s"
         if self.live:
             click.echo(f"\r{line}\x1b[K" + ("\n" if finished else ""), err=True, nl=False)
         else:

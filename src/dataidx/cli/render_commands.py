@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..errors import UsageError
 from ..render import RenderRequest
 from ..spec import DEFAULT_SEED
 from .common import ProgressLine, echo, merged_and_kept, shown, steps_line, trust_option
@@ -92,13 +93,13 @@ def render(store: str, tokenizer: str, template: str | None, cutoff: int, trunca
                             tokens_dir=tokens_dir, replace=replace, trust_remote_code=trust_remote_code)
     if shard is not None:
         if shards is not None or parts is None:
-            raise click.UsageError("--shard R/N renders one shard into --parts DIR (and takes no --shards)")
+            raise UsageError("--shard R/N renders one shard into --parts DIR (and takes no --shards)")
         render_one_shard(request, shard, parts, quiet=quiet)
     elif shards is not None:
         render_into(request, quiet=quiet, sharded=(shards, runner, address, parts))
     else:
         if address is not None or parts is not None:
-            raise click.UsageError("--parts and --address go with --shards (or --parts with --shard)")
+            raise UsageError("--parts and --address go with --shards (or --parts with --shard)")
         render_into(request, quiet=quiet)
 
 
@@ -154,7 +155,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     from ..pack import pack_store
 
     if trees and not merge_cuts:
-        raise click.UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
+        raise UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name,
                          merge_cuts=("trees" if trees else "chains") if merge_cuts else "no")
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
