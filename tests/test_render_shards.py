@@ -284,3 +284,28 @@ def test_a_postgresql_store_merges_as_a_file_does(project: tuple[Path, dict[str,
         assert run_query(url, lengths)[1] == run_query(project[0] / "serial.db", lengths)[1]
         files = "SELECT entries, tokens, bytes, sha256 FROM token_files"
         assert run_query(url, files)[1] == run_query(project[0] / "serial.db", files)[1]
+
+
+def test_a_template_that_reads_the_date_renders_every_shard_at_one_time(project: tuple[Path, dict[str, Any]],
+                                                                         tmp_path: Path) -> None:
+    """Each shard would read its own clock: one shard alone needs --clock, and the local runner
+    gives all of them one (the spec's, or now), so the merge is one spec."""
+    from dataidx.render.shards import render_in_shards, with_fixed_clock
+
+    template = tmp_path / "dated.jinja"
+    template.write_text("{% for m in messages %}<|im_start|>{{ m.role }} {{ strftime_now('%Y-%m-%d') }}\n"
+                        "{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+                        "{% endif %}", encoding="utf-8")
+    store = fresh(project, tmp_path)
+    dated = request(store, tmp_path / "tokens", template=str(template))
+    with pytest.raises(RenderError, match="give every shard the same --clock"):
+        render_shard(dated, 0, 2, tmp_path / "parts")
+    fixed = with_fixed_clock(dated)
+    assert fixed.clock is not None and with_fixed_clock(fixed) is fixed
+    render_in_shards(dated, 2, tmp_path / "parts", processes=1)
+    summary = merge_parts(store, tmp_path / "parts")
+    assert summary.spec.clock is not None and summary.entries == project[1]["spec"][6]
+    serial = tmp_path / "serial.db"
+    shutil.copy(project[0] / "base.db", serial)
+    render_store(request(serial, tmp_path / "serial.tokens", template=str(template), clock=summary.spec.clock))
+    assert spec_state(store) == spec_state(serial)

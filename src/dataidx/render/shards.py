@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from .._version import __version__
 from ..errors import RenderError, UsageError
 from ..progress import CountProgress
 from ..read import EntryReader
+from ..store import Specs
 from .lengths import ENTRIES_PER_RENDER_CHUNK, RenderSummary, prepare, store_rendered
 from .parts import Manifest, PartWriter, check_files, part_name, read_manifest, read_part
 from .passes import RangeRendered, entry_ranges, run_passes
@@ -91,6 +93,9 @@ def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | o
         if setup.done is not None:
             raise RenderError(f"spec '{request.name}' is stored in {request.store} rendered this way already: there is "
                               "nothing to render in shards")
+        if setup.spec.clock is not None and request.clock is None and setup.stored.clock is None:
+            raise RenderError("the template reads the date (strftime_now): give every shard the same --clock "
+                              "(YYYY-MM-DDTHH:MM:SS), or each would render at its own time")
         first, last = shard_range(setup.stored.first, setup.stored.last, shard, shards)
         build = _build_digest(reader)
         manifest_path = folder / f"{part_name(shard, shards)}.json"
@@ -128,12 +133,24 @@ def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
         return store_rendered(request, reader, setup, _parts(manifests), progress=progress, started=started)
 
 
+def with_fixed_clock(request: RenderRequest) -> RenderRequest:
+    """``request`` with one clock for all its shards: the one given, else the one its spec
+    recorded, else now (a template that does not read the date ignores it)."""
+    if request.clock is not None:
+        return request
+    with EntryReader(request.store) as reader:
+        found = Specs(reader.handle).find(request.name)
+    if found is not None and found["clock"] is not None:
+        return request
+    return replace(request, clock=datetime.now().isoformat(timespec="seconds"))
+
+
 def render_in_shards(request: RenderRequest, shards: int, parts: str | os.PathLike[str], *,
                      processes: int | None = None, progress: CountProgress | None = None) -> list[ShardOutcome]:
     """The local runner: every shard in processes of this machine (``processes``, default all
     cores; a shard whose part is done already is skipped); ``progress`` counts shards done."""
     workers = max(1, min(shards, processes or os.cpu_count() or 1))
-    one = replace(request, jobs=1)
+    one = replace(with_fixed_clock(request), jobs=1)
     tasks = [(one, shard, shards, os.fspath(parts)) for shard in range(shards)]
     done: list[ShardOutcome] = []
     if workers == 1:
