@@ -55,7 +55,7 @@ def digest(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """A store of 2,600 rows (over one render chunk: alpaca and multi-turn chats), its serial
+    """A store of 2,600 rows, 3,650 entries (over one render chunk: alpaca and multi-turn chats), its serial
     render with stored tokens; ``(folder, the serial spec's state)``. Shards render copies."""
     folder = tmp_path_factory.mktemp("shards")
     write_jsonl(folder / "a.jsonl", alpaca_rows(2000))
@@ -103,7 +103,7 @@ def test_the_local_runner_and_the_command_line(project: tuple[Path, dict[str, An
                                       "--cutoff", "96", "--truncation", "right", "--store-tokens", "--tokens-dir",
                                       str(tmp_path / "tokens"), "--shards", "3", "--jobs", "2"])
     assert result.exit_code == 0, result.output
-    assert "shards done 3/3" in result.stderr and "rendered 2600 entries" not in result.stderr
+    assert "rendered entries (3 shards) 3,650/3,650 (100%)" in result.stderr, result.stderr
     assert spec_state(store) == project[1]
     assert not (tmp_path / "s.db.parts").exists()  # parts of their own folder are removed once merged
 

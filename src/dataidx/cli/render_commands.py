@@ -117,7 +117,8 @@ def render_into(request: RenderRequest, *, quiet: bool,
 
         shards, runner, address, parts = sharded
         summary = run_shards(request, shards, runner=runner, address=address, parts=parts,
-                             progress=ProgressLine("shards done", quiet), merged=ProgressLine("merged entries", quiet))
+                             progress=ProgressLine(f"rendered entries ({shards} shards)", quiet),
+                             merged=ProgressLine("merged entries", quiet))
     report_render(str(request.store), request.name, summary, quiet=quiet)
 
 

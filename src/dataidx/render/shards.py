@@ -28,7 +28,7 @@ from .._version import __version__
 from ..errors import RenderError, UsageError
 from ..progress import CountProgress
 from ..read import EntryReader
-from ..store import Specs
+from ..store import Datasets, Specs
 from .lengths import ENTRIES_PER_RENDER_CHUNK, RenderSummary, prepare, store_rendered
 from .parts import Manifest, PartWriter, check_files, part_name, read_manifest, read_part
 from .passes import RangeRendered, entry_ranges, run_passes
@@ -148,23 +148,32 @@ def with_fixed_clock(request: RenderRequest) -> RenderRequest:
 def render_in_shards(request: RenderRequest, shards: int, parts: str | os.PathLike[str], *,
                      processes: int | None = None, progress: CountProgress | None = None) -> list[ShardOutcome]:
     """The local runner: every shard in processes of this machine (``processes``, default all
-    cores; a shard whose part is done already is skipped); ``progress`` counts shards done."""
+    cores; a shard whose part is done already is skipped); ``progress`` counts the entries of the
+    shards done (so its rate is entries/s and its ETA the shards' to come)."""
     workers = max(1, min(shards, processes or os.cpu_count() or 1))
     one = replace(with_fixed_clock(request), jobs=1)
     tasks = [(one, shard, shards, os.fspath(parts)) for shard in range(shards)]
+    total = base_entries(request)
     done: list[ShardOutcome] = []
     if workers == 1:
         for task in tasks:
             done.append(_render_one(task))
             if progress is not None:
-                progress(len(done), shards)
+                progress(sum(outcome.entries for outcome in done), total)
         return done
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
         for future in as_completed([pool.submit(_render_one, task) for task in tasks]):
             done.append(future.result())  # a shard that failed raises here; the others' parts stay
             if progress is not None:
-                progress(len(done), shards)
+                progress(sum(outcome.entries for outcome in done), total)
     return sorted(done, key=lambda outcome: outcome.shard)
+
+
+def base_entries(request: RenderRequest) -> int:
+    """How many base entries the request's store holds (what its shards render together)."""
+    with EntryReader(request.store) as reader:
+        found = Datasets(reader.handle).entry_range()
+    return 0 if found is None else found[1] - found[0] + 1
 
 
 def _render_one(task: tuple[RenderRequest, int, int, str]) -> ShardOutcome:
