@@ -309,3 +309,21 @@ def test_a_template_that_reads_the_date_renders_every_shard_at_one_time(project:
     shutil.copy(project[0] / "base.db", serial)
     render_store(request(serial, tmp_path / "serial.tokens", template=str(template), clock=summary.spec.clock))
     assert spec_state(store) == spec_state(serial)
+
+
+def test_a_merge_elsewhere_finds_the_folders_the_shards_were_given(project: tuple[Path, dict[str, Any]],
+                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    """Relative --tokenizer and --tokens-dir are recorded where the shard ran: a merge from
+    another folder writes the token file where the shards were told, as a serial render would."""
+    store = fresh(project, tmp_path)
+    shutil.copytree(REPO / "data" / "demo_tokenizer", tmp_path / "tok")
+    monkeypatch.chdir(tmp_path)
+    relative = RenderRequest("s.db", "tok", cutoff=96, truncation="right", store_tokens=True, tokens_dir="words",
+                             jobs=1)
+    for shard in range(2):
+        render_shard(relative, shard, 2, "parts")
+    monkeypatch.chdir(tmp_path.parent)
+    merge_parts(store, tmp_path / "parts")
+    assert len(list((tmp_path / "words").glob("*.tokens"))) == 1
+    assert spec_state(store)["entry_renders"] == project[1]["entry_renders"]

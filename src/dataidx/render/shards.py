@@ -77,9 +77,14 @@ def shard_range(first: int, last: int, shard: int, shards: int) -> tuple[int, in
 
 
 def request_record(request: RenderRequest) -> dict[str, Any]:
-    """What a manifest records of the request: everything that decides what is rendered."""
-    return {key: (os.fspath(value) if isinstance(value, os.PathLike) else value)
-            for key, value in asdict(request).items() if key not in _NOT_RENDERED}
+    """What a manifest records of the request: everything that decides what is rendered, its
+    folders made absolute where the shard ran (the merge may run elsewhere)."""
+    record = {key: (os.fspath(value) if isinstance(value, os.PathLike) else value)
+              for key, value in asdict(request).items() if key not in _NOT_RENDERED}
+    for key in ("tokenizer", "tokens_dir"):
+        if record[key] is not None:
+            record[key] = str(Path(record[key]).resolve())
+    return record
 
 
 def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | os.PathLike[str], *,
