@@ -95,9 +95,10 @@ def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | o
     folder = Path(parts)
     with EntryReader(request.store) as reader:
         setup = prepare(request, reader, tokenizer_object, proof=False)
-        if setup.done is not None:
-            raise RenderError(f"spec '{request.name}' is stored in {request.store} rendered this way already: there is "
-                              "nothing to render in shards")
+        if setup.done is not None:  # stored rendered this way already: nothing to render, as a serial render
+            first, last = setup.stored.first, setup.stored.last
+            return ShardOutcome(shard, shards, *shard_range(first, last, shard, shards), True,
+                                time.perf_counter() - started, folder / f"{part_name(shard, shards)}.json")
         if setup.spec.clock is not None and request.clock is None and setup.stored.clock is None:
             raise RenderError("the template reads the date (strftime_now): give every shard the same --clock "
                               "(YYYY-MM-DDTHH:MM:SS), or each would render at its own time")
@@ -122,16 +123,22 @@ def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | o
 
 
 def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
-                progress: CountProgress | None = None, tokenizer_object: Any = None) -> RenderSummary:
+                progress: CountProgress | None = None, tokenizer_object: Any = None,
+                request: RenderRequest | None = None) -> RenderSummary:
     """Store the parts in folder ``parts`` as their spec, in one write, equal to a serial render;
-    refused in one line, the store untouched, unless they are exactly its base entries' parts."""
+    refused in one line, the store untouched, unless they are exactly its base entries' parts.
+    ``request`` (a runner's own) is checked first: a spec stored that way already needs no parts."""
     started = time.perf_counter()
-    manifests = _manifests(Path(parts))
-    request = RenderRequest(**{**manifests[0].request, "store": store})
+    manifests = _manifests(Path(parts)) if request is None else []
+    request = request or RenderRequest(**{**manifests[0].request, "store": store})
     with EntryReader(store) as reader:
         setup = prepare(request, reader, tokenizer_object)
-        if setup.done is not None:
+        if setup.done is not None:  # the spec is stored this way already (merged before): nothing to do
             return setup.done
+        manifests = manifests or _manifests(Path(parts))
+        if _rendering(request_record(request)) != _rendering(manifests[0].request):
+            raise RenderError(f"{manifests[0].path}: a part of another request than this render's; give its own "
+                              "--parts folder")
         _check_cover(manifests, setup.stored.first, setup.stored.last, _build_digest(reader), setup.spec.fingerprint)
         for manifest in manifests:
             check_files(manifest)
@@ -185,6 +192,11 @@ def _render_one(task: tuple[RenderRequest, int, int, str]) -> ShardOutcome:
     request, shard, shards, parts = task
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # a process per core fills the cores
     return render_shard(request, shard, shards, parts)
+
+
+def _rendering(record: dict[str, Any]) -> dict[str, Any]:
+    """What of a recorded request decides the parts (the store is checked by its build's digest)."""
+    return {key: value for key, value in record.items() if key != "store"}
 
 
 def _finished(path: Path, fingerprint: str, build: str, first: int, last: int) -> bool:
