@@ -102,7 +102,7 @@ def test_the_cli_renders_on_ray_and_removes_its_parts(cluster: Any, demo: Path) 
 
 
 def test_ctrl_c_keeps_the_finished_parts_and_the_next_run_renders_only_the_rest(cluster: Any, demo: Path) -> None:
-    shards, parts = 7, demo.with_name("parts")
+    shards, parts = 12, demo.with_name("parts")
     reference = stored(serial(demo))
 
     def interrupt(done: int, total: int) -> None:
@@ -112,6 +112,7 @@ def test_ctrl_c_keeps_the_finished_parts_and_the_next_run_renders_only_the_rest(
         run_shards(request(demo), shards, runner="ray", parts=parts, progress=interrupt)
     finished = {int(path.name.split("-")[1]) for path in parts.glob("shard-*.json")}
     assert finished, "the shard that finished before the interrupt left no part"
+    assert not list(parts.glob(".*.tmp")), "a cancelled shard left its temporary files"
     outcomes = render_on_ray(request(demo), shards, parts)
     skipped = {outcome.shard for outcome in outcomes if outcome.skipped}
     assert [outcome.shard for outcome in outcomes] == list(range(shards))

@@ -31,6 +31,8 @@ RETRIES = 3
 #: A local cluster's object store: tasks pass a request and an outcome (parts go to disk), so
 #: Ray's default of 30% of memory is wasted; 128 MiB is over Ray's least (75 MiB) and fits CI.
 OBJECT_STORE_BYTES = 128 * 1024 * 1024
+#: Seconds a cancelled task has to stop (removing its part's temporary files) before it is killed.
+STOP_SECONDS = 10
 #: Ray's own INFO lines (and its token-auth notice) are noise on a render's stderr.
 LOGGING_LEVEL = logging.ERROR
 
@@ -86,7 +88,7 @@ def import_ray() -> Any:
 
 def _collect(ray: Any, pending: list[Any], shards: int, progress: CountProgress | None) -> list[ShardOutcome]:
     """Each task's outcome as it finishes. On a failure or Ctrl-C the tasks not done are
-    cancelled; the parts already written stay, complete, for the next run to skip."""
+    cancelled (:func:`_cancel`); the parts already written stay, complete, for the next run to skip."""
     done: list[ShardOutcome] = []
     try:
         while pending:
@@ -95,9 +97,20 @@ def _collect(ray: Any, pending: list[Any], shards: int, progress: CountProgress 
             if progress is not None:
                 progress(len(done), shards)
     finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
+        _cancel(ray, pending)
     return sorted(done, key=lambda outcome: outcome.shard)
+
+
+def _cancel(ray: Any, pending: list[Any]) -> None:
+    """Stop the tasks not done: each is interrupted, so its part's temporary files are removed as
+    it unwinds (a killed worker leaves them behind), and killed if not stopped in STOP_SECONDS."""
+    if not pending:
+        return
+    for ref in pending:
+        ray.cancel(ref)
+    _, running = ray.wait(pending, num_returns=len(pending), timeout=STOP_SECONDS)
+    for ref in running:
+        ray.cancel(ref, force=True)
 
 
 def _outcome(ray: Any, ref: Any) -> ShardOutcome:
