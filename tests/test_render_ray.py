@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
@@ -56,10 +57,14 @@ def request(store: Path | str) -> RenderRequest:
     return RenderRequest(store, TOKENIZER, cutoff=256, truncation="right", store_tokens=True)
 
 
-def render_on_the_command_line(store: Path) -> Result:
+def command(store: Path, *options: str) -> list[str]:
     """``dataidx render STORE ... --shards 2 --runner ray`` (the request of :func:`request`)."""
-    return CliRunner().invoke(cli, ["render", store.name, "--tokenizer", TOKENIZER, "--cutoff", "256", "--truncation",
-                                    "right", "--store-tokens", "--shards", "2", "--runner", "ray"])
+    return ["render", store.name, "--tokenizer", TOKENIZER, "--cutoff", "256", "--truncation", "right",
+            "--store-tokens", "--shards", "2", "--runner", "ray", *options]
+
+
+def render_on_the_command_line(store: Path) -> Result:
+    return CliRunner().invoke(cli, command(store))
 
 
 def serial(store: Path) -> Path:
@@ -99,6 +104,17 @@ def test_the_cli_renders_on_ray_and_removes_its_parts(cluster: Any, demo: Path) 
     assert result.exit_code == 0, result.output
     assert stored(demo) == reference
     assert not demo.with_name(demo.name + ".parts").exists()
+
+
+def test_the_cli_joins_the_cluster_at_address_quietly_and_leaves_it_up(cluster: Any, demo: Path) -> None:
+    reference = stored(serial(demo))
+    address = cluster.get_runtime_context().gcs_address
+    result = subprocess.run([sys.executable, "-m", "dataidx", *command(demo, "--address", address, "-q")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", "Ray's own lines reached a quiet render's stderr"
+    assert stored(demo) == reference
+    assert cluster.get(cluster.remote(lambda: "up").remote()) == "up"
 
 
 def test_ctrl_c_keeps_the_finished_parts_and_the_next_run_renders_only_the_rest(cluster: Any, demo: Path) -> None:

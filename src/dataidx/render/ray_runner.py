@@ -53,28 +53,32 @@ def render_on_ray(request: RenderRequest, shards: int, parts: Path, *, address: 
 def ray_cluster(address: str | None = None) -> Iterator[Any]:
     """Ray, initialized: as this process runs it already (a test's cluster, a notebook's), else
     joined to ``address`` (or ``RAY_ADDRESS``), else a local cluster started here, its files in a
-    temporary folder. What is started here is shut down (and its folder removed) on leaving."""
+    temporary folder. What is started here is shut down (and its folder removed) on leaving, or
+    when the start itself fails or is interrupted."""
     ray = import_ray()
     if ray.is_initialized():
         yield ray
         return
-    if address is not None or os.environ.get("RAY_ADDRESS"):
-        ray.init(address=address, log_to_driver=False, logging_level=LOGGING_LEVEL)
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-        return
-    folder = tempfile.mkdtemp(prefix="dataidx-ray-")
+    joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
+    folder = None if joining else tempfile.mkdtemp(prefix="dataidx-ray-")
     try:
+        _start(ray, address, folder)
+        yield ray
+    finally:
+        ray.shutdown()  # a no-op where the start failed before Ray was up
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start(ray: Any, address: str | None, folder: str | None) -> None:
+    """Join ``address`` (or ``RAY_ADDRESS``), or, given a ``folder`` for its files, start a local
+    cluster of this run's own: never another's (address ``local``), no dashboard, a small object
+    store, Ray's logs quiet."""
+    if folder is None:
+        ray.init(address=address, log_to_driver=False, logging_level=LOGGING_LEVEL)
+    else:
         ray.init(address="local", _temp_dir=folder, object_store_memory=OBJECT_STORE_BYTES, include_dashboard=False,
                  log_to_driver=False, logging_level=LOGGING_LEVEL)
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def import_ray() -> Any:
