@@ -4,10 +4,12 @@ a refused shard's error arrives as one line, and without Ray the runner says how
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
 from pathlib import Path
@@ -115,6 +117,30 @@ def test_the_cli_joins_the_cluster_at_address_quietly_and_leaves_it_up(cluster: 
     assert result.stderr == "", "Ray's own lines reached a quiet render's stderr"
     assert stored(demo) == reference
     assert cluster.get(cluster.remote(lambda: "up").remote()) == "up"
+
+
+def test_the_cli_starts_a_quiet_local_cluster_and_leaves_no_file_of_it(demo: Path) -> None:
+    reference = stored(serial(demo))
+    ray_files = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # short: a socket's path takes 107 bytes
+    try:
+        result = subprocess.run([sys.executable, "-m", "dataidx", *command(demo, "-q")], capture_output=True,
+                                text=True, timeout=300, env={**os.environ, "RAY_TMPDIR": str(ray_files)})
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == "", "Ray's own lines reached a quiet render's stderr"
+        assert list(ray_files.iterdir()) == [], "the local cluster left its files"
+    finally:
+        shutil.rmtree(ray_files)
+    assert stored(demo) == reference
+
+
+def test_a_temporary_folder_too_long_for_rays_sockets_is_said_in_one_line(demo: Path) -> None:
+    long = demo.parent / ("x" * 100)
+    long.mkdir()
+    result = subprocess.run([sys.executable, "-m", "dataidx", *command(demo)], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "RAY_TMPDIR": str(long)})
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "set RAY_TMPDIR to a short folder" in result.stderr, result.stderr
+    assert list(long.iterdir()) == []
 
 
 def test_ctrl_c_keeps_the_finished_parts_and_the_next_run_renders_only_the_rest(cluster: Any, demo: Path) -> None:

@@ -53,14 +53,15 @@ def render_on_ray(request: RenderRequest, shards: int, parts: Path, *, address: 
 def ray_cluster(address: str | None = None) -> Iterator[Any]:
     """Ray, initialized: as this process runs it already (a test's cluster, a notebook's), else
     joined to ``address`` (or ``RAY_ADDRESS``), else a local cluster started here, its files in a
-    temporary folder. What is started here is shut down (and its folder removed) on leaving, or
-    when the start itself fails or is interrupted."""
+    temporary folder where Ray would put them (``RAY_TMPDIR``, else ``TMPDIR``; a short name, as
+    its sockets' paths must fit 107 bytes). What is started here is shut down (and its folder
+    removed) on leaving, or when the start itself fails or is interrupted."""
     ray = import_ray()
     if ray.is_initialized():
         yield ray
         return
     joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
-    folder = None if joining else tempfile.mkdtemp(prefix="dataidx-ray-")
+    folder = None if joining else tempfile.mkdtemp(prefix="ray-", dir=os.environ.get("RAY_TMPDIR") or None)
     try:
         _start(ray, address, folder)
         yield ray
@@ -76,9 +77,15 @@ def _start(ray: Any, address: str | None, folder: str | None) -> None:
     store, Ray's logs quiet."""
     if folder is None:
         ray.init(address=address, log_to_driver=False, logging_level=LOGGING_LEVEL)
-    else:
+        return
+    try:
         ray.init(address="local", _temp_dir=folder, object_store_memory=OBJECT_STORE_BYTES, include_dashboard=False,
                  log_to_driver=False, logging_level=LOGGING_LEVEL)
+    except OSError as error:
+        if "AF_UNIX path length" not in str(error):
+            raise
+        raise UsageError(f"a local Ray cluster's sockets in {folder} pass the 107 bytes a socket's path may take: set "
+                         "RAY_TMPDIR to a short folder (as /tmp)") from None
 
 
 def import_ray() -> Any:
