@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import DataidxError, UsageError
 from ..progress import CountProgress
 from .request import RenderRequest
-from .shards import ShardOutcome, render_shard
+from .shards import ShardOutcome, base_entries, render_shard
 
 #: Ray runs a task again this many times when its worker or node is lost mid-shard.
 RETRIES = 3
@@ -40,13 +40,14 @@ LOGGING_LEVEL = logging.ERROR
 def render_on_ray(request: RenderRequest, shards: int, parts: Path, *, address: str | None = None,
                   progress: CountProgress | None = None) -> list[ShardOutcome]:
     """Every shard of ``request`` as a Ray task writing its part into ``parts``; what each shard
-    did (rendered, or skipped as done), in shard order. ``progress`` counts shards done."""
+    did (rendered, or skipped as done), in shard order. ``progress`` counts the entries of the
+    shards done, as the local runner's does."""
     with ray_cluster(address) as ray:
         task = ray.remote(max_retries=RETRIES, retry_exceptions=False)(_render_shard_task)
         one = replace(request, jobs=1)
         here = os.getcwd()
         pending = [task.remote(one, shard, shards, os.fspath(parts), here) for shard in range(shards)]
-        return _collect(ray, pending, shards, progress)
+        return _collect(ray, pending, base_entries(request), progress)
 
 
 @contextmanager
@@ -97,7 +98,7 @@ def import_ray() -> Any:
     return ray
 
 
-def _collect(ray: Any, pending: list[Any], shards: int, progress: CountProgress | None) -> list[ShardOutcome]:
+def _collect(ray: Any, pending: list[Any], total: int, progress: CountProgress | None) -> list[ShardOutcome]:
     """Each task's outcome as it finishes. On a failure or Ctrl-C the tasks not done are
     cancelled (:func:`_cancel`); the parts already written stay, complete, for the next run to skip."""
     done: list[ShardOutcome] = []
@@ -106,7 +107,7 @@ def _collect(ray: Any, pending: list[Any], shards: int, progress: CountProgress 
             ready, pending = ray.wait(pending, num_returns=1)
             done.append(_outcome(ray, ready[0]))
             if progress is not None:
-                progress(len(done), shards)
+                progress(sum(outcome.entries for outcome in done), total)
     finally:
         _cancel(ray, pending)
     return sorted(done, key=lambda outcome: outcome.shard)

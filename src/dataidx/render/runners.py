@@ -15,7 +15,7 @@ from ..store import store_location
 from .lengths import RenderSummary
 from .ray_runner import render_on_ray
 from .request import RenderRequest
-from .shards import merge_parts, render_in_shards
+from .shards import merge_parts, render_in_shards, up_to_date, with_fixed_clock
 
 RUNNERS = ("local", "ray")
 
@@ -31,11 +31,15 @@ def run_shards(request: RenderRequest, shards: int, *, runner: str = "local", ad
     if address is not None and runner != "ray":
         raise UsageError("--address names a Ray cluster: it goes with --runner ray")
     folder = Path(parts) if parts is not None else _default_parts(request)
+    request = with_fixed_clock(request)  # one time for every shard of a template that reads the date
+    stored = up_to_date(request)
+    if stored is not None:  # stored rendered this way already: nothing to render, as a serial render
+        return stored
     if runner == "ray":
         render_on_ray(request, shards, folder, address=address, progress=progress)
     else:
         render_in_shards(request, shards, folder, processes=request.jobs, progress=progress)
-    summary = merge_parts(request.store, folder, progress=merged)
+    summary = merge_parts(request.store, folder, progress=merged, request=request)
     if parts is None:
         shutil.rmtree(folder, ignore_errors=True)
     return summary

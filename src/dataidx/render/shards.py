@@ -76,11 +76,13 @@ def shard_range(first: int, last: int, shard: int, shards: int) -> tuple[int, in
     return first + total * shard // shards, first + total * (shard + 1) // shards - 1
 
 
-def request_record(request: RenderRequest) -> dict[str, Any]:
+def request_record(request: RenderRequest, clock: str | None) -> dict[str, Any]:
     """What a manifest records of the request: everything that decides what is rendered, its
-    folders made absolute where the shard ran (the merge may run elsewhere)."""
+    folders made absolute where the shard ran (the merge may run elsewhere), and the clock its
+    spec renders at (``clock``: None for a template that does not read the date, whatever was given)."""
     record = {key: (os.fspath(value) if isinstance(value, os.PathLike) else value)
               for key, value in asdict(request).items() if key not in _NOT_RENDERED}
+    record["clock"] = clock
     for key in ("tokenizer", "tokens_dir"):
         if record[key] is not None:
             record[key] = str(Path(record[key]).resolve())
@@ -118,7 +120,7 @@ def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | o
                     progress(done, last - first + 1)
             writer.finish({"shard": shard, "shards": shards, "first": first, "last": last,
                            "fingerprint": setup.spec.fingerprint, "build": build, "version": __version__,
-                           "request": request_record(request)})
+                           "request": request_record(request, setup.spec.clock)})
     return ShardOutcome(shard, shards, first, last, False, time.perf_counter() - started, manifest_path)
 
 
@@ -136,7 +138,7 @@ def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
         if setup.done is not None:  # the spec is stored this way already (merged before): nothing to do
             return setup.done
         manifests = manifests or _manifests(Path(parts))
-        if _rendering(request_record(request)) != _rendering(manifests[0].request):
+        if _rendering(request_record(request, setup.spec.clock)) != _rendering(manifests[0].request):
             raise RenderError(f"{manifests[0].path}: a part of another request than this render's; give its own "
                               "--parts folder")
         _check_cover(manifests, setup.stored.first, setup.stored.last, _build_digest(reader), setup.spec.fingerprint)
@@ -179,6 +181,13 @@ def render_in_shards(request: RenderRequest, shards: int, parts: str | os.PathLi
             if progress is not None:
                 progress(sum(outcome.entries for outcome in done), total)
     return sorted(done, key=lambda outcome: outcome.shard)
+
+
+def up_to_date(request: RenderRequest) -> RenderSummary | None:
+    """The summary of the request's spec when the store holds it rendered this way already (a
+    runner then starts nothing); None when there is something to render."""
+    with EntryReader(request.store) as reader:
+        return prepare(request, reader).done
 
 
 def base_entries(request: RenderRequest) -> int:
