@@ -40,6 +40,10 @@ SMOKES: dict[str, tuple[list[str], str | tuple[str, ...]]] = {
     "bench_postgres": (["bench_postgres.py", "--alpaca", "400", "--sharegpt", "100", "--fetches", "100", "--loader",
                         "200"], "PostgreSQL / file"),
     "bench_report": (["bench_report.py", "--alpaca", "400", "--sharegpt", "100"], "dataidx report (fresh process"),
+    # rendering in shards: serial against 2 local shards, then a merge of synthetic parts (Ray left out: its start-up)
+    "bench_shards": (["bench_shards.py", "--entries", "600", "--merge-entries", "20000", "--merge-shards", "4",
+                      "--rounds", "1", "--no-ray"],
+                     ("(b) 2 shards, --runner local", "rows/s into SQLite", "(e) on paper")),
     "bench_scale": (["bench_scale.py", "--entries", "2000", "--render", "100", "--work", "{tmp}/scale"],
                     "`dataidx pack` 4096, all entries (s)"),
     # every bound in one run, as its docstring shows: one tokenizer trained for the three
