@@ -142,7 +142,7 @@ def synthetic_parts(store: Path, parts: Path, shards: int, tokenizer: object) ->
                                           for entry, n in zip(ids, tokens)], Counter(), None))
             writer.finish({"shard": shard, "shards": shards, "first": start, "last": end,
                            "fingerprint": setup.spec.fingerprint, "build": build_digest,
-                           "version": setup.spec.version, "request": request_record(request)})
+                           "version": setup.spec.version, "request": request_record(request, setup.spec.clock)})
     return last - first + 1, sum(path.stat().st_size for path in parts.iterdir())
 
 

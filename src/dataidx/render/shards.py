@@ -110,7 +110,7 @@ def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | o
         if _finished(manifest_path, setup.spec.fingerprint, build, first, last):
             return ShardOutcome(shard, shards, first, last, True, time.perf_counter() - started, manifest_path)
         work = setup.work(reader, request.store_tokens)
-        jobs = max(1, request.jobs or 1)
+        jobs = max(1, request.jobs or os.cpu_count() or 1)  # a shard alone: the machine's cores, as a render
         with PartWriter(folder, shard, shards, work.words) as writer:
             done = 0
             for rendered in run_passes(work, entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK), jobs):
