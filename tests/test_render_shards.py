@@ -327,3 +327,13 @@ def test_a_merge_elsewhere_finds_the_folders_the_shards_were_given(project: tupl
     merge_parts(store, tmp_path / "parts")
     assert len(list((tmp_path / "words").glob("*.tokens"))) == 1
     assert spec_state(store)["entry_renders"] == project[1]["entry_renders"]
+
+
+def test_a_postgresql_store_needs_a_parts_folder(tmp_path: Path) -> None:
+    from dataidx.errors import UsageError
+    from dataidx.render import run_shards
+
+    with pytest.raises(UsageError, match="a PostgreSQL store has no folder for its parts: give --parts DIR"):
+        run_shards(RenderRequest("postgresql://me@db/training?schema=sft", "tok", cutoff=8), 2)
+    with pytest.raises(UsageError, match="--address names a Ray cluster"):
+        run_shards(RenderRequest(tmp_path / "s.db", "tok", cutoff=8), 2, address="auto")
