@@ -156,7 +156,7 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     from ..pack import pack_store
 
     if trees and not merge_cuts:
-        raise UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
+        raise click.UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name,
                          merge_cuts=("trees" if trees else "chains") if merge_cuts else "no")
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
