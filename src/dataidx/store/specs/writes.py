@@ -42,13 +42,19 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
     spec_id = inserted[0]
     for chunk in lengths:
-        if chunk:
+        # Most rows hold no detail, cause, reasoning or extras: bound without those NULLs they
+        # insert almost 3 times as fast (1.17M against 0.41M rows/s, sqlite3 binds each parameter).
+        plain = [(spec_id, *row[:5], row[8]) for row in chunk if _plain(row)]
+        full = [(spec_id, *row) for row in chunk if not _plain(row)]
+        if plain:
+            connection.exec_driver_sql(
+                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, "
+                "token_offset) VALUES (?, ?, ?, ?, ?, ?, ?)", plain)
+        if full:
             connection.exec_driver_sql(
                 "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail, "
                 "cause, reasoning, token_offset, side_tokens, token_weights, extra_info) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(spec_id, *row) for row in chunk],
-            )
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", full)
     insert_spec_summary(connection, spec_id)
     insert_length_chunks(connection, spec_id)
     if added_uses:
@@ -64,6 +70,12 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return spec_id, counts, found, seconds
+
+
+def _plain(row: StoredRow) -> bool:
+    """A row whose every column past its lengths, status and token offset is NULL."""
+    return row[5] is None and row[6] is None and row[7] is None and row[9] is None and row[10] is None and \
+        row[11] is None
 
 
 def insert_length_chunks(connection: Connection, spec_id: int) -> None:
