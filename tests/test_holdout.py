@@ -173,3 +173,12 @@ def test_verify_names_a_training_mixture_altered_to_draw_a_held_out_row(tmp_path
     assert (f"mixture 'default' draws 1 position of rows held out for evaluation in mixture 'eval' (e.g. dataset "
             f"'{dataset}' row {row}); the store was altered: rebuild it") in result.output
 
+
+
+def test_the_report_says_one_held_out_row_in_the_singular(tmp_path, config) -> None:
+    from dataidx.view import write_report
+
+    store = tmp_path / "s.db"
+    assert build(config, store, "--val-size", "1").exit_code == 0
+    write_report(store, tmp_path / "eval.html", mixture="eval")
+    assert "1 row (every cut), which no other mixture draws." in (tmp_path / "eval.html").read_text()

@@ -126,9 +126,10 @@ def _held_out(figures: Figures) -> str:
     held = next((m for m in figures.info["mixtures"] if m.get("held_out_rows") is not None), None)
     if held is None:
         return ""
-    rows, name = held["held_out_rows"], html.escape(held["name"])
-    said = (f"{rows:,} rows (every cut), which no other mixture draws" if figures.mixture["name"] == held["name"]
-            else f"this mixture leaves out the {rows:,} rows held out for evaluation in mixture '{name}'")
+    count, name = held["held_out_rows"], html.escape(held["name"])
+    rows = f"{count:,} row" + ("" if count == 1 else "s")
+    said = (f"{rows} (every cut), which no other mixture draws" if figures.mixture["name"] == held["name"]
+            else f"this mixture leaves out the {rows} held out for evaluation in mixture '{name}'")
     return f"<h3 id='held-out'>Held out for evaluation</h3><p class='held-out'>{said}.</p>"
 
 
