@@ -172,19 +172,10 @@ def _v1_render(processor, llamafactory: Path | None):
         renderer = v1_renderer_class(llamafactory)(processor)
         return lambda sample: renderer.process_samples([sample])[0]
 
-    from PIL import Image
+    from tests.vl_processor import hf_messages
 
     def rendered(sample):
-        messages, images = [], []
-        for message in sample["messages"]:
-            content = []
-            for block in message["content"]:
-                if block["type"] == "image_url":
-                    content.append({"type": "image"})
-                    images.append(Image.open(block["value"]).convert("RGB"))
-                else:
-                    content.append({"type": "text", "text": block["value"]})
-            messages.append({"role": message["role"], "content": content})
+        messages, images = hf_messages(sample)
         whole = processor(text=processor.apply_chat_template(messages, tokenize=False), images=images,
                           return_tensors="pt")
         prompt_images = images[:sum(1 for m in messages[:-1] for c in m["content"] if c["type"] == "image")]

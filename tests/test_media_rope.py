@@ -20,7 +20,7 @@ from dataidx.training import Collator, model_inputs
 from dataidx.training.media_rope import mrope_positions
 
 from .helpers import SHARED_DATA
-from .vl_processor import demo_entries, qwen2_vl_processor
+from .vl_processor import demo_entries, hf_messages, qwen2_vl_processor
 
 pytest.importorskip("PIL")
 requires_demos = pytest.mark.skipif(not (SHARED_DATA / "mllm_demo_data").is_dir(),
@@ -33,28 +33,6 @@ IGNORE = -100
 #: attention takes its softmax in float32 (``eager_attention_forward``), rows of other lengths
 #: rounding otherwise (measured 1e-10). Samples that attend to one another differ by 5e-4 to 2e-3.
 RELATIVE = 1e-8
-
-
-def hf_messages(sample: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
-    """A v1 sample's messages as a chat template takes them (``{"type": "image"}`` blocks), and
-    its images, opened in order."""
-    from PIL import Image
-
-    messages, images = [], []
-    for message in sample["messages"]:
-        content = []
-        for block in message["content"]:
-            if block["type"] == "image_url":
-                content.append({"type": "image"})
-                value = block["value"]
-                if not isinstance(value, Image.Image):  # a path: decoded here, the file closed
-                    with Image.open(value) as opened:
-                        value = opened.convert("RGB")
-                images.append(value)
-            else:
-                content.append({"type": "text", "text": block["value"]})
-        messages.append({"role": message["role"], "content": content})
-    return messages, images
 
 
 def render(processor: Any, sample: dict[str, Any], *, all_labelled: bool = False) -> dict[str, Any]:

@@ -88,6 +88,28 @@ def demo_samples(name: str) -> list[dict[str, Any]]:
     return rows
 
 
+def hf_messages(sample: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """A v1 sample's messages as a chat template takes them (``{"type": "image"}`` blocks), and
+    its images, opened in order."""
+    from PIL import Image
+
+    messages, images = [], []
+    for message in sample["messages"]:
+        content = []
+        for block in message["content"]:
+            if block["type"] == "image_url":
+                content.append({"type": "image"})
+                value = block["value"]
+                if not isinstance(value, Image.Image):  # a path: decoded here, the file closed
+                    with Image.open(value) as opened:
+                        value = opened.convert("RGB")
+                images.append(value)
+            else:
+                content.append({"type": "text", "text": block["value"]})
+        messages.append({"role": message["role"], "content": content})
+    return messages, images
+
+
 def demo_entries(name: str) -> list[tuple[int, int | None, dict[str, Any]]]:
     """``(row, cut, sample)`` of each entry v1 renders from a demo dataset: one per supervised
     assistant turn, cut as v1's DataEngine cuts it (:func:`v1_cuts`)."""

@@ -12,6 +12,8 @@ from .._lazy import lazy_face
 if TYPE_CHECKING:
     from .entries import MixtureEntries as MixtureEntries
     from .holding import row_entries as row_entries
+    from .media_check import REBUILD as REBUILD
+    from .media_check import media_place as media_place
     from .media_check import media_stat as media_stat
     from .order import RunNumbering as RunNumbering
     from .order import SkippingOrder as SkippingOrder
@@ -36,6 +38,8 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "dataset_problems": ".verify",
     "epoch_steps": ".order",
     "export_mixture": ".sample_export",
+    "REBUILD": ".media_check",
+    "media_place": ".media_check",
     "media_stat": ".media_check",
     "open_rows": ".rows",
     "row_entries": ".holding",

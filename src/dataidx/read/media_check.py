@@ -31,18 +31,27 @@ class MediaCheck:
         for message, path, size, mtime_ns, relative in self.media.of_row(self.dataset_id, row):
             if cut is not None and message >= cut:
                 continue
-            try:
-                path, stat = media_stat(path, relative, self.folder)
-            except OSError:
-                self._refuse(row, f"media file {path} is gone")
-            else:
-                if stat.st_size != size or stat.st_mtime_ns != mtime_ns:
-                    self._refuse(row, f"media file {path} changed since the build ({size} -> {stat.st_size} bytes"
-                                      + (")" if stat.st_size != size else ", modified)"))
+            _, problem = media_place(path, relative, self.folder, size, mtime_ns)
+            if problem is not None:
+                raise StaleStoreError(f"{self.store}: dataset '{self.dataset}' row {row}: {problem}; {REBUILD}")
 
-    def _refuse(self, row: int, what: str) -> None:
-        raise StaleStoreError(f"{self.store}: dataset '{self.dataset}' row {row}: {what}; rebuild the store "
-                              "(or open it with verify=False / --no-verify to read it anyway)")
+
+#: What a reader says to do about a media file that changed or is gone.
+REBUILD = "rebuild the store (or open it with verify=False / --no-verify to read it anyway)"
+
+
+def media_place(path: str, relative: str | None, folder: str | None, size: int, mtime_ns: int
+                ) -> tuple[str | None, str | None]:
+    """A recorded media file where it is now (None when gone), and what is wrong with it there
+    (gone, or its size or mtime moved since the build; None when nothing is)."""
+    try:
+        place, stat = media_stat(path, relative, folder)
+    except OSError:
+        return None, f"media file {path} is gone"
+    if stat.st_size != size or stat.st_mtime_ns != mtime_ns:
+        return place, (f"media file {place} changed since the build ({size} -> {stat.st_size} bytes"
+                       + (")" if stat.st_size != size else ", modified)"))
+    return place, None
 
 
 def media_stat(path: str, relative: str | None, folder: str | None) -> tuple[str, os.stat_result]:

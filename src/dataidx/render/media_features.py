@@ -11,12 +11,11 @@ header gave the lengths, or the entry is refused instead of training on misalign
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import MediaError, RenderError, StaleStoreError
-from ..read import EntryReader, media_stat
+from ..read import REBUILD, EntryReader, media_place
 from ..store import Datasets, Media, StoreHandle
 from .media_families import MediaUnreadable, media_family, medium
 from .media_render import MediaRenderer, kept_media
@@ -36,17 +35,11 @@ class ServedMedia:
         self.family = media_family(processor)
         self.folder = Datasets.folder_of(store)
         self.keep_end = truncation == "left"
-        self.datasets: dict[int, bool] = {}
         self._dummy: dict[str, Any] | None = None
 
     def files(self, dataset_id: int, row: int, cut: int | None) -> list[Media.RowFile]:
-        """An entry's media files, in order (its messages below ``cut``); one indexed read, only
-        for datasets with media."""
-        if dataset_id not in self.datasets:
-            self.datasets[dataset_id] = self.records.has_media(dataset_id)
-        if not self.datasets[dataset_id]:
-            return []
-        return [file for file in self.records.row_files(dataset_id, row) if cut is None or file.message < cut]
+        """An entry's media files, in order (its messages below ``cut``)."""
+        return self.records.entry_files(dataset_id, row, cut)
 
     def add(self, served: dict[str, Any], files: Sequence[Media.RowFile], dataset: str, row: int) -> dict[str, Any]:
         """``served`` (an entry's ``input_ids``...) with the features of its media ``files``."""
@@ -94,15 +87,12 @@ class ServedMedia:
         return self._dummy
 
     def _place(self, file: Media.RowFile, where: str) -> str:
-        """Where the file is now; with ``verify``, refused when it changed since the build."""
-        try:
-            path, stat = media_stat(file.path, file.relative, self.folder)
-        except OSError:
-            raise StaleStoreError(f"{where}: media file {file.path} is gone; rebuild the store") from None
-        if self.verify and (stat.st_size != file.bytes or stat.st_mtime_ns != file.mtime_ns):
-            raise StaleStoreError(f"{where}: media file {path} changed since the build; rebuild the store (or open it "
-                                  "with verify=False / --no-verify to read it anyway)")
-        return os.fspath(path)
+        """Where the file is now; with ``verify``, refused as a fetch refuses it when it changed."""
+        path, problem = media_place(file.path, file.relative, self.folder, file.bytes, file.mtime_ns)
+        if problem is not None and (self.verify or path is None):
+            raise StaleStoreError(f"{where}: {problem}; {REBUILD}")
+        assert path is not None  # a file that is gone is a problem whatever verify says
+        return path
 
 
 class MediaServing:

@@ -25,7 +25,7 @@ from ..read import EntryReader
 from ..store import Media, Specs
 from .batches import Batch, draft_row, length_row
 from .bounds import Boundaries
-from .media_families import EntryMedium, medium
+from .media_families import medium
 from .media_render import MediaRenderer
 from .renderer import Renderer, extra_info
 from .spool import AddedUses
@@ -55,24 +55,6 @@ class RangeRendered(NamedTuple):
     tokens: ChunkTokens | None
 
 
-class RowMediaFiles:
-    """A pass's reads of rows' media, for a processor's spec: which datasets have media (asked
-    once each) and a row's files as :class:`~.media_render.EntryMedium` (empty for a text spec)."""
-
-    def __init__(self, reader: EntryReader, media: MediaRenderer | None) -> None:
-        self.store = Media(reader.handle) if media is not None else None
-        self.datasets: dict[int, bool] = {}
-
-    def of_row(self, dataset_id: int, row: int) -> list[EntryMedium]:
-        if self.store is None:
-            return []
-        if dataset_id not in self.datasets:
-            self.datasets[dataset_id] = self.store.has_media(dataset_id)
-        if not self.datasets[dataset_id]:
-            return []
-        return [medium(file) for file in self.store.row_files(dataset_id, row)]
-
-
 def entry_ranges(first: int, end: int, size: int) -> list[tuple[int, int]]:
     """``[first, end)`` split into ranges ``[start, stop)`` of at most ``size`` entries: a task each."""
     return [(start, min(start + size, end)) for start in range(first, end, size)]
@@ -92,7 +74,7 @@ def render_range(work: RenderPass, first: int, last: int) -> RangeRendered:
     boundaries = Boundaries(renderer.tokenizer.added_tokens_decoder)
     past = renderer.floors.count_past(renderer.token_bound)
     found = reader.entries_between(first, last - 1) if last > first else []  # entries_between is inclusive
-    media = RowMediaFiles(reader, work.media)
+    media = Media(reader.handle) if work.media is not None else None  # a processor's spec: rows' media
     for (dataset_id, row), group in groupby(found, key=lambda entry: entry[1:3]):
         entries = []
         batch.dataset = dataset_id
@@ -114,7 +96,7 @@ def render_range(work: RenderPass, first: int, last: int) -> RangeRendered:
         info = extra_info(whole)
         if info is not None:
             batch.extra_info.update((entry_id, info) for entry_id, _ in entries)
-        files = media.of_row(dataset_id, row)
+        files = [medium(file) for file in media.entry_files(dataset_id, row)] if media is not None else []
         if files:  # a processor's spec and a row with media: each entry rendered with its own
             assert work.media is not None
             for entry_id, cut in entries:

@@ -92,10 +92,20 @@ class Media:
 
     def __init__(self, store: Access) -> None:
         self.store = access(store)
+        self._has_media: dict[int, bool] = {}
 
     def row_files(self, dataset_id: int, row: int) -> list[RowFile]:
         """A row's media blocks with their files, in order."""
         return [RowFile(*found) for found in self.store.all(self.ROW_FILES, dataset_id, row)]
+
+    def entry_files(self, dataset_id: int, row: int, cut: int | None = None) -> list[RowFile]:
+        """An entry's media files, in order (its messages below ``cut``): one indexed read, and
+        none for a dataset whose rows name no media (asked once per object and dataset)."""
+        if dataset_id not in self._has_media:
+            self._has_media[dataset_id] = self.has_media(dataset_id)
+        if not self._has_media[dataset_id]:
+            return []
+        return [file for file in self.row_files(dataset_id, row) if cut is None or file.message < cut]
 
     def recorded(self) -> list[RowFile]:
         """Every recorded file (``message`` 0): what a spec counts tokens for and proves."""
