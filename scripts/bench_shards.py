@@ -130,11 +130,13 @@ def synthetic_parts(store: Path, parts: Path, shards: int, tokenizer: object) ->
     with EntryReader(store) as reader:
         setup = prepare(request, reader, tokenizer, proof=False)
         build_digest = next(digest for kind, _, digest in reader.identity.parts if kind == "build")
+        datasets = [(dataset_id, found.first_entry, found.entries) for dataset_id, found in reader.datasets.items()]
     first, last = setup.stored.first, setup.stored.last
     rng = np.random.default_rng(0)
     for shard in range(shards):
         start, end = shard_range(first, last, shard, shards)
-        with PartWriter(parts, shard, shards, None) as writer:
+        with PartWriter(parts, shard, shards, fingerprint=setup.spec.fingerprint, dtype=None,
+                        datasets=datasets) as writer:
             for chunk in range(start, end + 1, ENTRIES_PER_RENDER_CHUNK):
                 ids = range(chunk, min(chunk + ENTRIES_PER_RENDER_CHUNK, end + 1))
                 tokens = np.clip(rng.lognormal(6.0, 0.9, len(ids)).astype(np.int64), 16, CUTOFF).tolist()
@@ -170,11 +172,11 @@ def print_profile(path: Path) -> None:
     stats = pstats.Stats(str(path))
     wanted = {("shards.py", "merge_parts"): "merge_parts, in all",
               ("parts.py", "check_files"): "checking the files' sha256",
-              ("parts.py", "read_part"): "reading the parts (JSON, row checks)",
-              ("spool.py", "add"): "spooling the rows (RenderedRows.add)",
+              ("part_rows.py", "read"): "reading the parts' summaries and lengths",
               ("writes.py", "save_render_spec"): "the store's single write (Specs.save)",
-              ("summaries.py", "insert_spec_summary"): "  of which the summaries in SQL",
-              ("writes.py", "insert_length_chunks"): "  of which the length arrays"}
+              ("part_rows.py", "insert"): "  of which the rows, copied by INSERT ... SELECT",
+              ("part_rows.py", "insert_summaries"): "  of which the summaries",
+              ("part_rows.py", "length_chunk_rows"): "  of which the length arrays"}
     found = {(Path(file).name, name): seconds for (file, _, name), (_, _, _, seconds, _)
              in stats.stats.items()  # type: ignore[attr-defined]
              if (Path(file).name, name) in wanted}

@@ -96,6 +96,17 @@ def test_merged_shards_are_a_serial_render(project: tuple[Path, dict[str, Any]],
     assert token_files[0].name == serial_files[0].name and digest(token_files[0]) == digest(serial_files[0])
 
 
+def test_shards_add_tokens_to_a_spec_stored_without(project: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    store = fresh(project, tmp_path)
+    render_store(request(store, tmp_path / "tokens", store_tokens=False, tokens_dir=None))
+    lengths = spec_state(store)["entry_renders"]
+    for shard in range(3):
+        render_shard(request(store, tmp_path / "tokens"), shard, 3, tmp_path / "parts")
+    summary = merge_parts(store, tmp_path / "parts")
+    assert summary.tokens_added and spec_state(store) == project[1]
+    assert [row[:6] for row in spec_state(store)["entry_renders"]] == [row[:6] for row in lengths]
+
+
 @pytest.mark.slow  # 3 shards in 2 processes of this machine, then a serial render to compare
 def test_the_local_runner_and_the_command_line(project: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     store = fresh(project, tmp_path)
@@ -178,6 +189,13 @@ def two_parts(project: tuple[Path, dict[str, Any]], tmp_path: Path, **changed: A
     return store, tmp_path / "parts"
 
 
+def seal(manifest: Path, kind: str, path: Path) -> None:
+    """Make ``manifest`` say its ``kind`` file is ``path`` as it is now (a crafted part)."""
+    record = json.loads(manifest.read_text())
+    record["files"][kind].update(bytes=path.stat().st_size, sha256=digest(path))
+    manifest.write_text(json.dumps(record))
+
+
 def refused(store: Path, parts: Path, *fragments: str) -> None:
     """``dataidx merge`` refuses in one line naming what is wrong, and the store is as it was."""
     before = digest(store)
@@ -192,13 +210,13 @@ def refused(store: Path, parts: Path, *fragments: str) -> None:
 def test_merge_refuses_parts_that_are_not_exactly_the_stores(project: tuple[Path, dict[str, Any]],
                                                              tmp_path: Path) -> None:
     store, parts = two_parts(project, tmp_path)
-    rows = parts / "shard-00000-of-00002.rows.jsonl"
+    rows = parts / "shard-00000-of-00002.rows.db"
     manifest = parts / "shard-00001-of-00002.json"
     original = rows.read_bytes()
 
     rows.write_bytes(original[: len(original) // 2])  # a truncated part
-    refused(store, parts, "shard-00000-of-00002.rows.jsonl", "truncated or rewritten")
-    rows.write_bytes(original[:-40] + original[-40:].replace(b"1", b"2"))  # one byte changed, the same size
+    refused(store, parts, "shard-00000-of-00002.rows.db", "truncated or rewritten")
+    rows.write_bytes(original[:-40] + bytes(b ^ 1 for b in original[-40:]))  # bytes changed, the same size
     refused(store, parts, "its sha256 is not the one its manifest says")
     rows.write_bytes(original)
 
@@ -228,21 +246,37 @@ def test_merge_refuses_another_specs_build_or_crafted_rows(project: tuple[Path, 
     other = tmp_path / "other"
     render_shard(request(store, tmp_path / "tokens", cutoff=64), 1, 2, other)  # another spec's part
     shutil.copy(parts / "shard-00000-of-00002.json", other)
-    shutil.copy(parts / "shard-00000-of-00002.rows.jsonl", other)
-    shutil.copy(parts / "shard-00000-of-00002.words", other)
+    shutil.copy(parts / "shard-00000-of-00002.rows.db", other)
+    shutil.copy(parts / "shard-00000-of-00002.tokens", other)
     refused(store, other, "a part of another spec")
 
-    rows = parts / "shard-00001-of-00002.rows.jsonl"  # rows rewritten, the manifest's digest made to match
-    lines = rows.read_bytes().splitlines(keepends=True)
-    chunk = json.loads(lines[0])
-    chunk["rows"][0][0] += 1
-    lines[0] = json.dumps(chunk, separators=(",", ":")).encode() + b"\n"
-    rows.write_bytes(b"".join(lines))
-    manifest = parts / "shard-00001-of-00002.json"
-    record = json.loads(manifest.read_text())
-    record["files"]["rows"].update(bytes=rows.stat().st_size, sha256=digest(rows))
-    manifest.write_text(json.dumps(record))
-    refused(store, parts, "shard-00001-of-00002.rows.jsonl line 1", "not base entries")
+    manifest = parts / "shard-00001-of-00002.json"  # a part's file rewritten, the manifest's digest made to match
+    rows = parts / "shard-00001-of-00002.rows.db"
+    original = rows.read_bytes()
+    for crafted, said in (
+            ("UPDATE rows SET entry_id = entry_id + 100000 WHERE entry_id = (SELECT min(entry_id) FROM rows)",
+             "holds a row of base entry 101826, outside its range 1826..3650"),
+            ("DELETE FROM rows WHERE entry_id = 2000", "holds fewer rows than its base entries 1826..3650"),
+            ("UPDATE rows SET status = 'fine' WHERE entry_id = (SELECT max(entry_id) FROM rows)",
+             "base entry 3650's row holds a value no render writes"),
+            ("UPDATE rows SET tokens = -1 WHERE entry_id = (SELECT max(entry_id) FROM rows)",
+             "base entry 3650's row holds a value no render writes"),
+            ("UPDATE rows SET token_offset = 1 << 40 WHERE entry_id = (SELECT max(entry_id) FROM rows)",
+             "base entry 3650's row holds a value no render writes"),
+            ("CREATE VIEW counted AS SELECT count(*) FROM rows", "not a part's rows file"),
+            ("UPDATE render_statuses SET entries = 'many'", "its summaries hold a value that is not a count"),
+            ("UPDATE lengths SET tokens = x'00'", "its lengths are not 4 bytes for each of its 1,825 entries")):
+        with sqlite3.connect(rows) as connection:
+            connection.execute(crafted)
+        connection.close()
+        seal(manifest, "rows", rows)
+        refused(store, parts, "shard-00001-of-00002.rows.db", said)
+        rows.write_bytes(original)
+    seal(manifest, "rows", rows)
+    tokens = parts / "shard-00001-of-00002.tokens"
+    tokens.write_bytes(tokens.read_bytes()[:-8] + (1 << 62).to_bytes(8, "little"))  # an index past its words
+    seal(manifest, "tokens", tokens)
+    refused(store, parts, "shard-00001-of-00002.tokens: its index does not step through its")
     manifest.write_text("{" * 100_000)  # not JSON a manifest is
     refused(store, parts, "shard-00001-of-00002.json: not a part's manifest")
 

@@ -166,13 +166,21 @@ def store_rendered(request: RenderRequest, reader: EntryReader, setup: Setup, pa
         for rows, uses, tokens in _progressed(passes, stored.last - stored.first + 1, progress):
             rendered.add(rows, sink.place(tokens, [row[0] for row in rows]) if sink is not None else None)
             rendered.added_uses.update(uses)
-        if setup.reused:
-            assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
-            return _write_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
+        return write_rendered(request, reader, setup, rendered, sink, started=started)
+
+
+def write_rendered(request: RenderRequest, reader: EntryReader, setup: Setup, rendered: RenderedRows | Specs.PartRows,
+                   sink: TokenSink | None, *, started: float) -> RenderSummary:
+    """Write every base entry's rows (kept by a render, or a merge's parts) as the spec, or only
+    add their tokens to the spec stored the same way; the summary says what was written."""
+    store, stored, spec = request.store, setup.stored, setup.spec
+    if setup.reused:
+        assert sink is not None  # a spec rendered the same way is rendered again only to add tokens
+        return write_spec_tokens(store, read=reader.identity, stored=stored, spec=spec, rendered=rendered,
                                  sink=sink, started=started)
-        summary = _write(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink,
+    summary = write_spec(store, read=reader.identity, spec=spec, rendered=rendered, started=started, sink=sink,
                          media=media_counts(setup.media, setup.recorded) if setup.media is not None else [])
-        summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
+    summary.tokens_replaced = stored.tokens.file if stored.tokens is not None else None
     summary.added_tokens = [(reader.datasets[dataset_id].name, token, n) for (dataset_id, token), n in
                             sorted(rendered.added_uses.items(), key=lambda use: (use[0][0], -use[1], use[0][1]))]
     return summary
@@ -250,8 +258,10 @@ def media_counts(media: MediaRenderer, files: list[Media.RowFile]) -> list[Specs
     return counted
 
 
-def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec, rendered: RenderedRows,
-           started: float, sink: TokenSink | None, media: list[Specs.MediaCountRow]) -> RenderSummary:
+def write_spec(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpec,
+               rendered: RenderedRows | Specs.PartRows, started: float, sink: TokenSink | None,
+               media: list[Specs.MediaCountRow]) -> RenderSummary:
+    """Store ``spec`` with its rows (kept by a render, or a merge's parts), in one write."""
     columns = {"name": spec.name, "fingerprint": spec.fingerprint, "tokenizer": spec.tokenizer_path,
                "tokenizer_sha256": spec.tokenizer_sha256, "template": spec.template,
                "template_text": spec.template_text, "cutoff": spec.cutoff, "truncation": spec.truncation,
@@ -262,8 +272,9 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
         specs = Specs(connection)
         named = specs.own_token_files(store)
         spec_id, plans_removed, counts, causes, seconds = specs.save(
-            columns, rendered.chunks(), entries=rendered.entries, training_entries=rendered.training_entries,
-            started=started, added_uses=rendered.added_uses, causes=rendered.causes)
+            columns, rendered.chunks() if isinstance(rendered, RenderedRows) else rendered, entries=rendered.entries,
+            training_entries=rendered.training_entries, started=started, added_uses=rendered.added_uses,
+            causes=rendered.causes)
         if media:
             specs.save_media(spec_id, media)
         tokens = sink.publish(connection, spec_id) if sink is not None else None
@@ -277,8 +288,8 @@ def _write(store: str | os.PathLike[str], *, read: ReadIdentity, spec: RenderSpe
                                     if kind == "reasoning"}, tokens=tokens)
 
 
-def _write_tokens(store: str | os.PathLike[str], *, read: ReadIdentity, stored: _Stored, spec: RenderSpec,
-                  rendered: RenderedRows, sink: TokenSink, started: float) -> RenderSummary:
+def write_spec_tokens(store: str | os.PathLike[str], *, read: ReadIdentity, stored: _Stored, spec: RenderSpec,
+                      rendered: RenderedRows | Specs.PartRows, sink: TokenSink, started: float) -> RenderSummary:
     """Add the tokens of a spec whose lengths are stored, leaving them as they are."""
     with rewriting(store, unchanged=read, task="storing tokens", command="render --store-tokens") as connection:
         tokens = add_tokens(connection, sink, spec.name, rendered.chunks())

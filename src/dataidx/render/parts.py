@@ -1,41 +1,44 @@
 """The files of a sharded render: one part per shard and its manifest, written after the part.
 
-A shard's part holds what a render pass returned for each of its ranges, in order, as
-``dataidx render`` would keep it: rows (lengths, statuses, causes, reasoning), plain added-token
-uses, and with ``--store-tokens`` each entry's words. Two files: ``NAME.rows.jsonl`` (a chunk a
-line, JSON: no pickle, since parts may come from shared storage) and ``NAME.words`` (the words,
-raw), then ``NAME.json``, the manifest: the shard's entry range, the spec's fingerprint, the
-build's digest, the request, and each file's size and sha256. The manifest is written last,
-through a temporary file and a rename, so a part without one is unfinished (a worker killed
-mid-part) and is rendered again; a part with one is checked against it before it is used.
-The protocol is datatrove's completions and dolma's ``*.done.txt``; what it adds is the check,
-in ``dataidx merge``, that the parts are exactly a serial render's.
+A shard's part holds what a render pass returned for each of its ranges, as ``dataidx render``
+would keep it, in two files: ``NAME.rows.db``, its rows in ``entry_renders``' columns with the
+summaries a spec's write counts from them (a small SQLite file, :mod:`dataidx.store.specs.part_rows`:
+the merge copies its rows with SQLite's own ``INSERT ... SELECT``, no Python object per row), and
+with ``--store-tokens`` ``NAME.tokens``, a token file of its own (its words and their index, the
+layout of :mod:`.token_file`), which the merge appends to the spec's. Then ``NAME.json``, the
+manifest: the shard's entry range, the spec's fingerprint, the build's digest, the request, and
+each file's size and sha256. The manifest is written last, through a temporary file and a
+rename, so a part without one is unfinished (a worker killed mid-part) and is rendered again; a
+part with one is checked against it before it is used. The protocol is datatrove's completions
+and dolma's ``*.done.txt``; what it adds is the check, in ``dataidx merge``, that the parts are
+exactly a serial render's.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
-from collections import Counter
-from collections.abc import Iterator
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import RenderError
+from ..errors import RenderError, StoreError
 from ..store import Specs
+from .digests import sha256_of
 from .passes import RangeRendered
+from .spool import stored_rows
+from .token_file import EXTRAS, HEADER, MAGIC, START, TokenFileWriter, file_size, index_offset
+from .token_pass import WordPlacer
 
 #: What a manifest says it is (a later layout gets another).
-FORMAT = "dataidx-render-part/1"
+FORMAT = "dataidx-render-part/2"
+#: Words a merge copies from a part's token file at a time (16M: 32-64 MB).
+_WORDS_PER_COPY = 1 << 24
 #: A manifest is a few hundred bytes: anything past this is not one.
 MAX_MANIFEST_BYTES = 1 << 20
-#: A part's line is one chunk's rows: past this it is not one dataidx wrote.
-MAX_LINE_BYTES = 1 << 30
 
 
 def part_name(shard: int, shards: int) -> str:
@@ -69,58 +72,48 @@ class Manifest:
 
 
 class PartWriter:
-    """Writes one shard's part: chunks as they come, then, once complete, its manifest."""
+    """Writes one shard's part: ranges as they come, then, once complete, its manifest."""
 
-    def __init__(self, folder: Path, shard: int, shards: int, dtype: np.dtype | None) -> None:
+    def __init__(self, folder: Path, shard: int, shards: int, *, fingerprint: str, dtype: np.dtype | None,
+                 datasets: list[tuple[int, int, int]]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.folder, self.name, self.dtype = folder, part_name(shard, shards), dtype
-        self.temporary = {kind: folder / f".{self.name}.{kind}.{os.getpid()}.tmp" for kind in ("rows", "words")}
-        self.rows = open(self.temporary["rows"], "wb")
-        self.words = open(self.temporary["words"], "wb") if dtype is not None else None
-        self.digests = {"rows": hashlib.sha256(), "words": hashlib.sha256()}
+        self.folder, self.name, self.datasets = folder, part_name(shard, shards), datasets
+        self.temporary = folder / f".{self.name}.rows.db.{os.getpid()}.tmp"
+        self.temporary.unlink(missing_ok=True)
+        self.rows = Specs.part_writer(self.temporary)
+        self.words = (WordPlacer(TokenFileWriter(folder, fingerprint, dtype, f"{self.name}.tokens"))
+                      if dtype is not None else None)
 
     def __enter__(self) -> PartWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        for handle in (self.rows, self.words):
-            if handle is not None:
-                handle.close()
-        for path in self.temporary.values():
-            path.unlink(missing_ok=True)
+        self.rows.close()
+        self.temporary.unlink(missing_ok=True)
+        if self.words is not None:
+            self.words.writer.__exit__(*exc_info)
 
     def add(self, rendered: RangeRendered) -> None:
         """One range's rows, uses and words."""
-        tokens = None
-        if rendered.tokens is not None:
-            assert self.words is not None and self.dtype is not None  # words only when the part stores tokens
-            words, entries = rendered.tokens
-            data = np.ascontiguousarray(words, dtype=self.dtype).tobytes()
-            self.words.write(data)
-            self.digests["words"].update(data)
-            tokens = {"words": len(words), "entries": [[entry, count, side, _text(weights), info]
-                                                       for entry, count, side, weights, info in entries]}
-        line = json.dumps({"rows": rendered.rows, "uses": [[dataset, token, n] for (dataset, token), n
-                                                           in sorted(rendered.uses.items())],
-                           "tokens": tokens}, separators=(",", ":")).encode() + b"\n"
-        self.rows.write(line)
-        self.digests["rows"].update(line)
+        placed = None
+        if self.words is not None:
+            placed = self.words.place(rendered.tokens, [row[0] for row in rendered.rows])
+        self.rows.add(stored_rows(rendered.rows, placed), rendered.uses)
 
     def finish(self, manifest: dict[str, Any]) -> Manifest:
-        """Make the part's files durable under their names, then write its manifest (last)."""
-        files: dict[str, dict[str, Any]] = {}
-        for kind, handle in (("rows", self.rows), ("words", self.words)):
-            if handle is None:
-                continue
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
-            name = f"{self.name}.{kind}" + (".jsonl" if kind == "rows" else "")
-            os.replace(self.temporary[kind], self.folder / name)
-            files[kind] = {"name": name, "bytes": (self.folder / name).stat().st_size,
-                           "sha256": self.digests[kind].hexdigest()}
-        record = Manifest(path=self.folder / f"{self.name}.json", files=files, dtype=_dtype_name(self.dtype),
-                          **manifest)
+        """Count the part's summaries, make its files durable under their names, then write its
+        manifest (last)."""
+        self.rows.finish(self.datasets)
+        _sync(self.temporary)
+        names = {"rows": f"{self.name}.rows.db"}
+        os.replace(self.temporary, self.folder / names["rows"])
+        if self.words is not None:
+            names["tokens"] = f"{self.name}.tokens"
+            self.words.writer.publish(manifest["first"])
+        files = {kind: {"name": name, "bytes": (self.folder / name).stat().st_size,
+                        "sha256": _sha256(self.folder / name)} for kind, name in names.items()}
+        dtype = self.words.dtype.str if self.words is not None else None
+        record = Manifest(path=self.folder / f"{self.name}.json", files=files, dtype=dtype, **manifest)
         temporary = self.folder / f".{self.name}.json.{os.getpid()}.tmp"
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(record.as_json(), handle, indent=1, sort_keys=True)
@@ -168,70 +161,65 @@ def check_files(manifest: Manifest) -> None:
         if size != record.get("bytes"):
             raise RenderError(f"{path}: {size:,} bytes where its manifest says {record.get('bytes')!r}: truncated or "
                               "rewritten; render the shard again")
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-        if digest.hexdigest() != record.get("sha256"):
+        if _sha256(path) != record.get("sha256"):
             raise RenderError(f"{path}: its sha256 is not the one its manifest says: changed since it was written; "
                               "render the shard again")
 
 
-def read_part(manifest: Manifest) -> Iterator[RangeRendered]:
-    """The part's ranges as a render pass returned them, checked to be its entries in id order."""
-    words_file = manifest.files.get("words")
-    dtype = np.dtype(manifest.dtype) if manifest.dtype is not None else None
-    expected, offset = manifest.first, 0
-    with open(manifest.folder / manifest.files["rows"]["name"], "rb") as rows:
-        for number, line in enumerate(iter(lambda: rows.readline(MAX_LINE_BYTES), b""), 1):
-            where = f"{manifest.folder / manifest.files['rows']['name']} line {number}"
-            try:
-                chunk = json.loads(line)
-                found = [_row(row) for row in chunk["rows"]]
-                uses: Counter[tuple[int, str]] = Counter({(int(dataset), str(token)): int(n)
-                                                          for dataset, token, n in chunk["uses"]})
-            except (ValueError, TypeError, KeyError) as exc:
-                raise RenderError(f"{where}: not a chunk of rendered rows ({type(exc).__name__})") from None
-            ids = [row[0] for row in found]
-            if ids != list(range(expected, expected + len(ids))):
-                raise RenderError(f"{where}: its rows are not base entries {expected}.. in order")
-            expected += len(ids)
-            tokens = None
-            if chunk.get("tokens") is not None:
-                if dtype is None or words_file is None:
-                    raise RenderError(f"{where}: holds words, and its manifest names no words file")
-                count = int(chunk["tokens"]["words"])
-                words = np.fromfile(manifest.folder / words_file["name"], dtype=dtype, count=count,
-                                    offset=offset * dtype.itemsize)
-                if len(words) != count:
-                    raise RenderError(f"{where}: its words run past the words file")
-                offset += count
-                tokens = (words, [(int(entry), int(size), side, _bytes(weights), info)
-                                  for entry, size, side, weights, info in chunk["tokens"]["entries"]])
-            yield RangeRendered(found, uses, tokens)
-    if expected != manifest.last + 1:
-        raise RenderError(f"{manifest.path}: its part holds base entries {manifest.first}..{expected - 1}, its "
-                          f"manifest says ..{manifest.last}: truncated; render the shard again")
+def part_files(manifests: list[Manifest]) -> tuple[list[Path], list[Path | None]]:
+    """Each part's rows file, and its token file (None without one), in shard order."""
+    rows = [manifest.folder / manifest.files["rows"]["name"] for manifest in manifests]
+    tokens = [manifest.folder / manifest.files["tokens"]["name"] if "tokens" in manifest.files else None
+              for manifest in manifests]
+    return rows, tokens
 
 
-def _row(row: list[Any]) -> Specs.LengthRow:
-    """A stored row from its JSON, its fields of the types a render writes."""
-    entry, tokens, supervised, full, status, detail, cause, reasoning = row
-    if status not in Specs.STATUSES:
-        raise ValueError(f"status {status!r}")
-    for text in (detail, cause, reasoning):
-        if text is not None and not isinstance(text, str):
-            raise TypeError("a text field")
-    return (int(entry), int(tokens), int(supervised), int(full), status, detail, cause, reasoning)
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return sha256_of(handle)
 
 
-def _text(weights: bytes | None) -> str | None:
-    return base64.b64encode(weights).decode() if weights is not None else None
+def _sync(path: Path) -> None:
+    with open(path, "rb+") as handle:
+        os.fsync(handle.fileno())
 
 
-def _bytes(weights: str | None) -> bytes | None:
-    return base64.b64decode(weights) if weights is not None else None
+def append_part_words(placer: WordPlacer, path: Path, first: int, last: int) -> tuple[int, int]:
+    """Append a shard's token file to the spec's (its words, then its index moved past the words
+    so far), which indexes base entries ``first..last``; returns where its words start there and
+    how many it holds (its rows' offsets are its own). Its entries are counted by the caller."""
+    header, words, starts = read_part_words(path, placer.dtype, first, last, placer.writer.fingerprint)
+    base = placer.writer.words
+    for at in range(0, words, _WORDS_PER_COPY):
+        placer.writer.append(np.fromfile(path, dtype=placer.dtype, count=min(_WORDS_PER_COPY, words - at),
+                                         offset=header + at * placer.dtype.itemsize))
+    placer.writer.index((starts & START) + np.uint64(base) | (starts & EXTRAS))
+    if placer.first_entry is None:
+        placer.first_entry = first
+    placer.next_entry = last + 1
+    return base, words
 
 
-def _dtype_name(dtype: np.dtype | None) -> str | None:
-    return dtype.str if dtype is not None else None
+def read_part_words(path: Path, dtype: np.dtype, first: int, last: int, fingerprint: str
+                    ) -> tuple[int, int, np.ndarray]:
+    """A shard's token file (:mod:`.parts`), checked to be one of spec ``fingerprint``'s words
+    indexing base entries ``first..last``: ``(where its words start, how many, each entry's
+    start)``, the starts increasing within the words (bit 63 aside), as a merge appends them."""
+    entries = last - first + 1
+    try:
+        with open(path, "rb") as file:
+            head = file.read(HEADER.size)
+        magic, word_bytes, _, words, indexed, first_entry, raw = HEADER.unpack(head)
+        size = os.stat(path).st_size
+    except (OSError, struct.error) as exc:
+        raise StoreError(f"{path}: not a part's token file ({exc})") from None
+    wanted = (MAGIC, dtype.itemsize, entries, first, bytes.fromhex(fingerprint))
+    if (magic, word_bytes, indexed, first_entry, raw) != wanted:
+        raise StoreError(f"{path}: not the token file of base entries {first}..{last} under this spec's fingerprint")
+    if size != file_size(words, word_bytes, entries):
+        raise StoreError(f"{path}: {size:,} bytes, and its header says {file_size(words, word_bytes, entries):,}")
+    starts = np.fromfile(path, dtype="<u8", count=entries + 1, offset=index_offset(words, word_bytes))
+    plain = starts & START
+    if len(starts) != entries + 1 or plain[-1] != words or (np.diff(plain.astype(np.int64)) < 0).any():
+        raise StoreError(f"{path}: its index does not step through its {words:,} words")
+    return HEADER.size, words, starts[:-1]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from multiprocessing import get_context
@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import RenderError, UsageError
+from ..errors import RenderError, StoreError, UsageError
 from ..progress import CountProgress
 from ..read import EntryReader
 from ..store import Datasets, Specs
-from .lengths import ENTRIES_PER_RENDER_CHUNK, RenderSummary, prepare, store_rendered
-from .parts import Manifest, PartWriter, check_files, part_name, read_manifest, read_part
-from .passes import RangeRendered, entry_ranges, run_passes
+from .lengths import ENTRIES_PER_RENDER_CHUNK, RenderSummary, Setup, prepare, write_rendered
+from .parts import Manifest, PartWriter, append_part_words, check_files, part_files, part_name, read_manifest
+from .passes import entry_ranges, run_passes
 from .request import RenderRequest
+from .token_pass import TokenSink
 
 #: The request's fields that do not change what is rendered (a shard may run with other ones).
 _NOT_RENDERED = ("jobs",)
@@ -111,7 +112,9 @@ def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | o
             return ShardOutcome(shard, shards, first, last, True, time.perf_counter() - started, manifest_path)
         work = setup.work(reader, request.store_tokens)
         jobs = max(1, request.jobs or os.cpu_count() or 1)  # a shard alone: the machine's cores, as a render
-        with PartWriter(folder, shard, shards, work.words) as writer:
+        datasets = [(dataset_id, found.first_entry, found.entries) for dataset_id, found in reader.datasets.items()]
+        with PartWriter(folder, shard, shards, fingerprint=setup.spec.fingerprint, dtype=work.words,
+                        datasets=datasets) as writer:
             done = 0
             for rendered in run_passes(work, entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK), jobs):
                 writer.add(rendered)
@@ -144,7 +147,7 @@ def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
         _check_cover(manifests, setup.stored.first, setup.stored.last, _build_digest(reader), setup.spec.fingerprint)
         for manifest in manifests:
             check_files(manifest)
-        return store_rendered(request, reader, setup, _parts(manifests), progress=progress, started=started)
+        return _store_parts(request, reader, setup, manifests, started=started)
 
 
 def with_fixed_clock(request: RenderRequest) -> RenderRequest:
@@ -265,9 +268,29 @@ def _check_cover(manifests: list[Manifest], first: int, last: int, build: str, f
                               f"{manifest.shard} of {manifest.shards} is {wanted[0]}..{wanted[1]} of this store")
 
 
-def _parts(manifests: list[Manifest]) -> Iterator[RangeRendered]:
-    for manifest in manifests:
-        yield from read_part(manifest)
+def _store_parts(request: RenderRequest, reader: EntryReader, setup: Setup, manifests: list[Manifest], *,
+                 started: float) -> RenderSummary:
+    """Write the parts as the spec, in one write: their token files appended to the spec's, their
+    rows copied from their files by SQLite, their summaries summed (a serial render's, whatever N)."""
+    spec = setup.spec
+    sink = (TokenSink(request.store, spec.fingerprint, setup.vocabulary, request.tokens_dir)
+            if request.store_tokens else None)
+    with sink or nullcontext():
+        try:
+            files = []
+            for manifest, rows, tokens in zip(manifests, *part_files(manifests)):
+                base, words = 0, 0
+                if sink is not None:
+                    if tokens is None:
+                        raise StoreError(f"{manifest.path}: a part without tokens, and the request stores them")
+                    base, words = append_part_words(sink, tokens, manifest.first, manifest.last)
+                files.append(Specs.PartFile(rows, manifest.first, manifest.last, base, words))
+            rendered = Specs.read_parts(files)
+        except StoreError as exc:
+            raise RenderError(f"{exc}; render the shard again") from None
+        if sink is not None:
+            sink.entries = rendered.training_entries  # every entry that trains has its words in its part
+        return write_rendered(request, reader, setup, rendered, sink, started=started)
 
 
 def _build_digest(reader: EntryReader) -> str:

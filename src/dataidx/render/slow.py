@@ -17,7 +17,6 @@ not change ids; the spec hashes the template itself).
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RenderError
+from .digests import sha256_of
 from .shared_prefix import Encoded, encode_each
 
 #: v1's refusals (core/rendering/rendering.py at ff6d4d12), the detail of an entry it refuses.
@@ -123,11 +123,8 @@ def slow_fingerprint(tokenizer: Any) -> dict[str, Any]:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return sha256_of(handle)
 
 
 def _plain(value: Any) -> Any:

@@ -32,14 +32,7 @@ class RenderedRows:
 
     def add(self, rows: list[Specs.LengthRow], placed: list[Specs.EntryTokens] | None = None) -> None:
         """Keep one chunk's rows, with where each training entry's words lie when tokens are stored."""
-        where: dict[int, tuple[int | None, int | None, bytes | None, str | None]] = {
-            entry_id: (offset, side, weights, info) for entry_id, offset, side, weights, info in placed or ()}
-        if placed is not None:
-            missing = [row[0] for row in rows if row[4] in TRAINING_STATUSES and row[0] not in where]
-            assert not missing, f"entries {missing[:5]} train but their tokens were not stored"
-        none: tuple[int | None, int | None, bytes | None, str | None] = (None, None, None, None)
-        stored: list[Specs.StoredRow] = [row + where.get(row[0], none) for row in rows]
-        pickle.dump(stored, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(stored_rows(rows, placed), self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)
         self.training_entries += sum(1 for row in rows if row[4] in TRAINING_STATUSES)
         for row in rows:
@@ -57,3 +50,14 @@ class RenderedRows:
                 return
 
 
+
+
+def stored_rows(rows: list[Specs.LengthRow], placed: list[Specs.EntryTokens] | None) -> list[Specs.StoredRow]:
+    """A chunk's rows as the store keeps them: each with where its words lie when tokens are stored."""
+    where: dict[int, tuple[int | None, int | None, bytes | None, str | None]] = {
+        entry_id: (offset, side, weights, info) for entry_id, offset, side, weights, info in placed or ()}
+    if placed is not None:
+        missing = [row[0] for row in rows if row[4] in TRAINING_STATUSES and row[0] not in where]
+        assert not missing, f"entries {missing[:5]} train but their tokens were not stored"
+    none: tuple[int | None, int | None, bytes | None, str | None] = (None, None, None, None)
+    return [row + where.get(row[0], none) for row in rows]

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import StaleStoreError, StoreError
 from ..store import Specs
+from .digests import sha256_of
 
 MAGIC = b"DIDXTOK2"
 #: magic, word bytes, reserved, words, entries indexed, first entry id, the spec's fingerprint (raw)
@@ -68,7 +69,7 @@ class TokenFileWriter:
             writer.publish(first_entry)
     """
 
-    def __init__(self, folder: Path, fingerprint: str, dtype: np.dtype) -> None:
+    def __init__(self, folder: Path, fingerprint: str, dtype: np.dtype, name: str | None = None) -> None:
         self.folder, self.fingerprint, self.dtype = folder, fingerprint, dtype
         #: the folders this writer makes, deepest first: removed again if it publishes nothing
         self.made = [parent for parent in (folder, *folder.parents) if not parent.exists()]
@@ -77,7 +78,7 @@ class TokenFileWriter:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"{folder}: cannot make the token folder: {exc.strerror or exc}") from None
-        self.path = folder / token_file_name(fingerprint)
+        self.path = folder / (name or token_file_name(fingerprint))
         self.temporary = folder / f".{self.path.name}.{os.getpid()}.tmp"
         self.index_temporary = folder / f".{self.path.name}.{os.getpid()}.index.tmp"
         self.file = open(self.temporary, "wb")
@@ -290,9 +291,7 @@ class TokenFile:
 
     def sha256(self) -> str:
         """sha256 of everything after the header (words, padding, index), read in blocks."""
-        digest = hashlib.sha256()
         with self._opened() as file:
             file.seek(HEADER.size)
-            while block := file.read(1 << 22):
-                digest.update(block)
-        return digest.hexdigest()
+            return sha256_of(file)
+

@@ -29,29 +29,15 @@ EXTRAS_BIT = int(EXTRAS)
 ChunkTokens = tuple[np.ndarray, list[EntryWords]]
 
 
-class TokenSink:
-    """Writes the chunks' words to a spec's token file and says where each entry's lie.
+class WordPlacer:
+    """Appends chunks' words to a token file's writer and says where each entry's lie: the
+    spec's file in a render, a part's own file in a shard (:mod:`.parts`)."""
 
-    ``connection`` below is the writer's transaction (``dataidx.store.rewriting``): SQLAlchemy
-    is the store's, so this stage passes it on untyped."""
-
-    def __init__(self, store: str | os.PathLike[str], fingerprint: str, vocabulary: int,
-                 folder: str | os.PathLike[str] | None = None) -> None:
-        self.store, self.dtype = store, word_dtype(vocabulary)
-        #: what the store records (see Specs.default_token_folder): a store file's folder goes where it goes
-        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else Specs.default_token_folder(store)
-        where = Path(self.recorded_folder) if self.recorded_folder else Specs.tokens_folder(store_location(store))
-        self.writer = TokenFileWriter(where, fingerprint, self.dtype)
+    def __init__(self, writer: TokenFileWriter) -> None:
+        self.writer, self.dtype = writer, writer.dtype
         self.entries = 0
         self.first_entry: int | None = None
         self.next_entry = 0
-        self.started = time.perf_counter()
-
-    def __enter__(self) -> TokenSink:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.writer.__exit__(*exc_info)
 
     def place(self, tokens: ChunkTokens | None, entry_ids: list[int]) -> list[Specs.EntryTokens]:
         """Append one chunk's words and index the chunk's base entries ``entry_ids`` (every one, in
@@ -80,6 +66,29 @@ class TokenSink:
         self.writer.index(np.array(starts, dtype=np.uint64))
         self.entries += len(placed)
         return placed
+
+
+class TokenSink(WordPlacer):
+    """Writes the chunks' words to a spec's token file, says where each entry's lie, and
+    publishes the file with the spec.
+
+    ``connection`` below is the writer's transaction (``dataidx.store.rewriting``): SQLAlchemy
+    is the store's, so this stage passes it on untyped."""
+
+    def __init__(self, store: str | os.PathLike[str], fingerprint: str, vocabulary: int,
+                 folder: str | os.PathLike[str] | None = None) -> None:
+        self.store = store
+        #: what the store records (see Specs.default_token_folder): a store file's folder goes where it goes
+        self.recorded_folder = str(Path(folder).resolve()) if folder is not None else Specs.default_token_folder(store)
+        where = Path(self.recorded_folder) if self.recorded_folder else Specs.tokens_folder(store_location(store))
+        super().__init__(TokenFileWriter(where, fingerprint, word_dtype(vocabulary)))
+        self.started = time.perf_counter()
+
+    def __enter__(self) -> TokenSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.writer.__exit__(*exc_info)
 
     def publish(self, connection: Any, spec_id: int) -> Specs.StoredTokenFile:
         """Publish the file and record it for spec ``spec_id`` (in the write that stores the spec).

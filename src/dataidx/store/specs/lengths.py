@@ -193,6 +193,11 @@ def rendered_lengths(handle: LengthReads, spec_id: int, column: str = "tokens", 
     return SpecLengths(first, tokens, trains)
 
 
+def pack_lengths(tokens: np.ndarray, trains: np.ndarray) -> bytes:
+    """Lengths as ``length_chunks`` holds them: ``length << 1 | trains``, 4 bytes each."""
+    return ((tokens.astype("<u4") << 1) | trains).astype("<u4").tobytes()
+
+
 def length_chunk_rows(reads: WorkingCopy, spec_id: int, entries_per_chunk: int) -> Iterator[dict[str, object]]:
     """``length_chunks`` rows of spec ``spec_id`` from its ``entry_renders`` (a writer's copy):
     none where the spec does not cover every base entry, which its readers then refuse as before."""
@@ -203,6 +208,6 @@ def length_chunk_rows(reads: WorkingCopy, spec_id: int, entries_per_chunk: int) 
     first, count = lengths[0].first, len(lengths[0].tokens)
     for start in range(0, count, entries_per_chunk):
         at = slice(start, min(start + entries_per_chunk, count))
-        arrays = {column: ((found.tokens[at].astype("<u4") << 1) | found.trains[at]).astype("<u4").tobytes()
+        arrays = {column: pack_lengths(found.tokens[at], found.trains[at])
                   for column, found in zip(LENGTH_COLUMNS, lengths)}
         yield {"spec_id": spec_id, "first_entry": first + start, "entries": at.stop - at.start, **arrays}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..dialect import STATUSES, TRAINING_STATUSES
 from ..location import tokens_folder
@@ -21,6 +22,9 @@ from ..plans.records import Plans
 from ..sqlite.working_copy import Access, access, writable
 from . import causes, rows, token_files
 from .reasoning import REASONING, REASONING_PROBLEM_SUMS, REASONING_PROBLEMS, REASONING_SAID
+
+if TYPE_CHECKING:
+    from .part_rows import PartRows, PartRowsWriter
 
 #: Every column of a spec's row, as :meth:`Specs.find` returns them.
 _COLUMNS = ("id", "name", "fingerprint", "tokenizer", "tokenizer_sha256", "template", "template_text", "cutoff",
@@ -73,6 +77,9 @@ class Specs:
     Lengths: TypeAlias = rows.SpecLengths
     EntryTokens: TypeAlias = token_files.EntryTokens
     StoredTokenFile: TypeAlias = token_files.StoredTokenFile
+    PartFile = rows.PartFile
+    if TYPE_CHECKING:  # a merge's parts (NumPy: loaded by read_parts only)
+        PartRows: TypeAlias = PartRows
     #: A reader's fetch templates, run on its per-process handle: where entries' words lie in the
     #: token file, their sides' extras, and both at once (an export).
     FETCH_PLACES, FETCH_EXTRAS, FETCH_PLACEMENTS = _PLACES, _EXTRAS, _PLACEMENTS
@@ -167,7 +174,21 @@ class Specs:
 
     # Writes.
 
-    def save(self, spec: dict[str, Any], lengths: Iterable[list[rows.StoredRow]], *, entries: int,
+    @staticmethod
+    def part_writer(path: Path) -> PartRowsWriter:
+        """A new part file of a shard's rows at ``path`` (see :mod:`.part_rows`)."""
+        from .part_rows import PartRowsWriter  # NumPy: writers only
+
+        return PartRowsWriter(path)
+
+    @staticmethod
+    def read_parts(parts: list[rows.PartFile]) -> PartRows:
+        """A merge's parts, their summaries read and summed, their rows left for :meth:`save`."""
+        from .part_rows import PartRows  # NumPy: writers only
+
+        return PartRows.read(parts)
+
+    def save(self, spec: dict[str, Any], lengths: Iterable[list[rows.StoredRow]] | PartRows, *, entries: int,
              training_entries: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
              causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
              ) -> tuple[int, int, list[tuple[str, str, int]], list[Any], float]:

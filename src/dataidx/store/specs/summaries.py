@@ -14,9 +14,11 @@ from ..summary_sql import BLOCK_SUMS, STATUS_COUNTS
 _STATUSES = SQLITE.sql("INSERT INTO render_statuses (spec_id, dataset_id, status, entries, longest)" + STATUS_COUNTS)
 _BLOCKS = SQLITE.sql("INSERT INTO render_blocks (spec_id, block, dataset_id, entries, tokens, supervised_tokens)"
                      + BLOCK_SUMS)
+#: Both, each with one parameter (the spec's id): also what a shard's part counts its own with.
+SUMMARY_INSERTS = (_STATUSES, _BLOCKS)
 
 
 def insert_spec_summary(connection: Connection, spec_id: int) -> None:
     """Count spec ``spec_id``'s written ``entry_renders`` into its summary rows."""
-    connection.exec_driver_sql(_STATUSES, (spec_id,))
-    connection.exec_driver_sql(_BLOCKS, (spec_id,))
+    for sql in SUMMARY_INSERTS:
+        connection.exec_driver_sql(sql, (spec_id,))

@@ -17,18 +17,20 @@ from sqlalchemy import Connection, insert, update
 from ..sqlite.working_copy import WorkingCopy
 from .causes import COUNTS, CauseRow, render_causes
 from .lengths import length_chunk_rows
-from .rows import StoredRow
+from .part_rows import PartRows
+from .rows import StoredRow, split_plain
 from .summaries import insert_spec_summary
 from .tables import LENGTH_CHUNK_ENTRIES, AddedTokenUse, LengthChunk, RenderCause, RenderSpecRow
 
 
-def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[StoredRow]], *, entries: int,
-                     training_entries: int, started: float, added_uses: Mapping[tuple[int, str], int] | None = None,
+def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iterable[list[StoredRow]] | PartRows, *,
+                     entries: int, training_entries: int, started: float,
+                     added_uses: Mapping[tuple[int, str], int] | None = None,
                      causes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
                      ) -> tuple[int, list[tuple[str, str, int]], list[CauseRow], float]:
     """Store ``spec`` (the ``render_specs`` columns but counts and times) with its ``entries``
-    lengths (and where their tokens lie, if stored), chunk by chunk, once any spec of its name is
-    removed (:meth:`.records.Specs.save` removes it); ``added_uses``: entries per ``(dataset id,
+    lengths (and where their tokens lie, if stored), chunk by chunk or from a merge's parts, once
+    any spec of its name is removed (:meth:`.records.Specs.save` removes it); ``added_uses``: entries per ``(dataset id,
     token)`` whose data text holds a plain added token; ``causes``: per ``(kind, cause)`` (see
     :class:`.RenderCause`), the entries and the first one's id.
 
@@ -41,22 +43,25 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     )).inserted_primary_key
     assert inserted is not None  # a one-row INSERT always has its key; SQLAlchemy types it Optional
     spec_id = inserted[0]
-    for chunk in lengths:
-        # Most rows hold no detail, cause, reasoning or extras: bound without those NULLs they
-        # insert almost 3 times as fast (1.17M against 0.41M rows/s, sqlite3 binds each parameter).
-        plain = [(spec_id, *row[:5], row[8]) for row in chunk if _plain(row)]
-        full = [(spec_id, *row) for row in chunk if not _plain(row)]
-        if plain:
-            connection.exec_driver_sql(
-                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, "
-                "token_offset) VALUES (?, ?, ?, ?, ?, ?, ?)", plain)
-        if full:
-            connection.exec_driver_sql(
-                "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, detail, "
-                "cause, reasoning, token_offset, side_tokens, token_weights, extra_info) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", full)
-    insert_spec_summary(connection, spec_id)
-    insert_length_chunks(connection, spec_id)
+    if isinstance(lengths, PartRows):  # a merge's parts: rows copied by SQLite, summaries the parts counted
+        lengths.insert(connection, spec_id)
+        lengths.insert_summaries(connection, spec_id)
+        for row in lengths.length_chunk_rows(spec_id, lengths.parts[0].first if lengths.parts else 0):
+            connection.execute(insert(LengthChunk).values(**row))
+    else:
+        for chunk in lengths:
+            plain, full = split_plain(chunk, spec_id)
+            if plain:
+                connection.exec_driver_sql(
+                    "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, "
+                    "token_offset) VALUES (?, ?, ?, ?, ?, ?, ?)", plain)
+            if full:
+                connection.exec_driver_sql(
+                    "INSERT INTO entry_renders (spec_id, entry_id, tokens, supervised_tokens, full_tokens, status, "
+                    "detail, cause, reasoning, token_offset, side_tokens, token_weights, extra_info) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", full)
+        insert_spec_summary(connection, spec_id)
+        insert_length_chunks(connection, spec_id)
     if added_uses:
         connection.execute(insert(AddedTokenUse), [
             {"spec_id": spec_id, "dataset_id": dataset_id, "token": token, "entries": n}
@@ -70,12 +75,6 @@ def save_render_spec(connection: Connection, spec: dict[str, Any], lengths: Iter
     seconds = time.perf_counter() - started
     connection.execute(update(RenderSpecRow).where(RenderSpecRow.id == spec_id).values(seconds=seconds))
     return spec_id, counts, found, seconds
-
-
-def _plain(row: StoredRow) -> bool:
-    """A row whose every column past its lengths, status and token offset is NULL."""
-    return row[5] is None and row[6] is None and row[7] is None and row[9] is None and row[10] is None and \
-        row[11] is None
 
 
 def insert_length_chunks(connection: Connection, spec_id: int) -> None:
