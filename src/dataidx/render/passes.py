@@ -9,9 +9,11 @@ send them to other machines. The parent keeps what they return (:mod:`.lengths`)
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 from multiprocessing import get_context
@@ -120,7 +122,8 @@ def run_passes(work: RenderPass, ranges: list[tuple[int, int]], jobs: int) -> Ge
     """:func:`render_range` over each of ``ranges``, in order: here with one job or one range, else
     in ``jobs`` forked processes. Closing the iterator early cancels the ranges not yet begun."""
     if jobs == 1 or len(ranges) <= 1:
-        yield from (render_range(work, first, last) for first, last in ranges)
+        with frozen_heap():
+            yield from (render_range(work, first, last) for first, last in ranges)
         return
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"),
                                initializer=_Worker.start, initargs=(work,))
@@ -128,6 +131,19 @@ def run_passes(work: RenderPass, ranges: list[tuple[int, int]], jobs: int) -> Ge
         yield from pool.map(_Worker.render, *zip(*ranges))
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Leave the objects alive now (the tokenizer, its vocabulary, transformers' modules, the
+    templates) out of the collector's passes while entries render: a render makes many small
+    objects, and every full collection walked them all again (the demo's 30k entries render 15%
+    faster on one core). Objects made while rendering are collected as ever."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class _Worker:
@@ -144,6 +160,7 @@ class _Worker:
         # would oversubscribe them (measured 15% slower at 2 processes on 2 cores).
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
         _Worker.work = work
+        gc.freeze()  # what the worker inherited stays: see frozen_heap
 
     @staticmethod
     def render(first: int, last: int) -> RangeRendered:

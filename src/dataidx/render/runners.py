@@ -32,12 +32,12 @@ def run_shards(request: RenderRequest, shards: int, *, runner: str = "local", ad
         raise UsageError("--address names a Ray cluster: it goes with --runner ray")
     folder = Path(parts) if parts is not None else _default_parts(request)
     request = with_fixed_clock(request)  # one time for every shard of a template that reads the date
-    stored = up_to_date(request)
-    if stored is not None:  # stored rendered this way already: nothing to render, as a serial render
-        return stored
     if runner == "ray":
+        stored = up_to_date(request)
+        if stored is not None:  # stored rendered this way already: no cluster to start, as a serial render
+            return stored
         render_on_ray(request, shards, folder, address=address, progress=progress)
-    else:
+    else:  # its shards find a spec stored this way already, and so does the merge
         render_in_shards(request, shards, folder, processes=request.jobs, progress=progress)
     summary = merge_parts(request.store, folder, progress=merged, request=request)
     if parts is None:

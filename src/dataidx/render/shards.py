@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import nullcontext
+from collections.abc import Sequence
+from contextlib import closing, nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from multiprocessing import get_context
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -92,39 +92,61 @@ def request_record(request: RenderRequest, clock: str | None) -> dict[str, Any]:
 
 def render_shard(request: RenderRequest, shard: int, shards: int, parts: str | os.PathLike[str], *,
                  progress: CountProgress | None = None, tokenizer_object: Any = None) -> ShardOutcome:
-    """Render shard ``shard`` of ``shards`` of ``request`` into folder ``parts``; the store is read,
-    never written. Skipped when its part is already there and checks."""
+    """Render shard ``shard`` of ``shards`` of ``request`` into folder ``parts``, with the
+    request's ``jobs`` processes (default all cores); the store is read, never written. Skipped
+    when its part is already there and checks."""
+    return render_shards(request, [shard], shards, parts, progress=progress, tokenizer_object=tokenizer_object)[0]
+
+
+def render_shards(request: RenderRequest, numbers: Sequence[int], shards: int, parts: str | os.PathLike[str], *,
+                  progress: CountProgress | None = None, tokenizer_object: Any = None) -> list[ShardOutcome]:
+    """Render shards ``numbers`` of ``shards`` of ``request`` into folder ``parts``: every range of
+    2,000 entries of every shard not done yet goes to one pool of the request's ``jobs``
+    processes, and each range's rows are written into its shard's part as it comes, so no
+    process waits while another shard renders (two shards of a mixed store, alpaca then
+    conversations, differ by 15% in time); a shard's part is complete, with its manifest, before
+    the next one's rows are written. ``progress`` counts the entries rendered."""
     started = time.perf_counter()
     folder = Path(parts)
     with EntryReader(request.store) as reader:
         setup = prepare(request, reader, tokenizer_object, proof=False)
+        first, last = setup.stored.first, setup.stored.last
+        spans = {shard: shard_range(first, last, shard, shards) for shard in numbers}
+        manifests = {shard: folder / f"{part_name(shard, shards)}.json" for shard in numbers}
         if setup.done is not None:  # stored rendered this way already: nothing to render, as a serial render
-            first, last = setup.stored.first, setup.stored.last
-            return ShardOutcome(shard, shards, *shard_range(first, last, shard, shards), True,
-                                time.perf_counter() - started, folder / f"{part_name(shard, shards)}.json")
+            return [ShardOutcome(shard, shards, *spans[shard], True, time.perf_counter() - started, manifests[shard])
+                    for shard in numbers]
         if setup.spec.clock is not None and request.clock is None and setup.stored.clock is None:
             raise RenderError("the template reads the date (strftime_now): give every shard the same --clock "
                               "(YYYY-MM-DDTHH:MM:SS), or each would render at its own time")
-        first, last = shard_range(setup.stored.first, setup.stored.last, shard, shards)
         build = _build_digest(reader)
-        manifest_path = folder / f"{part_name(shard, shards)}.json"
-        if _finished(manifest_path, setup.spec.fingerprint, build, first, last):
-            return ShardOutcome(shard, shards, first, last, True, time.perf_counter() - started, manifest_path)
+        pending = [shard for shard in numbers if not _finished(manifests[shard], setup.spec.fingerprint, build,
+                                                                *spans[shard])]
+        ranges = {shard: entry_ranges(spans[shard][0], spans[shard][1] + 1, ENTRIES_PER_RENDER_CHUNK)
+                  for shard in pending}
         work = setup.work(reader, request.store_tokens)
-        jobs = max(1, request.jobs or os.cpu_count() or 1)  # a shard alone: the machine's cores, as a render
+        jobs = max(1, request.jobs or os.cpu_count() or 1)
         datasets = [(dataset_id, found.first_entry, found.entries) for dataset_id, found in reader.datasets.items()]
-        with PartWriter(folder, shard, shards, fingerprint=setup.spec.fingerprint, dtype=work.words,
-                        datasets=datasets) as writer:
-            done = 0
-            for rendered in run_passes(work, entry_ranges(first, last + 1, ENTRIES_PER_RENDER_CHUNK), jobs):
-                writer.add(rendered)
-                done += len(rendered.rows)
-                if progress is not None:
-                    progress(done, last - first + 1)
-            writer.finish({"shard": shard, "shards": shards, "first": first, "last": last,
-                           "fingerprint": setup.spec.fingerprint, "build": build, "version": __version__,
-                           "request": request_record(request, setup.spec.clock)})
-    return ShardOutcome(shard, shards, first, last, False, time.perf_counter() - started, manifest_path)
+        passes = run_passes(work, [span for shard in pending for span in ranges[shard]], jobs)
+        done, total = 0, sum(spans[shard][1] - spans[shard][0] + 1 for shard in pending)
+        outcomes = {}
+        with closing(passes):
+            for shard in pending:
+                begun = time.perf_counter()
+                with PartWriter(folder, shard, shards, fingerprint=setup.spec.fingerprint, dtype=work.words,
+                                datasets=datasets) as writer:
+                    for rendered in islice(passes, len(ranges[shard])):
+                        writer.add(rendered)
+                        done += len(rendered.rows)
+                        if progress is not None:
+                            progress(done, total)
+                    writer.finish({"shard": shard, "shards": shards, "first": spans[shard][0],
+                                   "last": spans[shard][1], "fingerprint": setup.spec.fingerprint, "build": build,
+                                   "version": __version__, "request": request_record(request, setup.spec.clock)})
+                outcomes[shard] = ShardOutcome(shard, shards, *spans[shard], False, time.perf_counter() - begun,
+                                               manifests[shard])
+    return [outcomes.get(shard) or ShardOutcome(shard, shards, *spans[shard], True, 0.0, manifests[shard])
+            for shard in numbers]
 
 
 def merge_parts(store: str | os.PathLike[str], parts: str | os.PathLike[str], *,
@@ -164,26 +186,11 @@ def with_fixed_clock(request: RenderRequest) -> RenderRequest:
 
 def render_in_shards(request: RenderRequest, shards: int, parts: str | os.PathLike[str], *,
                      processes: int | None = None, progress: CountProgress | None = None) -> list[ShardOutcome]:
-    """The local runner: every shard in processes of this machine (``processes``, default all
-    cores; a shard whose part is done already is skipped); ``progress`` counts the entries of the
-    shards done (so its rate is entries/s and its ETA the shards' to come)."""
-    workers = max(1, min(shards, processes or os.cpu_count() or 1))
-    one = replace(with_fixed_clock(request), jobs=1)
-    tasks = [(one, shard, shards, os.fspath(parts)) for shard in range(shards)]
-    total = base_entries(request)
-    done: list[ShardOutcome] = []
-    if workers == 1:
-        for task in tasks:
-            done.append(_render_one(task))
-            if progress is not None:
-                progress(sum(outcome.entries for outcome in done), total)
-        return done
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        for future in as_completed([pool.submit(_render_one, task) for task in tasks]):
-            done.append(future.result())  # a shard that failed raises here; the others' parts stay
-            if progress is not None:
-                progress(sum(outcome.entries for outcome in done), total)
-    return sorted(done, key=lambda outcome: outcome.shard)
+    """The local runner: every shard, its ranges rendered by ``processes`` processes of this
+    machine (default all cores) in one pool (:func:`render_shards`); a shard whose part is done
+    already is skipped; ``progress`` counts the entries rendered."""
+    one = replace(with_fixed_clock(request), jobs=processes or request.jobs)  # a runner's fixed it already
+    return render_shards(one, range(shards), shards, parts, progress=progress)
 
 
 def up_to_date(request: RenderRequest) -> RenderSummary | None:
@@ -198,12 +205,6 @@ def base_entries(request: RenderRequest) -> int:
     with EntryReader(request.store) as reader:
         found = Datasets(reader.handle).entry_range()
     return 0 if found is None else found[1] - found[0] + 1
-
-
-def _render_one(task: tuple[RenderRequest, int, int, str]) -> ShardOutcome:
-    request, shard, shards, parts = task
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # a process per core fills the cores
-    return render_shard(request, shard, shards, parts)
 
 
 def _rendering(record: dict[str, Any]) -> dict[str, Any]:
