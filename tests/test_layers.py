@@ -23,7 +23,7 @@ PACKAGE = REPO / "src" / "dataidx"
 #: Units (a stage package, or a group of root modules) and their layers, lowest first.
 LAYERS = {
     "root": 0, "store": 1, "convert": 2, "sources": 2, "config": 3, "index": 4, "read": 4,
-    "render": 5, "pack": 6, "cache": 7, "view": 7, "export": 7, "training": 8, "cli": 9, "face": 10,
+    "render": 5, "pack": 6, "dedup": 6, "cache": 7, "view": 7, "export": 7, "training": 8, "cli": 9, "face": 10,
 }
 ROOT_MODULES = {"errors", "_version", "_lazy", "paths", "plugins", "progress", "spec"}
 #: Third-party packages and the units allowed to import them.
@@ -44,8 +44,9 @@ OWNERS = {
 BACKEND_CHOOSERS = {"dataidx.store.connect", "dataidx.store.write", "dataidx.store.query"}
 MAX_LINES = 300
 #: The most names the store's face may offer: its nouns and its engine, not a function per read.
-#: 31 since the sixth noun, ``Media`` (issue 53: media files are stored things with their own tables).
-STORE_FACE_NAMES = 31
+#: 31 since the sixth noun, ``Media`` (issue 53: media files are stored things with their own tables);
+#: 32 since the seventh, ``Evidence`` (issue 55: duplicates and leaks, stored as lists with their evidence).
+STORE_FACE_NAMES = 32
 
 
 @dataclass(frozen=True)

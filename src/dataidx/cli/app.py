@@ -19,6 +19,7 @@ from ..errors import DataidxError
 from ..plugins import load_plugin_modules
 from ..store import Bounds
 from . import (
+    evidence_commands,
     export_commands,
     order_commands,
     read_commands,
@@ -83,5 +84,5 @@ def cli(plugin_modules: tuple[str, ...]) -> None:
 
 for _command in (*write_commands.COMMANDS, *render_commands.COMMANDS, *shard_commands.COMMANDS, *read_commands.COMMANDS,
                  *verify_commands.COMMANDS, *export_commands.COMMANDS, *view_commands.COMMANDS,
-                 *order_commands.COMMANDS):
+                 *order_commands.COMMANDS, *evidence_commands.COMMANDS):
     cli.add_command(_command)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .deletes import remove_packing_plan as remove_packing_plan
     from .deletes import remove_render_spec as remove_render_spec
     from .descriptions import DESCRIPTIONS as DESCRIPTIONS
+    from .evidence.records import Evidence as Evidence
     from .figures import PositionFigures as PositionFigures
     from .handle import Closable as Closable
     from .handle import Store as Store
@@ -66,6 +67,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "Plans": ".plans.records",
     "Orders": ".orders.records",
     "Media": ".media.records",
+    "Evidence": ".evidence.records",
     "RecordedOrder": ".orders.records",
     # across the nouns
     "store_info": ".info",

@@ -19,6 +19,10 @@ DESCRIPTIONS = {
                    "path as written and as resolved.",
     "media_tokens": "One row per media file under a render spec with a processor: its placeholder tokens and grid "
                     "(grid_t, grid_h, grid_w) as that processor counts them.",
+    "duplicates": "One row per base entry a near-duplicate list (dataidx dedup) flags: the representative row it "
+                  "duplicates and the two rows' word 5-gram Jaccard, verified exactly.",
+    "contamination": "One row per base entry and eval set a decontamination list (dataidx decontaminate) flags: the "
+                     "eval item, its score (longest span found over the item's words) and the span.",
     "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
     "pack_plans": "One row per packing plan: capacity, seed, packs, fill and positions left out.",
     "pack_members": "One row per member of a pack: the mixture position it holds, its tokens and epoch.",
@@ -58,6 +62,9 @@ DESCRIPTIONS = {
     "render_specs": "One row per render spec: tokenizer, template, cutoff, truncation and fingerprint.",
     "entry_renders": "One row per base entry and spec: tokens, supervised tokens, status (see entry_lengths).",
     "spec_tokens": "One row per render spec whose tokens are stored (see token_files).",
+    "evidence_runs": "One row per list of dataidx dedup or decontaminate: kind, parameters, entries flagged.",
+    "duplicate_entries": "One row per base entry a near-duplicate list flags: its representative and Jaccard.",
+    "leak_entries": "One row per base entry and eval set a decontamination list flags: item, score and span.",
     "skip_lists": "One row per skip list of a mixture (dataidx skip): who, why, what was asked, entries.",
     "skipped_entries": "One row per base entry of a skip list (see skips).",
     "training_orders": "One row per recorded run order: what it reads, seed, global batch, tail, steps per epoch.",

@@ -12,6 +12,7 @@ from importlib import resources
 
 from .base.tables import BaseEntry, Build, Dataset, DatasetTurns, RejectedRow
 from .declarative import INT, NAMING, Base
+from .evidence.tables import DuplicateEntry, EvidenceRun, LeakEntry
 from .media.tables import MediaFile, RowMedia
 from .mixtures.tables import (
     EpochDataset,
@@ -43,12 +44,13 @@ from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS
 # The render, pack and draw summary tables are declared apart, and imported above so that every table is in
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
-__all__ = ["AddedTokenUse", "BLOCK_ENTRIES", "Base", "BaseEntry", "Build", "Dataset", "DatasetTurns", "EntryRender",
-           "EpochDataset", "INT", "LENGTH_CHUNK_ENTRIES", "LengthChunk", "MediaFile", "MediaRender", "Mixture",
-           "MixtureDataset", "MixtureEntry", "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem",
-           "OrderTrim", "Pack", "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "REPEAT_ROWS",
-           "RejectedRow", "RenderBlock", "RenderCause", "RenderSpecRow", "RenderStatus", "RepeatCount", "RepeatRow",
-           "RowMedia", "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS", "schema_script"]
+__all__ = ["AddedTokenUse", "Base", "BaseEntry", "BLOCK_ENTRIES", "Build", "Dataset", "DatasetTurns",
+           "DuplicateEntry", "EntryRender", "EpochDataset", "EvidenceRun", "INT", "LeakEntry", "LENGTH_CHUNK_ENTRIES",
+           "LengthChunk", "MediaFile", "MediaRender", "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch",
+           "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack", "PackedEntry", "PackingPlanRow",
+           "PlanEpoch", "PlanMerge", "RejectedRow", "RenderBlock", "RenderCause", "RenderSpecRow", "RenderStatus",
+           "REPEAT_ROWS", "RepeatCount", "RepeatRow", "RowMedia", "schema_script", "SkipListRow", "SkippedEntry",
+           "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS"]
 
 
 def schema_script() -> str:
@@ -77,6 +79,9 @@ VIEW_COLUMNS = {
     "media": ("id", "kind", "path", "bytes", "xxh3_128", "format", "width", "height", "frames", "fps", "duration",
               "samples", "rate", "channels", "rows", "entries"),
     "entry_media": ("dataset", "row", "cut", "ordinal", "message", "kind", "written", "path", "media_id"),
+    "duplicates": ("run", "dataset", "row", "cut", "representative_dataset", "representative_row", "representative_cut",
+                   "jaccard", "entry_id", "representative_entry"),
+    "contamination": ("run", "dataset", "row", "cut", "eval_set", "item", "score", "span", "entry_id"),
     "media_tokens": ("spec", "media_id", "kind", "path", "width", "height", "tokens", "grid_t", "grid_h", "grid_w",
                      "frames"),
 }

@@ -545,4 +545,55 @@ SELECT s.name AS spec, r.media_id AS media_id, f.kind AS kind, f.path AS path, f
 FROM media_renders AS r
 JOIN render_specs AS s ON s.id = r.spec_id
 JOIN media_files AS f ON f.id = r.media_id;
-INSERT INTO alembic_version (version_num) VALUES ('0019');
+CREATE TABLE evidence_runs (
+	id INTEGER NOT NULL, 
+	name VARCHAR NOT NULL, 
+	kind VARCHAR NOT NULL, 
+	params TEXT NOT NULL, 
+	entries INTEGER NOT NULL, 
+	created_at VARCHAR NOT NULL, 
+	seconds FLOAT NOT NULL, 
+	CONSTRAINT pk_evidence_runs PRIMARY KEY (id), 
+	CONSTRAINT uq_evidence_runs_name UNIQUE (name)
+);
+CREATE TABLE duplicate_entries (
+	run_id INTEGER NOT NULL, 
+	entry_id INTEGER NOT NULL, 
+	representative INTEGER NOT NULL, 
+	jaccard FLOAT NOT NULL, 
+	CONSTRAINT pk_duplicate_entries PRIMARY KEY (run_id, entry_id), 
+	CONSTRAINT fk_duplicate_entries_run_id_evidence_runs FOREIGN KEY(run_id) REFERENCES evidence_runs (id), 
+	CONSTRAINT fk_duplicate_entries_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id), 
+	CONSTRAINT fk_duplicate_entries_representative_base_entries FOREIGN KEY(representative) REFERENCES base_entries (id)
+)
+ WITHOUT ROWID;
+CREATE TABLE leak_entries (
+	run_id INTEGER NOT NULL, 
+	entry_id INTEGER NOT NULL, 
+	eval_set VARCHAR NOT NULL, 
+	item INTEGER NOT NULL, 
+	score FLOAT NOT NULL, 
+	span TEXT NOT NULL, 
+	CONSTRAINT pk_leak_entries PRIMARY KEY (run_id, entry_id, eval_set), 
+	CONSTRAINT fk_leak_entries_run_id_evidence_runs FOREIGN KEY(run_id) REFERENCES evidence_runs (id), 
+	CONSTRAINT fk_leak_entries_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
+)
+ WITHOUT ROWID;
+CREATE VIEW duplicates AS
+SELECT r.name AS run, d.name AS dataset, b."row" AS "row", b.cut AS cut, rd.name AS representative_dataset,
+       rb."row" AS representative_row, rb.cut AS representative_cut, x.jaccard AS jaccard, x.entry_id AS entry_id,
+       x.representative AS representative_entry
+FROM duplicate_entries AS x
+JOIN evidence_runs AS r ON r.id = x.run_id
+JOIN base_entries AS b ON b.id = x.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id
+JOIN base_entries AS rb ON rb.id = x.representative
+JOIN datasets AS rd ON rd.id = rb.dataset_id;
+CREATE VIEW contamination AS
+SELECT r.name AS run, d.name AS dataset, b."row" AS "row", b.cut AS cut, x.eval_set AS eval_set, x.item AS item,
+       x.score AS score, x.span AS span, x.entry_id AS entry_id
+FROM leak_entries AS x
+JOIN evidence_runs AS r ON r.id = x.run_id
+JOIN base_entries AS b ON b.id = x.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
+INSERT INTO alembic_version (version_num) VALUES ('0020');

@@ -1,0 +1,139 @@
+"""``dataidx dedup``: near-duplicate rows of a store found, verified and stored as a named list.
+
+One pass over every row (forked processes) makes each row's band keys from its word 5-grams
+(:mod:`.near`); the candidate pairs they give are verified in this process by reading both rows
+again and computing their exact Jaccard, over the whole rows and over their supervised text; the
+verified pairs make clusters, and every entry of each flagged row is stored with its
+representative and their Jaccard (:class:`~dataidx.store.Evidence`). Nothing is deleted: the
+list leaves its entries out only of mixtures drawn with ``--exclude``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+
+import numpy as np
+
+from ..errors import UsageError
+from ..progress import CountProgress
+from ..read import EntryReader
+from ..store import Datasets, Evidence, rewriting
+from .near import (
+    BAND_ROWS,
+    BANDS,
+    PERMUTATIONS,
+    SEED,
+    band_keys,
+    candidate_pairs,
+    clusters,
+    jaccard,
+    minhash_signatures,
+)
+from .rows import Row, RowPass, row_texts
+from .shingles import ngram_hashes, word_hashes
+from .texts import SampleText
+
+#: Words per n-gram compared.
+NGRAM = 5
+#: The least Jaccard of two duplicates' supervised texts: answers that share less than half
+#: their 5-grams are other answers, whatever the prompts share (the same prompt with another
+#: answer is data, not a duplicate). Near copies at 0.8 over the whole rows share more.
+ANSWER_JACCARD = 0.5
+
+
+@dataclass
+class _Keys:
+    """A range's rows with something to compare, and their band keys."""
+
+    rows: list[Row]
+    keys: np.ndarray
+
+
+def _band_keys(reader: EntryReader, rows: list[Row]) -> _Keys:
+    texts = row_texts(reader, rows)
+    kept = [(row, text) for row, text in zip(rows, texts) if text is not None]
+    hashes, offsets = ngram_hashes(*word_hashes([text.whole for _, text in kept]), NGRAM)
+    some = np.diff(offsets) > 0
+    kept = [one for one, has in zip(kept, some) if has]
+    if not kept:
+        return _Keys([], np.zeros((0, BANDS), dtype=np.uint64))
+    counts = np.diff(offsets)[some]
+    starts = offsets[:-1][some]
+    flat = np.concatenate([hashes[start:start + count] for start, count in zip(starts, counts)])
+    cut = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=cut[1:])
+    return _Keys([row for row, _ in kept], band_keys(minhash_signatures(flat, cut)))
+
+
+def _ngram_set(text: str) -> np.ndarray:
+    hashes, _ = ngram_hashes(*word_hashes([text]), NGRAM)
+    return np.unique(hashes)
+
+
+def find_duplicates(store: str | os.PathLike[str], name: str, *, threshold: float = 0.8, jobs: int | None = None,
+                    progress: CountProgress | None = None) -> Evidence.StoredRun:
+    """Find the store's near-duplicate rows at ``threshold`` (verified Jaccard of word 5-grams)
+    and store them as list ``name``; its record."""
+    if not 0 < threshold <= 1:
+        raise UsageError(f"--threshold {threshold}: a Jaccard above 0 and at most 1")
+    started = time.perf_counter()
+    with EntryReader(store) as reader:
+        if Evidence(reader.handle).find(name) is not None:
+            raise UsageError(f"{store}: a list '{name}' is there already (dataidx evidence --remove {name} removes "
+                             "it); give another --name")
+        rows: list[Row] = []
+        keys: list[np.ndarray] = []
+        span = Datasets(reader.handle).entry_range()
+        done, total = 0, 0 if span is None else span[1] - span[0] + 1
+        for entries, found in RowPass(reader, _band_keys).run(max(1, jobs or os.cpu_count() or 1)):
+            rows.extend(found.rows)
+            keys.append(found.keys)
+            done += entries
+            if progress is not None:
+                progress(done, total)
+        pairs = candidate_pairs(np.concatenate(keys) if keys else np.zeros((0, BANDS), dtype=np.uint64))
+        flagged = clusters(pairs, _Verifier(reader, rows, threshold).similar)
+        read = reader.identity
+    found_rows = [(entry, _representative(rows[one.representative], entry - rows[one.row].first), one.jaccard)
+                  for one in flagged for entry in _entries(rows[one.row])]
+    params = {"threshold": threshold, "ngram": NGRAM, "words": "\\w runs, lowercased", "permutations": PERMUTATIONS,
+              "bands": BANDS, "band_rows": BAND_ROWS, "seed": SEED, "minhash": f"rensa {version('rensa')} RMinHash",
+              "answer_jaccard": min(ANSWER_JACCARD, threshold), "rows": len(rows), "candidates": len(pairs),
+              "flagged_rows": len(flagged)}
+    with rewriting(store, unchanged=read, task="finding duplicates", command="dedup") as connection:
+        return Evidence(connection).save_duplicates(name, params, found_rows, seconds=time.perf_counter() - started)
+
+
+def _entries(row: Row) -> range:
+    return range(row.first, row.first + row.entries)
+
+
+def _representative(row: Row, cut_index: int) -> int:
+    """The representative row's entry that stands for a member's ``cut_index``-th entry: the same
+    cut where it has one, else its last."""
+    return row.first + min(cut_index, row.entries - 1)
+
+
+class _Verifier:
+    """Verifies candidate pairs: each row read again, its 5-gram sets (whole, supervised) kept."""
+
+    def __init__(self, reader: EntryReader, rows: list[Row], threshold: float) -> None:
+        self.reader, self.rows, self.threshold = reader, rows, threshold
+        self.sets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _of(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self.sets.get(index)
+        if found is None:
+            text = row_texts(self.reader, [self.rows[index]])[0] or SampleText("", "")
+            found = self.sets[index] = (_ngram_set(text.whole), _ngram_set(text.supervised))
+        return found
+
+    def similar(self, one: int, other: int) -> float | None:
+        (whole_a, said_a), (whole_b, said_b) = self._of(one), self._of(other)
+        whole = jaccard(whole_a, whole_b)
+        if whole < self.threshold or jaccard(said_a, said_b) < min(ANSWER_JACCARD, self.threshold):
+            return None
+        return round(whole, 6)

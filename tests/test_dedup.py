@@ -1,0 +1,140 @@
+"""Near duplicates (issue 55): on a planted corpus every planted copy is found and nothing else;
+candidates are verified by exact Jaccard before anything is recorded (a pair LSH proposes that
+does not verify is dropped); the same prompt with another answer is not a duplicate; the list is
+stored with its evidence (the duplicates view), deletes nothing, and is removed whole; bad input
+gets one line and writes nothing."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dataidx.cli import cli
+from dataidx.dedup import find_duplicates
+from dataidx.dedup.near import candidate_pairs, clusters, jaccard
+from dataidx.dedup.shingles import ngram_hashes, word_hashes
+from dataidx.index import build
+
+from .helpers import one_line_error, write_jsonl, write_yaml
+
+WORDS = [f"w{i}" for i in range(3000)]
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def edited(rng: random.Random, text: str, changes: int) -> str:
+    """``text`` with ``changes`` words replaced (a near copy)."""
+    words = text.split()
+    for at in rng.sample(range(len(words)), changes):
+        words[at] = rng.choice(WORDS)
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """300 alpaca rows in two datasets: exact copies, near copies, same prompts with other
+    answers, and far edits (Jaccard well below 0.8); the truth by row of the first dataset."""
+    rng = random.Random(7)
+    folder = tmp_path_factory.mktemp("dedup")
+    first = [{"instruction": sentence(rng, 30), "input": "", "output": sentence(rng, 80)} for _ in range(200)]
+    second: list[dict[str, str]] = []
+    truth: dict[str, Any] = {"exact": [], "near": [], "prompt_only": [], "far": []}
+    for row in range(0, 40):
+        second.append(dict(first[row]))
+        truth["exact"].append(row)
+    for row in range(40, 70):
+        second.append({**first[row], "output": edited(rng, first[row]["output"], 2)})
+        truth["near"].append(row)
+    for row in range(70, 85):
+        second.append({**first[row], "output": sentence(rng, 80)})
+        truth["prompt_only"].append(row)
+    for row in range(85, 100):
+        second.append({"instruction": edited(rng, first[row]["instruction"], 10),
+                       "output": edited(rng, first[row]["output"], 25), "input": ""})
+        truth["far"].append(row)
+    write_jsonl(folder / "first.jsonl", first)
+    write_jsonl(folder / "second.jsonl", second)
+    write_yaml(folder / "d.yaml", f"first:\n  path: {folder / 'first.jsonl'}\n  source: local\n  converter: alpaca\n"
+                                  f"second:\n  path: {folder / 'second.jsonl'}\n  source: local\n  converter: alpaca\n")
+    build(folder / "d.yaml", folder / "d.db")
+    return folder / "d.db", truth
+
+
+def flagged(store: Path, name: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(store) as connection:
+        found = connection.execute("SELECT dataset, row, representative_dataset, representative_row, jaccard FROM "
+                                   "duplicates WHERE run = ? ORDER BY entry_id", (name,)).fetchall()
+    connection.close()
+    return found
+
+
+def test_every_planted_copy_is_found_and_nothing_else(planted: tuple[Path, dict[str, Any]]) -> None:
+    store, truth = planted
+    run = find_duplicates(store, "dups", jobs=2)
+    found = flagged(store, "dups")
+    second = {row: first for first, row in enumerate(truth["exact"] + truth["near"] + truth["prompt_only"]
+                                                     + truth["far"])}
+    expected = sorted(second[row] for row in truth["exact"] + truth["near"])
+    assert [row for dataset, row, *_ in found] == expected and {one[0] for one in found} == {"second"}
+    assert all(representative_dataset == "first" and representative_row == [
+        row for row, at in second.items() if at == member][0] for _, member, representative_dataset,
+        representative_row, _ in found)
+    exact = {second[row] for row in truth["exact"]}
+    assert all((jaccard == 1.0) == (member in exact) and jaccard >= 0.8 for _, member, _, _, jaccard in found)
+    assert run.entries == 70 and run.params["flagged_rows"] == 70 and run.params["minhash"].startswith("rensa")
+    with sqlite3.connect(store) as connection:  # nothing deleted
+        assert connection.execute("SELECT count(*) FROM base_entries").fetchone() == (300,)
+    connection.close()
+
+
+def test_a_candidate_that_does_not_verify_is_dropped() -> None:
+    texts = ["alpha beta gamma delta epsilon zeta eta theta iota kappa", "alpha beta gamma delta epsilon omega",
+             "alpha beta gamma delta epsilon zeta eta theta iota kappa"]
+    hashes, offsets = ngram_hashes(*word_hashes(texts), 5)
+    sets = [np.unique(hashes[offsets[i]:offsets[i + 1]]) for i in range(3)]
+    pairs = np.array([[0, 1], [0, 2], [1, 2]])  # as if LSH had proposed every pair
+
+    def similar(one: int, other: int) -> float | None:
+        found = jaccard(sets[one], sets[other])
+        return found if found >= 0.8 else None
+
+    assert [(one.row, one.representative, one.jaccard) for one in clusters(pairs, similar)] == [(2, 0, 1.0)]
+    assert 0 < jaccard(sets[0], sets[1]) < 0.8
+
+
+def test_lsh_pairs_rows_that_share_a_band() -> None:
+    keys = np.array([[1, 5], [2, 5], [1, 6], [3, 7]], dtype=np.uint64)
+    assert candidate_pairs(keys).tolist() == [[0, 1], [0, 2]]
+
+
+def test_words_are_the_same_however_written() -> None:
+    one, _ = word_hashes(["Hello, WORLD -- naïve café!"])
+    other, _ = word_hashes(["hello world naïve Café"])
+    assert one.tolist() == other.tolist() and len(one) == 4
+
+
+def test_the_list_is_removed_whole_and_names_are_not_reused(planted: tuple[Path, dict[str, Any]],
+                                                            tmp_path: Path) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(planted[0].read_bytes())
+    runner = CliRunner()
+    made = runner.invoke(cli, ["dedup", str(store), "--name", "d", "--jobs", "1"])
+    assert made.exit_code == 0, made.output
+    assert "70 duplicate rows of 300 (70 entries)" in made.stderr
+    before = store.read_bytes()
+    one_line_error(runner.invoke(cli, ["dedup", str(store), "--name", "d"]), "a list 'd' is there already")
+    one_line_error(runner.invoke(cli, ["dedup", str(store), "--name", "e", "--threshold", "1.5"]), "--threshold 1.5")
+    assert store.read_bytes() == before
+    listed = runner.invoke(cli, ["evidence", str(store)])
+    assert listed.exit_code == 0 and "d: near_duplicates, 70 entries" in listed.output
+    assert runner.invoke(cli, ["evidence", str(store), "--remove", "d"]).exit_code == 0
+    assert flagged(store, "d") == []
+    one_line_error(runner.invoke(cli, ["evidence", str(store), "--remove", "d"]), "no evidence list 'd'")
