@@ -6,6 +6,7 @@ gets one line and writes nothing."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -138,3 +139,65 @@ def test_the_list_is_removed_whole_and_names_are_not_reused(planted: tuple[Path,
     assert runner.invoke(cli, ["evidence", str(store), "--remove", "d"]).exit_code == 0
     assert flagged(store, "d") == []
     one_line_error(runner.invoke(cli, ["evidence", str(store), "--remove", "d"]), "no evidence list 'd'")
+
+
+def positions(store: Path, mixture: str) -> list[tuple[str, int, int | None]]:
+    with sqlite3.connect(store) as connection:
+        found = connection.execute("SELECT dataset, row, cut FROM entries WHERE mixture = ? ORDER BY position",
+                                   (mixture,)).fetchall()
+    connection.close()
+    return found
+
+
+def test_a_mixture_drawn_without_a_list_and_the_list_removed(planted: tuple[Path, dict[str, Any]],
+                                                             tmp_path: Path) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(planted[0].read_bytes())  # the module's store may hold another test's list already
+    folder = planted[0].parent
+    write_yaml(tmp_path / "sized.yaml", "".join(
+        f"{name}:\n  path: {folder / (name + '.jsonl')}\n  source: local\n  converter: alpaca\n  size: {size}\n"
+        for name, size in (("first", 120), ("second", 50))))
+    runner = CliRunner()
+    mix = ["mix", str(store), str(tmp_path / "sized.yaml"), "--seed", "5"]
+    assert runner.invoke(cli, [*mix, "--name", "before"]).exit_code == 0
+    assert runner.invoke(cli, ["dedup", str(store), "--name", "listed", "-q"]).exit_code == 0
+    listed = {(dataset, row) for dataset, row, *_ in flagged(store, "listed")}
+    drawn = runner.invoke(cli, [*mix, "--name", "clean", "--exclude", "listed"])
+    assert drawn.exit_code == 0 and "without lists listed" in drawn.stderr, drawn.output
+    clean, before = positions(store, "clean"), positions(store, "before")
+    assert len(clean) == 170 and not {(dataset, row) for dataset, row, _ in clean} & listed
+    assert [one for one in clean if one[0] == "first"] == [one for one in before if one[0] == "first"]  # untouched
+    assert {row for dataset, row, _ in clean if dataset == "second"} == set(range(70, 100))  # the 30 rows left
+    with sqlite3.connect(store) as connection:
+        assert connection.execute("SELECT excludes FROM mixtures WHERE name = 'clean'").fetchone() == ('["listed"]',)
+        assert connection.execute("SELECT excludes FROM mixtures WHERE name = 'before'").fetchone() == (None,)
+    connection.close()
+    assert runner.invoke(cli, ["evidence", str(store), "--remove", "listed"]).exit_code == 0
+    one_line_error(runner.invoke(cli, [*mix, "--name", "again", "--exclude", "listed"]), "no evidence list 'listed'")
+    assert runner.invoke(cli, [*mix, "--name", "restored"]).exit_code == 0
+    assert positions(store, "restored") == before  # the list gone, the same draw as before it
+
+
+@pytest.mark.slow  # a private PostgreSQL server
+def test_the_same_answers_on_postgresql(planted: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    from dataidx.dedup import find_leaks, parse_eval, read_eval
+    from dataidx.store import run_query
+
+    from .postgres_server import running_server
+
+    store = tmp_path / "d.db"
+    store.write_bytes(planted[0].read_bytes())
+    folder = planted[0].parent
+    write_jsonl(tmp_path / "eval.jsonl", [{"question": " ".join(json.loads(line)["output"].split()[:40])}
+                                          for line in (folder / "first.jsonl").read_text().splitlines()[:5]])
+    views = ("SELECT run, dataset, row, cut, representative_dataset, representative_row, representative_cut, jaccard "
+             "FROM duplicates ORDER BY run, dataset, row, cut",
+             "SELECT run, dataset, row, cut, eval_set, item, score, span FROM contamination ORDER BY dataset, row, cut")
+    with running_server() as server:
+        url = f"{server}&schema=dedup"
+        build(folder / "d.yaml", url)
+        for target in (store, url):
+            find_duplicates(target, "pg_dups", jobs=1)  # type: ignore[arg-type]
+            find_leaks(target, "pg_leaks", [read_eval(*parse_eval(f"bench={tmp_path / 'eval.jsonl'}"))])  # type: ignore[arg-type]
+        for view in views:
+            assert run_query(url, view)[1] == run_query(store, view)[1] and run_query(store, view)[1]

@@ -11,6 +11,8 @@ is deleted to record them; a list leaves its entries out only where a mixture is
 - ``leak_entries``: per run, each entry that holds an eval item: the eval set, the item's index,
   the score (the longest span of the item found, over the item's words) and the span's words.
 - views ``duplicates`` and ``contamination``: those rows with names, datasets, rows and cuts.
+- ``mixtures.excludes``: the lists a mixture was drawn without (``dataidx mix --exclude``), as a
+  JSON array of names; NULL for a mixture that excludes nothing.
 
 Revision ID: 0020
 Revises: 0019
@@ -91,9 +93,11 @@ def upgrade() -> None:
     )
     op.execute(DUPLICATES_VIEW)
     op.execute(CONTAMINATION_VIEW)
+    op.add_column("mixtures", sa.Column("excludes", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
+    op.execute("ALTER TABLE mixtures DROP COLUMN excludes")
     op.execute("DROP VIEW contamination")
     op.execute("DROP VIEW duplicates")
     op.drop_table("leak_entries")

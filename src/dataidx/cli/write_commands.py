@@ -116,7 +116,10 @@ def _left_by_build(output: str, location: object, before: tuple[int, int] | None
               "budgets, and recorded for dataidx compose.")
 @click.option("--epochs", type=click.IntRange(1, 10_000), default=1, show_default=True,
               help="Epochs to store, each drawn with its own seed (DataEngine(..., epoch=k) serves one).")
-def mix(store: str, config: str, name: str, seed: int, sampling: str, spec: str | None, epochs: int) -> None:
+@click.option("--exclude", "excludes", multiple=True, metavar="LIST",
+              help="An evidence list (dataidx dedup, decontaminate) whose rows the mixture never draws; repeatable.")
+def mix(store: str, config: str, name: str, seed: int, sampling: str, spec: str | None, epochs: int,
+        excludes: tuple[str, ...]) -> None:
     """Add a named mixture to STORE from CONFIG's size/weight and token budgets, using the
     stored index alone.
 
@@ -129,12 +132,15 @@ def mix(store: str, config: str, name: str, seed: int, sampling: str, spec: str 
         dataidx mix demo.db data/demo_sft.yaml --name seed7 --seed 7
         dataidx mix demo.db data/demo_budgets.yaml --name by_tokens --spec default --epochs 3
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 1
+        dataidx mix demo.db data/demo_sft.yaml --name clean --exclude dups --exclude leaks
     """
     from ..index import add_mixture
 
-    summary = add_mixture(store, config, name, seed=seed, sampling=sampling, epochs=epochs, spec=spec)
+    summary = add_mixture(store, config, name, seed=seed, sampling=sampling, epochs=epochs, spec=spec,
+                          excludes=excludes)
     drawn = f"{epochs} epochs, {summary.entries} entries in all" if epochs > 1 else f"{summary.entries} entries"
     under = f", tokens under spec '{spec}'" if spec else ""
+    under += f", without lists {', '.join(excludes)}" if excludes else ""
     echo(f"added mixture '{name}' of {drawn} (seed {seed}, {sampling}{under}) to {shown(store)}", err=True)
 
 

@@ -136,3 +136,24 @@ def not_held_out(connection: Connection, datasets: list[Datasets.Stored]) -> dic
             rows = Datasets(connection).entry_rows(dataset.first_entry, dataset.entries)
             kept[dataset.id] = (np.flatnonzero(~np.isin(rows, held)), len(held))
     return kept
+
+
+def without_listed(connection: Connection, datasets: list[Datasets.Stored], kept: dict[int, tuple[np.ndarray, int]],
+                   listed: list[int]) -> dict[int, tuple[np.ndarray, int]]:
+    """``kept`` (per dataset: the entry offsets a training mixture may draw, and the rows left
+    out) without the rows of base entries ``listed`` (an evidence list's: ``mix --exclude``),
+    every cut of such a row left out as a held-out row's is. A dataset no list touches is drawn
+    as before, row for row."""
+    if not listed:
+        return kept
+    ids = np.asarray(listed, dtype=np.int64)
+    out = dict(kept)
+    for dataset in datasets:
+        inside = ids[(ids >= dataset.first_entry) & (ids < dataset.first_entry + dataset.entries)] - dataset.first_entry
+        if not len(inside):
+            continue
+        rows = Datasets(connection).entry_rows(dataset.first_entry, dataset.entries)
+        keep, left_out = out.get(dataset.id, (np.arange(dataset.entries), 0))
+        listed_rows = np.isin(rows[keep], np.unique(rows[inside]))
+        out[dataset.id] = (keep[~listed_rows], left_out + len(np.unique(rows[keep][listed_rows])))
+    return out

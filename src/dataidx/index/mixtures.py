@@ -8,7 +8,9 @@ another, each drawn with its own seed (:func:`~.sampling.epoch_seed`).
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -19,9 +21,9 @@ from .._version import __version__
 from ..config import load_config
 from ..errors import NotFoundError, UsageError
 from ..spec import DEFAULT_SEED, Config
-from ..store import Datasets, Mixtures, rewriting
+from ..store import Datasets, Evidence, Mixtures, rewriting
 from .budgets import Lengths, budget_draw
-from .holdout import not_held_out
+from .holdout import not_held_out, without_listed
 from .sampling import Draw, OffsetRange, check_sampling, derive_seed, draw, epoch_seed, requested_count
 from .token_counts import MixtureLengths, read_mixture_lengths
 
@@ -67,7 +69,7 @@ class MixtureWriter:
 
     def __init__(self, connection: Connection, config: Config, name: str, *, seed: int, sampling: str,
                  epochs: int = 1, lengths: MixtureLengths | None = None, whole_budgets: bool = False,
-                 whole: bool = False) -> None:
+                 whole: bool = False, excludes: Sequence[str] = ()) -> None:
         check_sampling(sampling)
         if not -(2**63) <= seed < 2**63:
             raise UsageError(f"seed {seed} does not fit in 64 bits")
@@ -91,6 +93,7 @@ class MixtureWriter:
             config_text=config.text, dataidx_version=__version__, epochs=epochs,
             spec=None if lengths is None else lengths.spec,
             spec_fingerprint=None if lengths is None else lengths.fingerprint,
+            excludes=json.dumps(list(excludes)) if excludes else None,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
 
@@ -246,8 +249,9 @@ def _check_budgets(config: Config, sampling: str, lengths: MixtureLengths | None
 
 
 def write_mixture(connection: Connection, config: Config, name: str, *, seed: int, sampling: str, epochs: int = 1,
-                  lengths: MixtureLengths | None = None) -> MixtureSummary:
-    """Draw mixture ``name`` from the config's sizes, weights and budgets over a store's datasets."""
+                  lengths: MixtureLengths | None = None, excludes: Sequence[str] = ()) -> MixtureSummary:
+    """Draw mixture ``name`` from the config's sizes, weights and budgets over a store's datasets,
+    without the entries evidence lists ``excludes`` name (sizes and budgets met from the rest)."""
     stored = {dataset.name: dataset for dataset in Datasets(connection).by_id().values()}
     missing = [dataset.name for dataset in config.datasets if dataset.name not in stored]
     if missing:
@@ -258,8 +262,10 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
     if name == Mixtures.HELD_OUT:
         raise UsageError(f"mixture '{name}' is the held-out evaluation set, made by dataidx build --val-size; "
                          "choose another --name")
-    writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths)
-    kept = not_held_out(connection, [stored[dataset.name] for dataset in config.datasets])
+    writer = MixtureWriter(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths,
+                           excludes=excludes)
+    drawn = [stored[dataset.name] for dataset in config.datasets]
+    kept = without_listed(connection, drawn, not_held_out(connection, drawn), Evidence(connection).flagged(excludes))
     for epoch in range(epochs):
         if epoch:
             writer.next_epoch()
@@ -268,7 +274,7 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
             keep, held_rows = kept.get(row.id, (None, 0))
             if keep is not None and not len(keep):
                 raise UsageError(f"{config.origin}: dataset '{row.name}' is held out whole for evaluation (mixture "
-                                 f"'{Mixtures.HELD_OUT}'): no training mixture draws it")
+                                 f"'{Mixtures.HELD_OUT}') or listed whole by --exclude: this mixture cannot draw it")
             writer.add(row.id, row.name, first_entry=row.first_entry, entries=row.entries,
                        rows=row.rows - row.rejected - held_rows, keep=keep)
     return writer.finish()
@@ -277,13 +283,15 @@ def write_mixture(connection: Connection, config: Config, name: str, *, seed: in
 def add_mixture(
     store: str | os.PathLike[str], config: str | os.PathLike[str] | Config, name: str, *,
     seed: int = DEFAULT_SEED, sampling: str = "exact", epochs: int = 1, spec: str | None = None,
+    excludes: Sequence[str] = (),
 ) -> MixtureSummary:
     """Add mixture ``name`` to an existing store from its base index alone (sources may be gone).
 
     Only the config's dataset names, ``size``, ``weight`` and token budgets are used; budgets
     count tokens under render spec ``spec``, which the mixture records. ``epochs`` stores that
-    many epochs, each drawn with its own seed. Other mixtures are never touched. The store is
-    rewritten on a copy and renamed into place.
+    many epochs, each drawn with its own seed. ``excludes`` names evidence lists (``dataidx
+    dedup``, ``decontaminate``) whose entries the mixture never draws. Other mixtures are never
+    touched. The store is rewritten on a copy and renamed into place.
 
     Example::
 
@@ -294,4 +302,5 @@ def add_mixture(
     config = config if isinstance(config, Config) else load_config(config, plugins=False)
     lengths, read = (None, None) if spec is None else read_mixture_lengths(store, spec)
     with rewriting(store, unchanged=read, task="drawing by tokens", command="mix") as connection:
-        return write_mixture(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths)
+        return write_mixture(connection, config, name, seed=seed, sampling=sampling, epochs=epochs, lengths=lengths,
+                             excludes=excludes)

@@ -50,7 +50,7 @@ CREATE TABLE mixtures (
 	entries INTEGER NOT NULL, 
 	config_sha256 VARCHAR(64) NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
-	created_at VARCHAR NOT NULL, config_text TEXT DEFAULT '' NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, spec VARCHAR, spec_fingerprint VARCHAR(64), 
+	created_at VARCHAR NOT NULL, config_text TEXT DEFAULT '' NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, spec VARCHAR, spec_fingerprint VARCHAR(64), excludes TEXT, 
 	CONSTRAINT pk_mixtures PRIMARY KEY (id), 
 	CONSTRAINT uq_mixtures_name UNIQUE (name)
 );

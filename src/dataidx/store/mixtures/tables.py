@@ -37,6 +37,8 @@ class Mixture(Base):
     #: the render spec (name and fingerprint when drawn) whose lengths the token budgets used
     spec: Mapped[str | None] = mapped_column(String, nullable=True)
     spec_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: the evidence lists it was drawn without (``dataidx mix --exclude``), a JSON array; NULL: none
+    excludes: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class MixtureEpoch(Base):
