@@ -27,7 +27,9 @@ UNSTAMPED = ("created_at", "seconds", "files", "arrow_files", "path", "info", "c
              # added by revision 0007, after 0.2.0; test_mixtures checks their values
              "epochs", "spec", "spec_fingerprint", "token_budget", "supervised_token_budget",
              # added by revision 0008; tests/test_day_one.py checks its counts
-             "empty_rows")
+             "empty_rows",
+             # added by revision 0020; tests/test_dedup.py checks it
+             "excludes")
 SAMPLINGS = ("exact", "replacement")
 GOLDEN = Path(__file__).with_suffix(".txt")
 

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from .budgets import Lengths as Lengths
     from .budgets import budget_draw as budget_draw
     from .datasets import DatasetSummary as DatasetSummary
+    from .mixing import add_mixture as add_mixture
     from .mixtures import MixtureSummary as MixtureSummary
-    from .mixtures import add_mixture as add_mixture
     from .pipeline import BuildSummary as BuildSummary
     from .pipeline import build as build
     from .sampling import Draw as Draw
@@ -28,7 +28,7 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "build": ".pipeline",
     "DatasetSummary": ".datasets",
     "MixtureSummary": ".mixtures",
-    "add_mixture": ".mixtures",
+    "add_mixture": ".mixing",
     "Draw": ".sampling",
     "derive_seed": ".sampling",
     "epoch_seed": ".sampling",
