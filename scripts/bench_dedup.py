@@ -43,12 +43,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000, help="original rows (copies are added to them)")
     parser.add_argument("--items", type=int, default=5_000, help="items of the eval set")
     parser.add_argument("--jobs", type=int, default=None, help="processes (default: all cores)")
+    parser.add_argument("--work", type=Path, help="a folder to keep the corpus in (made again each run)")
     args = parser.parse_args()
-    work = scratch_folder("dataidx-dedup-")
+    work = args.work or scratch_folder("dataidx-dedup-")
     started = time.perf_counter()
     config, eval_file, planted = generate(work, args.rows, args.items)
     made = time.perf_counter() - started
     store = work / "planted.db"
+    store.unlink(missing_ok=True)
     built = timed_build(config, store)
     with closing(sqlite3.connect(store)) as connection:
         entries = connection.execute("SELECT count(*) FROM base_entries").fetchone()[0]

@@ -38,6 +38,8 @@ from .texts import SampleText
 
 #: Words per n-gram compared.
 NGRAM = 5
+#: Rows whose 5-gram sets are made at once for verification.
+_ROWS_PER_BATCH = 1024
 #: The least Jaccard of two duplicates' supervised texts: answers that share less than half
 #: their 5-grams are other answers, whatever the prompts share (the same prompt with another
 #: answer is data, not a duplicate). Near copies at 0.8 over the whole rows share more.
@@ -68,9 +70,10 @@ def _band_keys(reader: EntryReader, rows: list[Row]) -> _Keys:
     return _Keys([row for row, _ in kept], band_keys(minhash_signatures(flat, cut)))
 
 
-def _ngram_set(text: str) -> np.ndarray:
-    hashes, _ = ngram_hashes(*word_hashes([text]), NGRAM)
-    return np.unique(hashes)
+def _ngram_sets(texts: list[str]) -> list[np.ndarray]:
+    """Each text's distinct 5-gram hashes, sorted."""
+    hashes, offsets = ngram_hashes(*word_hashes(texts), NGRAM)
+    return [np.unique(hashes[offsets[i]:offsets[i + 1]]) for i in range(len(texts))]
 
 
 def find_duplicates(store: str | os.PathLike[str], name: str, *, threshold: float = 0.8, jobs: int | None = None,
@@ -95,7 +98,7 @@ def find_duplicates(store: str | os.PathLike[str], name: str, *, threshold: floa
             if progress is not None:
                 progress(done, total)
         pairs = candidate_pairs(np.concatenate(keys) if keys else np.zeros((0, BANDS), dtype=np.uint64))
-        flagged = clusters(pairs, _Verifier(reader, rows, threshold).similar)
+        flagged = clusters(pairs, _Verifier(reader, rows, threshold, pairs).similar)
         read = reader.identity
     found_rows = [(entry, _representative(rows[one.representative], entry - rows[one.row].first), one.jaccard)
                   for one in flagged for entry in _entries(rows[one.row])]
@@ -118,18 +121,25 @@ def _representative(row: Row, cut_index: int) -> int:
 
 
 class _Verifier:
-    """Verifies candidate pairs: each row read again, its 5-gram sets (whole, supervised) kept."""
+    """Verifies candidate pairs: the rows of every pair read again, their 5-gram sets (whole,
+    supervised) made a batch of rows at a time and kept (about 3 KB a row of 190 words)."""
 
-    def __init__(self, reader: EntryReader, rows: list[Row], threshold: float) -> None:
+    def __init__(self, reader: EntryReader, rows: list[Row], threshold: float, pairs: np.ndarray) -> None:
         self.reader, self.rows, self.threshold = reader, rows, threshold
         self.sets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        needed = np.unique(pairs).tolist()
+        for start in range(0, len(needed), _ROWS_PER_BATCH):
+            self._read(needed[start:start + _ROWS_PER_BATCH])
+
+    def _read(self, indexes: list[int]) -> None:
+        texts = [text or SampleText("", "") for text in row_texts(self.reader, [self.rows[i] for i in indexes])]
+        whole, supervised = (_ngram_sets([getattr(text, side) for text in texts]) for side in ("whole", "supervised"))
+        self.sets.update(zip(indexes, zip(whole, supervised)))
 
     def _of(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        found = self.sets.get(index)
-        if found is None:
-            text = row_texts(self.reader, [self.rows[index]])[0] or SampleText("", "")
-            found = self.sets[index] = (_ngram_set(text.whole), _ngram_set(text.supervised))
-        return found
+        if index not in self.sets:  # a representative's pair with a member LSH did not pair: read now
+            self._read([index])
+        return self.sets[index]
 
     def similar(self, one: int, other: int) -> float | None:
         (whole_a, said_a), (whole_b, said_b) = self._of(one), self._of(other)

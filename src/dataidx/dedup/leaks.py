@@ -21,6 +21,9 @@ from .shingles import ngram_hashes, word_hashes
 
 #: An n-gram in this many items of a set or more is the set's template, not a leak.
 COMMON_ITEMS = 3
+#: Bits of the filter a row's n-grams pass before the index is searched: 2**24 bits (2 MB)
+#: answer most n-grams "not in the set" at once (a sorted search per n-gram cost 45 us an entry).
+_FILTER_BITS = 24
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class EvalIndex:
         self.hashes, self.item, self.position = hashes[~common], item[~common], position[~common]
         self.lengths = lengths
         self.common = int(len(np.unique(hashes[common])))
+        self.filter = np.zeros(1 << _FILTER_BITS, dtype=bool)
+        self.filter[(self.hashes >> np.uint64(64 - _FILTER_BITS)).astype(np.int64)] = True
 
     def best(self, texts: list[str], threshold: float) -> list[Match]:
         """Per text (a row), its best item at ``threshold`` or above, if any."""
@@ -62,6 +67,8 @@ class EvalIndex:
             return []
         row = np.repeat(np.arange(len(texts)), np.diff(offsets))
         at = np.arange(len(hashes)) - np.repeat(offsets[:-1], np.diff(offsets))
+        maybe = self.filter[(hashes >> np.uint64(64 - _FILTER_BITS)).astype(np.int64)]
+        hashes, row, at = hashes[maybe], row[maybe], at[maybe]
         low = np.searchsorted(self.hashes, hashes, side="left")
         high = np.searchsorted(self.hashes, hashes, side="right")
         found = high > low

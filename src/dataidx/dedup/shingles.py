@@ -36,6 +36,22 @@ def _folding() -> np.ndarray:
 _FOLD = _folding()
 
 
+class _Powers:
+    """``B**i`` and ``B**-i`` modulo 2**64 for every byte position, made once and grown by
+    doubling (a cumulative product per batch cost as much as the hashing)."""
+
+    powers = inverse = np.zeros(0, dtype=np.uint64)
+
+    @classmethod
+    def upto(cls, size: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(cls.powers) < size:
+            grown = max(size, 2 * len(cls.powers), 1 << 16)
+            with np.errstate(over="ignore"):
+                cls.powers = np.cumprod(np.full(grown, _BASE, dtype=np.uint64)) * _BASE_INVERSE  # B**0, B**1, ...
+                cls.inverse = np.cumprod(np.full(grown, _BASE_INVERSE, dtype=np.uint64)) * _BASE
+        return cls.powers[:size], cls.inverse[:size]
+
+
 def mix(values: np.ndarray) -> np.ndarray:
     """A 64-bit finaliser (murmur3's fmix64): nearby inputs give unrelated outputs."""
     with np.errstate(over="ignore"):
@@ -63,9 +79,8 @@ def word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     inside = np.concatenate(([0], (codes != 0).view(np.int8), [0]))
     edges = np.diff(inside)
     begins, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    powers, inverse = _Powers.upto(len(codes))
     with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(len(codes), _BASE, dtype=np.uint64)) * _BASE_INVERSE  # B**0, B**1, ...
-        inverse = np.cumprod(np.full(len(codes), _BASE_INVERSE, dtype=np.uint64)) * _BASE
         prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
         np.cumsum(codes.astype(np.uint64) * powers, out=prefix[1:])
         hashes = mix((prefix[ends] - prefix[begins]) * inverse[begins] + (ends - begins).astype(np.uint64))
