@@ -22,7 +22,7 @@ from dataidx.dedup.near import candidate_pairs, clusters, jaccard
 from dataidx.dedup.shingles import ngram_hashes, word_hashes
 from dataidx.index import build
 
-from .helpers import one_line_error, write_jsonl, write_yaml
+from .helpers import REPO, one_line_error, write_jsonl, write_yaml
 
 WORDS = [f"w{i}" for i in range(3000)]
 
@@ -201,3 +201,25 @@ def test_the_same_answers_on_postgresql(planted: tuple[Path, dict[str, Any]], tm
             find_leaks(target, "pg_leaks", [read_eval(*parse_eval(f"bench={tmp_path / 'eval.jsonl'}"))])  # type: ignore[arg-type]
         for view in views:
             assert run_query(url, view)[1] == run_query(store, view)[1] and run_query(store, view)[1]
+
+
+def test_compose_says_what_a_list_left_out(planted: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(planted[0].read_bytes())
+    runner = CliRunner()
+    assert runner.invoke(cli, ["dedup", str(store), "--name", "twins", "-q"]).exit_code == 0
+    config = planted[0].parent / "d.yaml"
+    assert runner.invoke(cli, ["mix", str(store), str(config), "--name", "clean", "--exclude", "twins"]).exit_code == 0
+    said = runner.invoke(cli, ["compose", str(store), "--mixture", "clean"])
+    assert said.exit_code == 0 and "drawn without list 'twins' (near_duplicates): second 70 rows, 70 entries" in \
+        said.output, said.output
+    assert "drawn without" not in runner.invoke(cli, ["compose", str(store), "--mixture", "default"]).output
+    rendered = runner.invoke(cli, ["render", str(store), "--tokenizer", str(REPO / "data" / "demo_tokenizer"),
+                                   "--cutoff", "4096", "-q"])
+    assert rendered.exit_code == 0, rendered.output
+    with sqlite3.connect(store) as connection:
+        tokens = connection.execute("SELECT sum(l.tokens) FROM entry_lengths AS l JOIN duplicates AS x ON "
+                                    "x.dataset = l.dataset AND x.row = l.row WHERE x.run = 'twins'").fetchone()[0]
+    connection.close()
+    said = runner.invoke(cli, ["compose", str(store), "--mixture", "clean", "--spec", "default"]).output
+    assert f"second 70 rows, 70 entries, {tokens:,} tokens under spec 'default'" in said and tokens > 0

@@ -210,6 +210,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
         dataidx compose demo.db --mixture by_tokens --spec default --epoch 0
     """
     from ..store import (
+        Evidence,
         Mixtures,
         Orders,
         Plans,
@@ -233,7 +234,7 @@ def compose(store: str, mixture: str, epoch: int | None, spec: str | None, as_js
     with open_store(store) as handle:
         for plan in Plans(handle).merging(mixture=mixture, spec=spec) if spec else []:
             echo(merges_said(plan))
-        for line in Orders(handle).skip_lists_said(mixture):
+        for line in Orders(handle).skip_lists_said(mixture) + Evidence(handle).left_out_said(mixture, spec):
             echo(line)
         held = Mixtures(handle).held_out_row_count()
     if held:

@@ -37,6 +37,16 @@ _FLAGGED = {
                      "WHERE r.name = {mark} ORDER BY x.entry_id",
 }
 
+# Per dataset, what a list leaves out: rows, entries, and the tokens of those that train under a spec.
+_LEFT_OUT = (
+    "SELECT d.name, count(DISTINCT b.\"row\"), count(*), sum(CASE WHEN er.status IN ({{trains}}) THEN er.tokens "
+    "ELSE 0 END) FROM (SELECT DISTINCT x.entry_id FROM {table} AS x JOIN evidence_runs AS r ON r.id = x.run_id "
+    "WHERE r.name = {{mark}}) AS listed JOIN base_entries AS b ON b.id = listed.entry_id "
+    "JOIN datasets AS d ON d.id = b.dataset_id LEFT JOIN entry_renders AS er ON er.entry_id = listed.entry_id "
+    "AND er.spec_id = (SELECT id FROM render_specs WHERE name = {{mark}}) GROUP BY d.id, d.name ORDER BY d.position"
+)
+_TABLES = {"near_duplicates": "duplicate_entries", "contamination": "leak_entries"}
+
 
 @dataclass(frozen=True, kw_only=True)
 class StoredRun:
@@ -90,6 +100,23 @@ class Evidence:
             run = self.get(name)
             entries.update(entry for entry, in self.store.all(_FLAGGED[run.kind], name))
         return sorted(entries)
+
+    def left_out_said(self, mixture: str, spec: str | None = None) -> list[str]:
+        """A line per list ``mixture`` was drawn without and dataset it touches: the rows and
+        entries it left out, and with ``spec`` their tokens (what ``compose`` says)."""
+        found = self.store.one("SELECT excludes FROM mixtures WHERE name = {mark}", mixture)
+        lines = []
+        for name in json.loads(found[0]) if found and found[0] else []:
+            run = self.find(name)
+            if run is None:
+                lines.append(f"drawn without list '{name}', removed since")
+                continue
+            for dataset, rows, entries, tokens in self.store.all(_LEFT_OUT.format(table=_TABLES[run.kind]), name,
+                                                                 spec):
+                spent = f", {tokens:,} tokens under spec '{spec}'" if spec else ""
+                lines.append(f"drawn without list '{name}' ({run.kind}): {dataset} {rows:,} rows, {entries:,} "
+                             f"entries{spent}")
+        return lines
 
     def save_duplicates(self, name: str, params: dict[str, Any], rows: Sequence[DuplicateRow], *,
                         seconds: float) -> StoredRun:
