@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .duplicates import find_duplicates as find_duplicates
     from .eval_sets import parse_eval as parse_eval
     from .eval_sets import read_eval as read_eval
+    from .texts import sample_text as sample_text
 
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, {
@@ -19,4 +20,5 @@ __all__, __getattr__, __dir__ = lazy_face(__name__, {
     "find_leaks": ".decontaminate",
     "parse_eval": ".eval_sets",
     "read_eval": ".eval_sets",
+    "sample_text": ".texts",
 })

@@ -61,6 +61,8 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
         },
         "rejects": {"counts": _rows(("dataset", "rows"), figures.reject_counts),
                     "listed": _rows(("dataset", "row", "reason"), figures.rejects)},
+        "evidence": [{"name": one.run.name, "kind": one.run.kind, "entries": one.run.entries, "params": one.run.params,
+                      "datasets": _rows(("dataset", "rows", "entries"), one.counts)} for one in figures.evidence],
         "samples": [{"epoch": epoch, "position": position} for epoch, position in samples],
     }
 

@@ -61,6 +61,8 @@ class Figures:
     reject_counts: list[tuple[str, int]] = field(default_factory=list)
     spec: SpecFigures | None = None
     plan: PlanFigures | None = None
+    #: the store's evidence lists (``view/evidence.py``: a ListFigures each), read beside the figures
+    evidence: list[Any] = field(default_factory=list)
 
     @property
     def epoch(self) -> int | None:
