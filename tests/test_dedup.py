@@ -223,3 +223,28 @@ def test_compose_says_what_a_list_left_out(planted: tuple[Path, dict[str, Any]],
     connection.close()
     said = runner.invoke(cli, ["compose", str(store), "--mixture", "clean", "--spec", "default"]).output
     assert f"second 70 rows, 70 entries, {tokens:,} tokens under spec 'default'" in said and tokens > 0
+
+
+def test_a_ten_million_character_row_costs_bounded_memory(tmp_path: Path) -> None:
+    """One row of 10M characters (1.7M words) among ordinary ones: dedup and decontamination
+    finish, holding a few hundred MB at most (NumPy's arrays are traced)."""
+    import tracemalloc
+
+    from dataidx.dedup import find_leaks, parse_eval, read_eval
+
+    rng = random.Random(11)
+    rows = [{"instruction": sentence(rng, 20), "input": "", "output": sentence(rng, 40)} for _ in range(20)]
+    huge = " ".join(rng.choice(WORDS) for _ in range(1_700_000))
+    rows.append({"instruction": "summarise", "input": huge[:10_000_000], "output": "short"})
+    write_jsonl(tmp_path / "big.jsonl", rows)
+    write_yaml(tmp_path / "b.yaml", f"big:\n  path: {tmp_path / 'big.jsonl'}\n  source: local\n  converter: alpaca\n")
+    build(tmp_path / "b.yaml", tmp_path / "b.db")
+    write_jsonl(tmp_path / "eval.jsonl", [{"question": " ".join(huge.split()[500_000:500_030])}])
+    tracemalloc.start()
+    try:
+        find_duplicates(tmp_path / "b.db", "d", jobs=1)
+        run = find_leaks(tmp_path / "b.db", "l", [read_eval(*parse_eval(f"e={tmp_path / 'eval.jsonl'}"))], jobs=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert run.entries == 1 and peak < 1_500_000_000, peak
