@@ -4,6 +4,7 @@ decontamination:
 
     python scripts/bench_dedup.py                    # 200k originals (+ 23% copies), a 5,000-item eval set
     python scripts/bench_dedup.py --rows 2000 --items 200   # a smoke run
+    python scripts/bench_dedup.py --datatrove ~/dt/bin/python  # and datatrove's MinHash beside it
 
 Recall and precision are by row: a copy row flagged (exact or near copies: the duplicates; its
 representative must be its original), a hard negative or a same-prompt row flagged (a false
@@ -14,8 +15,10 @@ otherwise (a false leak).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 from contextlib import closing
@@ -44,6 +47,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=5_000, help="items of the eval set")
     parser.add_argument("--jobs", type=int, default=None, help="processes (default: all cores)")
     parser.add_argument("--work", type=Path, help="a folder to keep the corpus in (made again each run)")
+    parser.add_argument("--datatrove", metavar="PYTHON", help="an interpreter with datatrove: its MinHash dedup on "
+                        "the same corpus, side by side (scripts/datatrove_dedup.py)")
     args = parser.parse_args()
     work = args.work or scratch_folder("dataidx-dedup-")
     started = time.perf_counter()
@@ -84,6 +89,16 @@ def main() -> None:
     right_copies = sum(1 for row in copies_leaking if copy_sources.get(row) in planted.leaks)
     leaks_right = sum(1 for row, item in leaked.items() if planted.leaks.get(row) == item)
 
+    side: list[tuple[str, ...]] = [("dataidx dedup (rensa, 16x7, verified)", f"{near_s:.1f}", f"{by_kind['exact']:.4f}",
+             f"{by_kind['near']:.4f}", f"{right / max(1, len(flagged)):.4f}", f"{by_kind['hard_negative']:.4f}",
+             f"{by_kind['prompt_only']:.4f}")]
+    if args.datatrove:
+        done = subprocess.run([args.datatrove, str(REPO / "scripts" / "datatrove_dedup.py"), str(work)],
+                              capture_output=True, text=True, check=True)
+        other = json.loads(done.stdout.strip().splitlines()[-1])
+        side.append((other["tool"], f"{other['seconds']:.1f}", *(f"{other['recall'][kind]:.4f}" for kind in (
+            "exact", "near")), f"{other['precision']:.4f}", *(f"{other['recall'][kind]:.4f}" for kind in (
+                "hard_negative", "prompt_only"))))
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; {args.rows:,} originals + "
           f"{entries - first_copy + 1:,} copies = {entries:,} entries; eval set of {args.items:,} items; corpus made "
           f"in {made:.0f} s, built in {built:.1f} s")
@@ -102,6 +117,9 @@ def main() -> None:
         ("decontamination: fragments (10-30% of an item) flagged",
          f"{sum(1 for row in planted.fragments if row in leaked) / max(1, len(planted.fragments)):.4f}"),
     ])
+    print()
+    print_table(("near duplicates, side by side", "seconds", "recall exact", "recall near", "precision",
+                 "hard negatives flagged", "same prompt flagged"), side)
 
 
 if __name__ == "__main__":

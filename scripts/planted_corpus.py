@@ -136,6 +136,8 @@ def generate(folder: Path, rows: int, items: int = 5_000, seed: int = 0) -> tupl
     for name, data in (("originals", originals), ("copies", copies)):
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
     (folder / "eval.jsonl").write_text("".join(json.dumps({"question": item}) + "\n" for item in evals))
+    (folder / "truth.json").write_text(json.dumps({"copies": planted.copies, "leaks": planted.leaks,
+                                                   "fragments": planted.fragments}))
     config = folder / "planted.yaml"
     config.write_text("".join(f"{name}:\n  path: {folder / (name + '.jsonl')}\n  source: local\n  converter: alpaca\n"
                               for name in ("originals", "copies")))

@@ -2,8 +2,9 @@
 
 Nothing else runs them between measurements, and a schema change once broke two of them unseen.
 The other scripts write files of the repository (make_demo_tokenizer.py, snapshot_schema.py:
-test_store checks schema.sql instead), need LLaMA-Factory's source (conformance.py), or are a
-module of the benchmarks (scale_data.py).
+test_store checks schema.sql instead), need LLaMA-Factory's source (conformance.py) or datatrove
+(datatrove_dedup.py, which bench_dedup.py runs with --datatrove), or are a module of the
+benchmarks (scale_data.py, planted_corpus.py).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ SMOKES: dict[str, tuple[list[str], str | tuple[str, ...]]] = {
     "bench_shards": (["bench_shards.py", "--entries", "600", "--merge-entries", "20000", "--merge-shards", "4",
                       "--rounds", "1", "--no-ray"],
                      ("(b) 2 shards, --runner local", "rows/s into SQLite", "(e) on paper")),
+    # near duplicates and leaks on a planted corpus: recall, precision, time
+    "bench_dedup": (["bench_dedup.py", "--rows", "1500", "--items", "150"],
+                    ("near dedup: recall, near copies", "decontamination: precision", "side by side")),
     "bench_scale": (["bench_scale.py", "--entries", "2000", "--render", "100", "--work", "{tmp}/scale"],
                     "`dataidx pack` 4096, all entries (s)"),
     # every bound in one run, as its docstring shows: one tokenizer trained for the three
