@@ -248,3 +248,16 @@ def test_a_ten_million_character_row_costs_bounded_memory(tmp_path: Path) -> Non
     finally:
         tracemalloc.stop()
     assert run.entries == 1 and peak < 1_500_000_000, peak
+
+
+def test_a_text_past_the_kept_powers_hashes_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Powers past the kept table are made for the one text (a 10M-character row is not kept in
+    memory after it), and give the same hashes."""
+    from dataidx.dedup.shingles import _Powers
+
+    text = ["Alpha beta, GAMMA delta! " * 50]
+    kept, _ = word_hashes(text)
+    monkeypatch.setattr(_Powers, "KEPT", 64)
+    monkeypatch.setattr(_Powers, "powers", np.zeros(0, dtype=np.uint64))
+    monkeypatch.setattr(_Powers, "inverse", np.zeros(0, dtype=np.uint64))
+    assert word_hashes(text)[0].tolist() == kept.tolist() and len(_Powers.powers) <= 64

@@ -38,14 +38,20 @@ _FOLD = _folding()
 
 class _Powers:
     """``B**i`` and ``B**-i`` modulo 2**64 for every byte position, made once and grown by
-    doubling (a cumulative product per batch cost as much as the hashing)."""
+    doubling (a cumulative product per batch cost as much as the hashing); kept up to
+    ``KEPT`` positions (256 MB), made for the one text and let go past that (a 10M-character row)."""
 
+    KEPT = 1 << 24
     powers = inverse = np.zeros(0, dtype=np.uint64)
 
     @classmethod
     def upto(cls, size: int) -> tuple[np.ndarray, np.ndarray]:
+        if size > cls.KEPT:
+            with np.errstate(over="ignore"):
+                return (np.cumprod(np.full(size, _BASE, dtype=np.uint64)) * _BASE_INVERSE,
+                        np.cumprod(np.full(size, _BASE_INVERSE, dtype=np.uint64)) * _BASE)
         if len(cls.powers) < size:
-            grown = max(size, 2 * len(cls.powers), 1 << 16)
+            grown = min(max(size, 2 * len(cls.powers), 1 << 16), cls.KEPT)
             with np.errstate(over="ignore"):
                 cls.powers = np.cumprod(np.full(grown, _BASE, dtype=np.uint64)) * _BASE_INVERSE  # B**0, B**1, ...
                 cls.inverse = np.cumprod(np.full(grown, _BASE_INVERSE, dtype=np.uint64)) * _BASE
