@@ -22,7 +22,7 @@ class RenderedRows:
         self.file = tempfile.TemporaryFile()
         self.entries = self.training_entries = 0
         self.added_uses: AddedUses = Counter()
-        self.causes: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, cause) -> (entries, first entry id)
+        self.causes: Specs.CauseTally = {}  # (kind, cause) -> (entries, first entry id)
 
     def __enter__(self) -> RenderedRows:
         return self
@@ -35,11 +35,7 @@ class RenderedRows:
         pickle.dump(stored_rows(rows, placed), self.file, protocol=pickle.HIGHEST_PROTOCOL)
         self.entries += len(rows)
         self.training_entries += sum(1 for row in rows if row[4] in TRAINING_STATUSES)
-        for row in rows:
-            for kind, cause in (("status", row[6]), ("reasoning", row[7])):
-                if cause is not None:
-                    n, first = self.causes.get((kind, cause), (0, row[0]))
-                    self.causes[kind, cause] = (n + 1, min(first, row[0]))
+        Specs.tally_causes(self.causes, rows)
 
     def chunks(self) -> Iterator[list[Specs.StoredRow]]:
         self.file.seek(0)

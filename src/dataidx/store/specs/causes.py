@@ -5,7 +5,8 @@ every command load it)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from ..dialect import Reads
 
@@ -68,3 +69,17 @@ def mixture_causes(reads: Reads, spec: str, mixture: str) -> list[CauseRow]:
     if not reads.all(_CAUSES_OUTSIDE, spec, mixture):
         return render_causes(reads, spec)
     return [CauseRow(*row) for row in reads.all(_MIXTURE_CAUSES, spec, mixture)]
+
+
+#: Per ``(kind, cause)`` (``status`` or ``reasoning``), entries and the first one's id: what a
+#: render counts while it keeps its rows, and writes as ``render_causes``.
+CauseTally = dict[tuple[str, str], tuple[int, int]]
+
+
+def tally_causes(tally: CauseTally, rows: Iterable[Sequence[Any]]) -> None:
+    """Count ``rows`` (a render's rows: entry id first, cause at 6, reasoning at 7) into ``tally``."""
+    for row in rows:
+        for kind, cause in (("status", row[6]), ("reasoning", row[7])):
+            if cause is not None:
+                n, first = tally.get((kind, cause), (0, row[0]))
+                tally[kind, cause] = (n + 1, min(first, row[0]))

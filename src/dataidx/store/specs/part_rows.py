@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import StoreError
 from ..dialect import STATUSES, TRAINING_STATUSES
+from .causes import CauseTally, tally_causes
 from .lengths import pack_lengths
 from .rows import PartFile, StoredRow, split_plain
 from .summaries import SUMMARY_INSERTS
@@ -57,9 +58,6 @@ _PLAIN = ("INSERT INTO rows (entry_id, tokens, supervised_tokens, full_tokens, s
           "VALUES (?, ?, ?, ?, ?, ?)")
 _FULL = f"INSERT INTO rows ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"
 _TRAINS = ", ".join(f"'{status}'" for status in TRAINING_STATUSES)
-_PART_CAUSES = ("INSERT INTO causes SELECT 'status', cause, count(*), min(entry_id) FROM rows WHERE cause IS NOT NULL "
-                "GROUP BY cause UNION ALL SELECT 'reasoning', reasoning, count(*), min(entry_id) FROM rows "
-                "WHERE reasoning IS NOT NULL GROUP BY reasoning")
 # What a render writes, value by value: a row that holds anything else is not inserted (and so refused).
 _VALID = " AND ".join([
     *(f"typeof({column}) = 'integer' AND {column} BETWEEN 0 AND 2147483647"
@@ -95,6 +93,7 @@ class PartRowsWriter:
         for sql in PART_TABLES.values():
             self.connection.execute(sql)
         self.uses: Counter[tuple[int, str]] = Counter()
+        self.causes: CauseTally = {}
         self.tokens: list[bytes] = []
         self.supervised: list[bytes] = []
 
@@ -109,6 +108,7 @@ class PartRowsWriter:
         if full:
             self.connection.executemany(_FULL, full)
         self.uses.update(uses)
+        tally_causes(self.causes, rows)
         trains = np.array([row[4] in TRAINING_STATUSES for row in rows], dtype=bool)
         self.tokens.append(pack_lengths(np.array([row[1] for row in rows], dtype=np.int64), trains))
         self.supervised.append(pack_lengths(np.array([row[2] for row in rows], dtype=np.int64), trains))
@@ -121,7 +121,8 @@ class PartRowsWriter:
         execute("CREATE TEMP VIEW entry_renders AS SELECT 0 AS spec_id, * FROM main.rows")  # as spec 0's rows
         for sql in SUMMARY_INSERTS:
             execute(sql, (0,))
-        execute(_PART_CAUSES)
+        self.connection.executemany("INSERT INTO causes VALUES (?, ?, ?, ?)",
+                                    [(*key, *counted) for key, counted in sorted(self.causes.items())])
         self.connection.executemany("INSERT INTO uses VALUES (?, ?, ?)",
                                     [(dataset, token, n) for (dataset, token), n in sorted(self.uses.items())])
         execute("INSERT INTO lengths VALUES (?, ?)", (b"".join(self.tokens), b"".join(self.supervised)))
@@ -139,7 +140,7 @@ class PartRows:
     training_entries: int = 0
     added_uses: Counter[tuple[int, str]] = field(default_factory=Counter)
     #: per ``(kind, cause)``: entries and the first one's id
-    causes: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    causes: CauseTally = field(default_factory=dict)
     statuses: dict[tuple[int, str], list[int]] = field(default_factory=dict)
     blocks: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     lengths: dict[str, list[bytes]] = field(default_factory=lambda: {"tokens": [], "supervised_tokens": []})

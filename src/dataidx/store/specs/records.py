@@ -72,6 +72,8 @@ class Specs:
     REASONING_SAID = REASONING_SAID
     # The shapes a spec's rows take in Python.
     CauseRow: TypeAlias = causes.CauseRow
+    CauseTally: TypeAlias = causes.CauseTally
+    tally_causes = staticmethod(causes.tally_causes)
     LengthRow: TypeAlias = rows.LengthRow
     StoredRow: TypeAlias = rows.StoredRow
     Lengths: TypeAlias = rows.SpecLengths
