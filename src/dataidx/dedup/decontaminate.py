@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..progress import CountProgress
@@ -25,27 +24,21 @@ from .rows import Row, RowPass, row_texts
 NGRAM, THRESHOLD = 8, 0.5
 
 
-@dataclass
-class _Found:
-    """A range's leaking rows: per row, per eval set, ``(item, score, span)``."""
-
-    rows: list[tuple[Row, str, int, float, str]]
-
-
 class _Lookup:
     """What a worker holds: each eval set's index and the threshold."""
 
     def __init__(self, indexes: dict[str, EvalIndex], threshold: float) -> None:
         self.indexes, self.threshold = indexes, threshold
 
-    def __call__(self, reader: EntryReader, rows: list[Row]) -> _Found:
+    def __call__(self, reader: EntryReader, rows: list[Row]) -> list[tuple[Row, str, int, float, str]]:
+        """A range's leaking rows: per row and eval set, ``(row, set, item, score, span)``."""
         texts = row_texts(reader, rows)
         kept = [(row, text.whole) for row, text in zip(rows, texts) if text is not None]
         found = []
         for name, index in self.indexes.items():
             for match in index.best([text for _, text in kept], self.threshold):
                 found.append((kept[match.row][0], name, match.item, match.score, match.span))
-        return _Found(found)
+        return found
 
 
 def find_leaks(store: str | os.PathLike[str], name: str, eval_sets: Sequence[EvalSet], *, n: int = NGRAM,
@@ -65,13 +58,11 @@ def find_leaks(store: str | os.PathLike[str], name: str, eval_sets: Sequence[Eva
     started = time.perf_counter()
     indexes = {one.name: EvalIndex(one.items, n) for one in eval_sets}
     with EntryReader(store) as reader:
-        if Evidence(reader.handle).find(name) is not None:
-            raise UsageError(f"{store}: a list '{name}' is there already (dataidx evidence --remove {name} removes "
-                             "it); give another --name")
+        Evidence(reader.handle).refuse_taken(name)
         span = Datasets(reader.handle).entry_range()
         total, done, leaks = 0 if span is None else span[1] - span[0] + 1, 0, []
         for entries, found in RowPass(reader, _Lookup(indexes, threshold)).run(max(1, jobs or os.cpu_count() or 1)):
-            leaks.extend(found.rows)
+            leaks.extend(found)
             done += entries
             if progress is not None:
                 progress(done, total)

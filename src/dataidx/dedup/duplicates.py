@@ -58,16 +58,12 @@ def _band_keys(reader: EntryReader, rows: list[Row]) -> _Keys:
     texts = row_texts(reader, rows)
     kept = [(row, text) for row, text in zip(rows, texts) if text is not None]
     hashes, offsets = ngram_hashes(*word_hashes([text.whole for _, text in kept]), NGRAM)
-    some = np.diff(offsets) > 0
-    kept = [one for one, has in zip(kept, some) if has]
-    if not kept:
+    some = np.diff(offsets) > 0  # a row without words has no n-grams: nothing to compare
+    if not some.any():
         return _Keys([], np.zeros((0, BANDS), dtype=np.uint64))
-    counts = np.diff(offsets)[some]
-    starts = offsets[:-1][some]
-    flat = np.concatenate([hashes[start:start + count] for start, count in zip(starts, counts)])
-    cut = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=cut[1:])
-    return _Keys([row for row, _ in kept], band_keys(minhash_signatures(flat, cut)))
+    # Its n-grams take no place in ``hashes``: leaving its offset out leaves the others' texts as they are.
+    offsets = np.append(offsets[:-1][some], offsets[-1])
+    return _Keys([row for (row, _), has in zip(kept, some) if has], band_keys(minhash_signatures(hashes, offsets)))
 
 
 def _ngram_sets(texts: list[str]) -> list[np.ndarray]:
@@ -84,9 +80,7 @@ def find_duplicates(store: str | os.PathLike[str], name: str, *, threshold: floa
         raise UsageError(f"--threshold {threshold}: a Jaccard above 0 and at most 1")
     started = time.perf_counter()
     with EntryReader(store) as reader:
-        if Evidence(reader.handle).find(name) is not None:
-            raise UsageError(f"{store}: a list '{name}' is there already (dataidx evidence --remove {name} removes "
-                             "it); give another --name")
+        Evidence(reader.handle).refuse_taken(name)
         rows: list[Row] = []
         keys: list[np.ndarray] = []
         span = Datasets(reader.handle).entry_range()

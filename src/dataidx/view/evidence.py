@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..dedup import sample_text
@@ -43,7 +43,6 @@ class ListFigures:
     run: Evidence.StoredRun
     counts: list[tuple[str, int, int]]
     examples: list[tuple[Any, ...]]
-    texts: dict[int, str] = field(default_factory=dict)
 
 
 def evidence_figures(handle: StoreHandle) -> list[ListFigures]:
@@ -53,20 +52,18 @@ def evidence_figures(handle: StoreHandle) -> list[ListFigures]:
             for run in Evidence(handle).runs()]
 
 
-def read_texts(path: str, lists: list[ListFigures]) -> None:
+def read_texts(path: str, lists: list[ListFigures]) -> dict[int, str]:
     """The whole texts of the examples' entries (and their representatives), read from the rows."""
     wanted = sorted({entry for figures in lists for example in figures.examples
                      for entry in (example[:2] if figures.run.kind == "near_duplicates" else example[:1])})
     if not wanted:
-        return
+        return {}
     with EntryReader(path) as reader:
         found = dict(zip(wanted, reader.entries_by_id(wanted)))
-        texts = {entry: sample_text(reader.sample(*found[entry])).whole for entry in wanted}
-    for figures in lists:
-        figures.texts = texts
+        return {entry: sample_text(reader.sample(*found[entry])).whole for entry in wanted}
 
 
-def evidence_section(lists: list[ListFigures]) -> str:
+def evidence_section(lists: list[ListFigures], texts: dict[int, str]) -> str:
     """The section, or nothing for a store without lists."""
     if not lists:
         return ""
@@ -79,27 +76,27 @@ def evidence_section(lists: list[ListFigures]) -> str:
         parts.append(f"<h3 class='evidence-list' data-list='{html.escape(run.name)}'>List '{html.escape(run.name)}'"
                      f" ({run.kind}): {run.entries:,} entries</h3><p class='params'>{html.escape(said)}</p>"
                      + table(["dataset", "rows", "entries"], figures.counts))
-        parts.append(_duplicates(figures) if run.kind == "near_duplicates" else _leaks(figures))
+        parts.append(_duplicates(figures, texts) if run.kind == "near_duplicates" else _leaks(figures, texts))
     return "".join(parts) + "</section>"
 
 
-def _duplicates(figures: ListFigures) -> str:
+def _duplicates(figures: ListFigures, texts: dict[int, str]) -> str:
     rows = []
     for entry, representative, dataset, row, rep_dataset, rep_row, jaccard in figures.examples:
         rows.append(f"<tr class='duplicate'><td class='jaccard'>{jaccard:.4f}</td><td><b>{html.escape(dataset)} row "
-                    f"{row}</b><div class='text'>{_shown(figures.texts.get(entry, ''))}</div></td><td><b>"
+                    f"{row}</b><div class='text'>{_shown(texts.get(entry, ''))}</div></td><td><b>"
                     f"{html.escape(rep_dataset)} row {rep_row} (kept)</b><div class='text'>"
-                    f"{_shown(figures.texts.get(representative, ''))}</div></td></tr>")
+                    f"{_shown(texts.get(representative, ''))}</div></td></tr>")
     return ("<table class='duplicates'><tr><th>Jaccard (exact)</th><th>duplicate</th><th>representative</th></tr>"
             + "".join(rows) + "</table>") if rows else ""
 
 
-def _leaks(figures: ListFigures) -> str:
+def _leaks(figures: ListFigures, texts: dict[int, str]) -> str:
     rows = []
     for entry, dataset, row, eval_set, item, score, span in figures.examples:
         rows.append(f"<tr class='leak'><td class='score'>{score:.4f}</td><td>{html.escape(eval_set)} item {item}</td>"
                     f"<td><b>{html.escape(dataset)} row {row}</b><div class='text'>"
-                    f"{_marked(figures.texts.get(entry, ''), span)}</div></td></tr>")
+                    f"{_marked(texts.get(entry, ''), span)}</div></td></tr>")
     return ("<table class='leaks'><tr><th>score</th><th>eval item</th><th>row, the span found marked</th></tr>"
             + "".join(rows) + "</table>") if rows else ""
 

@@ -85,20 +85,19 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
     shown = (rendered_samples(path, mixture, spec=spec, picks=picks, epochs=epochs,
                               trust_remote_code=trust_remote_code) if spec
              else converted_samples(path, mixture, picks, epochs))
-    read_texts(path, figures.evidence)
-    page = _page(path, figures, shown, seed)
+    page = _page(path, figures, shown, seed, read_texts(path, figures.evidence))
     target = Path(output)
     target.write_text(page, encoding="utf-8")
     return ReportSummary(target, len(page.encode()), time.perf_counter() - started)
 
 
-def _page(path: str, figures: Figures, samples: list[str], seed: int) -> str:
+def _page(path: str, figures: Figures, samples: list[str], seed: int, texts: dict[int, str]) -> str:
     sections = [summary(path, figures), mixture_section(figures)]
     if figures.spec is not None:
         sections += [lengths(figures, figures.spec), reasoning_section(figures)]
     if figures.plan is not None:
         sections.append(packing(figures, figures.plan))
-    sections += [rejects(figures), evidence_section(figures.evidence)]
+    sections += [rejects(figures), evidence_section(figures.evidence, texts)]
     what = "rendered under spec '" + figures.spec.name + "'" if figures.spec else "converted (no --spec given)"
     over = f"epoch {figures.epoch}, " if figures.epoch is not None else \
         f"all {len(figures.epochs)} epochs, " if len(figures.epochs) > 1 else ""

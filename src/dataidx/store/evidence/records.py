@@ -145,12 +145,16 @@ class Evidence:
         copy.execute("DELETE FROM evidence_runs WHERE id = {mark}", run_id)
         return run
 
+    def refuse_taken(self, name: str) -> None:
+        """A one-line UsageError when a list ``name`` is there already (before a run's work, and at its write)."""
+        if self.find(name) is not None:
+            raise UsageError(f"{self.store.name}: a list '{name}' is there already (dataidx evidence --remove {name} "
+                             "removes it); give another --name")
+
     def _add_run(self, name: str, kind: str, params: dict[str, Any], entries: int,
                  seconds: float) -> tuple[int, StoredRun]:
+        self.refuse_taken(name)
         copy = writable(self.store)
-        if copy.one("SELECT id FROM evidence_runs WHERE name = {mark}", name):
-            raise UsageError(f"{copy.name}: a list '{name}' is there already (dataidx evidence --remove {name} "
-                             "removes it); give another --name")
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         text = json.dumps(params, sort_keys=True)
         run_id = copy.insert("INSERT INTO evidence_runs (name, kind, params, entries, created_at, seconds) "
