@@ -192,7 +192,10 @@ def test_the_same_answers_on_postgresql(planted: tuple[Path, dict[str, Any]], tm
                                           for line in (folder / "first.jsonl").read_text().splitlines()[:5]])
     views = ("SELECT run, dataset, row, cut, representative_dataset, representative_row, representative_cut, jaccard "
              "FROM duplicates ORDER BY run, dataset, row, cut",
-             "SELECT run, dataset, row, cut, eval_set, item, score, span FROM contamination ORDER BY dataset, row, cut")
+             "SELECT run, dataset, row, cut, eval_set, item, score, span FROM contamination ORDER BY dataset, row, cut",
+             "SELECT digest, dataset, row, cut, copies, representative_dataset, representative_row, representative_cut "
+             "FROM exact_duplicates ORDER BY entry_id",
+             "SELECT digest, dataset, row, cut, entries, answers, messages FROM same_prompts ORDER BY entry_id")
     with running_server() as server:
         url = f"{server}&schema=dedup"
         build(folder / "d.yaml", url)

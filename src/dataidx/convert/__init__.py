@@ -2,7 +2,9 @@
 vectorised cut paths over whole Arrow tables, expansion into cuts, and media placeholders."""
 
 from . import formats  # registers the built-in converters
+from .digests import EntryDigests, SampleDigests, concatenated_digests, sample_digests, table_digests
 from .expansion import ROLES, SUPERVISED_EPSILON, cuts, is_document, sample_problem, trains_nothing, truncate
+from .fingerprints import EntryPrints, SamplePrints, concatenated_prints
 from .media import MEDIA_BLOCKS, MEDIA_COLUMNS, MediaMismatch, media_blocks
 from .media_tables import may_hold_media
 from .registry import (
@@ -16,6 +18,7 @@ from .registry import (
     row_expansion,
 )
 from .samples import Content, Message, PairSample, Sample, SFTSample, TextSample
+from .table_fingerprints import table_prints
 from .vectorised import NO_CUT, TableCuts
 
 __all__ = [
@@ -26,14 +29,20 @@ __all__ = [
     "SUPERVISED_EPSILON",
     "Content",
     "Converter",
+    "EntryDigests",
+    "EntryPrints",
     "MediaMismatch",
     "Message",
     "PairSample",
     "SFTSample",
+    "SampleDigests",
+    "SamplePrints",
     "Sample",
     "TableCuts",
     "TextSample",
     "collecting_drops",
+    "concatenated_digests",
+    "concatenated_prints",
     "convert_row",
     "converters",
     "cuts",
@@ -44,7 +53,10 @@ __all__ = [
     "media_blocks",
     "register_converter",
     "row_expansion",
+    "sample_digests",
     "sample_problem",
+    "table_digests",
+    "table_prints",
     "trains_nothing",
     "truncate",
 ]

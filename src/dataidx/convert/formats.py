@@ -42,6 +42,12 @@ def _tool_call_blocks(value: str, what: str) -> list[Content] | None:
     return [{"type": "tool_call", "value": json_text.dumps(call)} for call in calls]
 
 
+def tool_call_blocks(value: str) -> list[Content] | None:
+    """A function_call turn's blocks as the sharegpt converter makes them; None when the value is
+    not valid JSON (the converter drops the turn)."""
+    return _tool_call_blocks(value, "a function_call value")
+
+
 @converters.register("alpaca", version="2", fast=alpaca_cuts)
 def alpaca(raw: dict[str, Any]) -> SFTSample:
     """``system``/``instruction``+``input``/``output`` -> system, user and assistant messages.

@@ -18,13 +18,22 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from sqlalchemy import Connection
 
-from ..convert import NO_CUT, TableCuts, collecting_drops, converters, expanded_row, may_hold_media
+from ..convert import (
+    NO_CUT,
+    EntryPrints,
+    SamplePrints,
+    TableCuts,
+    collecting_drops,
+    converters,
+    expanded_row,
+    table_prints,
+)
 from ..errors import ConversionError, SourceError
 from ..plugins import Plugin
 from ..sources import (
@@ -46,15 +55,15 @@ from ..sources import (
 )
 from ..spec import DatasetSpec
 from ..store import Datasets, Media
+from .chunking import CHUNK_BYTES, CHUNK_ROWS, vectorised
 from .empty import refuse_empty
+from .exact import ExactGroups
 from .holdout import DeferredDraws
 from .media import BuildMedia, Use
 from .mixtures import MixtureWriter
 from .unread import refuse_unread
 
-#: A chunk ends after this many rows or this many bytes of Arrow data, whichever comes first.
-CHUNK_ROWS = 1 << 20
-CHUNK_BYTES = 16 << 20
+__all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "DatasetSummary", "Writes", "index_dataset"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,11 +102,12 @@ class Writes:
 
 
 def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, connection: Connection, writes: Writes,
-                  hashing: Executor, mixture: MixtureWriter | DeferredDraws, media: BuildMedia,
+                  hashing: Executor, mixture: MixtureWriter | DeferredDraws, media: BuildMedia, exact: ExactGroups,
                   folder: str | None = None) -> tuple[dict[str, Any], Future[DatasetSummary]]:
     """Load ``dataset``, convert it chunk by chunk and hand each chunk's entries to
     ``writes``; its record and its draw into ``mixture`` follow its last chunk; its rows' media
-    are read into ``media`` and their blocks written with the chunk. Its files are
+    are read into ``media`` and their blocks written with the chunk; its entries' fingerprints go
+    to ``exact``. Its files are
     recorded with their places relative to the store's ``folder`` too, so the store opens after
     a move of the folder that holds it and them.
 
@@ -126,8 +136,10 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
         "empty_rows": 0,
     }
     turns = np.zeros(1, dtype=np.int64)  # rows by their number of entries; a chunk holds whole rows
-    for found, uses in _converted(rows, converter, dataset, media):
+    exact.add_dataset(dataset.name, rows, converter, first_entry)
+    for found, uses, prints in _converted(rows, converter, dataset, media):
         writes.submit(_write_chunk, connection, record["id"], first_entry + record["entries"], found, uses)
+        exact.add(first_entry + record["entries"], found.rows, prints)  # while the writer inserts the chunk
         counted = np.bincount(_row_lengths(found.rows))
         turns = np.pad(turns, (0, max(0, len(counted) - len(turns))))
         turns[: len(counted)] += counted
@@ -143,19 +155,44 @@ def index_dataset(dataset: DatasetSpec, *, position: int, first_entry: int, conn
 
 
 def _converted(rows: RowSource, converter: Plugin, dataset: DatasetSpec,
-               media: BuildMedia) -> Iterator[tuple[TableCuts, list[Use]]]:
-    """Each chunk's entries, row numbers counted from the dataset's first row, and its rows' media.
-    A table that may name media takes the row path, where each row's media is recorded."""
+               media: BuildMedia) -> Iterator[tuple[TableCuts, list[Use], Callable[[], EntryPrints]]]:
+    """Each chunk's entries, row numbers counted from the dataset's first row, its rows' media and
+    what computes its entries' fingerprints (:class:`.exact.ExactGroups`). A
+    table that may name media takes the row path (:func:`.chunking.vectorised`)."""
     places = media.places(dataset)
     for chunk in rows.chunks(CHUNK_ROWS, CHUNK_BYTES):
         fast, table = converter.fast, chunk.table
-        found = (fast(table) if fast is not None and table is not None and not may_hold_media(table)
-                 and _valid_utf8(table) else None)
+        found = fast(table) if fast is not None and table is not None and vectorised(table) else None
         if found is None:
             yield _row_path(chunk, converter, dataset, media, places)
         else:
-            found.rows += chunk.first
-            yield found, []
+            assert table is not None
+            local = TableCuts(rows=found.rows, cuts=found.cuts, empty=found.empty)
+            found.rows = found.rows + chunk.first  # a new array: the fingerprints read the chunk's own
+            yield found, [], partial(_table_prints, chunk, converter, local)
+
+
+def _table_prints(chunk: RowChunk, converter: Plugin, found: TableCuts) -> EntryPrints:
+    """The fingerprints of a chunk a vectorised path read (``found``: rows counted in the chunk)."""
+    assert chunk.table is not None
+    prints = table_prints(converter.name, chunk.table, found)
+    return _sample_prints(chunk, converter, found) if prints is None else prints
+
+
+def _sample_prints(chunk: RowChunk, converter: Plugin, found: TableCuts) -> EntryPrints:
+    """The fingerprints of a chunk whose cuts a vectorised path found but whose messages it does
+    not read (preference pairs): each row converted again."""
+    prints = SamplePrints()
+    rows, cuts = found.rows.tolist(), found.cuts.tolist()
+    at = 0
+    with collecting_drops():  # counted by the cut path already
+        for number, raw in enumerate(chunk.rows()):
+            end = at
+            while end < len(rows) and rows[end] == number:
+                end += 1
+            prints.add(converter.func(raw), [None if cut == NO_CUT else cut for cut in cuts[at:end]])
+            at = end
+    return prints.result()
 
 
 def _write_chunk(connection: Connection, dataset_id: int, first_id: int, found: TableCuts, uses: list[Use]) -> None:
@@ -194,20 +231,12 @@ def _write_record(connection: Connection, record: dict[str, Any], *, fingerprint
                           seconds=time.perf_counter() - started)
 
 
-def _valid_utf8(table: pa.Table) -> bool:
-    # datasets' json loader stores invalid UTF-8 as is; only a full validation finds it.
-    try:
-        table.validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
-
-
 def _row_path(chunk: RowChunk, converter: Plugin, dataset: DatasetSpec, media: BuildMedia,
-              places: tuple[str, ...]) -> tuple[TableCuts, list[Use]]:
+              places: tuple[str, ...]) -> tuple[TableCuts, list[Use], Callable[[], EntryPrints]]:
     """Convert every row of a chunk with the converter itself: any converter, errors named by row,
-    each row's media read and its blocks listed."""
+    each row's media read and its blocks listed, its entries fingerprinted."""
     uses: list[Use] = []
+    prints = SamplePrints()
     row_numbers: list[int] = []
     cut_values: list[int] = []
     rejects: list[tuple[int, str]] = []
@@ -229,9 +258,10 @@ def _row_path(chunk: RowChunk, converter: Plugin, dataset: DatasetSpec, media: B
                 del drops[kept_drops:]
                 continue
             media.keep(found)
+            prints.add(sample, cuts)
             uses += found
             empty += trains_nothing
             row_numbers.extend([number] * len(cuts))
             cut_values.extend(NO_CUT if cut is None else cut for cut in cuts)
     return TableCuts(rows=np.array(row_numbers, dtype=np.int64), cuts=np.array(cut_values, dtype=np.int64),
-                     drops=len(drops), rejects=rejects, empty=empty), uses
+                     drops=len(drops), rejects=rejects, empty=empty), uses, prints.result

@@ -27,6 +27,7 @@ from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
 from ..store import Datasets, Mixtures, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
+from .exact import ExactGroups
 from .holdout import DeferredDraws, check_val_size, held_out_entries, whole_datasets, with_evaluation
 from .media import BuildMedia
 from .mixtures import MixtureSummary, MixtureWriter
@@ -100,6 +101,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
                    else MixtureWriter(connection, config, "default", seed=seed, sampling=sampling, whole_budgets=True))
         writes = Writes(writer)
         media = BuildMedia()  # each distinct media file read once, whichever datasets name it
+        exact = ExactGroups()  # every entry's fingerprints; the candidates hashed once all are read
         first_entry = 1
         written = []
         folder = Datasets.folder_of(new.location)  # the sources' places relative to it are recorded too
@@ -109,13 +111,14 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
             with materialising_streams_into(new.streams):
                 record, done = index_dataset(dataset, position=position, first_entry=first_entry, connection=connection,
                                              writes=writes, hashing=hashing, mixture=mixture, media=media,
-                                             folder=folder)
+                                             exact=exact, folder=folder)
             first_entry += record["entries"]
             new.used_streams.update(entry["path"] for entry in record["arrow_files"] or [])
             written.append(done)
         writes.drain()
         datasets = [future.result() for future in written]
         media.write(connection, folder)
+        exact.write(Datasets(connection))
         if isinstance(mixture, DeferredDraws):
             assert held is not None
             drawn, evaluation = _hold_out(connection, config, mixture, held=held, seed=seed, sampling=sampling)

@@ -21,6 +21,10 @@ DESCRIPTIONS = {
                     "(grid_t, grid_h, grid_w) as that processor counts them.",
     "duplicates": "One row per base entry a near-duplicate list (dataidx dedup) flags: the representative row it "
                   "duplicates and the two rows' word 5-gram Jaccard, verified exactly.",
+    "exact_duplicates": "One row per base entry whose messages another entry shares exactly (surrounding whitespace "
+                        "trimmed), found at build: the group's digest, size and representative (its first entry).",
+    "same_prompts": "One row per base entry whose prompt side another entry shares: the group's entries and distinct "
+                    "answers. The same prompt with another answer is data, not a duplicate.",
     "contamination": "One row per base entry and eval set a decontamination list (dataidx decontaminate) flags: the "
                      "eval item, its score (longest span found over the item's words) and the span.",
     "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
@@ -38,6 +42,9 @@ DESCRIPTIONS = {
     # tables (docs/store.md)
     "datasets": "One row per dataset of the YAML: source, converter, counts and source file fingerprints.",
     "base_entries": "The base index: one (dataset, row, cut) per supervised turn, in source order.",
+    "entry_digests": "One row per base entry whose messages or prompt side another entry shares: the 128-bit xxh3 "
+                     "of each as hex (prompt NULL where there is none), from the build. Grouped by the views "
+                     "exact_duplicates and same_prompts.",
     "builds": "One row per build: when, from which config, by which dataidx, in how long.",
     "mixtures": "One row per mixture: seed, sampling mode, entry count and the config it came from.",
     "mixture_datasets": "One row per dataset of a mixture: its seed, size, weight, and entries requested and drawn.",

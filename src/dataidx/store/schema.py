@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from .base.tables import BaseEntry, Build, Dataset, DatasetTurns, RejectedRow
+from .base.tables import BaseEntry, Build, Dataset, DatasetTurns, EntryDigest, RejectedRow
 from .declarative import INT, NAMING, Base
 from .evidence.tables import DuplicateEntry, EvidenceRun, LeakEntry
 from .media.tables import MediaFile, RowMedia
@@ -45,12 +45,12 @@ from .summary_sql import BLOCK_ENTRIES, REPEAT_ROWS
 # Base.metadata (PostgreSQL publishing copies them all) whichever module is imported first.
 
 __all__ = ["AddedTokenUse", "Base", "BaseEntry", "BLOCK_ENTRIES", "Build", "Dataset", "DatasetTurns",
-           "DuplicateEntry", "EntryRender", "EpochDataset", "EvidenceRun", "INT", "LeakEntry", "LENGTH_CHUNK_ENTRIES",
-           "LengthChunk", "MediaFile", "MediaRender", "Mixture", "MixtureDataset", "MixtureEntry", "MixtureEpoch",
-           "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack", "PackedEntry", "PackingPlanRow",
-           "PlanEpoch", "PlanMerge", "RejectedRow", "RenderBlock", "RenderCause", "RenderSpecRow", "RenderStatus",
-           "REPEAT_ROWS", "RepeatCount", "RepeatRow", "RowMedia", "schema_script", "SkipListRow", "SkippedEntry",
-           "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS"]
+           "DuplicateEntry", "EntryDigest", "EntryRender", "EpochDataset", "EvidenceRun", "INT", "LeakEntry",
+           "LENGTH_CHUNK_ENTRIES", "LengthChunk", "MediaFile", "MediaRender", "Mixture", "MixtureDataset",
+           "MixtureEntry", "MixtureEpoch", "MixtureRun", "MixtureSpan", "NAMING", "OrderItem", "OrderTrim", "Pack",
+           "PackedEntry", "PackingPlanRow", "PlanEpoch", "PlanMerge", "RejectedRow", "RenderBlock", "RenderCause",
+           "RenderSpecRow", "RenderStatus", "REPEAT_ROWS", "RepeatCount", "RepeatRow", "RowMedia", "schema_script",
+           "SkipListRow", "SkippedEntry", "SpecTokens", "TrainingOrderRow", "VIEW_COLUMNS"]
 
 
 def schema_script() -> str:
@@ -81,6 +81,9 @@ VIEW_COLUMNS = {
     "entry_media": ("dataset", "row", "cut", "ordinal", "message", "kind", "written", "path", "media_id"),
     "duplicates": ("run", "dataset", "row", "cut", "representative_dataset", "representative_row", "representative_cut",
                    "jaccard", "entry_id", "representative_entry"),
+    "exact_duplicates": ("digest", "dataset", "row", "cut", "copies", "representative_dataset", "representative_row",
+                         "representative_cut", "entry_id", "representative_entry"),
+    "same_prompts": ("digest", "dataset", "row", "cut", "entries", "answers", "messages", "entry_id"),
     "contamination": ("run", "dataset", "row", "cut", "eval_set", "item", "score", "span", "entry_id"),
     "media_tokens": ("spec", "media_id", "kind", "path", "width", "height", "tokens", "grid_t", "grid_h", "grid_w",
                      "frames"),

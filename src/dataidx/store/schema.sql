@@ -596,4 +596,33 @@ FROM leak_entries AS x
 JOIN evidence_runs AS r ON r.id = x.run_id
 JOIN base_entries AS b ON b.id = x.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
-INSERT INTO alembic_version (version_num) VALUES ('0020');
+CREATE TABLE entry_digests (
+	entry_id INTEGER NOT NULL, 
+	messages VARCHAR NOT NULL, 
+	prompt VARCHAR, 
+	CONSTRAINT pk_entry_digests PRIMARY KEY (entry_id), 
+	CONSTRAINT fk_entry_digests_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
+)
+ WITHOUT ROWID;
+CREATE INDEX ix_entry_digests_messages ON entry_digests (messages);
+CREATE INDEX ix_entry_digests_prompt ON entry_digests (prompt);
+CREATE VIEW exact_duplicates AS
+SELECT x.messages AS digest, d.name AS dataset, b."row" AS "row", b.cut AS cut, g.copies AS copies,
+       rd.name AS representative_dataset, rb."row" AS representative_row, rb.cut AS representative_cut,
+       x.entry_id AS entry_id, g.representative AS representative_entry
+FROM entry_digests AS x
+JOIN (SELECT messages, count(*) AS copies, min(entry_id) AS representative FROM entry_digests
+      GROUP BY messages HAVING count(*) > 1) AS g ON g.messages = x.messages
+JOIN base_entries AS b ON b.id = x.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id
+JOIN base_entries AS rb ON rb.id = g.representative
+JOIN datasets AS rd ON rd.id = rb.dataset_id;
+CREATE VIEW same_prompts AS
+SELECT x.prompt AS digest, d.name AS dataset, b."row" AS "row", b.cut AS cut, g.entries AS entries,
+       g.answers AS answers, x.messages AS messages, x.entry_id AS entry_id
+FROM entry_digests AS x
+JOIN (SELECT prompt, count(*) AS entries, count(DISTINCT messages) AS answers FROM entry_digests
+      WHERE prompt IS NOT NULL GROUP BY prompt HAVING count(*) > 1) AS g ON g.prompt = x.prompt
+JOIN base_entries AS b ON b.id = x.entry_id
+JOIN datasets AS d ON d.id = b.dataset_id;
+INSERT INTO alembic_version (version_num) VALUES ('0021');

@@ -176,6 +176,11 @@ class Datasets:
                                          "VALUES ({mark}, {mark}, {mark})",
                                          [(dataset_id, row, reason) for row, reason in rejects])
 
+    def add_digests(self, rows: Iterable[tuple[int, str, str | None]]) -> None:
+        """Entries another entry shares a digest with, each ``(entry id, messages, prompt)``."""
+        writable(self.store).insert_many("INSERT INTO entry_digests (entry_id, messages, prompt) "
+                                         "VALUES ({mark}, {mark}, {mark})", rows)
+
     def add_turns(self, dataset_id: int, histogram: Iterable[int]) -> None:
         """``histogram[k]``: how many of the dataset's rows have ``k`` entries."""
         writable(self.store).insert_many("INSERT INTO dataset_turns (dataset_id, turns, rows) "

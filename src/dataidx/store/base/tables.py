@@ -1,7 +1,8 @@
 """The tables of the base index: the build's provenance, its datasets, their base entries, the
-rows it left out and the rows counted by turns. Written by :class:`.records.Datasets` alone, and
-read through it but where another noun's SQL joins them (a mixture's composition, a spec's
-causes, the views); :mod:`dataidx.store.schema` gathers every noun's tables."""
+rows it left out, the rows counted by turns and the digests of entries another shares. Written
+by :class:`.records.Datasets` alone, and read through it but where another noun's SQL joins them
+(a mixture's composition, a spec's causes, the views); :mod:`dataidx.store.schema` gathers every
+noun's tables."""
 
 from __future__ import annotations
 
@@ -79,3 +80,17 @@ class DatasetTurns(Base):
     dataset_id: Mapped[int] = mapped_column(INT, ForeignKey("datasets.id"), primary_key=True)
     turns: Mapped[int] = mapped_column(INT, primary_key=True)
     rows: Mapped[int] = mapped_column(INT, nullable=False)
+
+
+class EntryDigest(Base):
+    """An entry whose messages, or whose prompt side, another entry shares exactly: the 128-bit
+    xxh3 of each as 32 hex digits (:mod:`dataidx.convert.digests`), computed at build. An entry
+    no other shares either with is not stored: the views ``exact_duplicates`` and
+    ``same_prompts`` group these rows."""
+
+    __tablename__ = "entry_digests"
+    __table_args__ = {"sqlite_with_rowid": False}
+    entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), primary_key=True)
+    messages: Mapped[str] = mapped_column(String, nullable=False, index=True)
+    #: None for an entry with no prompt side: a document, or no supervised turn
+    prompt: Mapped[str | None] = mapped_column(String, nullable=True, index=True)
