@@ -35,9 +35,20 @@ from dataidx.dedup import find_duplicates, find_leaks, parse_eval, read_eval  # 
 from dataidx.index import build  # noqa: E402
 
 
-def timed_build(config: Path, store: Path) -> float:
+def hashed_in_python(config: Path) -> float:
+    """The alternative to fingerprints: every row converted and its entries' messages hashed in
+    Python (128-bit xxh3 of the same serialization), as a loader that hashes on each start does."""
+    from dataidx.config import load_config
+    from dataidx.convert import SampleDigests, converters, cuts
+
     started = time.perf_counter()
-    build(config, store)
+    for dataset in load_config(config).datasets:
+        converter, digests = converters.get(dataset.converter or "none"), SampleDigests()
+        with open(dataset.path) as lines:
+            for line in lines:
+                sample = converter.func(json.loads(line))
+                digests.add(sample, cuts(sample))
+        digests.result()
     return time.perf_counter() - started
 
 
@@ -56,10 +67,23 @@ def main() -> None:
     made = time.perf_counter() - started
     store = work / "planted.db"
     store.unlink(missing_ok=True)
-    built = timed_build(config, store)
+    started = time.perf_counter()
+    exact = build(config, store).exact
+    built = time.perf_counter() - started
     with closing(sqlite3.connect(store)) as connection:
         entries = connection.execute("SELECT count(*) FROM base_entries").fetchone()[0]
         first_copy = connection.execute("SELECT first_entry FROM datasets WHERE name = 'copies'").fetchone()[0]
+
+    with closing(sqlite3.connect(store)) as connection:
+        grouped = {(dataset, row): (rep_dataset, rep_row) for dataset, row, rep_dataset, rep_row in connection.execute(
+            "SELECT dataset, row, representative_dataset, representative_row FROM exact_duplicates WHERE entry_id <> "
+            "representative_entry")}
+        prompts = {row for row, in connection.execute("SELECT row FROM same_prompts WHERE dataset = 'copies'")}
+    exact_copies = {("copies", copy): ("originals", source) for copy, source in planted.copies["exact"]}
+    exact_right = sum(1 for row, rep in grouped.items() if exact_copies.get(row) == rep)
+    prompt_only = sum(1 for copy, _ in planted.copies["prompt_only"] if copy in prompts and ("copies", copy) not in
+                      grouped) / max(1, len(planted.copies["prompt_only"]))
+    in_python = hashed_in_python(config)
 
     started = time.perf_counter()
     find_duplicates(store, "dups", jobs=args.jobs)
@@ -103,6 +127,14 @@ def main() -> None:
           f"{entries - first_copy + 1:,} copies = {entries:,} entries; eval set of {args.items:,} items; corpus made "
           f"in {made:.0f} s, built in {built:.1f} s")
     print_table(("figure", "value"), [
+        ("exact, at build: seconds (fingerprints, candidates hashed)", f"{exact.seconds:.2f} of the build's "
+         f"{built:.1f} ({exact.seconds / built:.1%}); {exact.candidates:,} candidates"),
+        ("exact, the alternative: every entry hashed in Python", f"{in_python:.1f} s ({in_python / built:.0%} of the "
+                                                                  "build)"),
+        ("exact: recall, exact copies (grouped with their original)",
+         f"{exact_right / max(1, len(exact_copies)):.4f}"),
+        ("exact: precision (entries grouped that are planted copies)", f"{exact_right / max(1, len(grouped)):.4f}"),
+        ("exact: same prompt, other answer, in same_prompts (not grouped)", f"{prompt_only:.4f}"),
         ("near dedup: seconds (all cores)", f"{near_s:.1f} ({entries / near_s:,.0f} entries/s)"),
         ("near dedup: recall, exact copies", f"{by_kind['exact']:.4f}"),
         ("near dedup: recall, near copies (J 0.80-0.95)", f"{by_kind['near']:.4f}"),

@@ -60,8 +60,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("entry_id", name=op.f("pk_entry_digests")),
         sqlite_with_rowid=False,
     )
-    op.create_index(op.f("ix_entry_digests_messages"), "entry_digests", ["messages"])
-    op.create_index(op.f("ix_entry_digests_prompt"), "entry_digests", ["prompt"])
     op.execute(EXACT_DUPLICATES_VIEW)
     op.execute(SAME_PROMPTS_VIEW)
 
@@ -69,6 +67,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DROP VIEW same_prompts")
     op.execute("DROP VIEW exact_duplicates")
-    op.drop_index(op.f("ix_entry_digests_prompt"), table_name="entry_digests")
-    op.drop_index(op.f("ix_entry_digests_messages"), table_name="entry_digests")
     op.drop_table("entry_digests")

@@ -93,6 +93,11 @@ def _say_built(summary: Any, seed: int, sampling: str) -> None:
     if summary.evaluation is not None:
         echo(f"held out mixture 'eval' of {summary.evaluation.entries} entries, which no training mixture draws",
              err=True)
+    exact = summary.exact
+    if exact.copies or exact.same_prompts:
+        echo(f"exact duplicates: {exact.copies} entries repeat the messages of another ({exact.groups} groups, "
+             f"view exact_duplicates); {exact.same_prompts} entries share their prompt with another (view "
+             "same_prompts)", err=True)
 
 
 def _left_by_build(output: str, location: object, before: tuple[int, int] | None) -> str:

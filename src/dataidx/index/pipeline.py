@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
@@ -27,7 +27,7 @@ from ..sources import materialising_streams_into
 from ..spec import DEFAULT_SEED, Config
 from ..store import Datasets, Mixtures, NewStore, creating
 from .datasets import DatasetSummary, Writes, index_dataset
-from .exact import ExactGroups
+from .exact import ExactGroups, ExactSummary
 from .holdout import DeferredDraws, check_val_size, held_out_entries, whole_datasets, with_evaluation
 from .media import BuildMedia
 from .mixtures import MixtureSummary, MixtureWriter
@@ -46,6 +46,8 @@ class BuildSummary:
     seconds: float
     #: the held-out mixture ``eval``, with ``val_size``
     evaluation: MixtureSummary | None = None
+    #: exact duplicates and shared prompts found (views ``exact_duplicates``, ``same_prompts``)
+    exact: ExactSummary = field(default_factory=ExactSummary)
 
 
 def build(
@@ -118,7 +120,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
         writes.drain()
         datasets = [future.result() for future in written]
         media.write(connection, folder)
-        exact.write(Datasets(connection))
+        found = exact.write(Datasets(connection))
         if isinstance(mixture, DeferredDraws):
             assert held is not None
             drawn, evaluation = _hold_out(connection, config, mixture, held=held, seed=seed, sampling=sampling)
@@ -130,7 +132,7 @@ def _write(config: Config, new: NewStore, *, seed: int, sampling: str, progress:
                 "render spec, so draw it with dataidx render, then dataidx mix STORE CONFIG --name NAME --spec SPEC",
                 ", ".join(drawn.taken_whole))
         summary = BuildSummary(store=str(new.location), datasets=datasets, mixture=drawn,
-                               seconds=time.perf_counter() - started, evaluation=evaluation)
+                               seconds=time.perf_counter() - started, evaluation=evaluation, exact=found)
         Datasets(connection).add_build(
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), config_origin=config.origin,
             config_text=config.text, config_sha256=config.sha256, dataidx_version=__version__, seconds=summary.seconds)

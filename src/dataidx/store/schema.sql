@@ -604,8 +604,6 @@ CREATE TABLE entry_digests (
 	CONSTRAINT fk_entry_digests_entry_id_base_entries FOREIGN KEY(entry_id) REFERENCES base_entries (id)
 )
  WITHOUT ROWID;
-CREATE INDEX ix_entry_digests_messages ON entry_digests (messages);
-CREATE INDEX ix_entry_digests_prompt ON entry_digests (prompt);
 CREATE VIEW exact_duplicates AS
 SELECT x.messages AS digest, d.name AS dataset, b."row" AS "row", b.cut AS cut, g.copies AS copies,
        rd.name AS representative_dataset, rb."row" AS representative_row, rb.cut AS representative_cut,

@@ -91,6 +91,6 @@ class EntryDigest(Base):
     __tablename__ = "entry_digests"
     __table_args__ = {"sqlite_with_rowid": False}
     entry_id: Mapped[int] = mapped_column(INT, ForeignKey("base_entries.id"), primary_key=True)
-    messages: Mapped[str] = mapped_column(String, nullable=False, index=True)
+    messages: Mapped[str] = mapped_column(String, nullable=False)
     #: None for an entry with no prompt side: a document, or no supervised turn
-    prompt: Mapped[str | None] = mapped_column(String, nullable=True, index=True)
+    prompt: Mapped[str | None] = mapped_column(String, nullable=True)
