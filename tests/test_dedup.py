@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,28 @@ def test_a_text_past_the_kept_powers_hashes_the_same(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(_Powers, "powers", np.zeros(0, dtype=np.uint64))
     monkeypatch.setattr(_Powers, "inverse", np.zeros(0, dtype=np.uint64))
     assert word_hashes(text)[0].tolist() == kept.tolist() and len(_Powers.powers) <= 64
+
+
+def test_dedup_over_a_specs_stored_tokens_finds_the_planted_copies(planted: tuple[Path, dict[str, Any]],
+                                                                   tmp_path: Path, tiny_tokenizer: Path) -> None:
+    """--spec compares the token ids a spec stored: the same copies flagged as by words, nothing
+    else; a spec that is not there, or stored no tokens, is one line and writes nothing."""
+    store, truth = planted
+    copy = tmp_path / "d.db"
+    copy.write_bytes(store.read_bytes())
+    runner = CliRunner()
+    for name, extra in (("fetch", []), ("tok", ["--store-tokens"])):
+        result = runner.invoke(cli, ["render", str(copy), "--tokenizer", str(tiny_tokenizer), "--cutoff", "4096",
+                                     "--name", name, "-q", *extra])
+        assert result.exit_code == 0, result.output
+    run = find_duplicates(copy, "tokens", spec="tok", jobs=2)
+    words = find_duplicates(copy, "words", jobs=1)
+    assert [row[:4] for row in flagged(copy, "tokens")] == [row[:4] for row in flagged(copy, "words")]
+    assert run.entries == words.entries == len(truth["exact"]) + len(truth["near"])
+    assert run.params["units"] == "token ids of spec 'tok'" and run.params["spec"] == "tok"
+    one_line_error(runner.invoke(cli, ["dedup", str(copy), "--name", "x", "--spec", "nope"]), "nope", "fetch")
+    one_line_error(runner.invoke(cli, ["dedup", str(copy), "--name", "x", "--spec", "fetch"]), "fetch",
+                   "--store-tokens")
+    with closing(sqlite3.connect(copy)) as connection:
+        assert [name for name, in connection.execute("SELECT name FROM evidence_runs ORDER BY id")] == ["tokens",
+                                                                                                     "words"]

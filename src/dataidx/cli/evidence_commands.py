@@ -13,9 +13,11 @@ from .common import ProgressLine, echo
 @click.option("--name", required=True, help="The list's name (what --exclude and the duplicates view call it).")
 @click.option("--threshold", type=float, default=0.8, show_default=True,
               help="Jaccard of two rows' word 5-grams, verified exactly, from which they are duplicates.")
+@click.option("--spec", default=None, help="Compare the token ids this render spec stored (dataidx render "
+              "--store-tokens), in 5-grams, instead of words.")
 @click.option("--jobs", type=int, default=None, help="Processes reading rows (default: all cores).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
-def dedup(store: str, name: str, threshold: float, jobs: int | None, quiet: bool) -> None:
+def dedup(store: str, name: str, threshold: float, spec: str | None, jobs: int | None, quiet: bool) -> None:
     """Find near-duplicate rows of STORE and store them as list NAME, deleting nothing.
 
     Every row's word 5-grams are MinHashed (rensa, 112 permutations) and banded (16 bands of 7
@@ -24,6 +26,9 @@ def dedup(store: str, name: str, threshold: float, jobs: int | None, quiet: bool
     dataset order, then row order); the others' entries are the list, each with its
     representative and Jaccard (the duplicates view).
 
+    With --spec, a row is the token ids the spec stored for it (its last entry's), in 5-grams:
+    what training sees, in any script.
+
     \b
     Example:
         dataidx dedup demo.db --name dups
@@ -31,7 +36,8 @@ def dedup(store: str, name: str, threshold: float, jobs: int | None, quiet: bool
     """
     from ..dedup import find_duplicates
 
-    run = find_duplicates(store, name, threshold=threshold, jobs=jobs, progress=ProgressLine("rows read", quiet))
+    run = find_duplicates(store, name, threshold=threshold, spec=spec, jobs=jobs,
+                          progress=ProgressLine("rows read", quiet))
     if not quiet:
         params = run.params
         echo(f"list '{run.name}': {params['flagged_rows']:,} duplicate rows of {params['rows']:,} ({run.entries:,} "
