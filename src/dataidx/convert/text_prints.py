@@ -31,15 +31,23 @@ def mix(values: np.ndarray) -> np.ndarray:
     return values ^ (values >> np.uint64(33))
 
 
+#: Texts longer than this on average are read chunk by chunk where they lie; shorter ones are
+#: copied into one array first (one pass of NumPy calls instead of one per chunk of a thousand).
+LONG_TEXT = 256
+
+
 def text_prints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Per text (null as empty): its fingerprint once surrounding ASCII whitespace is trimmed."""
+    if values.null_count:
+        values = pc.fill_null(values, "")
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks > 1 and values.nbytes > LONG_TEXT * len(values):
+        found = [prints_between(*_column(chunk)) for chunk in values.chunks if len(chunk)]
+        return np.concatenate(found) if found else np.zeros(0, np.uint64)
     return prints_between(*_column(values))
 
 
 def _column(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A text column's bytes (8 at least) and where each text starts and stops in them."""
-    if values.null_count:
-        values = pc.fill_null(values, "")
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     offsets = np.frombuffer(array.buffers()[1], np.int64 if large else np.int32)[array.offset:

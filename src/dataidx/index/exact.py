@@ -14,7 +14,6 @@ bytes an entry (0.5 GB at 20M entries).
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ from ..convert import (
 from ..plugins import Plugin
 from ..sources import RowSource
 from ..store import Datasets
-from .chunking import CHUNK_BYTES, CHUNK_ROWS, vectorised
+from .chunking import vectorised
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,15 +96,13 @@ class ExactGroups:
         rows = np.concatenate(self.rows)
         self.rows = []
         ids, digests = self._digests(candidates, rows)
-        grouped = list(_grouped(ids, digests))
-        datasets.add_digests(grouped)
-        copies = Counter(messages for _, messages, _ in grouped)
-        in_groups = sum(count for count in copies.values() if count > 1)
-        groups = sum(1 for count in copies.values() if count > 1)
-        prompts = Counter(prompt for _, _, prompt in grouped if prompt is not None)
-        return ExactSummary(copies=in_groups - groups, groups=groups,
-                            same_prompts=sum(count for count in prompts.values() if count > 1),
-                            candidates=len(candidates), seconds=self.seconds + time.perf_counter() - started)
+        same_messages = shared(digests.messages)
+        same_prompt = shared(digests.prompts, among=digests.has_prompt)
+        datasets.add_digests(_rows_of(ids, digests, same_messages | same_prompt))
+        groups = len(np.unique(digests.messages[same_messages]))
+        return ExactSummary(copies=int(same_messages.sum()) - groups, groups=groups,
+                            same_prompts=int(same_prompt.sum()), candidates=len(candidates),
+                            seconds=self.seconds + time.perf_counter() - started)
 
     def _digests(self, candidates: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, EntryDigests]:
         """Entry ids (from 1) and digests of every entry of the candidates' rows."""
@@ -130,27 +127,23 @@ class ExactGroups:
         return np.concatenate(found_ids), concatenated_digests(found)
 
 
-#: Rows read again one by one (about 15 us each) while they are fewer than this share of the
-#: dataset; past it the dataset is read again in chunks and hashed whole tables at a time.
-ONE_BY_ONE = 1 / 100
+#: Rows taken again at a time (a table of them is held while they are hashed).
+ROWS_PER_TAKE = 1 << 16
 
 
 def _read_again(source: _Source, wanted: np.ndarray) -> Iterator[tuple[np.ndarray, EntryDigests]]:
-    """Per chunk holding rows of ``wanted`` (sorted): those rows and their entries' digests."""
-    if len(wanted) < ONE_BY_ONE * len(source.rows):
-        yield wanted, _converted_digests(source, wanted)
-        return
+    """Rows ``wanted`` (ascending), some at a time: those rows and their entries' digests. A source
+    of Arrow files gives them as a table taken from its mapped batches (a batch no row is in is
+    not read), hashed a table at a time; any other is read and converted row by row."""
     converter = source.converter
-    for chunk in source.rows.chunks(CHUNK_ROWS, CHUNK_BYTES):
-        at = np.searchsorted(wanted, [chunk.first, chunk.first + chunk.length])
-        here = wanted[at[0]:at[1]]
-        if not len(here):
-            continue
-        table = chunk.table.take(here - chunk.first) if chunk.table is not None else None
+    for start in range(0, len(wanted), ROWS_PER_TAKE):
+        here = wanted[start:start + ROWS_PER_TAKE]
+        table = source.rows.take(here.tolist()) if converter.fast is not None else None
         found = converter.fast(table) if table is not None and converter.fast is not None and vectorised(table) \
             else None
         digests = table_digests(converter.name, table, found) if found is not None and table is not None else None
         yield here, digests if digests is not None else _converted_digests(source, here)
+    source.rows.release()
 
 
 def _converted_digests(source: _Source, rows: np.ndarray) -> EntryDigests:
@@ -164,14 +157,13 @@ def _converted_digests(source: _Source, rows: np.ndarray) -> EntryDigests:
     return digests.result()
 
 
-def _grouped(ids: np.ndarray, digests: EntryDigests) -> Iterator[tuple[int, str, str | None]]:
-    """``(entry id, messages digest, prompt digest or None)`` of every entry in a group."""
-    kept = np.flatnonzero(shared(digests.messages) | shared(digests.prompts, among=digests.has_prompt))
-    order = kept[np.argsort(ids[kept])]
-    messages, prompts = _hex(digests.messages[order]), _hex(digests.prompts[order])
-    has_prompt = digests.has_prompt[order].tolist()
-    for at, entry in enumerate(ids[order].tolist()):
-        yield entry, messages[at], prompts[at] if has_prompt[at] else None
+def _rows_of(ids: np.ndarray, digests: EntryDigests, kept: np.ndarray) -> list[tuple[int, str, str | None]]:
+    """``(entry id, messages digest, prompt digest or None)`` of the entries ``kept`` marks, in id order."""
+    order = np.flatnonzero(kept)
+    order = order[np.argsort(ids[order])]
+    prompts = [prompt if has else None for prompt, has in zip(_hex(digests.prompts[order]),
+                                                              digests.has_prompt[order].tolist())]
+    return list(zip(ids[order].tolist(), _hex(digests.messages[order]), prompts))
 
 
 def shared(values: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:

@@ -6,7 +6,7 @@ reader, see the same names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -49,6 +49,9 @@ class RenamedRows:
         for chunk in self.rows.chunks(rows, nbytes):
             yield RowChunk(chunk.first, chunk.length, self._renamed_table(chunk.table),
                            lambda rows=chunk.rows: (r if isinstance(r, BadRow) else self._renamed(r) for r in rows()))
+
+    def take(self, indices: Sequence[int]) -> pa.Table | None:
+        return self._renamed_table(self.rows.take(indices))
 
     def release(self) -> None:
         self.rows.release()

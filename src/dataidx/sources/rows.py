@@ -64,6 +64,8 @@ class RowSource(Protocol):
 
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]: ...
 
+    def take(self, indices: Sequence[int]) -> pa.Table | None: ...
+
     def release(self) -> None: ...
 
     @property
@@ -162,6 +164,20 @@ class ArrowRows:
         for number in range(len(self._layout)):
             yield self._batch(number)
 
+    def take(self, indices: Sequence[int]) -> pa.Table:
+        """Rows ``indices`` (ascending) as one table, taken from the mapped batches that hold them
+        (zero-copy reads: a batch no row is in is not touched)."""
+        taken: list[pa.RecordBatch] = []
+        at = 0
+        while at < len(indices):
+            number = bisect.bisect_right(self._starts, indices[at]) - 1
+            end = self._starts[number + 1] if number + 1 < len(self._starts) else self._length
+            stop = bisect.bisect_left(indices, end, lo=at)
+            local = [index - self._starts[number] for index in indices[at:stop]]
+            taken.append(self._batch(number).take(pa.array(local, pa.int64())))
+            at = stop
+        return pa.Table.from_batches(taken, schema=self._schema(0))
+
     def iter_rows(self) -> Iterator[dict[str, Any] | BadRow]:
         for batch in self.batches():
             yield from self._rows_of(batch)
@@ -240,6 +256,10 @@ class DatasetRows:
 
     def release(self) -> None:
         """Nothing of dataidx's to let go of: ``datasets`` owns the dataset's maps."""
+
+    def take(self, indices: Sequence[int]) -> None:
+        """No table: rows are read through the dataset's own indexing (:meth:`row`)."""
+        return None
 
     def chunks(self, rows: int, nbytes: int) -> Iterator[RowChunk]:
         """Rows ``rows`` at a time, with no table: only the row path reads through an indices mapping."""
