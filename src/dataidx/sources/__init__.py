@@ -2,6 +2,7 @@
 from Arrow files, and fingerprinting the files it came from."""
 
 from .arrow_files import arrow_files_at, arrow_files_of, arrow_files_state
+from .dataset_rows import DatasetRows
 from .fingerprints import (
     add_places,
     added_files,
@@ -17,7 +18,7 @@ from .media_files import KINDS, MediaCatalogue, MediaFile, MissingMedia, media_p
 from .media_headers import MAX_FRAMES, MAX_PIXELS, MediaHeader
 from .registry import Loaded, register_source, sources
 from .renamed import RenamedRows
-from .rows import ArrowRows, BadRow, DatasetRows, RowChunk, RowSource, paused_gc
+from .rows import ArrowRows, BadRow, RowChunk, RowSource, paused_gc
 
 __all__ = [
     "BUILDERS",
