@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,19 @@ def counts(store: Path, view: str, run: str) -> list[list[str]]:
     return [[dataset, f"{rows:,}", f"{entries:,}"] for dataset, rows, entries in found]
 
 
+def exact_counts(store: Path) -> list[list[str]]:
+    with closing(sqlite3.connect(store)) as connection:
+        copies = dict(connection.execute("SELECT dataset, count(*) FROM exact_duplicates WHERE entry_id <> "
+                                         "representative_entry GROUP BY dataset").fetchall())
+        prompts = dict(connection.execute("SELECT dataset, count(*) FROM same_prompts GROUP BY dataset").fetchall())
+    return [[dataset, f"{copies.get(dataset, 0):,}", f"{prompts.get(dataset, 0):,}"]
+            for dataset in sorted({*copies, *prompts})]
+
+
 def test_the_document_counts_each_list_as_the_views_do(listed: Path) -> None:
+    exact = report_figures(listed, samples=0)["exact_duplicates"]
+    assert [[row["dataset"], f"{row['copies']:,}", f"{row['same_prompts']:,}"] for row in exact] == exact_counts(
+        listed) == [["first", "0", "85"], ["second", "40", "85"]]  # 40 copies; 70 + 15 rows share a prompt
     document = report_figures(listed, samples=0)["evidence"]
     assert [(one["name"], one["kind"]) for one in document] == [("twins", "near_duplicates"),
                                                                 ("bench_leaks", "contamination")]
@@ -70,6 +83,14 @@ def test_the_evidence_section_in_a_browser(listed: Path, browser, tmp_path: Path
         shown = pairs.nth(number).inner_text()
         assert shown.startswith(f"{jaccard:.4f}") and f"{dataset} row {row}\n" in shown, shown[:80]
         assert f"{kept} row {kept_row} (kept)" in shown and 0.8 <= jaccard < 1
+    exact_rows = [row.split("\t") for row in page.locator("#evidence .exact > table").first.locator(
+        "tr").all_inner_texts()]
+    assert exact_rows[1:] == exact_counts(listed)
+    copies = page.locator("#evidence tr.copy")
+    assert copies.count() == 5
+    for number in range(5):
+        copy, kept = (copies.nth(number).locator("div.text").nth(side).inner_text() for side in (0, 1))
+        assert copy == kept and len(copy) > 100
     marks = page.locator("#evidence tr.leak mark")
     assert marks.count() == 3
     for number in range(3):

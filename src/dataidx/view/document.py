@@ -63,6 +63,8 @@ def report_document(figures: Figures, samples: list[tuple[int, int]]) -> dict[st
                     "listed": _rows(("dataset", "row", "reason"), figures.rejects)},
         "evidence": [{"name": one.run.name, "kind": one.run.kind, "entries": one.run.entries, "params": one.run.params,
                       "datasets": _rows(("dataset", "rows", "entries"), one.counts)} for one in figures.evidence],
+        "exact_duplicates": _rows(("dataset", "copies", "same_prompts"), figures.exact.counts) if figures.exact
+        else [],
         "samples": [{"epoch": epoch, "position": position} for epoch, position in samples],
     }
 

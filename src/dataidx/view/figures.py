@@ -63,6 +63,8 @@ class Figures:
     plan: PlanFigures | None = None
     #: the store's evidence lists (``view/evidence.py``: a ListFigures each), read beside the figures
     evidence: list[Any] = field(default_factory=list)
+    #: the exact duplicates the build found (``view/evidence.py``: an ExactFigures), or None
+    exact: Any = None
 
     @property
     def epoch(self) -> int | None:

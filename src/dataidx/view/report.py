@@ -21,7 +21,7 @@ from ..progress import CountProgress
 from ..spec import DEFAULT_SEED
 from ..store import open_store
 from .document import report_document
-from .evidence import evidence_figures, evidence_section, read_texts
+from .evidence import evidence_figures, evidence_section, exact_figures, read_texts
 from .figures import Figures, gather
 from .reasoning import reasoning_section
 from .sections import lengths, mixture_section, packing, rejects, summary
@@ -47,7 +47,7 @@ def _gathered(store: str | os.PathLike[str], mixture: str, *, epoch: int | None,
     path = os.fspath(store)
     with open_store(path) as handle:
         figures = gather(handle, mixture, spec=spec, plan=plan, epoch=epoch, progress=progress)
-        figures.evidence = evidence_figures(handle)
+        figures.evidence, figures.exact = evidence_figures(handle), exact_figures(handle)
     chosen = [(e, entries) for e, _, entries in figures.epochs if epoch is None or e == epoch]
     return path, figures, sampled_positions(chosen, samples, seed)
 
@@ -85,7 +85,7 @@ def write_report(store: str | os.PathLike[str], output: str | os.PathLike[str], 
     shown = (rendered_samples(path, mixture, spec=spec, picks=picks, epochs=epochs,
                               trust_remote_code=trust_remote_code) if spec
              else converted_samples(path, mixture, picks, epochs))
-    page = _page(path, figures, shown, seed, read_texts(path, figures.evidence))
+    page = _page(path, figures, shown, seed, read_texts(path, figures.evidence, figures.exact))
     target = Path(output)
     target.write_text(page, encoding="utf-8")
     return ReportSummary(target, len(page.encode()), time.perf_counter() - started)
@@ -97,7 +97,7 @@ def _page(path: str, figures: Figures, samples: list[str], seed: int, texts: dic
         sections += [lengths(figures, figures.spec), reasoning_section(figures)]
     if figures.plan is not None:
         sections.append(packing(figures, figures.plan))
-    sections += [rejects(figures), evidence_section(figures.evidence, texts)]
+    sections += [rejects(figures), evidence_section(figures.evidence, texts, figures.exact)]
     what = "rendered under spec '" + figures.spec.name + "'" if figures.spec else "converted (no --spec given)"
     over = f"epoch {figures.epoch}, " if figures.epoch is not None else \
         f"all {len(figures.epochs)} epochs, " if len(figures.epochs) > 1 else ""
