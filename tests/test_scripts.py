@@ -2,7 +2,8 @@
 
 Nothing else runs them between measurements, and a schema change once broke two of them unseen.
 The other scripts write files of the repository (make_demo_tokenizer.py, snapshot_schema.py:
-test_store checks schema.sql instead), need LLaMA-Factory's source (conformance.py) or datatrove
+test_store checks schema.sql instead), need LLaMA-Factory's source (conformance.py,
+batching_goldens.py) or datatrove
 (datatrove_dedup.py, which bench_dedup.py runs with --datatrove), or are a module of the
 benchmarks (scale_data.py, planted_corpus.py).
 """
@@ -46,6 +47,7 @@ SMOKES: dict[str, tuple[list[str], str | tuple[str, ...]]] = {
                       "--rounds", "1", "--no-ray"],
                      ("(b) 2 shards, --runner local", "rows/s into SQLite", "(e) on paper")),
     # near duplicates and leaks on a planted corpus: recall, precision, time
+    "bench_balance": (["bench_balance.py", "--entries", "5000", "--world-size", "4"], "balanced by compute"),
     "bench_dedup": (["bench_dedup.py", "--rows", "1500", "--items", "150"],
                     ("near dedup: recall, near copies", "decontamination: precision", "side by side")),
     "bench_scale": (["bench_scale.py", "--entries", "2000", "--render", "100", "--work", "{tmp}/scale"],
