@@ -4,11 +4,21 @@ sequence's pack far above the mean; the packs themselves (and their fill) are th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from dataidx.cli import cli
+from dataidx.errors import UsageError
+from dataidx.index import build
 from dataidx.pack.balance import CostModel, balanced_order, imbalance, pack_costs, rank_costs
 from dataidx.pack.planner import plan_packs
+from dataidx.store import run_query
+from dataidx.training import OrderSampler, PackedDataset
+
+from .helpers import one_line_error, write_jsonl, write_yaml
 
 LLAMA_7B = {"hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 11008, "num_attention_heads": 32,
             "vocab_size": 32000}
@@ -58,3 +68,63 @@ def test_a_config_without_its_sizes_is_refused_in_one_line() -> None:
         CostModel.of_config({"hidden_size": 64})
     with pytest.raises(ValueError, match="whole numbers"):
         CostModel.of_config({**LLAMA_7B, "num_hidden_layers": "many"})
+
+
+@pytest.fixture(scope="module")
+def long_tailed_store(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Path) -> Path:
+    """600 alpaca rows of long-tailed lengths, rendered with the tiny tokenizer (cutoff 2048)."""
+    folder = tmp_path_factory.mktemp("balanced")
+    words = long_tailed(600, 1500, seed=4)
+    write_jsonl(folder / "a.jsonl", [{"instruction": "say", "output": " ".join(["word"] * int(n))} for n in words])
+    write_yaml(folder / "d.yaml", f"a:\n  path: {folder / 'a.jsonl'}\n  source: local\n  converter: alpaca\n")
+    build(folder / "d.yaml", folder / "d.db")
+    result = CliRunner().invoke(cli, ["render", str(folder / "d.db"), "--tokenizer", str(tiny_tokenizer), "--cutoff",
+                                      "2048", "--truncation", "drop", "--name", "s", "-q"])
+    assert result.exit_code == 0, result.output
+    return folder / "d.db"
+
+
+def test_a_balanced_plan_keeps_its_promise_in_sql_and_as_the_sampler_reads_it(long_tailed_store: Path,
+                                                                                tmp_path: Path) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    runner = CliRunner()
+    for name, balance in (("tokens", "tokens"), ("compute", "compute")):
+        result = runner.invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", name,
+                                     "--world-size", "2", "--micro-batches", "2", "--balance", balance, "--cost",
+                                     "1,0.01"])
+        assert result.exit_code == 0, result.output
+        assert "2 ranks x 2 packs a step" in result.stderr and "(view plan_balance)" in result.stderr
+    worst = dict(run_query(store, "SELECT plan, max(imbalance) FROM plan_balance GROUP BY plan")[1])
+    assert worst["compute"] <= 1.05 < worst["tokens"]
+    steps = run_query(store, "SELECT step, rank, tokens FROM plan_balance WHERE plan = 'compute' AND epoch = 0 "
+                             "ORDER BY step, rank")[1]
+    with PackedDataset(store, plan="compute") as packs:
+        read = {}
+        for rank in (0, 1):
+            sampler = OrderSampler(packs, world_size=2, global_batch_size=4, seed=None, rank=rank)
+            for step, batch in enumerate(sampler):
+                read[(step, rank)] = sum(len(member["input_ids"]) for index in batch for member in packs[index])
+        assert [(step, rank, tokens) for (step, rank), tokens in sorted(read.items())] == steps
+        for arguments in ({"world_size": 4, "global_batch_size": 8, "seed": None},
+                          {"world_size": 2, "global_batch_size": 4, "seed": 0}):
+            with pytest.raises(UsageError, match="balanced for 2 ranks taking 2 packs a step"):
+                OrderSampler(packs, **arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    (["--balance", "compute"], "give --world-size"),
+    (["--world-size", "2", "--cost", "x,y"], "two numbers A,B"),
+    (["--world-size", "2", "--cost", "-1,2"], "not negative"),
+    (["--world-size", "2"], "has no config.json"),
+    (["--world-size", "2", "--cost-config", "nowhere"], "nowhere has no config.json"),
+    (["--world-size", "2", "--cost", "1,0", "--merge-cuts"], "give one or the other"),
+])
+def test_a_plan_for_a_topology_asked_wrongly_is_one_line_and_writes_nothing(long_tailed_store: Path,
+                                                                            tmp_path: Path, arguments: list[str],
+                                                                            said: str) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    one_line_error(CliRunner().invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", "x",
+                                            *arguments]), said)
+    assert run_query(store, "SELECT count(*) FROM packing_plans")[1] == [(0,)]

@@ -175,11 +175,15 @@ def test_token_budgets_and_epochs_on_the_server_match_a_file(url: str, tmp_path:
         result = run("mix", target, budgets, "--name", "by_tokens", "--spec", "default", "--epochs", "3")
         assert result.exit_code == 0, result.output
         assert run("pack", target, "--spec", "default", "--mixture", "by_tokens", "--capacity", "256").exit_code == 0
+        assert run("pack", target, "--spec", "default", "--mixture", "by_tokens", "--capacity", "256", "--name",
+                   "ranks", "--world-size", "2", "--balance", "compute", "--cost", "1,0.01").exit_code == 0
     for command in (["compose", "--json", "--mixture", "by_tokens", "--spec", "default"],
                     ["compose", "--json", "--mixture", "by_tokens", "--spec", "default", "--epoch", "2"],
                     ["query", "--json", "SELECT * FROM token_composition"],
                     ["query", "--json", "SELECT * FROM entries WHERE mixture = 'by_tokens' ORDER BY epoch, position"],
-                    ["query", "--json", "SELECT * FROM pack_members ORDER BY epoch, pack, slot"]):
+                    ["query", "--json", "SELECT * FROM pack_members ORDER BY plan, epoch, pack, slot"],
+                    ["query", "--json", "SELECT plan, epoch, step, rank, packs, tokens, imbalance < 1.05 AS balanced "
+                                        "FROM plan_balance ORDER BY plan, epoch, step, rank"]):
         outputs = [run(command[0], target, *command[1:]) for target in (file, url)]
         assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, outputs[1].output
         assert json.loads(outputs[0].output) == json.loads(outputs[1].output), command

@@ -136,8 +136,17 @@ def render_into(request: RenderRequest, *, quiet: bool,
               help="Train a conversation whose cuts' stored tokens are each a prefix of the next as one sequence.")
 @click.option("--trees", is_flag=True,
               help="With --merge-cuts: train the other conversations as prefix trees (needs the batch's tree mask).")
-def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str,
-         global_batch_size: int | None, merge_cuts: bool, trees: bool) -> None:
+@click.option("--world-size", type=int, default=None, help="Ranks training: the plan records each step's cost per "
+              "rank (view plan_balance).")
+@click.option("--micro-batches", type=int, default=None, help="Packs a rank takes a step (default 1).")
+@click.option("--balance", type=click.Choice(["tokens", "compute"]), default="tokens", show_default=True,
+              help="compute: order packs so every rank's share of a step costs about the same.")
+@click.option("--cost", default=None, metavar="A,B", help="A sequence of L tokens costs A*L + B*L^2 (default: from "
+              "--cost-config, or the config.json beside the spec's tokenizer).")
+@click.option("--cost-config", default=None, metavar="PATH", help="A model's config.json (or its folder) to cost by.")
+def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str, global_batch_size: int | None,
+         merge_cuts: bool, trees: bool, world_size: int | None, micro_batches: int | None, balance: str,
+         cost: str | None, cost_config: str | None) -> None:
     """Store a best-fit-decreasing packing plan of a mixture's training entries.
 
     Every position whose entry trains under SPEC goes into exactly one pack of at most
@@ -147,6 +156,11 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     the epoch once: where every cut is a prefix of the next, its cuts train as one sequence
     (every cut's supervised tokens labelled, the same loss); with --trees the others train as
     prefix trees. The rest stay cuts; the view cut_merges says how many and why.
+
+    --world-size W (and --micro-batches M) plans for W ranks taking M packs a step; with
+    --balance compute the packs are ordered so that each step's cost per rank, A*L + B*L^2 over
+    its sequences, is about the mean. Read such a plan with OrderSampler(world_size=W,
+    global_batch_size=W*M, seed=None).
 
     \b
     Example:
@@ -158,7 +172,8 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     if trees and not merge_cuts:
         raise click.UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name,
-                         merge_cuts=("trees" if trees else "chains") if merge_cuts else "no")
+                         merge_cuts=("trees" if trees else "chains") if merge_cuts else "no", world_size=world_size,
+                         micro_batches=micro_batches, balance=balance, cost=cost, cost_config=cost_config)
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
     fill = f"{summary.fill:.2%} full" if summary.packs else "empty: no position trains under the spec"
     echo(f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
@@ -169,6 +184,8 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     if merge_cuts:
         for line in merge_lines(summary):
             echo(line, err=True)
+    if summary.topology is not None:
+        echo(balance_line(summary), err=True)
     if global_batch_size is not None:
         echo(steps_line(summary.steps(global_batch_size), global_batch_size), err=True)
         if merge_cuts:
@@ -219,3 +236,17 @@ def merge_lines(summary: Any) -> list[str]:
     return [f"merged cuts: {merged}; tokens forwarded {before:,} -> {after:,}{ratio}; "
             f"packs {sum(summary.unmerged_packs):,} -> {summary.packs:,}",
             *([f"conversations kept as cuts: {kept}"] if kept else [])]
+
+
+def balance_line(summary: Any) -> str:
+    """What a plan for a topology promises (a ``pack.PackSummary``): its worst and mean step's
+    costliest rank over the mean, beside the token-balanced order of the same packs."""
+    topology = summary.topology
+    planned, by_tokens = (max(pair, key=lambda p: p[0]) if pair else (1.0, 1.0) for pair in (
+        summary.balance.planned, summary.balance.by_tokens))
+    means = [sum(mean for _, mean in pairs) / len(pairs) if pairs else 1.0
+             for pairs in (summary.balance.planned, summary.balance.by_tokens)]
+    return (f"{topology.world_size} ranks x {topology.micro_batches} packs a step, balanced by {topology.balance} "
+            f"(cost {topology.cost.a:.4g}*L + {topology.cost.b:.4g}*L^2): costliest rank / mean, worst step "
+            f"{planned[0]:.3f}, mean {means[0]:.3f}; the token-balanced order of these packs: worst "
+            f"{by_tokens[0]:.3f}, mean {means[1]:.3f} (view plan_balance)")

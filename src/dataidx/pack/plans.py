@@ -35,6 +35,7 @@ from ..store import (
 )
 from .merging import MODES, TokenWords, merge_epoch
 from .planner import PlannedPacks, assign_bins, count_packs, ordered_packs, plan_packs
+from .topology import Balance, Topology, arranged, topology_of
 
 
 @dataclass(kw_only=True)
@@ -62,6 +63,9 @@ class PackSummary:
     unmerged_packs: list[int] = field(default_factory=list)
     #: with merging: per outcome (merged, tree or why not), ``[rows, entries, cut tokens, tokens]`` over epochs
     merges: dict[str, list[int]] = field(default_factory=dict)
+    #: the topology the plan was made for, and its steps' imbalance against the token order's
+    topology: Topology | None = None
+    balance: Balance = field(default_factory=Balance)
 
     def steps(self, global_batch_size: int, *, unmerged: bool = False) -> list[tuple[int, int]]:
         """Per epoch: ``(optimizer steps, packs left over)`` at ``global_batch_size`` packs a step
@@ -72,7 +76,8 @@ class PackSummary:
 
 def pack_store(
     store: str | os.PathLike[str], spec: str, *, capacity: int, mixture: str = "default", seed: int = DEFAULT_SEED,
-    name: str = "default", merge_cuts: str = "no",
+    name: str = "default", merge_cuts: str = "no", world_size: int | None = None, micro_batches: int | None = None,
+    balance: str = "tokens", cost: str | None = None, cost_config: str | os.PathLike[str] | None = None,
 ) -> PackSummary:
     """Plan packs of ``capacity`` tokens over ``mixture`` with ``spec``'s lengths; store as ``name``.
 
@@ -83,6 +88,11 @@ def pack_store(
     of the next as one sequence (its last cut's tokens, every cut's supervised tokens labelled);
     ``"trees"`` also packs the others as prefix trees (:mod:`.merging`). Both need the spec's
     stored tokens: the check reads the real ids.
+
+    ``world_size`` ranks taking ``micro_batches`` packs a step: the plan records them and each
+    step's cost per rank (view ``plan_balance``); ``balance="compute"`` orders the packs so that
+    every rank's share of a step costs about the same (:mod:`.topology`, ``cost`` ``"A,B"`` or
+    ``cost_config`` a model config, else the spec's tokenizer folder's).
 
     Example::
 
@@ -107,6 +117,11 @@ def pack_store(
         if merge_cuts != "no" and stored_spec.processor is not None:
             raise UsageError(f"spec '{spec}' renders media with a processor: merged cuts would serve a conversation's "
                              "images once per cut they share; pack without --merge-cuts")
+        topology = topology_of(world_size, micro_batches, balance, cost=cost, cost_config=cost_config,
+                               tokenizer=stored_spec.tokenizer_path)
+        if topology is not None and merge_cuts != "no":
+            raise UsageError("a plan for a topology costs each member as a sequence of its own, and --merge-cuts "
+                             "trains several as one: give one or the other")
         tokens = open_tokens(handle, store, stored_spec, required=merge_cuts != "no")
         lengths: Specs.Lengths | None = _spec_lengths(handle, stored_spec.id, tokens)
         merging = None
@@ -117,9 +132,13 @@ def pack_store(
             merging = (starts, TokenWords(words=words, starts=index, first_entry=tokens.first_entry,
                                           mask=(1 << (words.dtype.itemsize * 8 - 1)) - 1))
         summary = PackSummary(name=name, spec=spec, mixture=mixture, capacity=capacity, seed=seed, packs=0, entries=0,
-                              tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0, merge_cuts=merge_cuts)
+                              tokens=0, fill=1.0, left_out=0, seconds=0.0, plan_seconds=0.0, merge_cuts=merge_cuts,
+                              topology=topology)
         columns = {"name": name, "spec_id": stored_spec.id, "mixture_id": stored_mixture.id, "capacity": capacity,
-                   "seed": seed, "dataidx_version": __version__, "merge_cuts": merge_cuts}
+                   "seed": seed, "dataidx_version": __version__, "merge_cuts": merge_cuts,
+                   "world_size": topology and topology.world_size, "micro_batches": topology and topology.micro_batches,
+                   "balance": topology.balance if topology else "tokens", "cost_a": topology and topology.cost.a,
+                   "cost_b": topology and topology.cost.b}
 
         def epochs() -> Iterator[Plans.EpochPacks]:
             nonlocal lengths
@@ -142,9 +161,13 @@ def pack_store(
                     # members become positions and entries.
                     del entries
                     bins = assign_bins(item_lengths, capacity)
+                    costed = item_lengths if topology is not None else None  # a topology's costs read them
                     del item_lengths
                     plan = ordered_packs(bins, epoch_seed(seed, epoch))
                     del bins
+                    if topology is not None and costed is not None:  # costed, then ordered for the ranks
+                        plan = arranged(plan, costed, topology, epoch_seed(seed, epoch), summary.balance)
+                    del costed
                     entries = Mixtures(handle).entries_of(stored_mixture.at(epoch))
                     positions = _training_positions(trains)
                     del trains

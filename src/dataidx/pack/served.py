@@ -44,7 +44,12 @@ class RenderedPacks(Closable):
         try:
             handle = self.reader.handle
             plans = Plans(handle)
-            self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = plans.find(plan)
+            found = plans.find(plan)
+            self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = found[:5]
+            #: ``(world_size, micro_batches)`` of a plan balanced by compute for them, else None
+            self.balanced_for: tuple[int, int] | None = (
+                (found.world_size, found.micro_batches) if found.balance == "compute" and found.world_size is not None
+                and found.micro_batches is not None else None)
             if self.merge_cuts not in ("no", *MODES):  # a store's value, read as data
                 raise StoreError(f"{self.reader.path}: plan '{plan}' merges cuts as {self.merge_cuts!r}, which this "
                                  "dataidx does not know; the store is damaged or was made by a newer dataidx")

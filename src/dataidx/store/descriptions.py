@@ -30,6 +30,9 @@ DESCRIPTIONS = {
     "entry_lengths": "One row per base entry under a render spec: tokens, supervised tokens, status and why.",
     "pack_plans": "One row per packing plan: capacity, seed, packs, fill and positions left out.",
     "pack_members": "One row per member of a pack: the mixture position it holds, its tokens and epoch.",
+    "plan_balance": "One row per rank of each whole global step of a plan made for a topology (dataidx pack "
+                    "--world-size): its packs, tokens, estimated cost (a*L + b*L^2 per sequence) and the step's "
+                    "imbalance, its costliest rank over the mean.",
     "token_composition": "One row per dataset and epoch of a mixture drawn under a spec: training entries, "
                          "tokens, supervised tokens and share of tokens.",
     "mixture_positions": "Every position of every mixture with its base entry, runs expanded.",

@@ -69,6 +69,7 @@ VIEW_COLUMNS = {
                       "cause", "reasoning"),
     "pack_plans": ("plan", "spec", "mixture", "capacity", "seed", "packs", "entries", "fill", "tokens", "left_out"),
     "pack_members": ("plan", "pack", "slot", "position", "tokens", "epoch"),
+    "plan_balance": ("plan", "epoch", "step", "rank", "packs", "tokens", "cost", "imbalance"),
     "token_composition": ("mixture", "epoch", "dataset", "entries", "tokens", "supervised_tokens", "share_of_tokens"),
     "token_files": ("spec", "file", "folder", "entries", "tokens", "word_bytes", "bytes", "bytes_per_token", "sha256",
                     "created_at"),

@@ -159,7 +159,7 @@ CREATE TABLE packing_plans (
 	left_out INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, merge_cuts VARCHAR DEFAULT 'no' NOT NULL, 
+	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, merge_cuts VARCHAR DEFAULT 'no' NOT NULL, world_size INTEGER, micro_batches INTEGER, balance VARCHAR DEFAULT 'tokens' NOT NULL, cost_a FLOAT, cost_b FLOAT, 
 	CONSTRAINT pk_packing_plans PRIMARY KEY (id), 
 	CONSTRAINT fk_packing_plans_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_packing_plans_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 
@@ -623,4 +623,30 @@ JOIN (SELECT prompt, count(*) AS entries, count(DISTINCT messages) AS answers FR
       WHERE prompt IS NOT NULL GROUP BY prompt HAVING count(*) > 1) AS g ON g.prompt = x.prompt
 JOIN base_entries AS b ON b.id = x.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
-INSERT INTO alembic_version (version_num) VALUES ('0021');
+CREATE VIEW plan_balance AS
+WITH pack_costs AS (
+    SELECT k.plan_id, k.pack, k.tokens, sum(CAST(r.tokens AS DOUBLE PRECISION) * r.tokens) AS squares
+    FROM packs AS k
+    JOIN packing_plans AS p ON p.id = k.plan_id
+    JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
+         AND e.plan_id = k.plan_id
+    JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id
+    WHERE p.world_size IS NOT NULL
+    GROUP BY k.plan_id, k.pack, k.tokens
+), ranks AS (
+    SELECT p.name AS plan, pe.epoch AS epoch,
+           (c.pack - pe.first_pack) / (p.world_size * p.micro_batches) AS step,
+           ((c.pack - pe.first_pack) - (c.pack - pe.first_pack) / (p.world_size * p.micro_batches)
+            * (p.world_size * p.micro_batches)) / p.micro_batches AS rank,
+           count(*) AS packs, sum(c.tokens) AS tokens, sum(p.cost_a * c.tokens + p.cost_b * c.squares) AS cost
+    FROM pack_costs AS c
+    JOIN packing_plans AS p ON p.id = c.plan_id
+    JOIN plan_epochs AS pe ON pe.plan_id = c.plan_id AND c.pack BETWEEN pe.first_pack AND pe.first_pack + pe.packs - 1
+    WHERE c.pack - pe.first_pack < pe.packs / (p.world_size * p.micro_batches) * (p.world_size * p.micro_batches)
+    GROUP BY p.name, pe.epoch, p.world_size, p.micro_batches, c.pack - pe.first_pack
+)
+SELECT plan, epoch, step, rank, sum(packs) AS packs, sum(tokens) AS tokens, sum(cost) AS cost,
+       max(sum(cost)) OVER (PARTITION BY plan, epoch, step) / avg(sum(cost)) OVER (PARTITION BY plan, epoch, step)
+       AS imbalance
+FROM ranks GROUP BY plan, epoch, step, rank;
+INSERT INTO alembic_version (version_num) VALUES ('0022');

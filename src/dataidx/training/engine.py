@@ -204,6 +204,12 @@ class PackedDataset(Closable, Dataset):
         """The packs of the epoch served that hold an entry the mixture's skip lists leave out."""
         return self.packs.skipped_items()
 
+    @property
+    def balanced_for(self) -> tuple[int, int] | None:
+        """``(world_size, micro_batches)`` of a plan balanced by compute for them (an
+        :class:`~dataidx.training.OrderSampler` reads it only so), else None."""
+        return self.packs.balanced_for
+
     def __getitem__(self, index: int) -> list[dict[str, Any]]:
         return self.packs.get(_position(index))
 

@@ -64,6 +64,21 @@ def _seed(seed: Any) -> int | None:
     raise UsageError(f"seed is a whole number, or None for the dataset's own order, not {_short(seed)}")
 
 
+def _refuse_unbalancing(dataset: Any, global_batch_size: int, world_size: int, seed: int | None) -> None:
+    """A plan balanced by compute for ``W`` ranks taking ``M`` packs a step is balanced only when
+    read in its own order, ``W * M`` packs a step over ``W`` ranks: anything else is refused
+    (a run resumed on another topology included), saying how to plan for it."""
+    balanced = getattr(dataset, "balanced_for", None)
+    if balanced is None:
+        return
+    ranks, micro_batches = balanced
+    if (world_size, global_batch_size, seed) != (ranks, ranks * micro_batches, None):
+        raise UsageError(f"{dataset!r} is balanced for {ranks} ranks taking {micro_batches} packs a step: read it "
+                         f"with world_size={ranks}, global_batch_size={ranks * micro_batches} and seed=None (its own "
+                         f"order), or plan for this run: dataidx pack ... --world-size {world_size} --micro-batches "
+                         f"{max(1, global_batch_size // world_size)} --balance compute")
+
+
 def _reads(dataset: Any) -> list[list[str]] | None:
     """What a dataidx dataset reads (store, mixture, spec or plan digests), or None for another."""
     state = getattr(dataset, "state_dict", None)
@@ -94,6 +109,7 @@ class OrderSampler:
         self.dataset = dataset
         self.global_batch_size, self.rank, self.world_size = global_batch_size, rank, world_size
         self.seed, self.tail, self.skips = _seed(seed), tail, skips
+        _refuse_unbalancing(dataset, global_batch_size, world_size, self.seed)
         self.reads = _reads(dataset)
         self.epoch = 0
         # Where the next iteration starts, and where the current one started: positions in the

@@ -49,7 +49,8 @@ _PLACEMENTS = (
     "LEFT JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
     "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} ORDER BY k.pack, e.id"
 )
-_PLAN = ("SELECT p.id, p.capacity, s.name, m.name, p.merge_cuts FROM packing_plans AS p "
+_PLAN = ("SELECT p.id, p.capacity, s.name, m.name, p.merge_cuts, p.world_size, p.micro_batches, p.balance "
+         "FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
 _EPOCHS = ("SELECT epoch, seed, first_pack, packs, entries, tokens, fill, left_out FROM plan_epochs "
            "WHERE plan_id = {mark} AND epoch BETWEEN {mark} AND {mark} ORDER BY epoch")
@@ -71,7 +72,8 @@ _INFO = ("SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, toke
 _EPOCH_PACKS = ("SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON p.id = e.plan_id "
                 "WHERE p.name = {mark} ORDER BY e.epoch")
 #: What a plan's row is written with (``save``'s ``plan``), then its totals, zero until its epochs are.
-_COLUMNS = ("name", "spec_id", "mixture_id", "capacity", "seed", "dataidx_version", "merge_cuts")
+_COLUMNS = ("name", "spec_id", "mixture_id", "capacity", "seed", "dataidx_version", "merge_cuts", "world_size",
+            "micro_batches", "balance", "cost_a", "cost_b")
 _TOTALS = ("packs", "entries", "tokens", "left_out", "epochs", "fill", "seconds")
 #: Any epoch: the last one a ``BETWEEN`` reaches when none is named.
 _LAST = 2**62
@@ -164,10 +166,11 @@ class Plans:
         return plan_problems(self._handle(), spec_id)
 
     def save(self, plan: dict[str, Any], epochs: Iterable[EpochPacks], started: float) -> dict[str, Any]:
-        """Store ``plan`` (its name, spec_id, mixture_id, capacity, seed, dataidx_version and
-        merge_cuts) in place of any plan of its name, with the packs of each epoch ``epochs``
-        yields (each is written before the next is made). Returns the plan's totals over epochs:
-        packs, entries, tokens, fill, left_out, epochs and seconds since ``started``."""
+        """Store ``plan`` (its name, spec_id, mixture_id, capacity, seed, dataidx_version,
+        merge_cuts, and the topology and balance it was made for) in place of any plan of its
+        name, with the packs of each epoch ``epochs`` yields (each is written before the next is
+        made). Returns the plan's totals over epochs: packs, entries, tokens, fill, left_out,
+        epochs and seconds since ``started``."""
         from .bulk import insert_pack_members, insert_packs  # NumPy and SQLAlchemy: only a write loads them
 
         copy = writable(self.store)

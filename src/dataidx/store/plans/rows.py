@@ -34,13 +34,17 @@ class EpochPacks:
 
 
 class StoredPlan(NamedTuple):
-    """A plan as a reader serves it: its id, capacity, spec, mixture and ``merge_cuts``."""
+    """A plan as a reader serves it: its id, capacity, spec, mixture and ``merge_cuts``, and the
+    topology it was made for (None, None and ``tokens`` for one made for none)."""
 
     id: int
     capacity: int
     spec: str
     mixture: str
     merge_cuts: str
+    world_size: int | None = None
+    micro_batches: int | None = None
+    balance: str = "tokens"
 
 
 class PlanEpoch(NamedTuple):

@@ -32,6 +32,14 @@ class PackingPlanRow(Base):
     epochs: Mapped[int] = mapped_column(INT, nullable=False, server_default="1")
     #: ``no``, or how a conversation's cuts were merged into one sequence: ``chains`` or ``trees``
     merge_cuts: Mapped[str] = mapped_column(String, nullable=False, server_default="no")
+    #: the topology it was made for (``--world-size``, ``--micro-batches``), or None
+    world_size: Mapped[int | None] = mapped_column(INT, nullable=True)
+    micro_batches: Mapped[int | None] = mapped_column(INT, nullable=True)
+    #: ``tokens`` (a seeded shuffle of token-full packs) or ``compute`` (every rank's share of a
+    #: step about equal in cost ``cost_a * L + cost_b * L**2`` per sequence)
+    balance: Mapped[str] = mapped_column(String, nullable=False, server_default="tokens")
+    cost_a: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cost_b: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class PlanEpoch(Base):
