@@ -160,7 +160,8 @@ def test_pack_looking_up_a_few_positions_at_a_time_plans_the_same(store: Path, t
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=64, truncation="drop"))  # some entries do not train
     pack_store(store, "default", capacity=128, seed=5)
-    monkeypatch.setattr("dataidx.pack.plans._POSITIONS_PER_CHUNK", 3)
+    monkeypatch.setattr("dataidx.pack.plans.POSITIONS_PER_CHUNK", 3)
+    monkeypatch.setattr("dataidx.pack.epoch_items.POSITIONS_PER_CHUNK", 3)
     pack_store(store, "default", capacity=128, seed=5, name="chunked")
     plans = [query(store, "SELECT pack, slot, position, tokens FROM pack_members WHERE plan = ? "
                           "ORDER BY pack, slot", name) for name in ("default", "chunked")]
@@ -187,7 +188,7 @@ def test_pack_plans_while_the_store_is_copied_and_a_failure_of_either_loses_noth
     import shutil
     import threading
 
-    from dataidx.pack import plans
+    from dataidx.pack import epoch_items
 
     render_store(RenderRequest(store, tiny_tokenizer, cutoff=64))
     planning, copy = threading.Event(), shutil.copyfile
@@ -200,19 +201,19 @@ def test_pack_plans_while_the_store_is_copied_and_a_failure_of_either_loses_noth
         planning.set()
         return assign_bins(*args, **kwargs)
 
-    assign_bins = plans.assign_bins
+    assign_bins = epoch_items.assign_bins
     monkeypatch.setattr("dataidx.store.sqlite.files.shutil.copyfile", copy_once_planning)
-    monkeypatch.setattr("dataidx.pack.plans.assign_bins", plan)
+    monkeypatch.setattr("dataidx.pack.epoch_items.assign_bins", plan)
     assert pack_store(store, "default", capacity=128).packs > 0
     before = store.read_bytes()
 
     def failing(*args, **kwargs):
         raise StoreError("planning failed (injected)")
 
-    monkeypatch.setattr("dataidx.pack.plans.assign_bins", failing)
+    monkeypatch.setattr("dataidx.pack.epoch_items.assign_bins", failing)
     with pytest.raises(StoreError, match="planning failed"):
         pack_store(store, "default", capacity=128, name="second")
-    monkeypatch.setattr("dataidx.pack.plans.assign_bins", plan)
+    monkeypatch.setattr("dataidx.pack.epoch_items.assign_bins", plan)
 
     def full_disk(source, target):
         raise OSError(28, "No space left on device")

@@ -1,4 +1,11 @@
-"""Packing plans for a topology: the world size and packs a rank takes a step that a plan was made
+"""Packing plans by LLaMA-Factory v1's dynamic batching strategies, and for a topology.
+
+- ``packing_plans.strategy``: ``best-fit`` (best-fit-decreasing packs, as before), or v1's
+  ``dynamic`` (padded micro-batches) or ``dynamic-padding-free`` (packed ones), cut from a seeded
+  stream of the positions by ``micro_batch_size`` times the spec's cutoff tokens
+  (``packing_plans.micro_batch_size``; NULL for best-fit).
+
+Plans for a topology: the world size and packs a rank takes a step that a plan was made
 for, how its order balances them (``tokens``: seeded shuffle, as before; ``compute``: every
 rank's share of a step about equal in estimated cost), and the cost model ``a * L + b * L**2``
 per sequence of ``L`` tokens it was costed with. Plans made before have none (NULL, ``tokens``).
@@ -50,6 +57,8 @@ FROM ranks GROUP BY plan, epoch, step, rank
 
 
 def upgrade() -> None:
+    op.add_column("packing_plans", sa.Column("strategy", sa.String(), nullable=False, server_default="best-fit"))
+    op.add_column("packing_plans", sa.Column("micro_batch_size", _INT, nullable=True))
     op.add_column("packing_plans", sa.Column("world_size", _INT, nullable=True))
     op.add_column("packing_plans", sa.Column("micro_batches", _INT, nullable=True))
     op.add_column("packing_plans", sa.Column("balance", sa.String(), nullable=False, server_default="tokens"))
@@ -60,5 +69,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP VIEW plan_balance")
-    for column in ("cost_b", "cost_a", "balance", "micro_batches", "world_size"):
+    for column in ("cost_b", "cost_a", "balance", "micro_batches", "world_size", "micro_batch_size", "strategy"):
         op.execute(f"ALTER TABLE packing_plans DROP COLUMN {column}")

@@ -126,7 +126,8 @@ def render_into(request: RenderRequest, *, quiet: bool,
 @click.argument("store")
 @click.option("--spec", required=True, help="Render spec whose lengths to pack (from dataidx render).")
 @click.option("--mixture", default="default", show_default=True, help="Mixture whose positions to pack.")
-@click.option("--capacity", required=True, type=click.IntRange(1, 2**31 - 1), help="Tokens per pack.")
+@click.option("--capacity", type=click.IntRange(1, 2**31 - 1), default=None,
+              help="Tokens per pack (best-fit; v1's strategies take --micro-batch-size).")
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=DEFAULT_SEED, show_default=True,
               help="Seed of the pack order.")
 @click.option("--name", default="default", show_default=True, help="Name of the plan (replaced if it exists).")
@@ -136,6 +137,11 @@ def render_into(request: RenderRequest, *, quiet: bool,
               help="Train a conversation whose cuts' stored tokens are each a prefix of the next as one sequence.")
 @click.option("--trees", is_flag=True,
               help="With --merge-cuts: train the other conversations as prefix trees (needs the batch's tree mask).")
+@click.option("--strategy", type=click.Choice(["best-fit", "dynamic", "dynamic-padding-free"]), default="best-fit",
+              show_default=True, help="best-fit packs, or LLaMA-Factory v1's dynamic batching (padded micro-batches) "
+              "or dynamic padding-free (packed ones) over a seeded stream.")
+@click.option("--micro-batch-size", type=int, default=None,
+              help="v1's micro_batch_size: a dynamic micro-batch holds it times the spec's cutoff tokens.")
 @click.option("--world-size", type=int, default=None, help="Ranks training: the plan records each step's cost per "
               "rank (view plan_balance).")
 @click.option("--micro-batches", type=int, default=None, help="Packs a rank takes a step (default 1).")
@@ -144,9 +150,10 @@ def render_into(request: RenderRequest, *, quiet: bool,
 @click.option("--cost", default=None, metavar="A,B", help="A sequence of L tokens costs A*L + B*L^2 (default: from "
               "--cost-config, or the config.json beside the spec's tokenizer).")
 @click.option("--cost-config", default=None, metavar="PATH", help="A model's config.json (or its folder) to cost by.")
-def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: str, global_batch_size: int | None,
-         merge_cuts: bool, trees: bool, world_size: int | None, micro_batches: int | None, balance: str,
-         cost: str | None, cost_config: str | None) -> None:
+def pack(store: str, spec: str, mixture: str, capacity: int | None, seed: int, name: str,
+         global_batch_size: int | None, merge_cuts: bool, trees: bool, strategy: str, micro_batch_size: int | None,
+         world_size: int | None, micro_batches: int | None, balance: str, cost: str | None,
+         cost_config: str | None) -> None:
     """Store a best-fit-decreasing packing plan of a mixture's training entries.
 
     Every position whose entry trains under SPEC goes into exactly one pack of at most
@@ -156,6 +163,11 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
     the epoch once: where every cut is a prefix of the next, its cuts train as one sequence
     (every cut's supervised tokens labelled, the same loss); with --trees the others train as
     prefix trees. The rest stay cuts; the view cut_merges says how many and why.
+
+    --strategy dynamic or dynamic-padding-free cuts LLaMA-Factory v1's micro-batches instead
+    (plugins/trainer_plugins/batching.py): from the positions in a seeded order, each taking
+    samples while --micro-batch-size times the spec's cutoff holds them, padded (dynamic: count
+    times the longest) or packed (their tokens); serve a dynamic plan with Collator(packs="rows").
 
     --world-size W (and --micro-batches M) plans for W ranks taking M packs a step; with
     --balance compute the packs are ordered so that each step's cost per rank, A*L + B*L^2 over
@@ -173,12 +185,14 @@ def pack(store: str, spec: str, mixture: str, capacity: int, seed: int, name: st
         raise click.UsageError("--trees merges cuts into prefix trees: give --merge-cuts with it")
     summary = pack_store(store, spec, capacity=capacity, mixture=mixture, seed=seed, name=name,
                          merge_cuts=("trees" if trees else "chains") if merge_cuts else "no", world_size=world_size,
-                         micro_batches=micro_batches, balance=balance, cost=cost, cost_config=cost_config)
+                         micro_batches=micro_batches, balance=balance, cost=cost, cost_config=cost_config,
+                         strategy=strategy, micro_batch_size=micro_batch_size)
     over = f" over {len(summary.epoch_packs)} epochs" if len(summary.epoch_packs) > 1 else ""
     fill = f"{summary.fill:.2%} full" if summary.packs else "empty: no position trains under the spec"
-    echo(f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} packs of {capacity} "
-         f"tokens{over}, {fill} (seed {seed}; {summary.left_out} positions left out by their status) "
-         f"in {summary.seconds:.2f} s", err=True)
+    what = "packs" if strategy == "best-fit" else f"{strategy} micro-batches"
+    echo(f"plan '{name}': {summary.entries} entries of mixture '{mixture}' in {summary.packs} {what} of "
+         f"{summary.capacity} tokens{over}, {fill} (seed {seed}; {summary.left_out} positions left out by their "
+         f"status) in {summary.seconds:.2f} s", err=True)
     if len(summary.epoch_packs) > 1:
         echo(f"packs per epoch: {', '.join(map(str, summary.epoch_packs))}", err=True)
     if merge_cuts:

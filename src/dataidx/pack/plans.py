@@ -21,7 +21,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import StoreError, UsageError
 from ..index import epoch_seed
-from ..render import TokenFile, open_tokens, read_spec
+from ..render import open_tokens, read_spec
 from ..spec import DEFAULT_SEED
 from ..store import (
     Datasets,
@@ -29,12 +29,13 @@ from ..store import (
     Plans,
     ReadIdentity,
     Specs,
-    StoreHandle,
     open_store,
     rewriting,
 )
+from .epoch_items import POSITIONS_PER_CHUNK, planned_packs, spec_lengths, training_lengths, training_positions
 from .merging import MODES, TokenWords, merge_epoch
-from .planner import PlannedPacks, assign_bins, count_packs, ordered_packs, plan_packs
+from .planner import PlannedPacks, count_packs, plan_packs
+from .strategies import STRATEGIES
 from .topology import Balance, Topology, arranged, topology_of
 
 
@@ -75,9 +76,10 @@ class PackSummary:
 
 
 def pack_store(
-    store: str | os.PathLike[str], spec: str, *, capacity: int, mixture: str = "default", seed: int = DEFAULT_SEED,
-    name: str = "default", merge_cuts: str = "no", world_size: int | None = None, micro_batches: int | None = None,
-    balance: str = "tokens", cost: str | None = None, cost_config: str | os.PathLike[str] | None = None,
+    store: str | os.PathLike[str], spec: str, *, capacity: int | None = None, mixture: str = "default",
+    seed: int = DEFAULT_SEED, name: str = "default", merge_cuts: str = "no", world_size: int | None = None,
+    micro_batches: int | None = None, balance: str = "tokens", cost: str | None = None,
+    cost_config: str | os.PathLike[str] | None = None, strategy: str = "best-fit", micro_batch_size: int | None = None,
 ) -> PackSummary:
     """Plan packs of ``capacity`` tokens over ``mixture`` with ``spec``'s lengths; store as ``name``.
 
@@ -88,6 +90,10 @@ def pack_store(
     of the next as one sequence (its last cut's tokens, every cut's supervised tokens labelled);
     ``"trees"`` also packs the others as prefix trees (:mod:`.merging`). Both need the spec's
     stored tokens: the check reads the real ids.
+
+    ``strategy`` ``dynamic`` or ``dynamic-padding-free`` cuts LLaMA-Factory v1's micro-batches
+    (:mod:`.strategies`) from a seeded stream of the positions, ``micro_batch_size`` times the
+    spec's cutoff tokens each, instead of best-fit packs of ``capacity``.
 
     ``world_size`` ranks taking ``micro_batches`` packs a step: the plan records them and each
     step's cost per rank (view ``plan_balance``); ``balance="compute"`` orders the packs so that
@@ -100,7 +106,14 @@ def pack_store(
         # SELECT * FROM pack_plans; SELECT * FROM pack_members WHERE plan = 'default' AND pack = 0
     """
     started = time.perf_counter()
-    if not 0 < capacity < 2**31:
+    if strategy != "best-fit" and (strategy not in STRATEGIES or merge_cuts != "no" or capacity is not None):
+        raise UsageError(f"--strategy {strategy!r}: best-fit, or v1's {' or '.join(STRATEGIES)}, whose micro-batches "
+                         "hold --micro-batch-size times the spec's cutoff tokens (no --capacity, no --merge-cuts)")
+    if (strategy == "best-fit") != (micro_batch_size is None) or (micro_batch_size is not None and
+                                                                   micro_batch_size < 1):
+        raise UsageError("--micro-batch-size (1 or more) sizes v1's dynamic strategies' micro-batches: give it with "
+                         "--strategy dynamic or dynamic-padding-free, and --capacity with best-fit")
+    if capacity is not None and not 0 < capacity < 2**31:
         raise UsageError(f"capacity must be from 1 to {2**31 - 1} tokens, got {capacity}")
     if not -(2**63) <= seed < 2**63:
         raise UsageError(f"seed {seed} does not fit in 64 bits")
@@ -109,6 +122,10 @@ def pack_store(
     with open_store(store) as handle:
         read = ReadIdentity.of(handle, mixture=mixture, spec=spec)
         stored_spec = read_spec(handle, spec)
+        if capacity is None:
+            if micro_batch_size is None:
+                raise UsageError("give --capacity (tokens a pack holds)")
+            capacity = stored_spec.cutoff * micro_batch_size
         stored_mixture = Mixtures(handle).get(mixture)
         pairs = Mixtures(handle).pair_datasets(stored_mixture.id)
         if pairs:
@@ -123,7 +140,7 @@ def pack_store(
             raise UsageError("a plan for a topology costs each member as a sequence of its own, and --merge-cuts "
                              "trains several as one: give one or the other")
         tokens = open_tokens(handle, store, stored_spec, required=merge_cuts != "no")
-        lengths: Specs.Lengths | None = _spec_lengths(handle, stored_spec.id, tokens)
+        lengths: Specs.Lengths | None = spec_lengths(handle, stored_spec.id, tokens)
         merging = None
         if merge_cuts != "no":
             assert tokens is not None  # required: refused above without them
@@ -138,7 +155,7 @@ def pack_store(
                    "seed": seed, "dataidx_version": __version__, "merge_cuts": merge_cuts,
                    "world_size": topology and topology.world_size, "micro_batches": topology and topology.micro_batches,
                    "balance": topology.balance if topology else "tokens", "cost_a": topology and topology.cost.a,
-                   "cost_b": topology and topology.cost.b}
+                   "cost_b": topology and topology.cost.b, "strategy": strategy, "micro_batch_size": micro_batch_size}
 
         def epochs() -> Iterator[Plans.EpochPacks]:
             nonlocal lengths
@@ -146,7 +163,7 @@ def pack_store(
                 entries = Mixtures(handle).entries_of(stored_mixture.at(epoch))
                 plan_started = time.perf_counter()
                 assert lengths is not None  # let go of only after the last epoch's read
-                trains, item_lengths = _training_lengths(entries, lengths, capacity=capacity, store=store,
+                trains, item_lengths = training_lengths(entries, lengths, capacity=capacity, store=store,
                                                          mixture=mixture, spec=spec)
                 if merging is not None:
                     packs = _merged_epoch_packs(entries, lengths, item_lengths, capacity=capacity,
@@ -160,16 +177,16 @@ def pack_store(
                     # before the pack order is sorted, the placement order (76 MB) before the
                     # members become positions and entries.
                     del entries
-                    bins = assign_bins(item_lengths, capacity)
                     costed = item_lengths if topology is not None else None  # a topology's costs read them
+                    plan = planned_packs(strategy, item_lengths, capacity=capacity, cutoff=stored_spec.cutoff,
+                                    seed=epoch_seed(seed, epoch))
                     del item_lengths
-                    plan = ordered_packs(bins, epoch_seed(seed, epoch))
-                    del bins
                     if topology is not None and costed is not None:  # costed, then ordered for the ranks
-                        plan = arranged(plan, costed, topology, epoch_seed(seed, epoch), summary.balance)
+                        plan = arranged(plan, costed, topology, epoch_seed(seed, epoch), summary.balance,
+                                        padded=strategy == "dynamic")
                     del costed
                     entries = Mixtures(handle).entries_of(stored_mixture.at(epoch))
-                    positions = _training_positions(trains)
+                    positions = training_positions(trains)
                     del trains
                     packs = _epoch_packs(entries, positions, plan)
                     del plan, entries, positions
@@ -196,65 +213,13 @@ def pack_store(
     return summary
 
 
-def _spec_lengths(handle: StoreHandle, spec_id: int, tokens: TokenFile | None) -> Specs.Lengths:
-    """The spec's lengths: from its token file's index when its tokens are stored and it indexes
-    every base entry (0.05 s at 2M entries), else from the store (about 0.5 s a million)."""
-    if tokens is not None:
-        found = Datasets(handle).entry_range()
-        if found is not None and found[0] == tokens.first_entry and found[1] - found[0] + 1 == tokens.entries:
-            return tokens.lengths()
-    return Specs(handle).lengths(spec_id)
-
-
-#: Positions whose lengths are looked up at a time (what a chunk's temporaries hold: 8-16 MB).
-_POSITIONS_PER_CHUNK = 1 << 20
-
-
-def _training_lengths(entries: np.ndarray, lengths: Specs.Lengths, *, capacity: int, store: str | os.PathLike[str],
-                      mixture: str, spec: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(trains, lengths)``: whether each of an epoch's positions (their base entries
-    ``entries``) trains under the spec, and the lengths of those that do, in position order; an
-    entry longer than ``capacity`` is refused (``store``, ``mixture`` and ``spec`` name it)."""
-    # A chunk of positions at a time: at 20M entries each whole-epoch temporary is 80-160 MB.
-    trains = np.empty(len(entries), dtype=bool)
-    item_lengths = np.empty(len(entries), dtype=lengths.tokens.dtype)
-    found = 0
-    for start in range(0, len(entries), _POSITIONS_PER_CHUNK):
-        at = entries[start : start + _POSITIONS_PER_CHUNK] - lengths.first
-        chunk = trains[start : start + len(at)]
-        chunk[:] = lengths.trains[at]
-        kept = at[chunk]
-        item_lengths[found : found + len(kept)] = lengths.tokens[kept]
-        found += len(kept)
-    item_lengths = item_lengths[:found]  # the rest was never written: it takes no memory
-    too_long = item_lengths > capacity
-    if too_long.any():
-        raise StoreError(
-            f"{store}: {int(too_long.sum())} entries of mixture '{mixture}' under spec '{spec}' are longer than "
-            f"capacity {capacity} (longest {int(item_lengths.max())} tokens); render with --cutoff {capacity} or less"
-        )
-    return trains, item_lengths
-
-
-def _training_positions(trains: np.ndarray) -> np.ndarray:
-    """The positions whose entries train, as 4-byte integers below 2**31 (a chunk at a time:
-    ``np.flatnonzero`` makes 8-byte ones, 153 MB at 20M)."""
-    positions = np.empty(len(trains), dtype=np.int32 if len(trains) < 2**31 else np.int64)
-    found = 0
-    for start in range(0, len(trains), _POSITIONS_PER_CHUNK):
-        kept = np.flatnonzero(trains[start : start + _POSITIONS_PER_CHUNK])
-        positions[found : found + len(kept)] = kept + start
-        found += len(kept)
-    return positions[:found]
-
-
 def _epoch_packs(entries: np.ndarray, positions: np.ndarray, plan: PlannedPacks) -> Plans.EpochPacks:
     """One epoch's packs from its ``plan`` over the ``positions`` that train (the base entries of
     all its positions: ``entries``). The plan's members, item indices, become ``position << 32 |
     entry_id`` where they are, a chunk at a time."""
     members = plan.members
-    for start in range(0, len(members), _POSITIONS_PER_CHUNK):
-        at = positions[members[start : start + _POSITIONS_PER_CHUNK]]
+    for start in range(0, len(members), POSITIONS_PER_CHUNK):
+        at = positions[members[start : start + POSITIONS_PER_CHUNK]]
         value = at.astype(np.int64)
         value <<= 32
         value |= entries[at]

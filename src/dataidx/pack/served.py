@@ -46,6 +46,8 @@ class RenderedPacks(Closable):
             plans = Plans(handle)
             found = plans.find(plan)
             self.plan_id, self.capacity, spec, self.mixture, self.merge_cuts = found[:5]
+            #: ``best-fit``, or v1's ``dynamic`` (padded micro-batches) or ``dynamic-padding-free``
+            self.strategy = found.strategy
             #: ``(world_size, micro_batches)`` of a plan balanced by compute for them, else None
             self.balanced_for: tuple[int, int] | None = (
                 (found.world_size, found.micro_batches) if found.balance == "compute" and found.world_size is not None

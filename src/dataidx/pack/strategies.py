@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .planner import PlannedPacks, shuffled_positions
+
 STRATEGIES = ("dynamic", "dynamic-padding-free")
 #: Samples a padded micro-batch's window starts with (it doubles until it holds the cut).
 _WINDOW = 64
@@ -34,11 +36,33 @@ def micro_batches(strategy: str, lengths: np.ndarray, *, cutoff: int, micro_batc
     of ``num_micro_batch`` only."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
-    counted = np.minimum(np.asarray(lengths, dtype=np.int64), cutoff)
-    budget = cutoff * micro_batch_size
-    cut = _padding_free if strategy == "dynamic-padding-free" else _padded
-    sizes = cut(counted, budget)
+    sizes = _done(strategy, np.minimum(np.asarray(lengths, dtype=np.int64), cutoff), cutoff * micro_batch_size)
     return sizes[: len(sizes) // num_micro_batch * num_micro_batch]
+
+
+def stream_packs(strategy: str, lengths: np.ndarray, *, cutoff: int, micro_batch_size: int,
+                 seed: int) -> PlannedPacks:
+    """A plan of ``strategy``'s micro-batches: the items (``lengths``, each at most ``cutoff``)
+    in the order ``random.shuffle`` with ``seed`` gives them, cut as v1 cuts its stream. The
+    samples after the last micro-batch v1 would finish are a micro-batch too (v1 drops them; a
+    sampler's ``tail="trim"`` drops them as any tail, ``"pad"`` trains them)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
+    order = np.argsort(shuffled_positions(len(lengths), seed))  # the item at each place of the stream
+    counted = np.asarray(lengths, dtype=np.int64)[order]
+    budget = cutoff * micro_batch_size
+    sizes = _done(strategy, counted, budget)
+    rest = len(counted) - int(sizes.sum())
+    sizes = np.append(sizes, rest) if rest else sizes
+    starts = np.cumsum(sizes) - sizes
+    tokens = np.add.reduceat(counted, starts) if len(sizes) else np.zeros(0, dtype=np.int64)
+    return PlannedPacks(members=order.astype(np.int64), sizes=sizes, pack_tokens=tokens, capacity=budget, seed=seed,
+                        tokens=int(counted.sum()))
+
+
+def _done(strategy: str, counted: np.ndarray, budget: int) -> np.ndarray:
+    """The micro-batches v1 finishes, cut from the whole stream."""
+    return (_padding_free if strategy == "dynamic-padding-free" else _padded)(counted, budget)
 
 
 def _padding_free(counted: np.ndarray, budget: int) -> np.ndarray:

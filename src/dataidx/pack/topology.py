@@ -84,13 +84,19 @@ def _cost_model(cost: str | None, cost_config: str | os.PathLike[str] | None, to
         raise UsageError(f"{config}: {exc}") from None
 
 
-def arranged(plan: PlannedPacks, lengths: np.ndarray, topology: Topology, seed: int,
-             balance: Balance) -> PlannedPacks:
+def arranged(plan: PlannedPacks, lengths: np.ndarray, topology: Topology, seed: int, balance: Balance, *,
+             padded: bool = False) -> PlannedPacks:
     """``plan`` in the order its topology asks (``lengths``: its items' tokens), with the order's
-    imbalance and the token order's added to ``balance``."""
+    imbalance and the token order's added to ``balance``. A ``padded`` micro-batch (v1's
+    ``dynamic``) costs each of its rows as long as its longest: padding is computed too."""
     starts = np.cumsum(plan.sizes) - plan.sizes
-    member_costs = topology.cost.of_sequences(lengths[plan.members])
-    costs = np.add.reduceat(member_costs, starts) if len(plan.sizes) else np.zeros(0)
+    if not len(plan.sizes):
+        costs = np.zeros(0)
+    elif padded:
+        longest = np.maximum.reduceat(lengths[plan.members], starts)
+        costs = plan.sizes * topology.cost.of_sequences(longest)
+    else:
+        costs = np.add.reduceat(topology.cost.of_sequences(lengths[plan.members]), starts)
     shape = {"world_size": topology.world_size, "micro_batches": topology.micro_batches}
     by_tokens = imbalance(rank_costs(costs, np.arange(len(costs)), **shape))
     balance.by_tokens.append(_worst_and_mean(by_tokens))

@@ -159,7 +159,7 @@ CREATE TABLE packing_plans (
 	left_out INTEGER NOT NULL, 
 	dataidx_version VARCHAR NOT NULL, 
 	created_at VARCHAR NOT NULL, 
-	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, merge_cuts VARCHAR DEFAULT 'no' NOT NULL, world_size INTEGER, micro_batches INTEGER, balance VARCHAR DEFAULT 'tokens' NOT NULL, cost_a FLOAT, cost_b FLOAT, 
+	seconds FLOAT NOT NULL, epochs INTEGER DEFAULT '1' NOT NULL, merge_cuts VARCHAR DEFAULT 'no' NOT NULL, strategy VARCHAR DEFAULT 'best-fit' NOT NULL, micro_batch_size INTEGER, world_size INTEGER, micro_batches INTEGER, balance VARCHAR DEFAULT 'tokens' NOT NULL, cost_a FLOAT, cost_b FLOAT, 
 	CONSTRAINT pk_packing_plans PRIMARY KEY (id), 
 	CONSTRAINT fk_packing_plans_spec_id_render_specs FOREIGN KEY(spec_id) REFERENCES render_specs (id), 
 	CONSTRAINT fk_packing_plans_mixture_id_mixtures FOREIGN KEY(mixture_id) REFERENCES mixtures (id), 

@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 _said_unweighted = False
 #: How a batch of preference pairs is laid out (``Collator(pairs=...)``).
 PAIR_LAYOUTS = ("stacked", "concatenated")
+#: How a pack of a plan is laid out: one row of its samples end to end, or a padded row each.
+PACK_LAYOUTS = ("packed", "rows")
 
 
 def _weights(sample: dict[str, Any]) -> list[float]:
@@ -60,6 +62,9 @@ def _weights(sample: dict[str, Any]) -> list[float]:
 
 class Collator:
     """``collate_fn`` for ``DataEngine(render=...)`` (padded) and ``PackedDataset`` (packed).
+
+    With ``packs="rows"`` a pack's samples are padded rows instead (a plan made with
+    ``--strategy dynamic``: v1's ``dynamic_batching`` micro-batches, ``DataLoader(batch_size=1)``).
 
     Preference entries become one padded batch of every chosen side followed by every rejected
     side (``2 * batch`` rows), as pairwise trainers expect; with ``pairs="concatenated"``, one row
@@ -86,14 +91,20 @@ class Collator:
     """
 
     def __init__(self, pad_token_id: int, *, tree_mask_dtype: torch.dtype | None = None,
-                 weighted: bool = False, pairs: str = "stacked", dummy_media: dict[str, Any] | None = None) -> None:
+                 weighted: bool = False, pairs: str = "stacked", dummy_media: dict[str, Any] | None = None,
+                 packs: str = "packed") -> None:
         if tree_mask_dtype is not None and not tree_mask_dtype.is_floating_point:
             raise UsageError(f"tree_mask_dtype must be a floating dtype (the model's), got {tree_mask_dtype}")
         if pairs not in PAIR_LAYOUTS:
             raise UsageError(f"pairs must be one of {', '.join(map(repr, PAIR_LAYOUTS))}, got {pairs!r}: 'stacked' "
                              "gives every chosen side then every rejected side (2 * batch rows), 'concatenated' "
                              "one row a pair, chosen then rejected (LLaMA-Factory v1's DPO input)")
+        if packs not in PACK_LAYOUTS:
+            raise UsageError(f"packs must be one of {', '.join(map(repr, PACK_LAYOUTS))}, got {packs!r}: 'packed' lays "
+                             "a pack out as one row, 'rows' its samples as padded rows (a plan made with --strategy "
+                             "dynamic: LLaMA-Factory v1's padded micro-batches)")
         self.pad_token_id = pad_token_id
+        self.packs = packs
         self.pairs = pairs
         self.tree_mask_dtype = tree_mask_dtype
         self.weighted = weighted
@@ -102,6 +113,8 @@ class Collator:
         self._dummy_key = presence_key(dummy_media) if dummy_media is not None else None
 
     def __call__(self, batch: list[Any]) -> dict[str, Any]:
+        if batch and isinstance(batch[0], list) and self.packs == "rows":
+            return self([sample for pack in batch for sample in pack])  # a micro-batch's samples, padded
         if batch and isinstance(batch[0], list):
             if self.dummy_media is not None and not any(self._dummy_key in sample for pack in batch for sample in pack):
                 batch = [[*batch[0], dummy_sample(self.dummy_media)], *batch[1:]]  # v1's fragment, in pack 0

@@ -205,6 +205,12 @@ class PackedDataset(Closable, Dataset):
         return self.packs.skipped_items()
 
     @property
+    def strategy(self) -> str:
+        """How the plan was made: ``best-fit`` packs, or LLaMA-Factory v1's ``dynamic`` (padded
+        micro-batches: collate with ``Collator(packs="rows")``) or ``dynamic-padding-free``."""
+        return self.packs.strategy
+
+    @property
     def balanced_for(self) -> tuple[int, int] | None:
         """``(world_size, micro_batches)`` of a plan balanced by compute for them (an
         :class:`~dataidx.training.OrderSampler` reads it only so), else None."""

@@ -49,7 +49,8 @@ _PLACEMENTS = (
     "LEFT JOIN entry_renders AS r ON r.spec_id = {mark} AND r.entry_id = e.entry_id "
     "WHERE k.plan_id = {mark} AND k.pack BETWEEN {mark} AND {mark} ORDER BY k.pack, e.id"
 )
-_PLAN = ("SELECT p.id, p.capacity, s.name, m.name, p.merge_cuts, p.world_size, p.micro_batches, p.balance "
+_PLAN = ("SELECT p.id, p.capacity, s.name, m.name, p.merge_cuts, p.world_size, p.micro_batches, p.balance, "
+         "p.strategy "
          "FROM packing_plans AS p "
          "JOIN render_specs AS s ON s.id = p.spec_id JOIN mixtures AS m ON m.id = p.mixture_id WHERE p.name = {mark}")
 _EPOCHS = ("SELECT epoch, seed, first_pack, packs, entries, tokens, fill, left_out FROM plan_epochs "
@@ -73,7 +74,7 @@ _EPOCH_PACKS = ("SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON
                 "WHERE p.name = {mark} ORDER BY e.epoch")
 #: What a plan's row is written with (``save``'s ``plan``), then its totals, zero until its epochs are.
 _COLUMNS = ("name", "spec_id", "mixture_id", "capacity", "seed", "dataidx_version", "merge_cuts", "world_size",
-            "micro_batches", "balance", "cost_a", "cost_b")
+            "micro_batches", "balance", "cost_a", "cost_b", "strategy", "micro_batch_size")
 _TOTALS = ("packs", "entries", "tokens", "left_out", "epochs", "fill", "seconds")
 #: Any epoch: the last one a ``BETWEEN`` reaches when none is named.
 _LAST = 2**62

@@ -45,6 +45,7 @@ class StoredPlan(NamedTuple):
     world_size: int | None = None
     micro_batches: int | None = None
     balance: str = "tokens"
+    strategy: str = "best-fit"
 
 
 class PlanEpoch(NamedTuple):

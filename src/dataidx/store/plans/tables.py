@@ -32,6 +32,10 @@ class PackingPlanRow(Base):
     epochs: Mapped[int] = mapped_column(INT, nullable=False, server_default="1")
     #: ``no``, or how a conversation's cuts were merged into one sequence: ``chains`` or ``trees``
     merge_cuts: Mapped[str] = mapped_column(String, nullable=False, server_default="no")
+    #: ``best-fit``, or v1's ``dynamic`` or ``dynamic-padding-free`` (``--strategy``), whose budget is
+    #: ``micro_batch_size`` times the spec's cutoff tokens (None for best-fit)
+    strategy: Mapped[str] = mapped_column(String, nullable=False, server_default="best-fit")
+    micro_batch_size: Mapped[int | None] = mapped_column(INT, nullable=True)
     #: the topology it was made for (``--world-size``, ``--micro-batches``), or None
     world_size: Mapped[int | None] = mapped_column(INT, nullable=True)
     micro_batches: Mapped[int | None] = mapped_column(INT, nullable=True)
