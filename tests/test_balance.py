@@ -128,3 +128,58 @@ def test_a_plan_for_a_topology_asked_wrongly_is_one_line_and_writes_nothing(long
     one_line_error(CliRunner().invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", "x",
                                             *arguments]), said)
     assert run_query(store, "SELECT count(*) FROM packing_plans")[1] == [(0,)]
+
+
+BALANCED_RANK = """
+import json, sys
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from dataidx import Collator, OrderSampler, PackedDataset
+
+store, out = sys.argv[1], sys.argv[2]
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+collate = Collator(pad_token_id=0)
+with PackedDataset(store, plan="compute") as packs:
+    sampler = OrderSampler(packs, world_size=world, global_batch_size=2 * world, seed=None, rank=rank)
+    steps = []
+    for items in DataLoader(packs, batch_sampler=sampler, collate_fn=list):
+        batch = collate(items)  # what the model gets: a row a pack
+        lengths = [len(member["input_ids"]) for pack in items for member in pack]
+        assert int(batch["attention_mask"].sum()) == sum(lengths)
+        gathered = [None] * world
+        dist.all_gather_object(gathered, lengths)
+        steps.append(gathered)
+if rank == 0:
+    json.dump(steps, open(out, "w"))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow  # two processes importing torch
+def test_two_gloo_ranks_read_the_balanced_plan_as_plan_balance_promises(long_tailed_store: Path,
+                                                                        tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", "compute",
+                                      "--world-size", "2", "--micro-batches", "2", "--balance", "compute", "--cost",
+                                      "1,0.01"])
+    assert result.exit_code == 0, result.output
+    script = tmp_path / "rank.py"
+    script.write_text(BALANCED_RANK)
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port",
+                    str(31500 + os.getpid() % 1000), str(script), str(store), str(tmp_path / "steps.json")],
+                   check=True, capture_output=True, timeout=300)
+    steps = json.loads((tmp_path / "steps.json").read_text())
+    promised = run_query(store, "SELECT step, rank, tokens, cost, imbalance FROM plan_balance WHERE plan = 'compute' "
+                                "AND epoch = 0 ORDER BY step, rank")[1]
+    assert len(steps) * 2 == len(promised) and len(steps) > 5
+    for step, rank, tokens, cost, ratio in promised:
+        read = steps[step][rank]  # the sequences rank `rank` trained at step `step`
+        assert sum(read) == tokens and sum(n + 0.01 * n * n for n in read) == pytest.approx(cost)
+        assert ratio <= 1.05
