@@ -183,3 +183,31 @@ def test_two_gloo_ranks_read_the_balanced_plan_as_plan_balance_promises(long_tai
         read = steps[step][rank]  # the sequences rank `rank` trained at step `step`
         assert sum(read) == tokens and sum(n + 0.01 * n * n for n in read) == pytest.approx(cost)
         assert ratio <= 1.05
+
+
+@pytest.mark.slow  # a real browser
+def test_the_report_draws_each_steps_balance_as_the_view_counts_it(long_tailed_store: Path, tmp_path: Path,
+                                                                   browser) -> None:
+    from dataidx.view import report_figures, write_report
+
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    assert CliRunner().invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", "ranks",
+                                    "--world-size", "2", "--balance", "compute", "--cost", "1,0.01"]).exit_code == 0
+    steps, worst = run_query(store, "SELECT count(DISTINCT step), max(imbalance) FROM plan_balance "
+                                    "WHERE plan = 'ranks'")[1][0]
+    document = report_figures(store, spec="s", plan="ranks", samples=0)["plan"]
+    assert document["topology"] == {"world_size": 2, "micro_batches": 1, "balance": "compute"}
+    assert len(document["balance"]) == steps and max(row["imbalance"] for row in document["balance"]) == worst
+    write_report(store, tmp_path / "r.html", spec="s", plan="ranks", samples=0)
+    page = browser.new_page(viewport={"width": 1200, "height": 1600})
+    page.goto((tmp_path / "r.html").as_uri())
+    chart = page.locator("#chart-balance")
+    assert chart.get_attribute("data-steps") == str(steps) and float(chart.get_attribute("data-worst")) == \
+        pytest.approx(worst)
+    bars = chart.locator("[id^='mark-balance-']")
+    assert bars.count() == steps
+    box = bars.first.bounding_box()
+    assert box and box["width"] > 0
+    assert "2 ranks taking 1 packs a step, balanced by compute" in page.locator("#plan-balance").inner_text()
+    page.close()

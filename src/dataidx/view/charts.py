@@ -202,3 +202,24 @@ def fill_chart(plan: PlanFigures) -> str:
     _counts(axes.yaxis)
     axes.spines[["top", "right"]].set_visible(False)
     return _svg(figure)
+
+
+#: Steps drawn at most in the balance chart (more are drawn as the worst of each run of them).
+BALANCE_BARS = 400
+
+
+def balance_chart(plan: PlanFigures) -> str:
+    """Each global step's costliest rank over the ranks' mean: 1.0 is every rank waiting for no one."""
+    ratios = [ratio for _, _, ratio in plan.balance]
+    size = -(-len(ratios) // BALANCE_BARS) if ratios else 1  # steps a bar stands for
+    worst = [max(ratios[at: at + size]) for at in range(0, len(ratios), size)]
+    figure = _figure(7, 2.4)
+    axes = figure.add_subplot()
+    for number, ratio in enumerate(worst):
+        bar, = axes.bar(number * size, ratio - 1, bottom=1, width=size, align="edge", color=_BAR)
+        bar.set_gid(f"mark-balance-{number}")
+    axes.set_ylim(1, max([1.05, *worst]) * 1.01)
+    axes.set_xlabel("global step" + (f" (a bar: the worst of {size})" if size > 1 else ""))
+    axes.set_ylabel("costliest rank / mean")
+    axes.spines[["top", "right"]].set_visible(False)
+    return _svg(figure)

@@ -41,6 +41,10 @@ class PlanFigures:
     #: ``no``, ``chains`` or ``trees``; with merging, rows ``(outcome, conversations, entries, cut tokens, tokens)``
     merge_cuts: str = "no"
     merges: list[tuple[str, int, int, int, int]] = field(default_factory=list)
+    #: a plan for a topology: ``(world_size, micro_batches, balance)``, and per whole global step
+    #: ``(epoch, step, imbalance)`` (its costliest rank over the mean, view ``plan_balance``)
+    topology: tuple[int, int, str] | None = None
+    balance: list[tuple[int, int, float]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -143,7 +147,12 @@ def _plan_figures(handle: StoreHandle, row: tuple[int, str, int, str, str], sele
     histogram = plans.fill_histogram(plan_id, first_pack, first_pack + packs - 1, capacity, FILL_BINS)
     tokens = sum(e.tokens for e in stored)
     merges = plans.merges(name, selection.first, selection.last)
-    return PlanFigures(name=name, capacity=capacity, packs=packs, entries=sum(e.entries for e in stored), tokens=tokens,
+    found = plans.find(name)
+    topology = (None if found.world_size is None or found.micro_batches is None
+                else (found.world_size, found.micro_batches, found.balance))
+    return PlanFigures(topology=topology,
+                       balance=plans.balance_steps(name, selection.first, selection.last) if topology else [],
+                       name=name, capacity=capacity, packs=packs, entries=sum(e.entries for e in stored), tokens=tokens,
                        fill=tokens / (packs * capacity) if packs else 0.0, left_out=sum(e.left_out for e in stored),
                        fill_histogram=histogram, epochs=epochs, merge_cuts=str(merge_cuts),
                        merges=[(str(m["outcome"]), int(m["rows"]), int(m["entries"]), int(m["cut_tokens"]),

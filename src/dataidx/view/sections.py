@@ -196,7 +196,22 @@ def packing(figures: Figures, plan: PlanFigures) -> str:
          in plan.epochs])
     return (f"<section id='packing'><h2>Packing plan '{html.escape(plan.name)}' ({plan.capacity:,} tokens a pack), "
             f"{_over(figures)}</h2>" + _chart("fill", charts.fill_chart(plan), marks=len(plan.fill_histogram))
-            + table(["", ""], facts) + epochs + _merges(plan) + "</section>")
+            + table(["", ""], facts) + epochs + _merges(plan) + _balance(plan) + "</section>")
+
+
+def _balance(plan: PlanFigures) -> str:
+    """A plan for a topology: each global step's costliest rank over the mean, drawn."""
+    if plan.topology is None:
+        return ""
+    ranks, micro_batches, balance = plan.topology
+    ratios = [ratio for _, _, ratio in plan.balance]
+    worst = max(ratios, default=1.0)
+    said = (f"<p id='plan-balance'>Made for {ranks} ranks taking {micro_batches} packs a step, balanced by "
+            f"{html.escape(balance)}: over {len(ratios):,} global steps the costliest rank's estimated cost is at most "
+            f"{worst:.3f}x the mean (mean {sum(ratios) / len(ratios) if ratios else 1.0:.3f}; view plan_balance).</p>")
+    bars = -(-len(ratios) // charts.BALANCE_BARS) if ratios else 1
+    return said + _chart("balance", charts.balance_chart(plan), steps=len(ratios), worst=f"{worst:.6f}",
+                         marks=-(-len(ratios) // bars) if ratios else 0)
 
 
 def _merges(plan: PlanFigures) -> str:

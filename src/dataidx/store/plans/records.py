@@ -70,6 +70,8 @@ _OF_SPEC = ("SELECT p.name FROM packing_plans AS p JOIN render_specs AS s ON s.i
             "ORDER BY p.id")
 _INFO = ("SELECT plan, spec, mixture, capacity, seed, packs, entries, fill, tokens, left_out "
          "FROM pack_plans ORDER BY plan")
+_BALANCE_STEPS = ("SELECT epoch, step, max(imbalance) FROM plan_balance WHERE plan = {mark} AND epoch BETWEEN {mark} "
+                  "AND {mark} GROUP BY epoch, step ORDER BY epoch, step")
 _EPOCH_PACKS = ("SELECT e.packs FROM plan_epochs AS e JOIN packing_plans AS p ON p.id = e.plan_id "
                 "WHERE p.name = {mark} ORDER BY e.epoch")
 #: What a plan's row is written with (``save``'s ``plan``), then its totals, zero until its epochs are.
@@ -165,6 +167,12 @@ class Plans:
         from .checks import plan_problems  # NumPy: only a recount loads it, not the noun's other reads
 
         return plan_problems(self._handle(), spec_id)
+
+    def balance_steps(self, name: str, first: int = 0, last: int = _LAST) -> list[tuple[int, int, float]]:
+        """``(epoch, step, imbalance)`` of each whole global step of a plan made for a topology
+        (the view ``plan_balance``: its costliest rank over the mean); none for another plan."""
+        return [(int(epoch), int(step), float(ratio)) for epoch, step, ratio in
+                self.store.all(_BALANCE_STEPS, name, first, last)]
 
     def save(self, plan: dict[str, Any], epochs: Iterable[EpochPacks], started: float) -> dict[str, Any]:
         """Store ``plan`` (its name, spec_id, mixture_id, capacity, seed, dataidx_version,
