@@ -211,3 +211,77 @@ def test_the_report_draws_each_steps_balance_as_the_view_counts_it(long_tailed_s
     assert box and box["width"] > 0
     assert "2 ranks taking 1 packs a step, balanced by compute" in page.locator("#plan-balance").inner_text()
     page.close()
+
+
+TRAINER_RANK = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from tests.test_training_order import documented, _tiny_llama
+from transformers import AutoTokenizer, TrainingArguments
+from dataidx import Collator, OrderSampler, PackedDataset
+
+store, tokenizer_path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+recipe = documented("training-orders.md", "**transformers.Trainer**")  # the documented recipe, as written
+tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+collate = Collator(pad_token_id=tokenizer.pad_token_id)
+arguments = TrainingArguments(output_dir=str(Path(out).parent / "out"), max_steps=4, report_to=[], use_cpu=True,
+                              ddp_backend="gloo", per_device_train_batch_size=2, disable_tqdm=True,
+                              remove_unused_columns=False, ignore_data_skip=True, save_strategy="no")
+seen = []
+def spy(items):
+    seen.append([len(member["input_ids"]) for pack in items for member in pack])
+    return collate(items)
+with PackedDataset(store, plan="compute") as packs:
+    world, rank = arguments.world_size, arguments.process_index
+    sampler = OrderSampler(packs, world_size=world, rank=rank, global_batch_size=2 * world, seed=None)
+    trainer = recipe["OrderTrainer"](model=_tiny_llama(len(tokenizer)), args=arguments, train_dataset=packs,
+                                     data_collator=spy, sampler=sampler)
+    trainer.train()
+Path(f"{out}.{rank}").write_text(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow  # two processes training a tiny model
+def test_a_transformers_trainer_on_two_ranks_trains_the_balanced_steps(long_tailed_store: Path, tmp_path: Path,
+                                                                      tiny_tokenizer: Path) -> None:
+    """docs/training-orders.md's Trainer recipe under torchrun (DDP over gloo, accelerate's), fed
+    a compute-balanced plan's sampler: each rank trains, step by step, the packs plan_balance says."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from .helpers import REPO
+
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    assert CliRunner().invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", "compute",
+                                    "--world-size", "2", "--micro-batches", "2", "--balance", "compute", "--cost",
+                                    "1,0.01"]).exit_code == 0
+    script = tmp_path / "trainer.py"
+    script.write_text(TRAINER_RANK)
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port",
+                    str(32500 + os.getpid() % 1000), str(script), str(store), str(tiny_tokenizer),
+                    str(tmp_path / "seen"), str(REPO)], check=True, capture_output=True, timeout=300)
+    seen = [json.loads((tmp_path / f"seen.{rank}").read_text()) for rank in (0, 1)]
+    promised = run_query(store, "SELECT step, rank, tokens FROM plan_balance WHERE plan = 'compute' AND epoch = 0 "
+                                "AND step < 4 ORDER BY step, rank")[1]
+    assert [(step, rank, sum(seen[rank][step])) for step in range(4) for rank in (0, 1)] == promised
+
+
+def test_padded_micro_batches_are_balanced_with_their_padding(long_tailed_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    result = CliRunner().invoke(cli, ["pack", str(store), "--spec", "s", "--strategy", "dynamic", "--micro-batch-size",
+                                      "2", "--name", "padded", "--world-size", "2", "--micro-batches", "2", "--balance",
+                                      "compute", "--cost", "1,0.01"])
+    assert result.exit_code == 0, result.output
+    costs = run_query(store, "SELECT m.pack, count(*), max(m.tokens) FROM pack_members AS m WHERE m.plan = 'padded' "
+                             "GROUP BY m.pack ORDER BY m.pack")[1]
+    padded = {pack: count * (longest + 0.01 * longest * longest) for pack, count, longest in costs}
+    rows = run_query(store, "SELECT step, rank, cost, imbalance FROM plan_balance WHERE plan = 'padded' "
+                            "ORDER BY step, rank")[1]
+    assert rows and all(ratio <= 1.05 for *_, ratio in rows)
+    for step, rank, cost, _ in rows:  # the view costs each micro-batch padded: count x longest
+        assert cost == pytest.approx(sum(padded[4 * step + 2 * rank + k] for k in (0, 1)))

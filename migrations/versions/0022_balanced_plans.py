@@ -11,7 +11,9 @@ rank's share of a step about equal in estimated cost), and the cost model ``a * 
 per sequence of ``L`` tokens it was costed with. Plans made before have none (NULL, ``tokens``).
 
 - view ``plan_balance``: per plan made for a topology, epoch, whole global step and rank, its
-  packs, tokens and estimated cost, and the step's imbalance (its costliest rank over the mean).
+  packs, tokens and estimated cost (a padded micro-batch, ``dynamic``, costs its count times its
+  longest sample: padding is computed too), and the step's imbalance (its costliest rank over
+  the mean).
 
 Revision ID: 0022
 Revises: 0021
@@ -29,7 +31,8 @@ _INT = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
 PLAN_BALANCE_VIEW = """
 CREATE VIEW plan_balance AS
 WITH pack_costs AS (
-    SELECT k.plan_id, k.pack, k.tokens, sum(CAST(r.tokens AS DOUBLE PRECISION) * r.tokens) AS squares
+    SELECT k.plan_id, k.pack, k.tokens, sum(CAST(r.tokens AS DOUBLE PRECISION) * r.tokens) AS squares,
+           count(*) AS members, max(r.tokens) AS longest
     FROM packs AS k
     JOIN packing_plans AS p ON p.id = k.plan_id
     JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
@@ -37,13 +40,19 @@ WITH pack_costs AS (
     JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id
     WHERE p.world_size IS NOT NULL
     GROUP BY k.plan_id, k.pack, k.tokens
+), costed AS (
+    SELECT c.plan_id, c.pack, c.tokens,
+           CASE WHEN p.strategy = 'dynamic' THEN c.members * (p.cost_a * c.longest
+                + p.cost_b * CAST(c.longest AS DOUBLE PRECISION) * c.longest)
+                ELSE p.cost_a * c.tokens + p.cost_b * c.squares END AS cost
+    FROM pack_costs AS c JOIN packing_plans AS p ON p.id = c.plan_id
 ), ranks AS (
     SELECT p.name AS plan, pe.epoch AS epoch,
            (c.pack - pe.first_pack) / (p.world_size * p.micro_batches) AS step,
            ((c.pack - pe.first_pack) - (c.pack - pe.first_pack) / (p.world_size * p.micro_batches)
             * (p.world_size * p.micro_batches)) / p.micro_batches AS rank,
-           count(*) AS packs, sum(c.tokens) AS tokens, sum(p.cost_a * c.tokens + p.cost_b * c.squares) AS cost
-    FROM pack_costs AS c
+           count(*) AS packs, sum(c.tokens) AS tokens, sum(c.cost) AS cost
+    FROM costed AS c
     JOIN packing_plans AS p ON p.id = c.plan_id
     JOIN plan_epochs AS pe ON pe.plan_id = c.plan_id AND c.pack BETWEEN pe.first_pack AND pe.first_pack + pe.packs - 1
     WHERE c.pack - pe.first_pack < pe.packs / (p.world_size * p.micro_batches) * (p.world_size * p.micro_batches)

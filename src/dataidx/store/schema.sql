@@ -625,7 +625,8 @@ JOIN base_entries AS b ON b.id = x.entry_id
 JOIN datasets AS d ON d.id = b.dataset_id;
 CREATE VIEW plan_balance AS
 WITH pack_costs AS (
-    SELECT k.plan_id, k.pack, k.tokens, sum(CAST(r.tokens AS DOUBLE PRECISION) * r.tokens) AS squares
+    SELECT k.plan_id, k.pack, k.tokens, sum(CAST(r.tokens AS DOUBLE PRECISION) * r.tokens) AS squares,
+           count(*) AS members, max(r.tokens) AS longest
     FROM packs AS k
     JOIN packing_plans AS p ON p.id = k.plan_id
     JOIN packed_entries AS e ON e.id BETWEEN k.first_member AND k.first_member + k.members - 1
@@ -633,13 +634,19 @@ WITH pack_costs AS (
     JOIN entry_renders AS r ON r.spec_id = p.spec_id AND r.entry_id = e.entry_id
     WHERE p.world_size IS NOT NULL
     GROUP BY k.plan_id, k.pack, k.tokens
+), costed AS (
+    SELECT c.plan_id, c.pack, c.tokens,
+           CASE WHEN p.strategy = 'dynamic' THEN c.members * (p.cost_a * c.longest
+                + p.cost_b * CAST(c.longest AS DOUBLE PRECISION) * c.longest)
+                ELSE p.cost_a * c.tokens + p.cost_b * c.squares END AS cost
+    FROM pack_costs AS c JOIN packing_plans AS p ON p.id = c.plan_id
 ), ranks AS (
     SELECT p.name AS plan, pe.epoch AS epoch,
            (c.pack - pe.first_pack) / (p.world_size * p.micro_batches) AS step,
            ((c.pack - pe.first_pack) - (c.pack - pe.first_pack) / (p.world_size * p.micro_batches)
             * (p.world_size * p.micro_batches)) / p.micro_batches AS rank,
-           count(*) AS packs, sum(c.tokens) AS tokens, sum(p.cost_a * c.tokens + p.cost_b * c.squares) AS cost
-    FROM pack_costs AS c
+           count(*) AS packs, sum(c.tokens) AS tokens, sum(c.cost) AS cost
+    FROM costed AS c
     JOIN packing_plans AS p ON p.id = c.plan_id
     JOIN plan_epochs AS pe ON pe.plan_id = c.plan_id AND c.pack BETWEEN pe.first_pack AND pe.first_pack + pe.packs - 1
     WHERE c.pack - pe.first_pack < pe.packs / (p.world_size * p.micro_batches) * (p.world_size * p.micro_batches)
