@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_balance
 import bench_media
 import bench_merges
 import bench_orders
@@ -510,6 +511,9 @@ def main() -> None:
     parser.add_argument("--media-images", type=int, default=200, help="generated JPEGs (beside the 3 demo images) "
                         "for the figures of image token counts from headers against the image processor")
     parser.add_argument("--media-only", action="store_true", help="only the image token count figures")
+    parser.add_argument("--balance-entries", type=int, default=1_000_000, help="lognormal lengths (cutoff 32k) of "
+                        "the compute-balance figures, 8 ranks")
+    parser.add_argument("--balance-only", action="store_true", help="only the compute-balance figures (issue 56)")
     parser.add_argument("--rounds", type=int, help="take every best-of/median-of figure this many times "
                         "instead (1: a quick run that checks the script, not figures to compare)")
     parser.add_argument("--startup", nargs=2, metavar=("ENGINE", "CONFIG"), help=argparse.SUPPRESS)
@@ -659,10 +663,17 @@ def print_media(work: Path, args: argparse.Namespace) -> None:
     print_table(("path", "entries/s", "vs v1"), lines)
 
 
+def print_balance(work: Path, args: argparse.Namespace) -> None:
+    said, lines = bench_balance.balance_table(args.balance_entries, 32_768, 8, [1, 4])
+    print(f"\ncompute-balanced pack orders (pack --balance compute, issue 56) beside today's shuffled plan, the same "
+          f"packs: {said}")
+    print_table(bench_balance.HEADER, lines, left=(0, 1))
+
+
 #: The sections a full run prints after the main store's, in order; ``--NAME-only`` prints one alone.
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], None]] = {
     "tokens": print_tokens, "orders": print_orders, "merges": print_merges, "families": print_families,
-    "render": print_render_ratio, "media": print_media,
+    "render": print_render_ratio, "media": print_media, "balance": print_balance,
 }
 
 
