@@ -285,3 +285,21 @@ def test_padded_micro_batches_are_balanced_with_their_padding(long_tailed_store:
     assert rows and all(ratio <= 1.05 for *_, ratio in rows)
     for step, rank, cost, _ in rows:  # the view costs each micro-batch padded: count x longest
         assert cost == pytest.approx(sum(padded[4 * step + 2 * rank + k] for k in (0, 1)))
+
+
+def test_a_skip_list_over_a_balanced_plan_says_the_balance_no_longer_holds(long_tailed_store: Path, tmp_path: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    store = tmp_path / "d.db"
+    store.write_bytes(long_tailed_store.read_bytes())
+    runner = CliRunner()
+    assert runner.invoke(cli, ["pack", str(store), "--spec", "s", "--capacity", "2048", "--name", "compute",
+                               "--world-size", "2", "--micro-batches", "2", "--balance", "compute", "--cost",
+                               "1,0.01"]).exit_code == 0
+    with PackedDataset(store, plan="compute") as packs:
+        with caplog.at_level("WARNING"):
+            list(OrderSampler(packs, world_size=2, global_batch_size=4, seed=None))
+        assert "no longer holds" not in caplog.text  # no skip list: nothing to say
+    assert runner.invoke(cli, ["skip", str(store), "spikes", "--entry", "a:3", "--why", "loss spike"]).exit_code == 0
+    with PackedDataset(store, plan="compute") as packs, caplog.at_level("WARNING"):
+        list(OrderSampler(packs, world_size=2, global_batch_size=4, seed=None))
+    assert "leave 1 packs of epoch 0 out" in caplog.text and "balance of those steps no longer holds" in caplog.text

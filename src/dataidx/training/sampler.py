@@ -125,6 +125,11 @@ class OrderSampler:
         if self._read is None or self._read[0] != self.epoch:
             skipped = getattr(self.dataset, "skipped_items", None) if self.skips else None
             left_out = np.asarray(skipped() if callable(skipped) else [], dtype=np.int64)
+            if len(left_out) and getattr(self.dataset, "balanced_for", None) is not None:
+                logger.warning("%r: its skip lists leave %d packs of epoch %d out, which moves every later step "
+                               "forward: the balance of those steps no longer holds; plan again with dataidx pack "
+                               "... --balance compute to balance what is left", self.dataset, len(left_out),
+                               self.epoch)
             whole = TrainingOrder(self.length, seed=self.seed, epoch=self.epoch)
             self._read = (self.epoch, SkippingOrder(whole, left_out))
         return self._read[1]
