@@ -256,11 +256,8 @@ def balance_line(summary: Any) -> str:
     """What a plan for a topology promises (a ``pack.PackSummary``): its worst and mean step's
     costliest rank over the mean, beside the token-balanced order of the same packs."""
     topology = summary.topology
-    planned, by_tokens = (max(pair, key=lambda p: p[0]) if pair else (1.0, 1.0) for pair in (
-        summary.balance.planned, summary.balance.by_tokens))
-    means = [sum(mean for _, mean in pairs) / len(pairs) if pairs else 1.0
-             for pairs in (summary.balance.planned, summary.balance.by_tokens)]
+    (worst, mean), (token_worst, token_mean) = summary.balance.overall()
     return (f"{topology.world_size} ranks x {topology.micro_batches} packs a step, balanced by {topology.balance} "
             f"(cost {topology.cost.a:.4g}*L + {topology.cost.b:.4g}*L^2): costliest rank / mean, worst step "
-            f"{planned[0]:.3f}, mean {means[0]:.3f}; the token-balanced order of these packs: worst "
-            f"{by_tokens[0]:.3f}, mean {means[1]:.3f} (view plan_balance)")
+            f"{worst:.3f}, mean {mean:.3f}; the token-balanced order of these packs: worst {token_worst:.3f}, "
+            f"mean {token_mean:.3f} (view plan_balance)")

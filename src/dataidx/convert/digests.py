@@ -28,6 +28,7 @@ import xxhash
 
 from .arrow_compute import pc
 from .expansion import is_document
+from .text_prints import text_column
 from .vectorised import NO_CUT, TableCuts, _field, _flatten, _has_null_messages, _no_messages, is_text
 
 _WHITESPACE = " \t\n\v\f\r"  # pyarrow's ascii_trim_whitespace set
@@ -65,13 +66,6 @@ def _trimmed_block(kind: str | pa.ChunkedArray, text: pa.ChunkedArray) -> pa.Chu
     return pc.binary_join_element_wise(kind, pc.cast(pc.binary_length(trimmed), pa.string()), ":", trimmed, "")
 
 
-def _strings(table: pa.Table, name: str) -> pa.ChunkedArray:
-    """A text column of ``table``; nulls where it is missing or holds nothing but nulls."""
-    if name not in table.column_names or pa.types.is_null(table[name].type):
-        return pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
-    return table[name]
-
-
 def _buffer(values: pa.ChunkedArray | pa.Array) -> tuple[memoryview, np.ndarray]:
     """One contiguous byte buffer of ``values`` and their offsets into it (len + 1)."""
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -96,7 +90,7 @@ def _from_messages(serialized: pa.ChunkedArray, row_first: np.ndarray, found: Ta
 
 def alpaca_digests(table: pa.Table, found: TableCuts) -> EntryDigests | None:
     """An alpaca table's entries: system, user (instruction then input) and assistant messages."""
-    column = {name: _strings(table, name) for name in ("system", "instruction", "input", "output")}
+    column = {name: text_column(table, name) for name in ("system", "instruction", "input", "output")}
     user_text = pc.if_else(pc.or_(pc.is_valid(column["instruction"]), pc.is_valid(column["input"])),
                            pc.binary_join_element_wise(pc.fill_null(column["instruction"], ""),
                                                        pc.fill_null(column["input"], ""), ""),
@@ -115,7 +109,7 @@ def alpaca_digests(table: pa.Table, found: TableCuts) -> EntryDigests | None:
 
 def text_digests(table: pa.Table, found: TableCuts) -> EntryDigests | None:
     """A table of documents: ``text``, its length and its text; no prompt side."""
-    data, bounds = _buffer(_trimmed_block("text", pc.fill_null(_strings(table, "text"), "")))
+    data, bounds = _buffer(_trimmed_block("text", pc.fill_null(text_column(table, "text"), "")))
     starts = bounds[:-1][found.rows]
     return _prefix_digests(data, starts, bounds[1:][found.rows], starts)
 

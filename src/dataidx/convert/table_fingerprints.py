@@ -22,18 +22,11 @@ from .fingerprints import (
     messages_of,
     sequence_prints,
     text_blocks,
-    text_prints,
 )
 from .formats import tool_call_blocks
 from .samples import Content
+from .text_prints import text_column, text_prints
 from .vectorised import TableCuts, _field, _flatten, _has_null_messages, _no_messages, _valid, is_text
-
-
-def _strings(table: pa.Table, name: str) -> pa.ChunkedArray:
-    """A text column of ``table``; nulls where it is missing or holds nothing but nulls."""
-    if name not in table.column_names or pa.types.is_null(table[name].type):
-        return pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
-    return table[name]
 
 
 def alpaca_prints(table: pa.Table, found: TableCuts) -> EntryPrints:
@@ -71,7 +64,7 @@ def _user_texts(table: pa.Table, there: np.ndarray) -> np.ndarray:
         table["input"].type) and pc.max(pc.binary_length(table["input"])).as_py()
     if not given:
         return _texts(table, "instruction", _valid(table, "instruction"))
-    return text_prints(pc.binary_join_element_wise(pc.fill_null(_strings(table, "instruction"), ""),
+    return text_prints(pc.binary_join_element_wise(pc.fill_null(text_column(table, "instruction"), ""),
                                                    pc.fill_null(table["input"], ""), ""))
 
 
@@ -153,5 +146,5 @@ def table_prints(converter: str, table: pa.Table, found: TableCuts) -> EntryPrin
         return sharegpt_prints(table, found)
     documents_only = "text" in table.column_names and "messages" not in table.column_names
     if converter == "text" or (converter == "none" and documents_only):
-        return documents(text_prints(_strings(table, "text")))
+        return documents(text_prints(text_column(table, "text")))
     return standard_prints(table, found) if converter == "none" else None

@@ -36,6 +36,13 @@ def mix(values: np.ndarray) -> np.ndarray:
 LONG_TEXT = 256
 
 
+def text_column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """A text column of ``table``; nulls where it is missing or holds nothing but nulls."""
+    if name not in table.column_names or pa.types.is_null(table[name].type):
+        return pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    return table[name]
+
+
 def text_prints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Per text (null as empty): its fingerprint once surrounding ASCII whitespace is trimmed."""
     if values.null_count:
@@ -116,6 +123,7 @@ def _places(start: np.ndarray, stop: np.ndarray, last: int) -> np.ndarray:
 
 
 _STEPS = 16  # whitespace bytes trimmed a step at a time; a longer run is found by a search
+_WHITESPACE_BYTES = b" \t\n\v\f\r"
 
 
 def _spaces(values: np.ndarray) -> np.ndarray:
@@ -127,25 +135,27 @@ def _spaces(values: np.ndarray) -> np.ndarray:
 def _trimmed(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each text's bounds without its surrounding ASCII whitespace (a text at the very end of the
     bytes reads its own last byte; an empty one's byte is never looked at)."""
-    top = len(data) - 1
-    live = np.flatnonzero(_spaces(data[np.minimum(start, top)]) & (start < end))
+    _trim_side(data, start, end, front=True)
+    _trim_side(data, start, end, front=False)
+    return start, end
+
+
+def _trim_side(data: np.ndarray, start: np.ndarray, end: np.ndarray, *, front: bool) -> None:
+    """Move ``start`` past leading (``front``) or ``end`` before trailing whitespace, in place: a
+    step at a time for the texts still on a space, then one search each for the few runs longer."""
+    edge, step = (start, 1) if front else (end, -1)
+    look = 0 if front else -1  # the byte a side reads: the first, or the one before the end
+
+    def spaced(at: np.ndarray) -> np.ndarray:
+        return _spaces(data[np.minimum(edge[at] + look, len(data) - 1)]) & (start[at] < end[at])
+
+    live = np.flatnonzero(spaced(np.arange(len(edge))))
     for _ in range(_STEPS):
         if not len(live):
-            break
-        start[live] += 1
-        live = live[start[live] < end[live]]
-        live = live[_spaces(data[start[live]])]
+            return
+        edge[live] += step
+        live = live[spaced(live)]
     for at in live.tolist():  # a long run of whitespace: found in one search of its bytes
         text = data[start[at]:end[at]].tobytes()
-        start[at] += len(text) - len(text.lstrip(b" \t\n\v\f\r"))
-    live = np.flatnonzero(_spaces(data[end - 1]) & (start < end))
-    for _ in range(_STEPS):
-        if not len(live):
-            break
-        end[live] -= 1
-        live = live[start[live] < end[live]]
-        live = live[_spaces(data[end[live] - 1])]
-    for at in live.tolist():
-        text = data[start[at]:end[at]].tobytes()
-        end[at] -= len(text) - len(text.rstrip(b" \t\n\v\f\r"))
-    return start, end
+        kept = text.lstrip(_WHITESPACE_BYTES) if front else text.rstrip(_WHITESPACE_BYTES)
+        edge[at] += step * (len(text) - len(kept))

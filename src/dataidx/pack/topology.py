@@ -43,6 +43,16 @@ class Balance:
     planned: list[tuple[float, float]] = field(default_factory=list)
     by_tokens: list[tuple[float, float]] = field(default_factory=list)
 
+    def overall(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Over every epoch, ``(worst, mean)`` of the plan's order and of the token order."""
+        return _over_epochs(self.planned), _over_epochs(self.by_tokens)
+
+
+def _over_epochs(epochs: list[tuple[float, float]]) -> tuple[float, float]:
+    if not epochs:
+        return 1.0, 1.0
+    return max(worst for worst, _ in epochs), sum(mean for _, mean in epochs) / len(epochs)
+
 
 def topology_of(world_size: int | None, micro_batches: int | None, balance: str, *, cost: str | None,
                 cost_config: str | os.PathLike[str] | None, tokenizer: str | None) -> Topology | None:
