@@ -221,5 +221,6 @@ def balance_chart(plan: PlanFigures) -> str:
     axes.set_ylim(1, max([1.05, *worst]) * 1.01)
     axes.set_xlabel("global step" + (f" (a bar: the worst of {size})" if size > 1 else ""))
     axes.set_ylabel("costliest rank / mean")
+    _counts(axes.xaxis)  # steps are whole numbers
     axes.spines[["top", "right"]].set_visible(False)
     return _svg(figure)
